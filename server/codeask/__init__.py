@@ -1,0 +1,3 @@
+"""codeask: a local code-understanding language server."""
+
+__version__ = "0.1.0"
