@@ -51,13 +51,13 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The embedding model."""
 
     model: str = DEFAULT_EMBED_MODEL
-    """`codeask/all-MiniLM-L6-v2-int8` is packaged and offline; any fastembed model name downloads when online."""
+    """`codeask/all-MiniLM-L6-v2-int8` is packaged (offline); other fastembed models download."""
     batch_size: int = 32
     """Chunks per embedding batch."""
     threads: int = 0
     """ONNX runtime threads; 0 lets the runtime decide."""
     cache_dir: str = ""
-    """Where models and the embedding cache live. Empty: `$XDG_CACHE_HOME/codeask` or `~/.cache/codeask`."""
+    """Models and embedding cache folder. Empty: `$XDG_CACHE_HOME/codeask` (~/.cache/codeask)."""
 
 
 class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -251,11 +251,9 @@ def settings_markdown() -> str:
         for i, stmt in enumerate(body):
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 doc = body[i + 1] if i + 1 < len(body) else None
-                text = (
-                    doc.value.value
-                    if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
-                    else ""
-                )
+                text = ""
+                if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                    text = str(doc.value.value)
                 default = defaults[section][stmt.target.id]
                 rows.append(f"| `{section}.{stmt.target.id}` | `{default!r}` | {text} |")
     return "\n".join(rows)

@@ -1,0 +1,528 @@
+"""The one orchestrator of indexing: discover → chunk → (lexical at once) → embed → store.
+
+Incremental by construction: size+mtime, then the content hash, decide whether a file changed;
+chunk vectors come from the content-hash cache when the text was seen before. Lexical search
+works as soon as a file is chunked; dense results fill in as embeddings land. Long runs report
+progress, can be cancelled between batches, and checkpoint a consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from codeask.config import Settings, cache_dir, load_settings
+from codeask.core import history as git_history
+from codeask.core.chunk import chunk_file
+from codeask.core.discover import (
+    SkippedFile,
+    SourceFile,
+    check_file,
+    discover,
+    load_source,
+)
+from codeask.core.embed import CachedEmbedder, load_embedder, model_dim
+from codeask.core.lexical import LexicalIndex
+from codeask.core.records import FileRecord
+from codeask.core.store import IndexStore
+
+log = logging.getLogger(__name__)
+
+EMBED_STEP = 256
+
+
+class Cancelled(Exception):
+    """The caller asked the run to stop; what was done so far is kept."""
+
+
+class CancelToken:
+    """A flag the editor (or Ctrl-C) sets; checked between files and batches."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        """Ask the run to stop at the next check."""
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether cancel() was called."""
+        return self._event.is_set()
+
+    def check(self) -> None:
+        """Raise Cancelled when asked to stop."""
+        if self._event.is_set():
+            raise Cancelled()
+
+
+@dataclass
+class Progress:
+    """One progress event: what phase, and how far."""
+
+    phase: str
+    files_done: int = 0
+    files_total: int = 0
+    chunks_embedded: int = 0
+    chunks_total: int = 0
+    message: str = ""
+
+    @property
+    def percent(self) -> int:
+        """Overall percent: chunking is the first 30%, embedding the rest."""
+        chunked = self.files_done / self.files_total if self.files_total else 1.0
+        embedded = self.chunks_embedded / self.chunks_total if self.chunks_total else 1.0
+        if self.phase in ("scan", "chunk"):
+            return int(30 * chunked)
+        return min(100, 30 + int(70 * embedded))
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_embedded: int = 0
+    vectors_computed: int = 0
+    commits_added: int = 0
+    commits_removed: int = 0
+    seconds_lexical: float = 0.0
+    seconds_total: float = 0.0
+    cancelled: bool = False
+
+
+@dataclass
+class IndexStatus:
+    """What `codeask status` and the editor's status bar show."""
+
+    root: str
+    index_dir: str
+    files: int
+    chunks: int
+    embedded: int
+    model: str
+    disk_bytes: int
+    last_indexed: float
+    state: str
+    history_commits: int
+
+    @property
+    def embedded_percent(self) -> float:
+        """Share of chunks with a vector."""
+        return 100.0 * self.embedded / self.chunks if self.chunks else 100.0
+
+
+def index_dir_for(root: Path, settings: Settings) -> Path:
+    """Where a folder's index lives: `<root>/.codeask`, the user cache, or a configured path."""
+    location = settings.index.location
+    tag = f"{root.name or 'root'}-{hashlib.blake2b(str(root).encode(), digest_size=4).hexdigest()}"
+    if not location:
+        return root / ".codeask"
+    if location == "cache":
+        return cache_dir(settings) / "indexes" / tag
+    path = Path(location).expanduser()
+    return path / tag if path.is_absolute() else root / path
+
+
+class FolderIndex:
+    """Index of one workspace folder: store + lexical table + (lazily) the embedder."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        *,
+        embedder: CachedEmbedder | None = None,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        self.root = root.resolve()
+        self.settings = settings
+        self.warnings = list(warnings)
+        self.folder = index_dir_for(self.root, settings)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._priority: set[str] = set()
+        self.state = "loading"
+        model = settings.embed.model
+        self.store, reason = IndexStore.open(self.folder, self.root, model, model_dim(model))
+        if reason:
+            log.warning("index at %s: %s", self.folder, reason)
+        self.lexical = self._open_lexical()
+        self.state = "ready" if self.store.files else "empty"
+
+    @classmethod
+    def open(cls, root: Path, editor: dict[str, object] | None = None) -> FolderIndex:
+        """Open with settings merged from the folder's project file, the editor and the env."""
+        settings, warnings = load_settings(root, editor)
+        for warning in warnings:
+            log.warning("%s", warning)
+        return cls(root, settings, warnings=warnings)
+
+    def _open_lexical(self) -> LexicalIndex:
+        path = self.folder / "lexical.sqlite"
+        try:
+            lexical = LexicalIndex(path)
+            stamped = lexical.generation()
+        except Exception as exc:  # sqlite3.DatabaseError and friends: a damaged file
+            log.warning("lexical index %s unreadable (%s); rebuilding it", path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            lexical = LexicalIndex(path)
+            stamped = -2
+        if stamped != self.store.generation or lexical.count() != len(self.store.chunks):
+            if self.store.chunks:
+                log.info(
+                    "lexical index does not match snapshot %d; rebuilding it", self.store.generation
+                )
+            lexical.clear()
+            lexical.upsert(self.store.chunks.values())
+            lexical.stamp(self.store.generation)
+        return lexical
+
+    # ---- the embedder is loaded on first need: lexical search never waits for it ------------
+    @property
+    def embedder(self) -> CachedEmbedder:
+        """The (shared, cached) embedding model; loaded once per process."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = load_embedder(self.settings)
+            return self._embedder
+
+    # ---- full / incremental pass -----------------------------------------------------------
+    def refresh(
+        self,
+        *,
+        progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None,
+        embed: bool = True,
+        history: bool | None = None,
+    ) -> IndexReport:
+        """Bring the index up to date with the folder; safe to call again at any time."""
+        report = IndexReport()
+        started = time.perf_counter()
+        emit = progress or (lambda _p: None)
+        token = cancel or CancelToken()
+        with self._run_lock:
+            self.state = "indexing"
+            try:
+                self._scan_and_chunk(report, emit, token)
+                report.seconds_lexical = time.perf_counter() - started
+                self.checkpoint()
+                if self.settings.history.enabled if history is None else history:
+                    self._sync_history(report, token)
+                if embed:
+                    self._embed_pending(report, emit, token)
+            except Cancelled:
+                report.cancelled = True
+            finally:
+                self.checkpoint()
+                self.state = "ready"
+        report.seconds_total = time.perf_counter() - started
+        emit(Progress("done", report.files_seen, report.files_seen, *self.embedded_counts()))
+        return report
+
+    def _scan_and_chunk(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
+        emit(Progress("scan", message="discovering files"))
+        found = discover(self.root, self.settings.index, ignored_dirs=[self.folder])
+        report.skipped.extend(found.skipped)
+        for skipped in found.skipped:
+            log.info("skipped %s: %s", skipped.rel, skipped.reason)
+        report.files_seen = len(found.files)
+        present = {f.rel for f in found.files}
+        for rel in [r for r in self.store.files if r not in present]:
+            self._remove(rel, report)
+        for done, source in enumerate(found.files, 1):
+            token.check()
+            self._index_file(source, report)
+            if done % 50 == 0 or done == len(found.files):
+                emit(Progress("chunk", done, len(found.files), message=source.rel))
+
+    def _index_file(self, source: SourceFile, report: IndexReport) -> None:
+        """Chunk one file if it changed; keeps the old chunks when it did not."""
+        known = self.store.files.get(source.rel)
+        if known and known.size == source.size and known.mtime_ns == source.mtime_ns:
+            report.files_unchanged += 1
+            return
+        loaded = load_source(source, self.settings.index)
+        if isinstance(loaded, SkippedFile):
+            log.info("skipped %s: %s", loaded.rel, loaded.reason)
+            report.skipped.append(loaded)
+            self._remove(source.rel, report)
+            record = FileRecord(
+                path=source.rel,
+                size=source.size,
+                mtime_ns=source.mtime_ns,
+                sha256="",
+                skipped=loaded.reason,
+            )
+            self.store.replace_file(record, [])
+            return
+        if known and known.sha256 == loaded.sha256 and not known.skipped:
+            self.store.touch_file(source.rel, loaded.size, loaded.mtime_ns)
+            report.files_unchanged += 1
+            return
+        result = chunk_file(source.rel, loaded.text, self.settings.chunk)
+        if result.fallback_reason:
+            log.info("%s: %s", source.rel, result.fallback_reason)
+        ids = self.store.new_ids(len(result.chunks))
+        for chunk, chunk_id in zip(result.chunks, ids, strict=True):
+            chunk.id = chunk_id
+        record = FileRecord(
+            path=source.rel,
+            size=loaded.size,
+            mtime_ns=loaded.mtime_ns,
+            sha256=loaded.sha256,
+            language=result.language,
+        )
+        with self.store.lock:
+            removed = self.store.replace_file(record, result.chunks)
+            self.lexical.remove(removed)
+            self.lexical.upsert(result.chunks)
+        report.files_indexed += 1
+        report.chunks_added += len(result.chunks)
+        report.chunks_removed += len(removed)
+
+    def _remove(self, rel: str, report: IndexReport) -> None:
+        with self.store.lock:
+            removed = self.store.remove_file(rel)
+            self.lexical.remove(removed)
+        if removed or rel in self.store.files:
+            report.files_removed += 1
+        report.chunks_removed += len(removed)
+
+    def _sync_history(self, report: IndexReport, token: CancelToken) -> None:
+        known = set(self.store.history.commits)
+        delta = git_history.sync_history(
+            self.root, self.settings.history, known, cancel=lambda: token.cancelled
+        )
+        for note in delta.notes:
+            log.info("history: %s", note)
+        with self.store.lock:
+            removed = self.store.remove_history(delta.removed)
+            self.lexical.remove(removed)
+            for sha, chunks in delta.added.items():
+                for chunk, chunk_id in zip(chunks, self.store.new_ids(len(chunks)), strict=True):
+                    chunk.id = chunk_id
+                self.store.add_history(sha, chunks)
+                self.lexical.upsert(chunks)
+            self.store.set_head(delta.head)
+        report.commits_added += len(delta.added)
+        report.commits_removed += len(delta.removed)
+
+    # ---- embedding ---------------------------------------------------------------------------
+    def prioritize(self, rels: Iterable[str]) -> None:
+        """Files the user is looking at: their chunks are embedded before the backlog."""
+        self._priority.update(rels)
+
+    def _pending_in_order(self) -> list[int]:
+        pending = self.store.pending_ids()
+        chunks = self.store.chunks
+
+        def rank(chunk_id: int) -> tuple[int, int]:
+            chunk = chunks.get(chunk_id)
+            if chunk is None:
+                return (3, 0)
+            if chunk.path in self._priority and chunk.kind not in ("commit", "hunk"):
+                return (0, 0)
+            return (2 if chunk.kind in ("commit", "hunk") else 1, len(chunk.text))
+
+        return sorted(pending, key=rank)
+
+    def _embed_pending(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
+        pending = self._pending_in_order()
+        total = len(self.store.chunks)
+        embedded = total - len(pending)
+        if not pending:
+            return
+        embedder = self.embedder
+        self._fill_from_cache(pending, embedder)
+        pending = [i for i in pending if i not in self.store.vectors.live]
+        embedded = total - len(pending)
+        emit(Progress("embed", chunks_embedded=embedded, chunks_total=total))
+        last_save = time.monotonic()
+        for start in range(0, len(pending), EMBED_STEP):
+            token.check()
+            step = [i for i in pending[start : start + EMBED_STEP] if i in self.store.chunks]
+            embedded += self._embed_ids(step, embedder, report)
+            emit(Progress("embed", chunks_embedded=embedded, chunks_total=total))
+            if time.monotonic() - last_save > self.settings.index.checkpoint_seconds:
+                self.checkpoint()
+                last_save = time.monotonic()
+
+    def _fill_from_cache(self, ids: list[int], embedder: CachedEmbedder) -> None:
+        """Warm runs: everything the cache knows lands at once, without touching the model."""
+        chunks = [c for c in (self.store.chunks.get(i) for i in ids) if c is not None]
+        keys = [c.content_hash() for c in chunks]
+        cached = embedder.cache.get_many(keys)
+        hits = [(c.id, cached[k]) for c, k in zip(chunks, keys, strict=True) if k in cached]
+        if hits:
+            rows = np.stack([v for _, v in hits])
+            self.store.add_vectors([i for i, _ in hits], rows)
+            embedder.reused += len(hits)
+
+    def _embed_ids(self, ids: list[int], embedder: CachedEmbedder, report: IndexReport) -> int:
+        chunks = [self.store.chunks[i] for i in ids if i in self.store.chunks]
+        if not chunks:
+            return 0
+        before = embedder.computed
+        rows = embedder.embed_keyed(
+            [c.content_hash() for c in chunks], [c.embed_text() for c in chunks]
+        )
+        self.store.add_vectors([c.id for c in chunks], rows)
+        report.vectors_computed += embedder.computed - before
+        report.chunks_embedded += len(chunks)
+        return len(chunks)
+
+    def embed_pending(
+        self, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None
+    ) -> IndexReport:
+        """Embed whatever has no vector yet (used after lexical-only runs)."""
+        report = IndexReport()
+        with self._run_lock:
+            try:
+                self._embed_pending(report, progress or (lambda _p: None), cancel or CancelToken())
+            except Cancelled:
+                report.cancelled = True
+            finally:
+                self.checkpoint()
+        return report
+
+    # ---- single files (editor saves, watcher events) --------------------------------------
+    def update_paths(self, rels: Iterable[str], *, embed: bool = True) -> IndexReport:
+        """Re-check named files (changed, created or deleted); their chunks embed first."""
+        report = IndexReport()
+        started = time.perf_counter()
+        rels = list(dict.fromkeys(rels))
+        with self._run_lock:
+            for rel in rels:
+                found = check_file(self.root, rel, self.settings.index)
+                if isinstance(found, SourceFile):
+                    self._index_file(found, report)
+                else:
+                    if isinstance(found, SkippedFile):
+                        report.skipped.append(found)
+                    self._remove(rel, report)
+            report.seconds_lexical = time.perf_counter() - started
+            if embed:
+                fresh = [
+                    cid
+                    for rel in rels
+                    if rel in self.store.files
+                    for cid in self.store.files[rel].chunk_ids
+                    if cid not in self.store.vectors.live
+                ]
+                if fresh:
+                    self._embed_ids(fresh, self.embedder, report)
+            self.checkpoint()
+        report.seconds_total = time.perf_counter() - started
+        return report
+
+    def rebuild(self, **kwargs: object) -> IndexReport:
+        """Forget everything and index from scratch (vectors still come from the cache)."""
+        with self._run_lock, self.store.lock:
+            self.store.clear()
+            self.lexical.clear()
+        return self.refresh(**kwargs)  # type: ignore[arg-type]
+
+    # ---- persistence and status --------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Save a consistent snapshot if anything changed (lexical stamped first, see store)."""
+        with self.store.lock:
+            if not self.store.dirty and self.lexical.generation() == self.store.generation:
+                return
+            self.lexical.stamp(self.store.generation + 1)
+            self.store.save()
+
+    def embedded_counts(self) -> tuple[int, int]:
+        """(chunks with a vector, all chunks)."""
+        with self.store.lock:
+            return len(self.store.vectors.live), len(self.store.chunks)
+
+    def status(self) -> IndexStatus:
+        """A snapshot of the counts for humans and status bars."""
+        with self.store.lock:
+            code_files = sum(1 for f in self.store.files.values() if not f.skipped)
+            return IndexStatus(
+                root=str(self.root),
+                index_dir=str(self.folder),
+                files=code_files,
+                chunks=len(self.store.chunks),
+                embedded=len(self.store.vectors.live),
+                model=self.store.model,
+                disk_bytes=self.store.disk_bytes(),
+                last_indexed=self.store.saved_at,
+                state=self.state,
+                history_commits=len(self.store.history.commits),
+            )
+
+    def relative(self, path: Path) -> str | None:
+        """`path` as a POSIX path inside this folder, or None when it is outside."""
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+
+    def close(self) -> None:
+        """Save and release files."""
+        self.checkpoint()
+        self.lexical.close()
+
+
+class Workspace:
+    """All workspace folders of one editor window (multi-root), each with its own index."""
+
+    def __init__(self) -> None:
+        self.folders: dict[Path, FolderIndex] = {}
+        self._lock = threading.Lock()
+
+    def add(self, root: Path, editor: dict[str, object] | None = None) -> FolderIndex:
+        """Open (or return) the index of a folder."""
+        root = root.resolve()
+        with self._lock:
+            if root not in self.folders:
+                self.folders[root] = FolderIndex.open(root, editor)
+            return self.folders[root]
+
+    def remove(self, root: Path) -> None:
+        """Close a folder's index (its files stay on disk)."""
+        with self._lock:
+            folder = self.folders.pop(root.resolve(), None)
+        if folder:
+            folder.close()
+
+    def folder_for(self, path: Path) -> FolderIndex | None:
+        """The innermost folder containing `path`."""
+        best: FolderIndex | None = None
+        for folder in list(self.folders.values()):
+            if folder.relative(path) is not None and (
+                best is None or len(str(folder.root)) > len(str(best.root))
+            ):
+                best = folder
+        return best
+
+    def all(self) -> list[FolderIndex]:
+        """Every open folder index."""
+        return list(self.folders.values())
+
+    def close(self) -> None:
+        """Save and close every folder."""
+        for root in list(self.folders):
+            self.remove(root)

@@ -1,0 +1,186 @@
+"""BM25 over chunks, on SQLite FTS5 (standard library, incremental, crash-safe transactions).
+
+Tokens are code-aware: `parseHttpRequest` and `parse_http_request` both index as `parse`,
+`http`, `request` and the whole identifier (`parsehttprequest`), so a query may name either the
+identifier or its words. We tokenize in Python and hand FTS5 plain `[a-z0-9]+` words, which keeps
+its own tokenizer out of the way.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from codeask.core.records import Chunk
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+STOPWORDS = frozenset(
+    """
+    a an and are as at be but by can do does for from has have how i if in into is it its of
+    on or so that the then there these this to was we what when where which while who why
+    will with would you your not no yes all any some my me our us they them their he she his
+    her been being were should could may might must also just only very more most other such
+    than too using use used get got
+    """.split()  # noqa: SIM905
+)
+MAX_QUERY_TERMS = 48
+
+
+def identifier_parts(identifier: str) -> list[str]:
+    """`HTTPServer_config2` → ['http', 'server', 'config', '2'] (lower-cased)."""
+    parts: list[str] = []
+    for piece in identifier.split("_"):
+        parts.extend(p.lower() for p in CAMEL_PART.findall(piece))
+    return parts
+
+
+def code_tokens(text: str) -> list[str]:
+    """Whole identifiers (underscores dropped) plus their snake/Camel parts, lower-cased."""
+    tokens: list[str] = []
+    for match in IDENTIFIER.finditer(text):
+        word = match.group()
+        whole = word.replace("_", "").lower()
+        if not whole:
+            continue
+        parts = identifier_parts(word)
+        tokens.append(whole)
+        if len(parts) > 1:
+            tokens.extend(parts)
+    return tokens
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct informative tokens of a query, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for token in code_tokens(text):
+        if len(token) > 1 and token not in STOPWORDS and not token.isdigit():
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:
+    body = chunk.text if chunk.docstring in chunk.text else f"{chunk.docstring}\n{chunk.text}"
+    symbol = f"{chunk.parent} {chunk.symbol}"
+    return (
+        " ".join(code_tokens(body)),
+        " ".join(code_tokens(symbol)),
+        " ".join(code_tokens(chunk.path)),
+    )
+
+
+class LexicalIndex:
+    """FTS5 table keyed by chunk id, plus a generation stamp that says which snapshot it matches."""
+
+    #: bm25 column weights: body, symbol (name + parent), path.
+    WEIGHTS = (1.0, 4.0, 2.0)
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        target = ":memory:" if path is None else str(path)
+        self._db = sqlite3.connect(target, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
+            "body, symbol, path, tokenize='unicode61 remove_diacritics 0')"
+        )
+        self._db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row')")
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self._db.commit()
+        self._dirty = False
+
+    def generation(self) -> int:
+        """The snapshot generation this table was stamped with; -1 when it has unsaved changes."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else -1
+
+    def stamp(self, generation: int) -> None:
+        """Record that the table now matches snapshot `generation`."""
+        with self._lock:
+            self._set_generation(generation)
+            self._db.commit()
+            self._dirty = False
+
+    def _set_generation(self, generation: int) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),)
+        )
+
+    def _mark_dirty(self) -> None:
+        if not self._dirty:
+            self._set_generation(-1)
+            self._dirty = True
+
+    def upsert(self, chunks: Iterable[Chunk]) -> None:
+        """Add or replace chunks (by id) in one transaction."""
+        rows = [(c.id, *_doc_columns(c)) for c in chunks]
+        if not rows:
+            return
+        with self._lock:
+            self._mark_dirty()
+            self._db.executemany("DELETE FROM fts WHERE rowid = ?", [(r[0],) for r in rows])
+            self._db.executemany(
+                "INSERT INTO fts (rowid, body, symbol, path) VALUES (?, ?, ?, ?)", rows
+            )
+            self._db.commit()
+
+    def remove(self, ids: Iterable[int]) -> None:
+        """Drop chunks by id."""
+        keys = [(i,) for i in ids]
+        if not keys:
+            return
+        with self._lock:
+            self._mark_dirty()
+            self._db.executemany("DELETE FROM fts WHERE rowid = ?", keys)
+            self._db.commit()
+
+    def clear(self) -> None:
+        """Empty the table (before a rebuild)."""
+        with self._lock:
+            self._mark_dirty()
+            self._db.execute("DELETE FROM fts")
+            self._db.commit()
+
+    def count(self) -> int:
+        """Rows in the table."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM fts").fetchone()[0])
+
+    def _informative(self, terms: list[str]) -> list[str]:
+        """Keep the rarest MAX_QUERY_TERMS terms that occur at all: long issue texts stay fast."""
+        if len(terms) <= MAX_QUERY_TERMS:
+            return terms
+        marks = ",".join("?" * len(terms))
+        rows = self._db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", terms)
+        freq = dict(rows.fetchall())
+        present = [t for t in terms if t in freq]
+        present.sort(key=lambda t: freq[t])
+        return present[:MAX_QUERY_TERMS]
+
+    def search(self, query: str, limit: int = 100) -> list[tuple[int, float]]:
+        """(chunk id, score) best first; score is -bm25, so higher is better."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        with self._lock:
+            terms = self._informative(terms)
+            if not terms:
+                return []
+            match = " OR ".join(f'"{t}"' for t in terms)
+            weights = ", ".join(str(w) for w in self.WEIGHTS)
+            sql = (
+                f"SELECT rowid, -bm25(fts, {weights}) AS s FROM fts WHERE fts MATCH ? "
+                "ORDER BY bm25(fts, " + weights + ") LIMIT ?"
+            )
+            return [(int(r), float(s)) for r, s in self._db.execute(sql, (match, limit))]
+
+    def close(self) -> None:
+        """Release the database."""
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,385 @@
+"""Hybrid retrieval: dense + BM25 + exact symbol and path evidence, fused by reciprocal rank.
+
+General signals only (nothing tuned to single questions): identifiers, dotted paths and file
+names that a question mentions; symbol definitions; test files demoted unless the question is
+about tests. Results are diversified (per-file cap, overlapping chunks collapsed) and each hit
+says which retrievers found it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Literal, Protocol
+
+import numpy as np
+import pathspec
+
+from codeask.config import RetrieveSettings, Settings
+from codeask.core.embed import CachedEmbedder
+from codeask.core.lexical import LexicalIndex
+from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.store import IndexStore
+
+Mode = Literal["lexical", "dense", "hybrid"]
+RRF_K = 60
+CANDIDATES = 200
+FILTERED_CANDIDATES = 2000
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*$|_tests?\.[a-z]+$|(^|/)conftest\.py$"
+)
+TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
+DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
+FILE_MENTION = re.compile(r"[A-Za-z0-9_./\\-]+\.[A-Za-z0-9]{1,5}\b")
+IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
+
+
+class Searchable(Protocol):
+    """What retrieval needs of a folder index (the indexer's FolderIndex provides it)."""
+
+    root: Path
+    store: IndexStore
+    lexical: LexicalIndex
+    settings: Settings
+
+    @property
+    def embedder(self) -> CachedEmbedder: ...
+
+
+@dataclass
+class Filters:
+    """Narrow a search; every field is optional."""
+
+    language: str | None = None
+    path_glob: str | None = None
+    kind: str | None = None
+    scope: Literal["code", "history", "all"] = "code"
+    author: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+    def accepts(self, chunk: Chunk, glob: pathspec.PathSpec | None) -> bool:
+        """Whether a chunk passes every filter."""
+        is_history = chunk.kind in HISTORY_KINDS
+        if (self.scope == "code" and is_history) or (self.scope == "history" and not is_history):
+            return False
+        if self.language and chunk.language != self.language.lower():
+            return False
+        if self.kind and chunk.kind != self.kind:
+            return False
+        if glob is not None and not glob.match_file(chunk.path):
+            return False
+        return self._accepts_history(chunk)
+
+    def _accepts_history(self, chunk: Chunk) -> bool:
+        if not (self.author or self.since or self.until):
+            return True
+        if chunk.kind not in HISTORY_KINDS:
+            return False
+        who = f"{chunk.meta.get('author', '')} {chunk.meta.get('email', '')}".lower()
+        if self.author and self.author.lower() not in who:
+            return False
+        date = chunk.meta.get("date", "")
+        if self.since and date[: len(self.since)] < self.since:
+            return False
+        return not (self.until and date[: len(self.until)] > self.until)
+
+    @property
+    def narrows(self) -> bool:
+        """Filters beyond the default scope (candidate lists must be longer)."""
+        return any((self.language, self.path_glob, self.kind, self.author, self.since, self.until))
+
+
+@dataclass
+class Hit:
+    """One search result."""
+
+    root: Path
+    chunk: Chunk
+    score: float
+    retrievers: list[str] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return self.chunk.path
+
+    @property
+    def abs_path(self) -> Path:
+        return self.root / self.chunk.path
+
+    def preview(self, lines: int = 3) -> str:
+        """The first non-blank lines, for a result list."""
+        body = [line for line in self.chunk.text.splitlines() if line.strip()]
+        return "\n".join(body[:lines])
+
+
+@dataclass
+class SearchResult:
+    """Hits plus whether dense results are still filling in."""
+
+    hits: list[Hit]
+    warming: bool
+    embedded: int
+    chunks: int
+
+
+@dataclass
+class QuerySignals:
+    """What a question text says about where to look."""
+
+    identifiers: set[str]
+    paths: list[str]
+    about_tests: bool
+
+
+def query_signals(query: str) -> QuerySignals:
+    """Identifiers, dotted module paths and file names in free text (issues, tracebacks)."""
+    identifiers = {m.group() for m in IDENT.finditer(query)}
+    paths: list[str] = []
+    for match in FILE_MENTION.finditer(query):
+        text = match.group().replace("\\", "/").strip("./")
+        if "/" in text or text.endswith(
+            (".py", ".js", ".ts", ".go", ".rs", ".java", ".rb", ".c", ".h")
+        ):
+            paths.append(text)
+    for match in DOTTED.finditer(query):
+        dotted = match.group()
+        parts = dotted.split(".")
+        identifiers.update(parts)
+        if len(parts) >= 2:
+            paths.append("/".join(parts))
+    return QuerySignals(identifiers, paths, bool(TEST_WORDS.search(query)))
+
+
+def is_test_path(path: str) -> bool:
+    """tests/, test_x.py, x_test.go, conftest.py ..."""
+    return bool(TEST_PATH.search(path))
+
+
+class _SymbolTable:
+    """symbol name → chunk ids, rebuilt when the store's chunk set changes."""
+
+    def __init__(self) -> None:
+        self._key: tuple[int, int] = (-1, -1)
+        self.by_name: dict[str, list[int]] = {}
+        self.by_stem: dict[str, set[str]] = {}
+
+    def refresh(self, store: IndexStore) -> None:
+        key = (store.next_id, len(store.chunks))
+        if key == self._key:
+            return
+        by_name: dict[str, list[int]] = defaultdict(list)
+        by_stem: dict[str, set[str]] = defaultdict(set)
+        for chunk in list(store.chunks.values()):
+            if chunk.symbol and chunk.kind not in HISTORY_KINDS:
+                by_name[chunk.symbol].append(chunk.id)
+        for path in list(store.files):
+            pure = PurePosixPath(path)
+            stem = pure.parent.name if pure.stem == "__init__" else pure.stem
+            by_stem[stem].add(path)
+        self.by_name, self.by_stem, self._key = dict(by_name), dict(by_stem), key
+
+
+_tables: dict[int, _SymbolTable] = {}
+_tables_lock = threading.Lock()
+
+
+def _symbols(store: IndexStore) -> _SymbolTable:
+    with _tables_lock:
+        table = _tables.setdefault(id(store), _SymbolTable())
+    with store.lock:
+        table.refresh(store)
+    return table
+
+
+def _path_matches(store: IndexStore, signals: QuerySignals) -> dict[str, float]:
+    """Files a question names: full/partial paths strongly, dotted modules and stems weakly."""
+    scores: dict[str, float] = {}
+    files = list(store.files)
+    for mention in signals.paths:
+        candidates = [f for f in files if _mentions(f, mention)]
+        for path in candidates:
+            scores[path] = max(scores.get(path, 0.0), 1.0 / len(candidates))
+    return scores
+
+
+def _mentions(path: str, mention: str) -> bool:
+    if path == mention or path.endswith("/" + mention):
+        return True
+    stem = path.rsplit(".", 1)[0]
+    if stem.endswith("/__init__"):
+        stem = stem[: -len("/__init__")]
+    return stem == mention or stem.endswith("/" + mention)
+
+
+def _rrf(ranked: Sequence[int], weight: float, into: dict[int, float]) -> None:
+    for rank, chunk_id in enumerate(ranked):
+        into[chunk_id] = into.get(chunk_id, 0.0) + weight / (RRF_K + rank + 1)
+
+
+@dataclass
+class _Candidates:
+    fused: dict[int, float] = field(default_factory=dict)
+    found_by: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+def _dense_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
+    if vector is None:
+        return []
+    with folder.store.lock:
+        return [i for i, _ in folder.store.vectors.query(vector, limit)]
+
+
+def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
+    table = _symbols(folder.store)
+    hits: list[int] = []
+    for name in sorted(signals.identifiers, key=len, reverse=True):
+        ids = table.by_name.get(name, [])
+        if 0 < len(ids) <= 20:
+            hits.extend(ids)
+    return list(dict.fromkeys(hits))
+
+
+def _collect(
+    folder: Searchable,
+    query: str,
+    vector: np.ndarray | None,
+    mode: Mode,
+    signals: QuerySignals,
+    limit: int,
+) -> _Candidates:
+    weights: RetrieveSettings = folder.settings.retrieve
+    found = _Candidates()
+    lists: list[tuple[str, list[int], float]] = []
+    if mode in ("lexical", "hybrid"):
+        lexical = [i for i, _ in folder.lexical.search(query, limit)]
+        lists.append(("lexical", lexical, weights.lexical_weight))
+        lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
+    if mode in ("dense", "hybrid"):
+        lists.append(("dense", _dense_ranked(folder, vector, limit), weights.dense_weight))
+    for name, ranked, weight in lists:
+        _rrf(ranked, weight, found.fused)
+        for chunk_id in ranked:
+            found.found_by[chunk_id].append(name)
+    return found
+
+
+def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode: Mode) -> None:
+    """Path mentions lift a file's chunks; test files sink unless the question is about tests."""
+    settings = folder.settings.retrieve
+    paths = _path_matches(folder.store, signals) if mode != "dense" else {}
+    for path, strength in paths.items():
+        record = folder.store.files.get(path)
+        for chunk_id in record.chunk_ids if record else []:
+            bonus = settings.symbol_weight * strength / (RRF_K + 1)
+            found.fused[chunk_id] = found.fused.get(chunk_id, 0.0) + bonus
+            if "path" not in found.found_by[chunk_id]:
+                found.found_by[chunk_id].append("path")
+    if settings.demote_tests and not signals.about_tests:
+        for chunk_id in list(found.fused):
+            chunk = folder.store.chunks.get(chunk_id)
+            if chunk is not None and is_test_path(chunk.path):
+                found.fused[chunk_id] *= 0.5
+
+
+def _diversify(hits: list[Hit], k: int, per_file_cap: int) -> list[Hit]:
+    """Best first, at most `per_file_cap` per file, overlapping ranges of one file collapsed."""
+    taken: list[Hit] = []
+    per_file: dict[tuple[Path, str], list[Hit]] = defaultdict(list)
+    for hit in hits:
+        key = (hit.root, hit.path)
+        same_file = per_file[key]
+        if len(same_file) >= per_file_cap:
+            continue
+        if any(_overlaps(hit.chunk, other.chunk) for other in same_file):
+            continue
+        same_file.append(hit)
+        taken.append(hit)
+        if len(taken) >= k:
+            break
+    return taken
+
+
+def _overlaps(a: Chunk, b: Chunk) -> bool:
+    if a.kind in HISTORY_KINDS or b.kind in HISTORY_KINDS:
+        return a.id == b.id
+    return a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def embed_query(folders: Sequence[Searchable], query: str) -> dict[str, np.ndarray]:
+    """One query vector per distinct model among the folders."""
+    vectors: dict[str, np.ndarray] = {}
+    for folder in folders:
+        model = folder.settings.embed.model
+        if model not in vectors:
+            vectors[model] = folder.embedder.embed([query])[0]
+    return vectors
+
+
+def fused_candidates(
+    folders: Sequence[Searchable],
+    query: str,
+    *,
+    filters: Filters | None = None,
+    mode: Mode = "hybrid",
+    vectors: dict[str, np.ndarray] | None = None,
+) -> list[Hit]:
+    """Every candidate chunk with its fused score, best first, before diversification."""
+    filters = filters or Filters()
+    signals = query_signals(query)
+    limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
+    if mode != "lexical" and vectors is None:
+        vectors = embed_query([f for f in folders if f.store.vectors.live], query)
+    glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
+    hits: list[Hit] = []
+    for folder in folders:
+        vector = (vectors or {}).get(folder.settings.embed.model)
+        found = _collect(folder, query, vector, mode, signals, limit)
+        _adjust(folder, found, signals, mode)
+        for chunk_id, score in found.fused.items():
+            chunk = folder.store.chunks.get(chunk_id)
+            if chunk is not None and filters.accepts(chunk, glob):
+                hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id]))
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits
+
+
+def search(
+    folders: Sequence[Searchable],
+    query: str,
+    *,
+    k: int | None = None,
+    filters: Filters | None = None,
+    mode: Mode = "hybrid",
+) -> SearchResult:
+    """The search behind `codeask search`, the LSP request, hover and ask."""
+    settings = folders[0].settings.retrieve if folders else RetrieveSettings()
+    k = k or settings.k
+    live = [f for f in folders if f.store.chunks]
+    embedded = sum(len(f.store.vectors.live) for f in folders)
+    total = sum(len(f.store.chunks) for f in folders)
+    if not query.strip() or not live:
+        return SearchResult([], embedded < total, embedded, total)
+    if mode != "lexical" and embedded == 0:
+        mode = "lexical"
+    hits = fused_candidates(live, query, filters=filters, mode=mode)
+    return SearchResult(
+        _diversify(hits, k, settings.per_file_cap), embedded < total, embedded, total
+    )
+
+
+def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:
+    """Chunk hits → ranked files: the best chunk, plus a little for the next few."""
+    best: dict[str, list[float]] = defaultdict(list)
+    for hit in hits:
+        best[hit.path].append(hit.score)
+    scored = []
+    for path, scores in best.items():
+        scores.sort(reverse=True)
+        scored.append((path, scores[0] + 0.1 * sum(scores[1:4])))
+    scored.sort(key=lambda item: item[1], reverse=True)
+    return scored[:limit]

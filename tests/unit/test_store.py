@@ -1,0 +1,151 @@
+"""Atomic snapshots; damaged files are detected and lead to a clean rebuild, never a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codeask.core.records import Chunk, FileRecord
+from codeask.core.store import IndexStore
+
+DIM = 8
+
+
+def unit_rows(n: int, seed: int = 0) -> np.ndarray:
+    rows = np.random.default_rng(seed).normal(size=(n, DIM)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def filled_store(folder: Path) -> IndexStore:
+    store = IndexStore(folder, folder.parent, "model-a", DIM)
+    ids = store.new_ids(3)
+    chunks = [
+        Chunk(
+            id=i,
+            path="a.py",
+            language="python",
+            kind="function",
+            start_line=n * 10 + 1,
+            end_line=n * 10 + 5,
+            text=f"def f{n}(): pass",
+            symbol=f"f{n}",
+        )
+        for n, i in enumerate(ids)
+    ]
+    store.replace_file(FileRecord(path="a.py", size=10, mtime_ns=1, sha256="x"), chunks)
+    store.add_vectors(ids, unit_rows(3))
+    store.save()
+    return store
+
+
+def test_snapshot_round_trip(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == ""
+    assert loaded.chunks.keys() == store.chunks.keys()
+    assert loaded.files["a.py"].chunk_ids == store.files["a.py"].chunk_ids
+    assert loaded.vectors.live == store.vectors.live
+    query = unit_rows(3)[1]
+    assert loaded.vectors.query(query, 1)[0][0] == store.files["a.py"].chunk_ids[1]
+
+
+def test_model_change_starts_clean_with_reason(tmp_path: Path) -> None:
+    filled_store(tmp_path / "idx")
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-b", DIM)
+    assert "model-a" in reason and "model-b" in reason
+    assert loaded.chunks == {}
+
+
+@pytest.mark.parametrize("name", ["vectors.hnsw", "chunks.msgpack", "files.msgpack"])
+def test_truncated_component_is_detected(tmp_path: Path, name: str) -> None:
+    store = filled_store(tmp_path / "idx")
+    live = tmp_path / "idx" / f"gen-{store.generation:06d}" / name
+    data = live.read_bytes()
+    live.unlink()  # break the hard link so only this snapshot's file changes
+    live.write_bytes(data[: len(data) // 2])
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert name in reason and "truncated" in reason
+    assert loaded.chunks == {}
+
+
+def test_corrupted_same_size_file_fails_checksum(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    live = tmp_path / "idx" / f"gen-{store.generation:06d}" / "chunks.msgpack"
+    data = bytearray(live.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    live.unlink()
+    live.write_bytes(bytes(data))
+    _, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert "checksum" in reason
+
+
+def test_dangling_pointer_is_a_clean_start(tmp_path: Path) -> None:
+    filled_store(tmp_path / "idx")
+    (tmp_path / "idx" / "CURRENT").write_text("gen-999999")
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert "missing snapshot" in reason
+    assert loaded.files == {}
+
+
+def test_leftover_temp_snapshot_is_ignored(tmp_path: Path) -> None:
+    """A kill during save leaves a gen-N.tmp folder; the previous snapshot stays live."""
+    store = filled_store(tmp_path / "idx")
+    partial = tmp_path / "idx" / f"gen-{store.generation + 1:06d}.tmp"
+    partial.mkdir()
+    (partial / "chunks.msgpack").write_bytes(b"\x00garbage")
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == ""
+    assert len(loaded.chunks) == 3
+    loaded.save()
+    assert not partial.exists()
+
+
+def test_removed_vectors_stay_removed_after_reload(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    first = store.files["a.py"].chunk_ids[0]
+    store.replace_file(FileRecord(path="a.py", size=1, mtime_ns=2, sha256="y"), [])
+    store.save()
+    loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert first not in loaded.vectors.live
+    assert loaded.vectors.query(unit_rows(3)[0], 3) == []
+
+
+def test_compaction_drops_marked_vectors(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path / "idx", tmp_path, "model-a", DIM)
+    ids = store.new_ids(1000)
+    chunks = [
+        Chunk(
+            id=i,
+            path="a.py",
+            language="python",
+            kind="window",
+            start_line=1,
+            end_line=1,
+            text=str(i),
+        )
+        for i in ids
+    ]
+    store.replace_file(FileRecord(path="a.py", size=1, mtime_ns=1, sha256="x"), chunks)
+    store.add_vectors(ids, unit_rows(1000, seed=3))
+    kept = store.new_ids(100)
+    fresh = [
+        Chunk(
+            id=i,
+            path="a.py",
+            language="python",
+            kind="window",
+            start_line=1,
+            end_line=1,
+            text=str(i),
+        )
+        for i in kept
+    ]
+    store.replace_file(FileRecord(path="a.py", size=2, mtime_ns=2, sha256="z"), fresh)
+    store.add_vectors(kept, unit_rows(100, seed=4))
+    assert store.vectors.needs_compaction()
+    store.save()
+    assert store.vectors.deleted == 0
+    assert store.vectors.live == set(kept)
+    assert store.vectors.query(unit_rows(100, seed=4)[5], 1)[0][0] == kept[5]
