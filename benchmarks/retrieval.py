@@ -1,0 +1,142 @@
+"""Retrieval quality on real issues: index each corpus with the real engine, ask every question.
+
+    python -m benchmarks.retrieval --instances ../shared/eval/dev.jsonl --out preds.jsonl
+
+Fetches the corpora with the eval's own fetch_corpus.py, indexes each (package, version) once
+(same code path as `codeask index`: the whole sdist, tests included), ranks files through the
+same retrieval as `codeask search` (chunk hits aggregated per file), writes the prediction
+format and prints score.py's table. The embedding cache makes a second run, and overlapping
+versions of one package, cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from codeask.config import build_settings
+from codeask.core.indexer import FolderIndex
+from codeask.core.retrieve import Filters, Mode, fused_candidates, rank_files
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_EVAL = HERE.parent.parent / "shared" / "eval"
+
+
+def load_instances(path: Path) -> list[dict[str, Any]]:
+    """One JSON object per line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def corpus_roots(eval_dir: Path, instances: Path, fetch: bool) -> dict[tuple[str, str], Path]:
+    """(package, version) → unpacked sdist folder, fetching what is missing."""
+    script = eval_dir / "fetch_corpus.py"
+    if fetch:
+        subprocess.run(
+            [sys.executable, str(script), "--instances", str(instances)],
+            check=False,
+            stdout=sys.stderr,
+        )
+    out = subprocess.run(
+        [sys.executable, str(script), "--instances", str(instances), "--print-roots"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    roots = {}
+    for line in out.splitlines():
+        package, version, root = line.split("\t")
+        roots[(package, version)] = Path(root)
+    return roots
+
+
+def open_corpus(root: Path, index_home: Path, threads: int) -> FolderIndex:
+    """The corpus as a user's workspace folder; the index lives outside the corpus."""
+    settings, _ = build_settings(
+        {
+            "index": {"location": str(index_home)},
+            "history": {"enabled": False},
+            "embed": {"threads": threads},
+        }
+    )
+    return FolderIndex(root, settings)
+
+
+def answer(folder: FolderIndex, question: str, mode: Mode, depth: int) -> list[str]:
+    """Files ranked for one question."""
+    hits = fused_candidates([folder], question, filters=Filters(), mode=mode)
+    return [path for path, _ in rank_files(hits, depth)]
+
+
+def run(args: argparse.Namespace) -> int:
+    instances = load_instances(args.instances)
+    if args.package:
+        instances = [i for i in instances if i["package"] == args.package]
+    if args.limit:
+        instances = instances[: args.limit]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for instance in instances:
+        groups[(instance["package"], instance["version"])].append(instance)
+    roots = corpus_roots(args.eval_dir, args.instances, fetch=not args.no_fetch)
+    predictions, timings = [], []
+    started = time.perf_counter()
+    for key, questions in sorted(groups.items()):
+        root = roots.get(key)
+        if root is None or not root.is_dir():
+            print(f"skipping {key[0]}=={key[1]}: corpus not available", file=sys.stderr)
+            continue
+        folder = open_corpus(root, args.index_home, args.threads)
+        report = folder.refresh(embed=args.mode != "lexical")
+        t0 = time.perf_counter()
+        for instance in questions:
+            ranked = answer(folder, instance["question"], args.mode, args.depth)
+            predictions.append({"id": instance["id"], "ranked_files": ranked})
+        per_query = (time.perf_counter() - t0) / len(questions)
+        status = folder.status()
+        folder.close()
+        timings.append((key, report, status, per_query))
+        print(
+            f"{key[0]}=={key[1]}: {status.files} files, {status.chunks} chunks, "
+            f"{report.vectors_computed} embedded now, index {report.seconds_total:.1f}s, "
+            f"{per_query * 1000:.0f} ms/question",
+            file=sys.stderr,
+        )
+    args.out.write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
+    print(f"wall time {time.perf_counter() - started:.1f}s, mode {args.mode}", file=sys.stderr)
+    score = [sys.executable, str(args.eval_dir / "score.py"), str(args.out)]
+    return subprocess.run([*score, "--instances", str(args.instances)], check=False).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instances", type=Path, default=DEFAULT_EVAL / "dev.jsonl")
+    parser.add_argument("--out", type=Path, default=Path("preds.jsonl"))
+    parser.add_argument("--mode", choices=("lexical", "dense", "hybrid"), default="hybrid")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    parser.add_argument("--package", help="only this package's questions")
+    parser.add_argument("--depth", type=int, default=50, help="ranked files per question")
+    parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL)
+    parser.add_argument(
+        "--index-home",
+        type=Path,
+        default=Path.home() / ".cache" / "codeask" / "bench-indexes",
+        help="where the corpora's indexes live",
+    )
+    parser.add_argument("--threads", type=int, default=0, help="ONNX threads (0: runtime default)")
+    parser.add_argument("--no-fetch", action="store_true", help="use the corpora already fetched")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
+    return run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
