@@ -57,15 +57,30 @@ def corpus_roots(eval_dir: Path, instances: Path, fetch: bool) -> dict[tuple[str
     return roots
 
 
-def open_corpus(root: Path, index_home: Path, threads: int) -> FolderIndex:
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """`retrieve.file_weight=0.5` → {"retrieve": {"file_weight": 0.5}} (values parsed as JSON)."""
+    layer: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, raw = pair.partition("=")
+        section, _, name = key.partition(".")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        layer.setdefault(section, {})[name] = value
+    return layer
+
+
+def open_corpus(root: Path, args: argparse.Namespace) -> FolderIndex:
     """The corpus as a user's workspace folder; the index lives outside the corpus."""
-    settings, _ = build_settings(
-        {
-            "index": {"location": str(index_home)},
-            "history": {"enabled": False},
-            "embed": {"threads": threads},
-        }
-    )
+    base = {
+        "index": {"location": str(args.index_home)},
+        "history": {"enabled": False},
+        "embed": {"threads": args.threads},
+    }
+    settings, warnings = build_settings(base, parse_overrides(args.set))
+    if warnings:
+        raise SystemExit("; ".join(warnings))
     return FolderIndex(root, settings)
 
 
@@ -92,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if root is None or not root.is_dir():
             print(f"skipping {key[0]}=={key[1]}: corpus not available", file=sys.stderr)
             continue
-        folder = open_corpus(root, args.index_home, args.threads)
+        folder = open_corpus(root, args)
         report = folder.refresh(embed=args.mode != "lexical")
         t0 = time.perf_counter()
         for instance in questions:
@@ -116,7 +131,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--instances", type=Path, default=DEFAULT_EVAL / "dev.jsonl")
     parser.add_argument("--out", type=Path, default=Path("preds.jsonl"))
     parser.add_argument("--mode", choices=("lexical", "dense", "hybrid"), default="hybrid")
@@ -131,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         help="where the corpora's indexes live",
     )
     parser.add_argument("--threads", type=int, default=0, help="ONNX threads (0: runtime default)")
+    parser.add_argument(
+        "--set", action="append", default=[], help="setting override, e.g. retrieve.k=5"
+    )
     parser.add_argument("--no-fetch", action="store_true", help="use the corpora already fetched")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)

@@ -75,6 +75,8 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Weight of the BM25 retriever in rank fusion."""
     symbol_weight: float = 1.0
     """Weight of exact symbol-name and path hits in rank fusion."""
+    file_weight: float = 1.0
+    """Weight of whole-file BM25 (a prior on every chunk of a matching file)."""
 
 
 class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

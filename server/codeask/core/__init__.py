@@ -1,1 +1,4 @@
-"""The engine: plain Python, no pygls. The CLI, the LSP adapter, the benchmarks and the tests all drive it."""
+"""The engine: plain Python, no pygls.
+
+The CLI, the LSP adapter, the benchmarks and the tests all drive it.
+"""

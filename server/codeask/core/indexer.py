@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pygit2
 
 from codeask.config import Settings, cache_dir, load_settings
 from codeask.core import history as git_history
@@ -35,7 +36,9 @@ from codeask.core.store import IndexStore
 
 log = logging.getLogger(__name__)
 
-EMBED_STEP = 256
+#: Chunks embedded between cancellation checks: one model batch, so a cancel (or an editor
+#: save preempting the backlog) waits ~1-2 s at most, not a whole 256-chunk step.
+EMBED_STEP = 32
 
 
 class Cancelled(Exception):
@@ -192,8 +195,7 @@ class FolderIndex:
                 log.info(
                     "lexical index does not match snapshot %d; rebuilding it", self.store.generation
                 )
-            lexical.clear()
-            lexical.upsert(self.store.chunks.values())
+            lexical.rebuild(self.store.chunks.values())
             lexical.stamp(self.store.generation)
         return lexical
 
@@ -205,6 +207,11 @@ class FolderIndex:
             if self._embedder is None:
                 self._embedder = load_embedder(self.settings)
             return self._embedder
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """Whether the model is in memory: the editor searches lexically until it is (~1 s)."""
+        return self._embedder is not None
 
     # ---- full / incremental pass -----------------------------------------------------------
     def refresh(
@@ -296,6 +303,7 @@ class FolderIndex:
             removed = self.store.replace_file(record, result.chunks)
             self.lexical.remove(removed)
             self.lexical.upsert(result.chunks)
+            self.lexical.upsert_file(source.rel, result.chunks)
         report.files_indexed += 1
         report.chunks_added += len(result.chunks)
         report.chunks_removed += len(removed)
@@ -304,6 +312,7 @@ class FolderIndex:
         with self.store.lock:
             removed = self.store.remove_file(rel)
             self.lexical.remove(removed)
+            self.lexical.remove_file(rel)
         if removed or rel in self.store.files:
             report.files_removed += 1
         report.chunks_removed += len(removed)
@@ -526,3 +535,36 @@ class Workspace:
         """Save and close every folder."""
         for root in list(self.folders):
             self.remove(root)
+
+
+# ---- git HEAD: a branch switch re-checks exactly the files git says changed ----------------
+def git_head(root: Path) -> str:
+    """The HEAD commit of the repository holding `root`; '' without one (or unborn, broken)."""
+    repo = git_history.open_repo(root)
+    if repo is None:
+        return ""
+    try:
+        return "" if repo.head_is_unborn else str(repo.head.peel(pygit2.Commit).id)
+    except (pygit2.GitError, KeyError, ValueError, OSError):
+        return ""
+
+
+def changed_between(root: Path, old: str, new: str) -> list[str] | None:
+    """Workspace-relative paths that differ between two commits' trees; None if unknowable."""
+    repo = git_history.open_repo(root)
+    if repo is None or not old or not new:
+        return None
+    try:
+        old_tree = repo.revparse_single(old).peel(pygit2.Commit).tree
+        new_tree = repo.revparse_single(new).peel(pygit2.Commit).tree
+        diff = old_tree.diff_to_tree(new_tree)
+        prefix = root.resolve().relative_to(Path(repo.workdir).resolve()).as_posix()
+    except (pygit2.GitError, KeyError, ValueError, OSError):
+        return None
+    head = "" if prefix == "." else prefix + "/"
+    paths: set[str] = set()
+    for delta in diff.deltas:
+        for path in (delta.old_file.path, delta.new_file.path):
+            if path and path.startswith(head):
+                paths.add(path[len(head) :])
+    return sorted(paths)

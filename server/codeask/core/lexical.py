@@ -28,6 +28,7 @@ STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 MAX_QUERY_TERMS = 48
+SCHEMA = "2"
 
 
 def identifier_parts(identifier: str) -> list[str]:
@@ -85,14 +86,33 @@ class LexicalIndex:
         self._db = sqlite3.connect(target, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._drop_if_old_schema()
         self._db.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "body, symbol, path, tokenize='unicode61 remove_diacritics 0')"
         )
         self._db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row')")
+        self._db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS files_fts USING fts5("
+            "file UNINDEXED, body, path, tokenize='unicode61 remove_diacritics 0')"
+        )
         self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
         self._db.commit()
         self._dirty = False
+
+    def _drop_if_old_schema(self) -> None:
+        """Tables of an older layout are dropped; the indexer then rebuilds them from the store."""
+        query = "SELECT name FROM sqlite_master WHERE type='table'"
+        tables = {r[0] for r in self._db.execute(query)}
+        if "meta" not in tables:
+            return
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row and row[0] == SCHEMA:
+            return
+        for name in ("vocab", "fts", "files_fts", "meta"):
+            self._db.execute(f"DROP TABLE IF EXISTS {name}")
+        self._db.commit()
 
     def generation(self) -> int:
         """The snapshot generation this table was stamped with; -1 when it has unsaved changes."""
@@ -130,6 +150,41 @@ class LexicalIndex:
             )
             self._db.commit()
 
+    def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:
+        """Whole-file row: long questions match files whose terms are spread over many chunks."""
+        columns = [_doc_columns(c) for c in chunks]
+        with self._lock:
+            self._mark_dirty()
+            self._db.execute("DELETE FROM files_fts WHERE file = ?", (path,))
+            if columns:
+                body = " ".join(c[0] for c in columns)
+                self._db.execute(
+                    "INSERT INTO files_fts (file, body, path) VALUES (?, ?, ?)",
+                    (path, body, " ".join(code_tokens(path))),
+                )
+            self._db.commit()
+
+    def remove_file(self, path: str) -> None:
+        """Drop a whole-file row."""
+        with self._lock:
+            self._mark_dirty()
+            self._db.execute("DELETE FROM files_fts WHERE file = ?", (path,))
+            self._db.commit()
+
+    def search_files(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
+        """(path, score) best first, whole-file BM25."""
+        terms = query_terms(query)
+        with self._lock:
+            terms = self._informative(terms)
+            if not terms:
+                return []
+            match = " OR ".join(f'"{t}"' for t in terms)
+            sql = (
+                "SELECT file, -bm25(files_fts, 1.0, 2.0) FROM files_fts WHERE files_fts MATCH ? "
+                "ORDER BY bm25(files_fts, 1.0, 2.0) LIMIT ?"
+            )
+            return [(str(f), float(s)) for f, s in self._db.execute(sql, (match, limit))]
+
     def remove(self, ids: Iterable[int]) -> None:
         """Drop chunks by id."""
         keys = [(i,) for i in ids]
@@ -145,7 +200,22 @@ class LexicalIndex:
         with self._lock:
             self._mark_dirty()
             self._db.execute("DELETE FROM fts")
+            self._db.execute("DELETE FROM files_fts")
             self._db.commit()
+
+    def rebuild(self, chunks: Iterable[Chunk]) -> None:
+        """Refill both tables from the store's chunks (after a crash or a damaged file)."""
+        by_file: dict[str, list[Chunk]] = {}
+        with self._lock:
+            self.clear()
+            code = []
+            for chunk in chunks:
+                code.append(chunk)
+                if chunk.kind not in ("commit", "hunk"):
+                    by_file.setdefault(chunk.path, []).append(chunk)
+            self.upsert(code)
+            for path, file_chunks in by_file.items():
+                self.upsert_file(path, file_chunks)
 
     def count(self) -> int:
         """Rows in the table."""

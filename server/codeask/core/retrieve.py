@@ -28,6 +28,7 @@ from codeask.core.store import IndexStore
 Mode = Literal["lexical", "dense", "hybrid"]
 RRF_K = 60
 CANDIDATES = 200
+FILE_CANDIDATES = 100
 FILTERED_CANDIDATES = 2000
 TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*$|_tests?\.[a-z]+$|(^|/)conftest\.py$"
@@ -35,7 +36,8 @@ TEST_PATH = re.compile(
 TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
 DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 FILE_MENTION = re.compile(r"[A-Za-z0-9_./\\-]+\.[A-Za-z0-9]{1,5}\b")
-IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
+IDENT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{2,}(?![A-Za-z0-9_])")
+CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 
 class Searchable(Protocol):
@@ -138,7 +140,7 @@ class QuerySignals:
 
 def query_signals(query: str) -> QuerySignals:
     """Identifiers, dotted module paths and file names in free text (issues, tracebacks)."""
-    identifiers = {m.group() for m in IDENT.finditer(query)}
+    identifiers = {m.group() for m in IDENT.finditer(query) if _code_like(query, m)}
     paths: list[str] = []
     for match in FILE_MENTION.finditer(query):
         text = match.group().replace("\\", "/").strip("./")
@@ -153,6 +155,16 @@ def query_signals(query: str) -> QuerySignals:
         if len(parts) >= 2:
             paths.append("/".join(parts))
     return QuerySignals(identifiers, paths, bool(TEST_WORDS.search(query)))
+
+
+def _code_like(text: str, match: re.Match[str]) -> bool:
+    """`snake_case`, `camelCase`, `Name(` or a `backticked` word; plain English words are not."""
+    word = match.group()
+    if "_" in word.strip("_") or CAMEL.search(word):
+        return True
+    before = text[match.start() - 1 : match.start()]
+    after = text[match.end() : match.end() + 1]
+    return after == "(" or (before != "" and before in "`'\"")
 
 
 def is_test_path(path: str) -> bool:
@@ -225,6 +237,7 @@ def _rrf(ranked: Sequence[int], weight: float, into: dict[int, float]) -> None:
 class _Candidates:
     fused: dict[int, float] = field(default_factory=dict)
     found_by: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    file_rank: dict[str, int] = field(default_factory=dict)
 
 
 def _dense_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
@@ -265,12 +278,33 @@ def _collect(
         _rrf(ranked, weight, found.fused)
         for chunk_id in ranked:
             found.found_by[chunk_id].append(name)
+    if mode in ("lexical", "hybrid"):
+        files = folder.lexical.search_files(query, FILE_CANDIDATES)
+        found.file_rank = {path: rank for rank, (path, _) in enumerate(files)}
     return found
+
+
+def _file_prior(folder: Searchable, found: _Candidates) -> None:
+    """Whole-file BM25 rank lifts every candidate of that file; top files missing get a chunk."""
+    weight = folder.settings.retrieve.file_weight
+    present = {folder.store.chunks[i].path for i in found.fused if i in folder.store.chunks}
+    for path, rank in found.file_rank.items():
+        record = folder.store.files.get(path)
+        if path not in present and record and record.chunk_ids and rank < FILE_CANDIDATES // 4:
+            first = record.chunk_ids[0]
+            found.fused[first] = 0.0
+            found.found_by[first].append("file")
+    for chunk_id in list(found.fused):
+        chunk = folder.store.chunks.get(chunk_id)
+        file_rank = found.file_rank.get(chunk.path) if chunk else None
+        if file_rank is not None:
+            found.fused[chunk_id] += weight / (RRF_K + file_rank + 1)
 
 
 def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode: Mode) -> None:
     """Path mentions lift a file's chunks; test files sink unless the question is about tests."""
     settings = folder.settings.retrieve
+    _file_prior(folder, found)
     paths = _path_matches(folder.store, signals) if mode != "dense" else {}
     for path, strength in paths.items():
         record = folder.store.files.get(path)
@@ -383,3 +417,43 @@ def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:
         scored.append((path, scores[0] + 0.1 * sum(scores[1:4])))
     scored.sort(key=lambda item: item[1], reverse=True)
     return scored[:limit]
+
+
+def chunk_query(chunk: Chunk, lines: int = 8) -> str:
+    """A chunk as a lexical query: its name, parent, docstring and first non-blank lines."""
+    body = [line.strip() for line in chunk.text.splitlines() if line.strip()][:lines]
+    return " ".join([chunk.parent, chunk.symbol, chunk.docstring, *body])[:2000]
+
+
+def related(
+    folders: Sequence[Searchable],
+    chunk: Chunk,
+    *,
+    root: Path | None = None,
+    k: int = 5,
+    dense: bool = True,
+) -> list[Hit]:
+    """Chunks like `chunk` (hover links, code lenses): never itself, its own file only if alone.
+
+    `root` is the folder holding `chunk` (None for text outside every folder). With `dense`
+    and a stored vector, that vector is the query (a neighbour lookup, no model call);
+    otherwise the chunk's name, docstring and first lines are a lexical query.
+    """
+    own = next((f for f in folders if f.root == root), None) if root is not None else None
+    vector = None
+    if dense and own is not None and chunk.id:
+        with own.store.lock:
+            vector = own.store.vectors.vector(chunk.id)
+    query = chunk_query(chunk)
+    if vector is not None and own is not None:
+        vectors = {own.settings.embed.model: vector}
+        hits = fused_candidates(folders, query, mode="dense", vectors=vectors)
+    else:
+        hits = fused_candidates(folders, query, mode="lexical")
+
+    def same_file(hit: Hit) -> bool:
+        return hit.root == root and hit.path == chunk.path
+
+    hits = [h for h in hits if not (same_file(h) and _overlaps(h.chunk, chunk))]
+    others = [h for h in hits if not same_file(h)]
+    return _diversify(others or hits, k, per_file_cap=1)

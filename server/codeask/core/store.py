@@ -146,6 +146,12 @@ class VectorIndex:
             fresh.add(part, np.asarray(self._index.get_items(part), dtype=np.float32))
         return fresh
 
+    def vector(self, chunk_id: int) -> np.ndarray | None:
+        """A chunk's stored vector (None without one): a neighbour query that needs no model."""
+        if chunk_id not in self.live:
+            return None
+        return np.asarray(self._index.get_items([chunk_id]), dtype=np.float32)[0]
+
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first."""
         k = min(k, len(self.live))

@@ -1,0 +1,588 @@
+"""LLM clients against real loopback HTTP servers started by the tests.
+
+`FakeServer` is a tiny HTTP/1.1 server on 127.0.0.1:0 (asyncio streams, chunked responses). On it
+run an Ollama protocol fake (the documented /api/chat NDJSON stream and /api/tags) and an
+OpenAI-compatible SSE server, plus misbehaving handlers: stalls, errors, garbage, early closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import time
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from codeask.config import LLMSettings
+from codeask.core.llm import (
+    AuthFailed,
+    BadResponse,
+    ChatUsage,
+    EndpointTimeout,
+    EndpointUnreachable,
+    LLMError,
+    ModelNotFound,
+    chat_url,
+    is_loopback,
+    list_models,
+    stream_chat,
+)
+
+MESSAGES = [{"role": "system", "content": "rules"}, {"role": "user", "content": "what is x?"}]
+API_KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+
+
+# ---------------------------------------------------------------- the loopback HTTP server
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class Reply:
+    """Writes one HTTP/1.1 response; streamed bodies use chunked encoding."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def start(self, status: int = 200, content_type: str = "application/json") -> None:
+        head = (
+            f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
+            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        )
+        self.writer.write(head.encode())
+        await self.writer.drain()
+
+    async def send(self, text: str) -> None:
+        data = text.encode()
+        self.writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        await self.writer.drain()
+
+    async def end(self) -> None:
+        self.writer.write(b"0\r\n\r\n")
+        await self.writer.drain()
+
+    async def whole(self, status: int, body: str, content_type: str = "application/json") -> None:
+        await self.start(status, content_type)
+        if body:
+            await self.send(body)
+        await self.end()
+
+
+Handler = Callable[[Request, Reply, asyncio.StreamReader], Awaitable[None]]
+
+
+@dataclass
+class FakeServer:
+    """A loopback server recording requests and noticing when a client hangs up."""
+
+    handler: Handler
+    requests: list[Request] = field(default_factory=list)
+    disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await read_request(reader)
+            self.requests.append(request)
+            await self.handler(request, Reply(writer), reader)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self.disconnected.set()
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+async def read_request(reader: asyncio.StreamReader) -> Request:
+    head = (await reader.readuntil(b"\r\n\r\n")).decode()
+    line, *header_lines = head.strip().split("\r\n")
+    method, path, _ = line.split(" ")
+    headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return Request(method, path, headers, body)
+
+
+async def wait_for_hangup(reader: asyncio.StreamReader, server: FakeServer) -> None:
+    """Block until the client closes its side; record it."""
+    with contextlib.suppress(ConnectionError):
+        while await reader.read(1024):
+            pass
+    server.disconnected.set()
+
+
+@contextlib.asynccontextmanager
+async def running(handler: Handler) -> AsyncIterator[FakeServer]:
+    fake = FakeServer(handler)
+    server = await asyncio.start_server(fake.serve, "127.0.0.1", 0)
+    fake.port = server.sockets[0].getsockname()[1]
+    try:
+        yield fake
+    finally:
+        server.close()
+        # Python 3.12+ wait_closed waits for handlers; bound it so a stuck one cannot hang us.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(server.wait_closed(), 2)
+
+
+def settings(url: str, provider: str = "openai", **kw: Any) -> LLMSettings:
+    base = {"model": "tiny", "connect_timeout": 2.0, "read_timeout": 5.0, "max_tokens": 24}
+    return LLMSettings(provider=provider, base_url=url, **{**base, **kw})  # type: ignore[arg-type]
+
+
+async def collect(s: LLMSettings, usage: ChatUsage | None = None) -> list[str]:
+    return [d async for d in stream_chat(s, MESSAGES, usage=usage)]
+
+
+# ---------------------------------------------------------------- Ollama protocol fake
+
+OLLAMA_MODELS = ["tiny", "qwen2.5-coder:7b"]
+
+
+def ollama_fake(words: list[str], *, garbage: bool = False) -> Handler:
+    """The documented Ollama API: POST /api/chat streams NDJSON, GET /api/tags lists models."""
+
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        if req.method == "GET" and req.path == "/api/tags":
+            tags = {"models": [{"name": m, "model": m, "size": 1} for m in OLLAMA_MODELS]}
+            await reply.whole(200, json.dumps(tags))
+            return
+        if req.path != "/api/chat":
+            await reply.whole(404, "404 page not found", "text/plain")
+            return
+        body = req.json()
+        if body["model"] not in OLLAMA_MODELS:
+            err = {"error": f'model "{body["model"]}" not found, try pulling it first'}
+            await reply.whole(404, json.dumps(err))
+            return
+        await reply.start(200, "application/x-ndjson")
+        for word in words:
+            msg = {"model": body["model"], "message": {"role": "assistant", "content": word}}
+            await reply.send(json.dumps({**msg, "done": False}) + "\n")
+            if garbage:
+                await reply.send('this is not json\n{"half": \n')
+        final = {
+            "model": body["model"],
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 26,
+            "eval_count": len(words),
+        }
+        await reply.send(json.dumps(final) + "\n")
+        await reply.end()
+
+    return handle
+
+
+async def test_ollama_protocol_fake_streams_deltas_and_usage() -> None:
+    async with running(ollama_fake(["The ", "answer ", "is ", "42."])) as srv:
+        usage = ChatUsage()
+        deltas = await collect(settings(srv.url, "ollama"), usage)
+    assert deltas == ["The ", "answer ", "is ", "42."]
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.finish_reason) == (26, 4, "stop")
+
+
+async def test_ollama_protocol_fake_request_body() -> None:
+    async with running(ollama_fake(["ok"])) as srv:
+        s = settings(srv.url, "ollama", temperature=0.3, max_tokens=77, context_tokens=4096)
+        await collect(s)
+    req = srv.requests[0]
+    assert (req.method, req.path) == ("POST", "/api/chat")
+    body = req.json()
+    assert body["model"] == "tiny" and body["messages"] == MESSAGES and body["stream"] is True
+    assert body["options"] == {"temperature": 0.3, "num_predict": 77, "num_ctx": 4096}
+    assert "authorization" not in req.headers
+
+
+async def test_ollama_protocol_fake_unknown_model() -> None:
+    async with running(ollama_fake(["x"])) as srv:
+        with pytest.raises(ModelNotFound) as err:
+            await collect(settings(srv.url, "ollama", model="llama9:70b"))
+    assert "'llama9:70b'" in err.value.message
+    assert "ollama list" in err.value.message
+    assert "\n" not in err.value.message
+
+
+async def test_ollama_protocol_fake_list_models() -> None:
+    async with running(ollama_fake([])) as srv:
+        assert await list_models(settings(srv.url, "ollama")) == OLLAMA_MODELS
+    assert srv.requests[0].path == "/api/tags"
+
+
+async def test_ollama_protocol_fake_malformed_lines_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="codeask.core.llm")
+    async with running(ollama_fake(["a", "b"], garbage=True)) as srv:
+        assert await collect(settings(srv.url, "ollama")) == ["a", "b"]
+    assert "malformed" in caplog.text
+
+
+async def test_ollama_protocol_fake_base_url_with_v1_suffix_still_works() -> None:
+    async with running(ollama_fake(["ok"])) as srv:
+        assert await collect(settings(srv.url + "/v1/", "ollama")) == ["ok"]
+    assert srv.requests[0].path == "/api/chat"
+
+
+async def test_ollama_error_line_mid_stream_is_bad_response() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200, "application/x-ndjson")
+        await reply.send(json.dumps({"message": {"content": "partial"}, "done": False}) + "\n")
+        await reply.send(json.dumps({"error": "model runner has unexpectedly stopped"}) + "\n")
+        await reply.end()
+
+    async with running(handle) as srv:
+        got: list[str] = []
+        with pytest.raises(BadResponse) as err:
+            async for d in stream_chat(settings(srv.url, "ollama"), MESSAGES):
+                got.append(d)
+    assert got == ["partial"]
+    assert "unexpectedly stopped" in err.value.message
+
+
+# ---------------------------------------------------------------- OpenAI-compatible SSE server
+
+
+def sse(obj: dict[str, Any] | str) -> str:
+    return f"data: {obj if isinstance(obj, str) else json.dumps(obj)}\n\n"
+
+
+def chunk(content: str | None = None, finish: str | None = None, **delta: str) -> dict[str, Any]:
+    d = dict(delta, **({"content": content} if content is not None else {}))
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": d, "finish_reason": finish}],
+    }
+
+
+def openai_server(words: list[str], *, key: str = "", usage: bool = True) -> Handler:
+    """An OpenAI-compatible server: SSE chat stream, /v1/models, optional bearer auth."""
+
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        if key and req.headers.get("authorization") != f"Bearer {key}":
+            got = req.headers.get("authorization", "")
+            msg = {"error": {"message": f"Incorrect API key provided: {got}", "code": 401}}
+            await reply.whole(401, json.dumps(msg))
+            return
+        if req.path == "/v1/models":
+            await reply.whole(200, json.dumps({"object": "list", "data": [{"id": "tiny"}]}))
+            return
+        if req.path != "/v1/chat/completions":
+            await reply.whole(404, json.dumps({"detail": "Not Found"}))
+            return
+        if req.json()["model"] != "tiny":
+            msg = {"error": {"message": "The model `gpt-9` does not exist", "code": 404}}
+            await reply.whole(404, json.dumps(msg))
+            return
+        await reply.start(200, "text/event-stream")
+        await reply.send(": keep-alive comment\n\n")
+        await reply.send(sse(chunk(role="assistant")))
+        for word in words:
+            await reply.send(sse(chunk(word)))
+        await reply.send(sse(chunk(finish="length")))
+        if usage:
+            u = {"prompt_tokens": 31, "completion_tokens": len(words), "total_tokens": 0}
+            await reply.send(sse({"id": "c1", "choices": [], "usage": u}))
+        await reply.send(sse("[DONE]"))
+        await reply.end()
+
+    return handle
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
+async def test_openai_sse_stream(suffix: str) -> None:
+    async with running(openai_server(["Hel", "lo", " world"])) as srv:
+        usage = ChatUsage()
+        deltas = await collect(settings(srv.url + suffix), usage)
+    assert deltas == ["Hel", "lo", " world"]
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.finish_reason) == (31, 3, "length")
+    assert srv.requests[0].path == "/v1/chat/completions"
+
+
+async def test_openai_request_body_and_bearer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_LLM_KEY", API_KEY)
+    async with running(openai_server(["ok"], key=API_KEY)) as srv:
+        s = settings(srv.url, temperature=0.0, max_tokens=12, api_key_env="MY_LLM_KEY")
+        assert await collect(s) == ["ok"]
+    req = srv.requests[0]
+    assert req.headers["authorization"] == f"Bearer {API_KEY}"
+    body = req.json()
+    assert body["model"] == "tiny" and body["messages"] == MESSAGES and body["stream"] is True
+    assert body["max_tokens"] == 12 and body["temperature"] == 0.0
+
+
+async def test_openai_without_usage_leaves_counts_unknown() -> None:
+    async with running(openai_server(["a"], usage=False)) as srv:
+        usage = ChatUsage()
+        assert await collect(settings(srv.url), usage) == ["a"]
+    assert usage.prompt_tokens is None and usage.finish_reason == "length"
+
+
+async def test_openai_list_models() -> None:
+    async with running(openai_server([])) as srv:
+        assert await list_models(settings(srv.url + "/v1")) == ["tiny"]
+    assert srv.requests[0].path == "/v1/models"
+
+
+async def test_openai_unknown_model_names_model_and_models_endpoint() -> None:
+    async with running(openai_server(["x"])) as srv:
+        with pytest.raises(ModelNotFound) as err:
+            await collect(settings(srv.url, model="gpt-9"))
+    msg = err.value.message
+    assert "'gpt-9'" in msg and f"GET {srv.url}/v1/models" in msg and "\n" not in msg
+
+
+async def test_openai_malformed_lines_skipped() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200, "text/event-stream")
+        await reply.send("data: {not json}\n\n")
+        await reply.send(sse(chunk("one")))
+        await reply.send('data: {"no_choices": true}\n\n')
+        await reply.send("event: ping\n\n")
+        await reply.send(sse(chunk("two")))
+        await reply.send(sse("[DONE]"))
+        await reply.end()
+
+    async with running(handle) as srv:
+        assert await collect(settings(srv.url)) == ["one", "two"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+async def test_stream_without_any_valid_line_is_bad_response(provider: str) -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.whole(200, "<html><body>Welcome to nginx!</body></html>\n", "text/html")
+
+    async with running(handle) as srv:
+        with pytest.raises(BadResponse) as err:
+            await collect(settings(srv.url, provider))
+    assert srv.url in err.value.message and "no valid" in err.value.message
+
+
+async def test_server_error_gives_status_and_short_excerpt() -> None:
+    body = "CUDA out of memory while loading model " + "x" * 5000
+
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.whole(503, json.dumps({"error": {"message": body}}))
+
+    async with running(handle) as srv:
+        with pytest.raises(BadResponse) as err:
+            await collect(settings(srv.url))
+    msg = err.value.message
+    assert "HTTP 503" in msg and "CUDA out of memory" in msg
+    assert len(msg) < 400 and "\n" not in msg
+
+
+async def test_connection_closed_mid_answer_is_bad_response() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200, "text/event-stream")
+        await reply.send(sse(chunk("partial")))
+        reply.writer.transport.abort()  # no terminating chunk
+
+    async with running(handle) as srv:
+        got: list[str] = []
+        with pytest.raises(BadResponse) as err:
+            async for d in stream_chat(settings(srv.url), MESSAGES):
+                got.append(d)
+    assert got == ["partial"] and srv.url in err.value.message
+
+
+# ---------------------------------------------------------------- auth
+
+
+async def test_401_names_the_env_var_and_never_the_key(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("MY_LLM_KEY", API_KEY)
+    async with running(openai_server(["x"], key="the-right-key")) as srv:
+        with pytest.raises(AuthFailed) as err:
+            await collect(settings(srv.url, api_key_env="MY_LLM_KEY"))
+    msg = err.value.message
+    assert "MY_LLM_KEY" in msg and "HTTP 401" in msg
+    assert API_KEY not in msg and API_KEY not in str(err.value) and API_KEY not in caplog.text
+    assert API_KEY not in "".join(traceback.format_exception(err.value))
+
+
+async def test_401_with_the_env_var_unset_says_to_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MY_LLM_KEY", raising=False)
+    async with running(openai_server(["x"], key="k")) as srv:
+        with pytest.raises(AuthFailed) as err:
+            await collect(settings(srv.url, api_key_env="MY_LLM_KEY"))
+    assert "set the environment variable MY_LLM_KEY" in err.value.message
+    assert "authorization" not in srv.requests[0].headers
+
+
+async def test_403_without_api_key_env_points_at_the_setting() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.whole(403, '{"error": "forbidden"}')
+
+    async with running(handle) as srv:
+        with pytest.raises(AuthFailed) as err:
+            await list_models(settings(srv.url))
+    assert "llm.api_key_env" in err.value.message and "HTTP 403" in err.value.message
+
+
+# ---------------------------------------------------------------- network failures
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+async def test_refused_port_names_the_url_quickly(provider: str) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    began = time.monotonic()
+    with pytest.raises(EndpointUnreachable) as err:
+        await collect(settings(url, provider))
+    assert time.monotonic() - began < 2.5
+    assert url in err.value.message and "refused" in err.value.message
+    assert "\n" not in err.value.message
+
+
+async def test_refused_port_list_models() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(EndpointUnreachable):
+        await list_models(settings(url))
+
+
+async def test_accept_then_stall_before_headers() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await asyncio.sleep(30)
+
+    async with running(handle) as srv:
+        began = time.monotonic()
+        with pytest.raises(EndpointTimeout) as err:
+            await collect(settings(srv.url, read_timeout=0.3))
+        elapsed = time.monotonic() - began
+    assert 0.25 < elapsed < 3.0  # read_timeout 0.3 s; slack for a loaded machine
+    assert err.value.message == f"no data from {chat_url(settings(srv.url))} for 0.3 s"
+
+
+async def test_stall_mid_stream_after_some_deltas() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200, "application/x-ndjson")
+        await reply.send(json.dumps({"message": {"content": "slow"}, "done": False}) + "\n")
+        await asyncio.sleep(30)
+
+    async with running(handle) as srv:
+        got: list[str] = []
+        with pytest.raises(EndpointTimeout) as err:
+            async for d in stream_chat(settings(srv.url, "ollama", read_timeout=0.3), MESSAGES):
+                got.append(d)
+    assert got == ["slow"]
+    assert "no data from" in err.value.message and srv.url in err.value.message
+
+
+# ---------------------------------------------------------------- cancellation
+
+
+def endless(reply_kind: str) -> Callable[[FakeServer], Handler]:
+    """A server that sends one delta, then waits for the client to hang up."""
+
+    def make(server: FakeServer) -> Handler:
+        async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+            await reply.start(200)
+            if reply_kind == "ollama":
+                await reply.send(
+                    json.dumps({"message": {"content": "first"}, "done": False}) + "\n"
+                )
+            else:
+                await reply.send(sse(chunk("first")))
+            await wait_for_hangup(reader, server)
+
+        return handle
+
+    return make
+
+
+@contextlib.asynccontextmanager
+async def running_self_aware(make: Callable[[FakeServer], Handler]) -> AsyncIterator[FakeServer]:
+    holder: list[FakeServer] = []
+
+    async def handler(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await make(holder[0])(req, reply, reader)
+
+    async with running(handler) as srv:
+        holder.append(srv)
+        yield srv
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+async def test_cancelling_the_task_closes_the_connection(provider: str) -> None:
+    async with running_self_aware(endless(provider)) as srv:
+        first = asyncio.Event()
+
+        async def consume() -> None:
+            async for _ in stream_chat(settings(srv.url, provider), MESSAGES):
+                first.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(first.wait(), 5)
+        assert not srv.disconnected.is_set()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(srv.disconnected.wait(), 2)
+
+
+async def test_breaking_out_under_aclosing_closes_the_connection() -> None:
+    async with running_self_aware(endless("openai")) as srv:
+        async with contextlib.aclosing(stream_chat(settings(srv.url), MESSAGES)) as stream:
+            async for delta in stream:
+                assert delta == "first"
+                break
+        await asyncio.wait_for(srv.disconnected.wait(), 2)
+
+
+# ---------------------------------------------------------------- loopback detection
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://127.0.0.1:11434", True),
+        ("http://127.8.9.10", True),
+        ("http://localhost:8080/v1", True),
+        ("http://LOCALHOST.", True),
+        ("http://api.localhost", True),
+        ("http://[::1]:8000", True),
+        ("http://[::ffff:127.0.0.1]:8000", True),
+        ("http://0.0.0.0:8000", True),
+        ("https://api.openai.com/v1", False),
+        ("http://192.168.1.20:11434", False),
+        ("http://localhost.evil.com", False),
+        ("http://127.0.0.1.nip.io", False),
+        ("not a url", False),
+        ("http://[bad", False),
+    ],
+)
+def test_is_loopback(url: str, expected: bool) -> None:
+    assert is_loopback(url) is expected
+
+
+def test_errors_carry_one_line_message() -> None:
+    err = EndpointTimeout("no data from http://x for 3 s")
+    assert isinstance(err, LLMError) and err.message == str(err)
