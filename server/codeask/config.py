@@ -69,6 +69,8 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """At most this many chunks of one file in a result list."""
     demote_tests: bool = True
     """Rank test files lower unless the query is about tests."""
+    demote_prose: bool = True
+    """Rank docs and plain text lower unless the query is about documentation."""
     dense_weight: float = 1.0
     """Weight of the embedding retriever in rank fusion."""
     lexical_weight: float = 1.0

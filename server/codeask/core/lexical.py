@@ -100,6 +100,8 @@ class LexicalIndex:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
         self._db.commit()
         self._dirty = False
+        self._version = 0
+        self._df: tuple[int, dict[str, int]] = (-1, {})
 
     def _drop_if_old_schema(self) -> None:
         """Tables of an older layout are dropped; the indexer then rebuilds them from the store."""
@@ -133,6 +135,7 @@ class LexicalIndex:
         )
 
     def _mark_dirty(self) -> None:
+        self._version += 1
         if not self._dirty:
             self._set_generation(-1)
             self._dirty = True
@@ -226,12 +229,18 @@ class LexicalIndex:
         """Keep the rarest MAX_QUERY_TERMS terms that occur at all: long issue texts stay fast."""
         if len(terms) <= MAX_QUERY_TERMS:
             return terms
-        marks = ",".join("?" * len(terms))
-        rows = self._db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", terms)
-        freq = dict(rows.fetchall())
+        freq = self._doc_frequencies()
         present = [t for t in terms if t in freq]
         present.sort(key=lambda t: freq[t])
         return present[:MAX_QUERY_TERMS]
+
+    def _doc_frequencies(self) -> dict[str, int]:
+        """term → chunks containing it; one vocabulary scan per change, not per query."""
+        version, table = self._df
+        if version != self._version:
+            table = dict(self._db.execute("SELECT term, doc FROM vocab").fetchall())
+            self._df = (self._version, table)
+        return table
 
     def search(self, query: str, limit: int = 100) -> list[tuple[int, float]]:
         """(chunk id, score) best first; score is -bm25, so higher is better."""

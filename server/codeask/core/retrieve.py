@@ -34,6 +34,11 @@ TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*$|_tests?\.[a-z]+$|(^|/)conftest\.py$"
 )
 TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
+DOC_WORDS = re.compile(
+    r"\b(docs?|documentation|documented|readme|guide|tutorial|changelog|release notes)\b", re.I
+)
+PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
+DEMOTION = 0.5
 DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 FILE_MENTION = re.compile(r"[A-Za-z0-9_./\\-]+\.[A-Za-z0-9]{1,5}\b")
 IDENT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{2,}(?![A-Za-z0-9_])")
@@ -136,6 +141,7 @@ class QuerySignals:
     identifiers: set[str]
     paths: list[str]
     about_tests: bool
+    about_docs: bool
 
 
 def query_signals(query: str) -> QuerySignals:
@@ -154,7 +160,9 @@ def query_signals(query: str) -> QuerySignals:
         identifiers.update(parts)
         if len(parts) >= 2:
             paths.append("/".join(parts))
-    return QuerySignals(identifiers, paths, bool(TEST_WORDS.search(query)))
+    return QuerySignals(
+        identifiers, paths, bool(TEST_WORDS.search(query)), bool(DOC_WORDS.search(query))
+    )
 
 
 def _code_like(text: str, match: re.Match[str]) -> bool:
@@ -172,28 +180,39 @@ def is_test_path(path: str) -> bool:
     return bool(TEST_PATH.search(path))
 
 
+def path_keys(path: str) -> list[str]:
+    """Every way a question may name a file: `a/b/c.py`, `b/c.py`, `c.py`, `a/b/c`, `b/c`, `c`."""
+    pure = PurePosixPath(path)
+    parts = list(pure.parts)
+    stem_parts = [*parts[:-1], pure.stem] if pure.suffix else parts
+    if stem_parts and stem_parts[-1] == "__init__":
+        stem_parts = stem_parts[:-1]
+    keys = ["/".join(parts[i:]) for i in range(len(parts))]
+    keys += ["/".join(stem_parts[i:]) for i in range(len(stem_parts))]
+    return list(dict.fromkeys(k for k in keys if k))
+
+
 class _SymbolTable:
-    """symbol name → chunk ids, rebuilt when the store's chunk set changes."""
+    """symbol name → chunk ids and path suffix → files, rebuilt when the chunk set changes."""
 
     def __init__(self) -> None:
         self._key: tuple[int, int] = (-1, -1)
         self.by_name: dict[str, list[int]] = {}
-        self.by_stem: dict[str, set[str]] = {}
+        self.by_path_key: dict[str, list[str]] = {}
 
     def refresh(self, store: IndexStore) -> None:
         key = (store.next_id, len(store.chunks))
         if key == self._key:
             return
         by_name: dict[str, list[int]] = defaultdict(list)
-        by_stem: dict[str, set[str]] = defaultdict(set)
+        by_path_key: dict[str, list[str]] = defaultdict(list)
         for chunk in list(store.chunks.values()):
             if chunk.symbol and chunk.kind not in HISTORY_KINDS:
                 by_name[chunk.symbol].append(chunk.id)
         for path in list(store.files):
-            pure = PurePosixPath(path)
-            stem = pure.parent.name if pure.stem == "__init__" else pure.stem
-            by_stem[stem].add(path)
-        self.by_name, self.by_stem, self._key = dict(by_name), dict(by_stem), key
+            for path_key in path_keys(path):
+                by_path_key[path_key].append(path)
+        self.by_name, self.by_path_key, self._key = dict(by_name), dict(by_path_key), key
 
 
 _tables: dict[int, _SymbolTable] = {}
@@ -209,23 +228,14 @@ def _symbols(store: IndexStore) -> _SymbolTable:
 
 
 def _path_matches(store: IndexStore, signals: QuerySignals) -> dict[str, float]:
-    """Files a question names: full/partial paths strongly, dotted modules and stems weakly."""
+    """Files a question names; a name shared by several files gives each a share."""
+    table = _symbols(store)
     scores: dict[str, float] = {}
-    files = list(store.files)
     for mention in signals.paths:
-        candidates = [f for f in files if _mentions(f, mention)]
+        candidates = table.by_path_key.get(mention, [])
         for path in candidates:
             scores[path] = max(scores.get(path, 0.0), 1.0 / len(candidates))
     return scores
-
-
-def _mentions(path: str, mention: str) -> bool:
-    if path == mention or path.endswith("/" + mention):
-        return True
-    stem = path.rsplit(".", 1)[0]
-    if stem.endswith("/__init__"):
-        stem = stem[: -len("/__init__")]
-    return stem == mention or stem.endswith("/" + mention)
 
 
 def _rrf(ranked: Sequence[int], weight: float, into: dict[int, float]) -> None:
@@ -280,8 +290,23 @@ def _collect(
             found.found_by[chunk_id].append(name)
     if mode in ("lexical", "hybrid"):
         files = folder.lexical.search_files(query, FILE_CANDIDATES)
-        found.file_rank = {path: rank for rank, (path, _) in enumerate(files)}
+        demoted = [(path, score * _demotion(folder, path, signals)) for path, score in files]
+        demoted.sort(key=lambda item: item[1], reverse=True)
+        found.file_rank = {path: rank for rank, (path, _) in enumerate(demoted)}
     return found
+
+
+def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
+    """Tests and prose rank lower for code questions; never when the question asks for them."""
+    settings = folder.settings.retrieve
+    factor = 1.0
+    if settings.demote_tests and not signals.about_tests and is_test_path(path):
+        factor *= DEMOTION
+    record = folder.store.files.get(path)
+    language = record.language if record else ""
+    if settings.demote_prose and not signals.about_docs and language in PROSE_LANGUAGES:
+        factor *= DEMOTION
+    return factor
 
 
 def _file_prior(folder: Searchable, found: _Candidates) -> None:
@@ -313,11 +338,10 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
             found.fused[chunk_id] = found.fused.get(chunk_id, 0.0) + bonus
             if "path" not in found.found_by[chunk_id]:
                 found.found_by[chunk_id].append("path")
-    if settings.demote_tests and not signals.about_tests:
-        for chunk_id in list(found.fused):
-            chunk = folder.store.chunks.get(chunk_id)
-            if chunk is not None and is_test_path(chunk.path):
-                found.fused[chunk_id] *= 0.5
+    for chunk_id in list(found.fused):
+        chunk = folder.store.chunks.get(chunk_id)
+        if chunk is not None and chunk.kind not in HISTORY_KINDS:
+            found.fused[chunk_id] *= _demotion(folder, chunk.path, signals)
 
 
 def _diversify(hits: list[Hit], k: int, per_file_cap: int) -> list[Hit]:
