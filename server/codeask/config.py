@@ -52,8 +52,8 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     model: str = DEFAULT_EMBED_MODEL
     """`codeask/all-MiniLM-L6-v2-int8` is packaged (offline); other fastembed models download."""
-    batch_size: int = 32
-    """Chunks per embedding batch."""
+    batch_size: int = 16
+    """Chunks per embedding batch (peak memory grows with it: ~0.9 GB at 16, ~1.1 GB at 32)."""
     threads: int = 0
     """ONNX runtime threads; 0 lets the runtime decide."""
     cache_dir: str = ""

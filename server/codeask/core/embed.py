@@ -134,11 +134,17 @@ class FastEmbedder:
                 _register_packaged_model()
                 path = packaged_model_dir(model_cache)
                 self._model = TextEmbedding(
-                    DEFAULT_EMBED_MODEL, specific_model_path=str(path), threads=threads
+                    DEFAULT_EMBED_MODEL,
+                    specific_model_path=str(path),
+                    threads=threads,
+                    enable_cpu_mem_arena=False,
                 )
             else:
                 self._model = TextEmbedding(
-                    settings.model, cache_dir=str(model_cache), threads=threads
+                    settings.model,
+                    cache_dir=str(model_cache),
+                    threads=threads,
+                    enable_cpu_mem_arena=False,
                 )
         except EmbedError:
             raise

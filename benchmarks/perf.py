@@ -1,0 +1,265 @@
+"""Performance bench: one table of indexing and query numbers for a corpus (or several).
+
+    python -m benchmarks.perf --corpus sphinx==5.1.1
+    python -m benchmarks.perf --scale            # every corpus of dev.jsonl as one multi-root workspace
+
+Cold runs use a fresh index folder and a fresh embedding cache. Cheap phases are repeated and
+reported as medians; the full embedding runs once (it takes minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.retrieval import DEFAULT_EVAL, corpus_roots, load_instances
+from codeask.config import Settings, build_settings
+from codeask.core.embed import FastEmbedder, load_embedder
+from codeask.core.indexer import FolderIndex
+from codeask.core.retrieve import Mode, search
+
+
+def settings_for(work: Path, cache: Path, threads: int) -> Settings:
+    """Index under `work`, embeddings cached under `cache`, history off (sdists have no git)."""
+    settings, _ = build_settings(
+        {
+            "index": {"location": str(work / "indexes")},
+            "embed": {"cache_dir": str(cache), "threads": threads},
+            "history": {"enabled": False},
+        }
+    )
+    return settings
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Seconds taken and the result."""
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def median_of(runs: int, fn: Callable[[], Any]) -> float:
+    """Median seconds of `runs` calls."""
+    return statistics.median(timed(fn)[0] for _ in range(runs))
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def eval_queries(count: int, seed: int = 7) -> list[str]:
+    """Queries from the eval questions: titles, first paragraphs, then sentences, up to `count`."""
+    questions = [i["question"] for i in load_instances(DEFAULT_EVAL / "dev.jsonl")]
+    pool = [q.strip().splitlines()[0][:200] for q in questions]
+    pool += [q.strip()[:400] for q in questions]
+    sentences = [s.strip() for q in questions for s in re.split(r"(?<=[.?!])\s+", q) if len(s) > 30]
+    random.Random(seed).shuffle(sentences)
+    pool += sentences
+    return pool[:count]
+
+
+def cold_index(folders: list[FolderIndex]) -> dict[str, float]:
+    """Time to lexically searchable and to fully embedded, and pipeline throughput."""
+    lexical = 0.0
+    for folder in folders:
+        seconds, _ = timed(lambda f=folder: f.refresh(embed=False))
+        lexical += seconds
+    chunks = sum(len(f.store.chunks) for f in folders)
+    embed_seconds = 0.0
+    computed = 0
+    for folder in folders:
+        seconds, report = timed(folder.embed_pending)
+        embed_seconds += seconds
+        computed += report.vectors_computed
+    return {
+        "lexical_s": lexical,
+        "embed_s": embed_seconds,
+        "embedded_s": lexical + embed_seconds,
+        "chunks": chunks,
+        "computed": computed,
+        "pipeline_cps": computed / embed_seconds if embed_seconds and computed else 0.0,
+    }
+
+
+def raw_fastembed_cps(folders: list[FolderIndex], settings: Settings, sample: int) -> float:
+    """fastembed alone on a random sample of the same chunks' texts (unsorted, as-is)."""
+    texts = [c.embed_text() for f in folders for c in f.store.chunks.values()]
+    random.Random(3).shuffle(texts)
+    texts = texts[:sample]
+    model = FastEmbedder(settings.embed, Path(tempfile.mkdtemp()) / "models")
+    raw = model._model
+    list(raw.embed(texts[:32], batch_size=settings.embed.batch_size))
+    seconds, _ = timed(lambda: list(raw.embed(texts, batch_size=settings.embed.batch_size)))
+    return len(texts) / seconds
+
+
+def edit_one_file(folder: FolderIndex) -> tuple[float, float, int]:
+    """Append a function to a mid-sized Python file: (lexical s, total s, vectors computed)."""
+    candidates = sorted(
+        (r for r in folder.store.files.values() if r.path.endswith(".py") and not r.skipped),
+        key=lambda r: r.size,
+    )
+    record = candidates[len(candidates) // 2]
+    path = folder.root / record.path
+    original = path.read_bytes()
+    try:
+        stamp = time.time_ns()
+        path.write_bytes(original + f"\n\ndef bench_added_{stamp}(x):\n    return x\n".encode())
+        report = folder.update_paths([record.path])
+        return report.seconds_lexical, report.seconds_total, report.vectors_computed
+    finally:
+        path.write_bytes(original)
+        folder.update_paths([record.path])
+
+
+def query_latency(
+    folders: list[FolderIndex], queries: list[str], mode: Mode
+) -> tuple[float, float]:
+    """(p50 ms, p95 ms) of in-process search, k=10, after one warm-up query."""
+    search(folders, queries[0], k=10, mode=mode)
+    times = [timed(lambda q=q: search(folders, q, k=10, mode=mode))[0] * 1000 for q in queries]
+    return percentile(times, 0.5), percentile(times, 0.95)
+
+
+def disk_mb(folders: list[FolderIndex]) -> float:
+    """Index folders' size in MB."""
+    return sum(f.store.disk_bytes() for f in folders) / 1e6
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    roots_by_key = corpus_roots(DEFAULT_EVAL, DEFAULT_EVAL / "dev.jsonl", fetch=not args.no_fetch)
+    if args.scale:
+        roots = sorted(roots_by_key.values())
+    else:
+        package, _, version = args.corpus.partition("==")
+        roots = [roots_by_key[(package, version)]]
+    work = Path(tempfile.mkdtemp(prefix="codeask-perf-"))
+    cache = Path(args.cache) if args.cache else work / "cache"
+    settings = settings_for(work, cache, args.threads)
+    folders = [FolderIndex(root, settings) for root in roots]
+    result: dict[str, Any] = {
+        "corpus": "scale" if args.scale else args.corpus,
+        "cores": os.cpu_count(),
+    }
+    result["files"] = 0
+    result.update(cold_index(folders))
+    result["files"] = sum(f.status().files for f in folders)
+    result["loc"] = sum(
+        c.end_line - c.start_line + 1
+        for f in folders
+        for c in f.store.chunks.values()
+        if c.part <= 1 and c.kind in ("function", "method", "class", "module", "section", "window")
+    )
+    if result["computed"]:
+        result["raw_cps"] = raw_fastembed_cps(folders, settings, args.raw_sample)
+        result["pipeline_vs_raw"] = result["pipeline_cps"] / result["raw_cps"]
+    result["nochange_s"] = median_of(args.repeat, lambda: [f.refresh(embed=False) for f in folders])
+    edits = [edit_one_file(folders[0]) for _ in range(args.repeat)]
+    result["edit_lexical_s"] = statistics.median(e[0] for e in edits)
+    result["edit_total_s"] = statistics.median(e[1] for e in edits)
+    result["edit_vectors"] = statistics.median(e[2] for e in edits)
+    queries = eval_queries(args.queries)
+    load_embedder(settings)
+    for mode in ("lexical", "dense", "hybrid"):
+        p50, p95 = query_latency(folders, queries, mode)  # type: ignore[arg-type]
+        result[f"{mode}_p50_ms"], result[f"{mode}_p95_ms"] = p50, p95
+    reopen_s, _ = timed(lambda: [FolderIndex(f.root, settings) for f in folders])
+    result["open_s"] = reopen_s
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["disk_mb"] = disk_mb(folders)
+    for folder in folders:
+        folder.close()
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    """The human table."""
+    rows = [
+        (
+            "corpus",
+            f"{result['corpus']} ({result['files']} files, {result['chunks']} chunks, "
+            f"~{result['loc'] / 1000:.0f}k lines)",
+        ),
+        ("machine", f"{result['cores']} cores"),
+        ("cold: lexically searchable", f"{result['lexical_s']:.1f} s"),
+        (
+            "cold: fully embedded",
+            f"{result['embedded_s']:.1f} s ({result['computed']} vectors computed)",
+        ),
+        ("embedding pipeline", f"{result['pipeline_cps']:.1f} chunks/s"),
+    ]
+    if "raw_cps" in result:
+        rows.append(
+            (
+                "raw fastembed, same chunks",
+                f"{result['raw_cps']:.1f} chunks/s "
+                f"(pipeline = {100 * result['pipeline_vs_raw']:.0f}% of raw)",
+            )
+        )
+    rows += [
+        ("no-change re-index (median)", f"{result['nochange_s']:.2f} s"),
+        (
+            "one-file edit re-index (median)",
+            f"{result['edit_lexical_s']:.3f} s lexical, "
+            f"{result['edit_total_s']:.3f} s with {result['edit_vectors']:.0f} new vectors",
+        ),
+        ("open index from disk", f"{result['open_s']:.2f} s"),
+    ]
+    for mode in ("lexical", "dense", "hybrid"):
+        rows.append(
+            (
+                f"query {mode} p50 / p95",
+                f"{result[f'{mode}_p50_ms']:.1f} / {result[f'{mode}_p95_ms']:.1f} ms",
+            )
+        )
+    rows += [
+        ("peak RSS", f"{result['peak_rss_mb']:.0f} MB"),
+        ("index on disk", f"{result['disk_mb']:.1f} MB"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"| {name.ljust(width)} | {value} |" for name, value in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--corpus", default="sphinx==5.1.1", help="package==version from dev.jsonl")
+    parser.add_argument(
+        "--scale", action="store_true", help="all corpora as one multi-root workspace"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each cheap phase (median)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--raw-sample", type=int, default=1000, help="chunks for the raw fastembed run"
+    )
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--cache", help="embedding cache folder (default: fresh, i.e. cold)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary index folders")
+    parser.add_argument("--no-fetch", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    result = run(args)
+    print(json.dumps(result, indent=2) if args.json else table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
