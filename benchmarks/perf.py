@@ -1,7 +1,7 @@
 """Performance bench: one table of indexing and query numbers for a corpus (or several).
 
     python -m benchmarks.perf --corpus sphinx==5.1.1
-    python -m benchmarks.perf --scale            # every corpus of dev.jsonl as one multi-root workspace
+    python -m benchmarks.perf --scale   # every corpus of dev.jsonl as one multi-root workspace
 
 Cold runs use a fresh index folder and a fresh embedding cache. Cheap phases are repeated and
 reported as medians; the full embedding runs once (it takes minutes on 2 cores).
@@ -58,7 +58,7 @@ def median_of(runs: int, fn: Callable[[], Any]) -> float:
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def eval_queries(count: int, seed: int = 7) -> list[str]:
