@@ -1,0 +1,97 @@
+"""What retrieval reads out of a question, and how fusion uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codeask.config import build_settings
+from codeask.core.indexer import FolderIndex
+from codeask.core.retrieve import is_test_path, path_keys, query_signals, rank_files, search
+
+
+def test_code_like_identifiers_only() -> None:
+    signals = query_signals(
+        "The `Config` loader calls load_settings() and parseHttpRequest when run"
+    )
+    assert {"Config", "load_settings", "parseHttpRequest"} <= signals.identifiers
+    assert "loader" not in signals.identifiers
+    assert "run" not in signals.identifiers
+
+
+def test_paths_and_dotted_modules_are_mentions() -> None:
+    signals = query_signals(
+        'Traceback: File "sphinx/ext/autodoc/__init__.py", in sphinx.util.typing'
+    )
+    assert "sphinx/ext/autodoc/__init__.py" in signals.paths
+    assert "sphinx/util/typing" in signals.paths
+
+
+def test_path_keys_cover_suffixes_and_packages() -> None:
+    keys = path_keys("sphinx/ext/autodoc/__init__.py")
+    assert {
+        "__init__.py",
+        "autodoc/__init__.py",
+        "sphinx/ext/autodoc",
+        "ext/autodoc",
+        "autodoc",
+    } <= set(keys)
+    assert "sphinx/util/typing" in path_keys("sphinx/util/typing.py")
+
+
+def test_test_paths() -> None:
+    for path in (
+        "tests/test_a.py",
+        "pkg/test_b.py",
+        "x/conftest.py",
+        "go/thing_test.go",
+        "testing/x.py",
+    ):
+        assert is_test_path(path), path
+    for path in ("src/latest.py", "pkg/contest.py", "attestation/x.py"):
+        assert not is_test_path(path), path
+
+
+def test_signals_know_when_tests_or_docs_are_wanted() -> None:
+    assert query_signals("why does this unit test fail").about_tests
+    assert query_signals("where is installation documented").about_docs
+    assert not query_signals("where is the retry loop").about_tests
+
+
+def make_folder(root: Path, files: dict[str, str]) -> FolderIndex:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    settings, _ = build_settings({"history": {"enabled": False}})
+    folder = FolderIndex(root, settings)
+    folder.refresh(embed=False)
+    return folder
+
+
+def test_a_mentioned_module_lifts_its_file(tmp_path: Path) -> None:
+    files = {
+        f"pkg/mod{i}.py": f"def handle_request_{i}(request):\n    return request.body\n"
+        for i in range(6)
+    }
+    folder = make_folder(tmp_path, files)
+    hits = search([folder], "handle request body fails in pkg.mod4", mode="lexical").hits
+    assert hits[0].path == "pkg/mod4.py"
+    assert "path" in hits[0].retrievers
+
+
+def test_rank_files_aggregates_chunks(tmp_path: Path) -> None:
+    files = {
+        "a.py": "def parse_token():\n    pass\n\n\ndef parse_tree():\n    pass\n",
+        "b.py": "def parse_token_once():\n    pass\n",
+    }
+    folder = make_folder(tmp_path, files)
+    result = search([folder], "parse_token parse_tree", mode="lexical", k=10)
+    ranked = [path for path, _ in rank_files(result.hits)]
+    assert ranked[0] == "a.py"
+    assert set(ranked) == {"a.py", "b.py"}
+
+
+def test_warming_flag_until_vectors_exist(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path, {"a.py": "def alpha():\n    pass\n"})
+    result = search([folder], "alpha")
+    assert result.warming and result.hits, "lexical answers while dense results fill in"
+    assert result.embedded == 0 < result.chunks
