@@ -1,0 +1,82 @@
+"""The `codeask` command as a user runs it: real subprocesses, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def codeask(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeask", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "billing").mkdir()
+    (tmp_path / "billing" / "invoice.py").write_text(
+        "def render_invoice_pdf(invoice):\n"
+        '    """Draw the invoice as a PDF page."""\n'
+        '    return b""\n'
+    )
+    (tmp_path / "README.md").write_text("# Billing\n\nInvoices are rendered as PDF.\n")
+    return tmp_path
+
+
+def test_index_search_status_json(project: Path) -> None:
+    indexed = codeask("index", "--lexical-only", "--json", str(project), cwd=project)
+    assert indexed.returncode == 0, indexed.stderr
+    summary = json.loads(indexed.stdout)[0]
+    assert summary["files_indexed"] == 2
+    found = codeask("search", "render_invoice_pdf", "--mode", "lexical", "--json", cwd=project)
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)["results"][0]
+    assert first["relative_path"] == "billing/invoice.py"
+    assert (first["start_line"], first["symbol"], first["kind"]) == (
+        1,
+        "render_invoice_pdf",
+        "function",
+    )
+    status = codeask("status", "--json", cwd=project)
+    assert json.loads(status.stdout)[0]["files"] == 2
+
+
+def test_human_output_lists_path_line_symbol(project: Path) -> None:
+    codeask("index", "--lexical-only", str(project), cwd=project)
+    found = codeask("search", "invoice pdf", "--mode", "lexical", cwd=project)
+    assert found.returncode == 0
+    assert "billing/invoice.py:1-3  function render_invoice_pdf" in found.stdout
+
+
+def test_no_results_exit_1(project: Path) -> None:
+    codeask("index", "--lexical-only", str(project), cwd=project)
+    missing = codeask("search", "zzqxv", "--mode", "lexical", cwd=project)
+    assert missing.returncode == 1
+    assert "no results" in missing.stderr
+
+
+def test_no_index_is_one_clear_line(tmp_path: Path) -> None:
+    result = codeask("search", "anything", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == "codeask: no index here yet: run `codeask index` first"
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_usage_exit_2(tmp_path: Path) -> None:
+    assert codeask("search", cwd=tmp_path).returncode == 2
+    assert codeask("frobnicate", cwd=tmp_path).returncode == 2
+
+
+def test_missing_folder_is_a_user_error(tmp_path: Path) -> None:
+    result = codeask("index", str(tmp_path / "nope"), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "not a folder" in result.stderr
