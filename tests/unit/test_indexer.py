@@ -52,8 +52,12 @@ func RetryWithBackoff(fn func() error, attempts int) error {
 	return err
 }
 """,
-    "docs/guide.md": "# Guide\n\n## Installing\n\nRun pip install shop.\n\n## Taxes\n\nVAT is per country.\n",
-    "tests/test_cart.py": "from shop.cart import Cart\n\n\ndef test_add():\n    Cart().add_item('x')\n",
+    "docs/guide.md": (
+        "# Guide\n\n## Installing\n\nRun pip install shop.\n\n## Taxes\n\nVAT is per country.\n"
+    ),
+    "tests/test_cart.py": (
+        "from shop.cart import Cart\n\n\ndef test_add():\n    Cart().add_item('x')\n"
+    ),
 }
 
 

@@ -39,6 +39,7 @@ DEFAULT_EXCLUDES = (
     ".mypy_cache/",
     ".pytest_cache/",
     ".ruff_cache/",
+    "*.egg-info/",
     "*.pyc",
     ".DS_Store",
 )

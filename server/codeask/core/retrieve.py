@@ -21,6 +21,7 @@ import pathspec
 
 from codeask.config import RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
+from codeask.core.languages import language_for_path
 from codeask.core.lexical import LexicalIndex
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.store import IndexStore
@@ -38,6 +39,10 @@ DOC_WORDS = re.compile(
     r"\b(docs?|documentation|documented|readme|guide|tutorial|changelog|release notes)\b", re.I
 )
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
+VENDORED = re.compile(
+    r"(^|/)(vendor|vendored|third_party|thirdparty|bower_components)/"
+    r"|[-.]v?\d+\.\d+(\.\d+)?(\.min)?\.(js|css)$"
+)
 DEMOTION = 0.5
 DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 FILE_MENTION = re.compile(r"[A-Za-z0-9_./\\-]+\.[A-Za-z0-9]{1,5}\b")
@@ -304,7 +309,12 @@ def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
         factor *= DEMOTION
     record = folder.store.files.get(path)
     language = record.language if record else ""
-    if settings.demote_prose and not signals.about_docs and language in PROSE_LANGUAGES:
+    if settings.demote_prose and not signals.about_docs:
+        if language in PROSE_LANGUAGES:
+            factor *= DEMOTION
+        if language_for_path(path) is None:
+            factor *= DEMOTION
+    if VENDORED.search(path):
         factor *= DEMOTION
     return factor
 
