@@ -72,6 +72,15 @@ def eval_queries(count: int, seed: int = 7) -> list[str]:
     return pool[:count]
 
 
+def sample_copy(root: Path, target: Path, count: int) -> Path:
+    """The first `count` Python files of a corpus, copied (for smoke runs that must stay fast)."""
+    for source in sorted(root.rglob("*.py"))[:count]:
+        dest = target / source.relative_to(root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+    return target
+
+
 def cold_index(folders: list[FolderIndex]) -> dict[str, float]:
     """Time to lexically searchable and to fully embedded, and pipeline throughput."""
     lexical = 0.0
@@ -148,6 +157,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         package, _, version = args.corpus.partition("==")
         roots = [roots_by_key[(package, version)]]
     work = Path(tempfile.mkdtemp(prefix="codeask-perf-"))
+    if args.sample_files:
+        roots = [
+            sample_copy(root, work / "sample" / root.name, args.sample_files) for root in roots
+        ]
     cache = Path(args.cache) if args.cache else work / "cache"
     settings = settings_for(work, cache, args.threads)
     folders = [FolderIndex(root, settings) for root in roots]
@@ -252,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--cache", help="embedding cache folder (default: fresh, i.e. cold)")
+    parser.add_argument("--sample-files", type=int, default=0, help="smoke: only N Python files")
     parser.add_argument("--keep", action="store_true", help="keep the temporary index folders")
     parser.add_argument("--no-fetch", action="store_true")
     parser.add_argument("--json", action="store_true")
