@@ -221,6 +221,7 @@ def _hit_json(hit: Any) -> dict[str, Any]:
         "retrievers": hit.retrievers,
         "preview": hit.preview(),
         "meta": chunk.meta,
+        "uncommitted": getattr(hit, "uncommitted", False),
     }
 
 

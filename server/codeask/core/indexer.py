@@ -162,7 +162,12 @@ class FolderIndex:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._run_lock = threading.Lock()
+        #: embed_pending() takes only this lock: single-file updates (editor saves) can run
+        #: while a long backlog embeds; both sides tolerate the other's removed chunks.
+        self._embed_lock = threading.Lock()
         self._priority: set[str] = set()
+        #: Files that differ from HEAD (git status); hits in them are flagged `uncommitted`.
+        self.uncommitted: frozenset[str] = frozenset()
         self.state = "loading"
         model = settings.embed.model
         self.store, reason = IndexStore.open(self.folder, self.root, model, model_dim(model))
@@ -235,6 +240,7 @@ class FolderIndex:
                 self.checkpoint()
                 if self.settings.history.enabled if history is None else history:
                     self._sync_history(report, token)
+                self.refresh_uncommitted()
                 if embed:
                     self._embed_pending(report, emit, token)
             except Cancelled:
@@ -336,6 +342,11 @@ class FolderIndex:
         report.commits_added += len(delta.added)
         report.commits_removed += len(delta.removed)
 
+    def refresh_uncommitted(self) -> None:
+        """Re-read which files have uncommitted changes (cheap: one git status)."""
+        if self.settings.history.enabled:
+            self.uncommitted = frozenset(git_history.uncommitted_paths(self.root))
+
     # ---- embedding ---------------------------------------------------------------------------
     def prioritize(self, rels: Iterable[str]) -> None:
         """Files the user is looking at: their chunks are embedded before the backlog."""
@@ -388,7 +399,8 @@ class FolderIndex:
             embedder.reused += len(hits)
 
     def _embed_ids(self, ids: list[int], embedder: CachedEmbedder, report: IndexReport) -> int:
-        chunks = [self.store.chunks[i] for i in ids if i in self.store.chunks]
+        found = (self.store.chunks.get(i) for i in ids)
+        chunks = [c for c in found if c is not None]  # an update may have just removed some
         if not chunks:
             return 0
         before = embedder.computed
@@ -403,9 +415,10 @@ class FolderIndex:
     def embed_pending(
         self, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None
     ) -> IndexReport:
-        """Embed whatever has no vector yet (used after lexical-only runs)."""
+        """Embed whatever has no vector yet (after lexical-only runs); update_paths may run
+        concurrently (the editor's saves do not wait for the backlog)."""
         report = IndexReport()
-        with self._run_lock:
+        with self._embed_lock:
             try:
                 self._embed_pending(report, progress or (lambda _p: None), cancel or CancelToken())
             except Cancelled:
@@ -430,6 +443,7 @@ class FolderIndex:
                         report.skipped.append(found)
                     self._remove(rel, report)
             report.seconds_lexical = time.perf_counter() - started
+            self.refresh_uncommitted()
             if embed:
                 fresh = [
                     cid
@@ -453,9 +467,15 @@ class FolderIndex:
 
     # ---- persistence and status --------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Save a consistent snapshot if anything changed (lexical stamped first, see store)."""
+        """Save a consistent snapshot if anything changed (lexical stamped first, see store).
+
+        Not when the workspace folder itself is gone: saving would recreate it on disk.
+        """
         with self.store.lock:
             if not self.store.dirty and self.lexical.generation() == self.store.generation:
+                return
+            if not self.root.is_dir():
+                log.info("%s no longer exists; its index is not saved", self.root)
                 return
             self.lexical.stamp(self.store.generation + 1)
             self.store.save()

@@ -116,6 +116,8 @@ class Hit:
     chunk: Chunk
     score: float
     retrievers: list[str] = field(default_factory=list)
+    uncommitted: bool = False
+    """The file differs from HEAD (working-tree changes)."""
 
     @property
     def path(self) -> str:
@@ -413,7 +415,8 @@ def fused_candidates(
         for chunk_id, score in found.fused.items():
             chunk = folder.store.chunks.get(chunk_id)
             if chunk is not None and filters.accepts(chunk, glob):
-                hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id]))
+                changed = chunk.path in getattr(folder, "uncommitted", ())
+                hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id], changed))
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
 
