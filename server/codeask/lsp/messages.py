@@ -1,0 +1,176 @@
+"""Typed params and results of codeask's custom messages (docs/protocol.md).
+
+msgspec Structs, so handlers get validated objects (never raw dicts or namedtuples) and a
+malformed request fails with msgspec's precise reason, e.g. "Expected `str`, got `int` - at
+`$.query`", which the server returns as JSON-RPC InvalidParams.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+SEMANTIC_SEARCH = "workspace/semanticSearch"
+ASK_CODE = "workspace/askCode"
+INDEX_STATUS = "codeask/indexStatus"
+ANSWER_DELTA = "codeask/answerDelta"
+
+CMD_SEARCH = "codeask.search"
+CMD_REINDEX = "codeask.reindex"
+CMD_CANCEL = "codeask.cancelIndexing"
+CMD_RELATED = "codeask.related"
+
+Kind = Literal["function", "method", "class", "module", "section", "window", "commit", "hunk"]
+Scope = Literal["code", "history", "all"]
+K = Annotated[int, msgspec.Meta(ge=1, le=200)]
+
+
+class Position(msgspec.Struct):
+    """LSP position (0-based)."""
+
+    line: Annotated[int, msgspec.Meta(ge=0)]
+    character: Annotated[int, msgspec.Meta(ge=0)]
+
+
+class Range(msgspec.Struct):
+    """LSP range (end exclusive)."""
+
+    start: Position
+    end: Position
+
+
+class SearchFilters(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Narrow a search; every field optional (see codeask.core.retrieve.Filters)."""
+
+    language: str | None = None
+    path_glob: str | None = None
+    kind: Kind | None = None
+    scope: Scope = "code"
+    author: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+
+class SemanticSearchParams(msgspec.Struct, rename="camel"):
+    """`workspace/semanticSearch` and the `codeask.search` command."""
+
+    query: Annotated[str, msgspec.Meta(min_length=1, max_length=20_000)]
+    k: K | None = None
+    filters: SearchFilters | None = None
+
+
+class AskCodeParams(msgspec.Struct, rename="camel"):
+    """`workspace/askCode`."""
+
+    question: Annotated[str, msgspec.Meta(min_length=1, max_length=50_000)]
+    uri: str | None = None
+    range: Range | None = None
+    k: K | None = None
+    filters: SearchFilters | None = None
+    stream_token: str | int | None = None
+
+
+class IndexStatusParams(msgspec.Struct):
+    """`codeask/indexStatus` takes no params ({}, null, or [] — what Lua encodes `{}` as)."""
+
+
+#: Custom request → its params type; the protocol decodes params with these before dispatch.
+CUSTOM_PARAMS: dict[str, type[msgspec.Struct]] = {
+    SEMANTIC_SEARCH: SemanticSearchParams,
+    ASK_CODE: AskCodeParams,
+    INDEX_STATUS: IndexStatusParams,
+}
+
+
+class InvalidParams(ValueError):
+    """Params that do not fit the protocol; the message is the reason sent to the client."""
+
+
+def decode_params(method: str, raw: Any) -> msgspec.Struct:
+    """Validate raw JSON params of a custom request; InvalidParams says what is wrong."""
+    kind = CUSTOM_PARAMS[method]
+    if raw in (None, []) and kind is IndexStatusParams:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InvalidParams(f"{method}: params must be an object, got {type(raw).__name__}")
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidParams(f"{method}: {exc}") from None
+
+
+# ---- results ---------------------------------------------------------------------------------
+class SearchItem(msgspec.Struct, rename="camel", omit_defaults=True):
+    """One search result."""
+
+    uri: str
+    range: Range
+    symbol: str
+    kind: str
+    score: float
+    preview: str
+    retrievers: list[str]
+    meta: dict[str, str] = msgspec.field(default_factory=dict)
+    """History hits only: sha, author, date, subject."""
+
+
+class FolderState(msgspec.Struct, rename="camel"):
+    """One workspace folder's index."""
+
+    root: str
+    state: str
+    files: int
+    chunks: int
+    embedded: int
+    model: str
+    index_dir: str
+    message: str = ""
+    """Why the folder is in state `error` (or what it is doing)."""
+    updates: int = 0
+    """Single-file reindex runs (saves, watcher events) since the server started."""
+
+
+class IndexState(msgspec.Struct, rename="camel"):
+    """What every result carries: is the index usable yet, and how far along."""
+
+    state: str
+    warming: bool
+    percent: int
+    files: int
+    chunks: int
+    embedded: int
+    folders: list[FolderState]
+
+
+class SemanticSearchResult(msgspec.Struct, rename="camel"):
+    """`workspace/semanticSearch` result."""
+
+    results: list[SearchItem]
+    index_state: IndexState
+
+
+class AskSource(msgspec.Struct, rename="camel"):
+    """A source an answer cites."""
+
+    uri: str
+    range: Range
+    symbol: str
+    score: float
+
+
+class AskCodeResult(msgspec.Struct, rename="camel", omit_defaults=True):
+    """`workspace/askCode` result; `error` only when the LLM call failed."""
+
+    answer: str
+    sources: list[AskSource]
+    model: str
+    prompt_tokens: int
+    truncated: bool
+    index_state: IndexState
+    error: str | None = None
+
+
+def to_json(value: msgspec.Struct | list[Any]) -> Any:
+    """Plain JSON builtins with camelCase keys (what pygls sends as a result)."""
+    return msgspec.to_builtins(value)
