@@ -26,10 +26,10 @@ def _progress_done(lsp: Session) -> bool:
     return False
 
 
-async def _hover_text(lsp: Session, uri: str, line: int) -> str:
+async def _hover_text(lsp: Session, uri: str, line: int, character: int = 4) -> str:
     """Hover is budgeted (null when not ready in time); a loaded machine may need a retry."""
     for _ in range(10):
-        hover = await lsp.hover(uri, line)
+        hover = await lsp.hover(uri, line, character)
         if hover is not None:
             assert isinstance(hover.contents, types.MarkupContent)
             return hover.contents.value
@@ -94,6 +94,11 @@ async def test_index_search_edit_hover_delete(
         assert f"({project.as_uri()}/app/" in links[0] and "#L" in links[0]
         assert "Last changed in " in hover
         assert "by Bob Builder, 2024-03-02: Add an LRU cache" in hover
+
+        # -- hover on a call: the callee's definition is the first link ---------------------
+        call = await _hover_text(lsp, lsp.uri("app/net.py"), 19, 13)  # `retry(` in fetch_url
+        first = next(line for line in call.splitlines() if line.startswith("- ["))
+        assert "app/net.py:7](" in first and first.endswith(" retry"), first
 
         # -- delete a file: a watched-files event drops its chunks ---------------------------
         before = (await lsp.status())["chunks"]

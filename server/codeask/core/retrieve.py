@@ -474,8 +474,12 @@ def related(
     root: Path | None = None,
     k: int = 5,
     dense: bool = True,
+    word: str = "",
 ) -> list[Hit]:
     """Chunks like `chunk` (hover links, code lenses): never itself, its own file only if alone.
+
+    When `word` (the identifier under the cursor) names a definition in the index, that
+    definition comes first: at a call site the callee is the most related code there is.
 
     Hover has a 100 ms budget, so this is one direct lookup per folder, no fusion: with
     `dense` and a stored vector, that vector is the query (neighbours, no model call);
@@ -518,4 +522,21 @@ def related(
 
     hits = [h for h in hits if not (same_file(h) and _overlaps(h.chunk, chunk))]
     others = [h for h in hits if not same_file(h)]
-    return _diversify(others or hits, k, per_file_cap=1)
+    definitions = [
+        d for d in _definitions(folders, word) if not (same_file(d) and _overlaps(d.chunk, chunk))
+    ]
+    return _diversify(definitions + (others or hits), k, per_file_cap=1)
+
+
+def _definitions(folders: Sequence[Searchable], word: str, limit: int = 3) -> list[Hit]:
+    """Chunks defining `word` (exact symbol name), when it is specific enough to mean one thing."""
+    if len(word) < 3:
+        return []
+    found: list[Hit] = []
+    for folder in folders:
+        ids = _symbols(folder.store).by_name.get(word, [])
+        for chunk_id in ids if len(ids) <= limit else []:
+            other = folder.store.chunks.get(chunk_id)
+            if other is not None:
+                found.append(Hit(folder.root, other, 1.0, ["definition"]))
+    return found

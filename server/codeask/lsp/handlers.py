@@ -7,6 +7,7 @@ positions and URIs, hits to result items, markdown for hover.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -253,8 +254,22 @@ def chunk_of_text(name: str, text: str, line: int, settings: ChunkSettings) -> C
     )
 
 
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def word_at(text: str, line: int, character: int) -> str:
+    """The identifier under a 0-based position ('' when none)."""
+    lines = text.splitlines()
+    if not 0 <= line < len(lines):
+        return ""
+    for match in IDENTIFIER.finditer(lines[line]):
+        if match.start() <= character <= match.end():
+            return match.group()
+    return ""
+
+
 def plan_hover(
-    folders: Folders, path: Path | None, name: str, line: int, text: str
+    folders: Folders, path: Path | None, name: str, line: int, text: str, character: int = 0
 ) -> HoverPlan | None:
     """Related chunks for the code at 0-based `line` of a document (None: nothing to show)."""
     ready = folders.ready()
@@ -270,7 +285,8 @@ def plan_hover(
     if chunk is None:
         return None
     root = owner.root if owner is not None else None
-    hits = related(ready, chunk, root=root, k=HOVER_LINKS, dense=dense_ready(ready))
+    word = word_at(text, line, character)
+    hits = related(ready, chunk, root=root, k=HOVER_LINKS, dense=dense_ready(ready), word=word)
     if not hits:
         return None
     return HoverPlan(hits, chunk, owner, rel if owner else None, len(folders.workers) > 1)

@@ -468,10 +468,12 @@ def _doc_name(ls: CodeaskServer, uri: str, path: Path | None) -> str:
     return f"untitled.{EXTENSIONS.get(language, language)}"
 
 
-def _plan_hover(ls: CodeaskServer, uri: str, path: Path | None, line: int) -> Any:
+def _plan_hover(
+    ls: CodeaskServer, uri: str, path: Path | None, line: int, character: int = 0
+) -> Any:
     """Off the loop: the document text may have to be read from disk."""
     text, name = _doc_text(ls, uri), _doc_name(ls, uri, path)
-    return handlers.plan_hover(ls.folders, path, name, line, text)
+    return handlers.plan_hover(ls.folders, path, name, line, text, character)
 
 
 # ---- lifecycle ----------------------------------------------------------------------------
@@ -590,7 +592,10 @@ async def on_hover(ls: CodeaskServer, params: types.HoverParams) -> types.Hover 
         return None
     try:
         plan = await asyncio.wait_for(
-            ls.in_thread(_plan_hover, ls, uri, path, params.position.line), HOVER_BUDGET
+            ls.in_thread(
+                _plan_hover, ls, uri, path, params.position.line, params.position.character
+            ),
+            HOVER_BUDGET,
         )
     except TimeoutError:
         log.debug("hover: related code not ready within %.0f ms", 1000 * HOVER_BUDGET)
