@@ -340,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the language server (stdio)")
     serve.add_argument("--tcp", type=int, metavar="PORT", help="listen on TCP instead (debugging)")
+    serve.add_argument(
+        "--stdio", action="store_true", help="use stdio (the default; accepted for LSP clients)"
+    )
     serve.set_defaults(func=cmd_serve)
     return parser
 

@@ -80,3 +80,10 @@ def test_missing_folder_is_a_user_error(tmp_path: Path) -> None:
     result = codeask("index", str(tmp_path / "nope"), cwd=tmp_path)
     assert result.returncode == 1
     assert "not a folder" in result.stderr
+
+
+def test_serve_accepts_the_stdio_flag_language_clients_add() -> None:
+    from codeask.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--stdio"])
+    assert args.stdio and args.tcp is None

@@ -95,6 +95,7 @@ def test_index_then_search_lexical(tmp_path: Path) -> None:
     assert hits[0].chunk.start_line == 1
     assert "symbol" in hits[0].retrievers
     assert_consistent(folder)
+    assert (tmp_path / ".codeask" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
 def test_no_change_refresh_reads_nothing(tmp_path: Path) -> None:

@@ -159,6 +159,9 @@ class FolderIndex:
         self.warnings = list(warnings)
         self.folder = index_dir_for(self.root, settings)
         self.folder.mkdir(parents=True, exist_ok=True)
+        ignore = self.folder / ".gitignore"
+        if not ignore.exists():  # keep the index out of `git status` without touching the repo
+            ignore.write_text("# created by codeask: the index is local and rebuildable\n*\n")
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._run_lock = threading.Lock()

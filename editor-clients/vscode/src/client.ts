@@ -1,0 +1,217 @@
+/**
+ * The language client: finds the server, starts `codeask serve` over stdio, answers
+ * workspace/configuration from the `codeask.*` settings, and exposes the custom requests
+ * (docs/protocol.md) as the `Server` port the commands use.
+ */
+
+import { execFile } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import { homedir } from "node:os";
+import {
+  type ConfigurationParams,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  State,
+} from "vscode-languageclient/node";
+import { type Candidate, type DiscoveryInput, type Probe, discover, expandHome } from "./core/discovery";
+import {
+  ANSWER_DELTA,
+  ASK_CODE,
+  type AnswerDelta,
+  type AskCodeParams,
+  type AskCodeResult,
+  INDEX_STATUS,
+  type IndexState,
+  SEMANTIC_SEARCH,
+  type SemanticSearchParams,
+  type SemanticSearchResult,
+} from "./core/protocol";
+import { type SettingsTree, initializationOptions, toServerSettings } from "./core/settings";
+import type { VsCodeHost } from "./host";
+import type { CancelToken, Disposable, Server } from "./ports";
+import type { IndexStatusBar } from "./views";
+
+const PROBE_TIMEOUT_MS = 20000;
+
+/** Checks candidates for real: an executable file, or a Python that can import codeask. */
+export const nodeProbe: Probe = {
+  async check(candidate: Candidate): Promise<string | undefined> {
+    if (candidate.args[0] === "-m") return pythonHasCodeask(candidate.command);
+    return executableProblem(candidate.command);
+  },
+};
+
+function executableProblem(path: string): string | undefined {
+  try {
+    if (!statSync(path).isFile()) return "not a file";
+    accessSync(path, constants.X_OK);
+    return undefined;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT" ? "not found" : "not executable";
+  }
+}
+
+function pythonHasCodeask(python: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(python, ["-c", "import codeask"], { timeout: PROBE_TIMEOUT_MS }, (error, _stdout, stderr) => {
+      if (!error) return resolve(undefined);
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return resolve("not found");
+      const last = String(stderr).trim().split("\n").pop();
+      resolve(last || error.message);
+    });
+  });
+}
+
+export class CodeaskClient implements Server {
+  private client: LanguageClient | undefined;
+  private readonly deltaListeners = new Set<(token: string | number, delta: string) => void>();
+  private starting: Promise<void> | undefined;
+
+  constructor(
+    private readonly host: VsCodeHost,
+    private readonly status: IndexStatusBar,
+  ) {}
+
+  get ready(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /** Start (once at a time); failures end in the status bar and a notification with the fix. */
+  start(): Promise<void> {
+    this.starting ??= this.doStart().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.status.setPhase("stopped");
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch (error) {
+        this.host.log.appendLine(`stopping the server: ${String(error)}`);
+      }
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Push changed settings; the server then pulls workspace/configuration per folder. */
+  async settingsChanged(): Promise<void> {
+    if (!this.ready || !this.client) return;
+    await this.client.sendNotification("workspace/didChangeConfiguration", { settings: this.settingsFor(undefined) });
+  }
+
+  search(params: SemanticSearchParams, token: CancelToken): Promise<SemanticSearchResult> {
+    return this.request<SemanticSearchResult>(SEMANTIC_SEARCH, params, token);
+  }
+
+  ask(params: AskCodeParams, token: CancelToken): Promise<AskCodeResult> {
+    return this.request<AskCodeResult>(ASK_CODE, params, token);
+  }
+
+  indexStatus(): Promise<IndexState> {
+    return this.request<IndexState>(INDEX_STATUS, {}, undefined);
+  }
+
+  onAnswerDelta(fn: (token: string | number, delta: string) => void): Disposable {
+    this.deltaListeners.add(fn);
+    return { dispose: () => this.deltaListeners.delete(fn) };
+  }
+
+  private request<R>(method: string, params: unknown, token: CancelToken): Promise<R> {
+    if (!this.client || !this.ready) return Promise.reject(new Error("codeask: the language server is not running"));
+    // The cancellation token makes vscode-jsonrpc send $/cancelRequest when it fires. Without
+    // one, pass none at all: a trailing `undefined` would be sent as a second param (a list).
+    if (token === undefined) return this.client.sendRequest<R>(method, params);
+    return this.client.sendRequest<R>(method, params, token as never);
+  }
+
+  private settingsFor(scopeUri: string | undefined): SettingsTree {
+    return toServerSettings((key) => this.host.explicitSetting(key, scopeUri));
+  }
+
+  private async doStart(): Promise<void> {
+    this.status.setPhase("starting");
+    const found = await discover(await this.discoveryInput(), nodeProbe);
+    for (const line of found.skipped) this.host.log.appendLine(`server discovery: skipped ${line}`);
+    if (!found.ok) {
+      this.status.setPhase("failed", found.message);
+      this.host.log.appendLine(found.message);
+      void this.offerFix(found.message);
+      return;
+    }
+    const { command, args, source } = found.candidate;
+    this.host.log.appendLine(`starting ${command} ${args.join(" ")} (from ${source})`);
+    const client = new LanguageClient("codeask", "codeask", this.serverOptions(command, args), this.clientOptions());
+    client.onNotification(ANSWER_DELTA, (params: AnswerDelta) => {
+      for (const fn of this.deltaListeners) fn(params.streamToken, params.delta);
+    });
+    client.onDidChangeState((e) => {
+      if (this.client !== client) return;
+      if (e.newState === State.Running) this.status.setPhase("running");
+      else if (e.newState === State.Stopped) this.status.setPhase("stopped");
+    });
+    this.client = client;
+    try {
+      await client.start();
+      this.status.setPhase("running");
+    } catch (error) {
+      const message = `codeask: the server (${command} ${args.join(" ")}) failed to start: ${String(error)}`;
+      this.host.log.appendLine(message);
+      this.status.setPhase("failed", message);
+      void this.offerFix(message);
+    }
+  }
+
+  private async discoveryInput(): Promise<DiscoveryInput> {
+    const folder = this.host.folders()[0];
+    const home = homedir();
+    return {
+      serverPath: expandHome(this.host.setting<string>("serverPath", folder) ?? "", home),
+      pythonPath: expandHome(this.host.setting<string>("pythonPath", folder) ?? "", home),
+      pythonExtensionInterpreter: await this.host.pythonExtensionInterpreter(folder),
+      envPath: process.env.PATH ?? "",
+      platform: process.platform,
+    };
+  }
+
+  private serverOptions(command: string, args: string[]): ServerOptions {
+    const env = { ...process.env, PYTHONUNBUFFERED: "1" };
+    // No `transport`: TransportKind.stdio would append `--stdio` to the arguments. A plain
+    // Executable already talks over stdin/stdout.
+    return { command, args, options: { env } };
+  }
+
+  private clientOptions(): LanguageClientOptions {
+    return {
+      documentSelector: [{ scheme: "file" }],
+      outputChannel: this.host.channel,
+      initializationOptions: initializationOptions(this.host.folders(), (uri) => this.settingsFor(uri)),
+      synchronize: { fileEvents: this.host.fileWatcher() },
+      middleware: {
+        workspace: {
+          configuration: async (params: ConfigurationParams, token, next) => {
+            const answers = await next(params, token);
+            if (!Array.isArray(answers)) return answers;
+            return params.items.map((item, i) =>
+              item.section === "codeask" ? this.settingsFor(item.scopeUri) : answers[i],
+            );
+          },
+        },
+      },
+    };
+  }
+
+  private async offerFix(message: string): Promise<void> {
+    const choice = await this.host.showError(message, "Open Settings", "Show Logs");
+    if (choice === "Open Settings") await this.host.openSettings("codeask.pythonPath");
+    if (choice === "Show Logs") this.host.log.show();
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Turning protocol values into what the user sees: `path:line` labels, status bar text,
+ * QuickPick rows, and the locations behind links. Pure functions.
+ */
+
+import type { IndexState, Range, SearchItem } from "./protocol";
+
+/** Convert a file URI to a relative path when it is under one of the workspace folders. */
+export function relativePath(uri: string, folders: string[]): string {
+  const sorted = [...folders].sort((a, b) => b.length - a.length);
+  for (const folder of sorted) {
+    const base = folder.endsWith("/") ? folder : folder + "/";
+    if (uri.startsWith(base)) return decodeURIComponent(uri.slice(base.length));
+  }
+  return uri.startsWith("file://") ? decodeURIComponent(uri.slice("file://".length)) : uri;
+}
+
+/** `path:line` (1-based), or `path:line-end` when the range spans several lines. */
+export function locationLabel(uri: string, range: Range | undefined, folders: string[]): string {
+  const path = relativePath(uri, folders);
+  if (!range) return path;
+  const start = range.start.line + 1;
+  // LSP ranges are end-exclusive: a range ending at character 0 does not include that line.
+  const endLine = range.end.character === 0 && range.end.line > range.start.line ? range.end.line : range.end.line + 1;
+  return endLine > start ? `${path}:${start}-${endLine}` : `${path}:${start}`;
+}
+
+export interface StatusView {
+  text: string;
+  tooltip: string;
+  /** "error" and "warning" map to the status bar's themed background colours. */
+  severity: "normal" | "warning" | "error";
+}
+
+export type ClientPhase = "starting" | "running" | "stopped" | "failed";
+
+/** The status bar item for the client's phase and the server's index state. */
+export function statusView(phase: ClientPhase, state: IndexState | undefined, detail = ""): StatusView {
+  const logs = "Click to show the codeask logs.";
+  if (phase === "failed") {
+    return { text: "$(error) codeask: error", tooltip: `${detail || "The server could not start."}\n${logs}`, severity: "error" };
+  }
+  if (phase === "stopped") return { text: "$(circle-slash) codeask: stopped", tooltip: logs, severity: "warning" };
+  if (phase === "starting" || !state) return { text: "$(loading~spin) codeask: starting", tooltip: logs, severity: "normal" };
+  const counts = folderSummary(state);
+  if (state.state === "error") {
+    const why = state.folders.map((f) => f.message).filter(Boolean).join("\n");
+    return { text: "$(error) codeask: index error", tooltip: `${why || "Indexing failed."}\n${counts}\n${logs}`, severity: "error" };
+  }
+  if (state.state === "indexing" || state.state === "empty" || state.warming) {
+    const pct = Math.max(0, Math.min(100, Math.round(state.percent)));
+    const note = state.state === "empty" ? "Waiting for the first index." : "Search works already; results improve as embeddings fill in.";
+    return { text: `$(sync~spin) codeask: warming up ${pct}%`, tooltip: `${note}\n${counts}\n${logs}`, severity: "normal" };
+  }
+  return { text: "$(check) codeask: ready", tooltip: `${counts}\n${logs}`, severity: "normal" };
+}
+
+function folderSummary(state: IndexState): string {
+  const lines = state.folders.map(
+    (f) => `${f.root}: ${f.state}, ${f.files} files, ${f.embedded}/${f.chunks} chunks embedded`,
+  );
+  return lines.length > 0 ? lines.join("\n") : `${state.files} files, ${state.embedded}/${state.chunks} chunks embedded`;
+}
+
+/** How often to poll codeask/indexStatus: fast while warming, slow when settled. */
+export function pollInterval(state: IndexState | undefined): number {
+  if (!state || state.state === "indexing" || state.state === "empty" || state.warming) return 1000;
+  return 10000;
+}
+
+const KIND_ICONS: Record<string, string> = {
+  function: "symbol-function",
+  method: "symbol-method",
+  class: "symbol-class",
+  module: "symbol-module",
+  section: "symbol-string",
+  window: "symbol-file",
+  commit: "git-commit",
+  hunk: "diff",
+};
+
+export interface PickRow {
+  label: string;
+  description: string;
+  detail: string;
+  item: SearchItem;
+}
+
+/** A QuickPick row: kind icon + symbol, `path:line`, the preview's first meaningful line. */
+export function searchRow(item: SearchItem, folders: string[]): PickRow {
+  const icon = KIND_ICONS[item.kind] ?? "symbol-misc";
+  const symbol = item.symbol || relativePath(item.uri, folders);
+  return {
+    label: `$(${icon}) ${symbol}`,
+    description: locationLabel(item.uri, { start: item.range.start, end: item.range.start }, folders),
+    detail: previewLine(item.preview),
+    item,
+  };
+}
+
+/** The first non-blank line of a preview, trimmed and shortened for a one-line list. */
+export function previewLine(preview: string, max = 120): string {
+  const line = preview.split("\n").map((l) => l.trim()).find((l) => l.length > 0) ?? "";
+  return line.length > max ? line.slice(0, max - 1) + "…" : line;
+}
+
+export interface Location {
+  uri: string;
+  range?: Range;
+}
+
+/**
+ * The location behind a link in an answer or hover: `file:///abs/path#L12` or `#L12-L20`
+ * (1-based, as the server writes them) → a file URI and a 0-based range.
+ */
+export function parseLocationHref(href: string): Location | undefined {
+  if (!href.startsWith("file://")) return undefined;
+  const hash = href.indexOf("#");
+  const uri = hash >= 0 ? href.slice(0, hash) : href;
+  const fragment = hash >= 0 ? href.slice(hash + 1) : "";
+  const m = /^L(\d+)(?:,(\d+))?(?:-L?(\d+))?$/.exec(fragment);
+  if (!m) return { uri };
+  const start = Math.max(0, Number(m[1]) - 1);
+  const character = m[2] ? Math.max(0, Number(m[2]) - 1) : 0;
+  const end = m[3] ? Math.max(start, Number(m[3]) - 1) : start;
+  return { uri, range: { start: { line: start, character }, end: { line: end, character: 0 } } };
+}
+
+/** The href written for a source link (the same form the server's hover uses). */
+export function locationHref(uri: string, range: Range | undefined): string {
+  if (!range) return uri;
+  return `${uri}#L${range.start.line + 1}`;
+}

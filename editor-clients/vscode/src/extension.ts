@@ -1,0 +1,40 @@
+/**
+ * Entry point: wires the host (vscode API), the language client, the views and the
+ * commands. No logic of its own.
+ */
+
+import type { ExtensionContext } from "vscode";
+import { CodeaskClient } from "./client";
+import { Commands } from "./commands";
+import { needsRestart } from "./core/settings";
+import { VsCodeHost } from "./host";
+import { AnswerView, IndexStatusBar } from "./views";
+
+let client: CodeaskClient | undefined;
+
+export async function activate(context: ExtensionContext): Promise<void> {
+  const host = new VsCodeHost();
+  const status = new IndexStatusBar(host, () => (client?.ready ? client.indexStatus() : undefined));
+  const answers = new AnswerView(host);
+  const codeask = new CodeaskClient(host, status);
+  client = codeask;
+  const commands = new Commands(host, () => client, answers, status);
+  commands.onRestartRequested = () => codeask.restart();
+
+  host.registerCommand("codeask.askCode", () => commands.askCode());
+  host.registerCommand("codeask.semanticSearch", () => commands.semanticSearch());
+  host.registerCommand("codeask.cancelAsk", () => commands.cancelAsk());
+  host.registerCommand("codeask.restartServer", () => codeask.restart());
+  host.registerCommand("codeask.showLogs", () => host.log.show());
+  const config = host.onConfigChange((affects) => {
+    if (needsRestart(affects)) void codeask.restart();
+    else if (affects("")) void codeask.settingsChanged();
+  });
+  context.subscriptions.push(host, status, answers, config, { dispose: () => void codeask.stop() });
+  await codeask.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await client?.stop();
+  client = undefined;
+}

