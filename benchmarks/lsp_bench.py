@@ -28,6 +28,10 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+# tests/lsp is not a package (tests/ has no __init__.py): reuse the harness's pygls helper
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lsp"))
+from lsp_harness import plain
+
 DEFAULT_FOLDER = Path.home() / ".cache/codeask-eval/src/sphinx-5.1.1"
 QUERIES = [
     "resolve a cross reference to a python object",
@@ -51,15 +55,6 @@ QUERIES = [
     "intersphinx inventory download and cache",
     "format a function signature with type hints",
 ]
-
-
-def plain(value: Any) -> Any:
-    """pygls gives untyped results as namedtuple-like objects; make them dicts."""
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def pct(values: list[float], q: float) -> float:

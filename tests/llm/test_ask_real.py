@@ -24,8 +24,8 @@ import pytest
 from codeask.core.ask import AskRequest, ask
 from codeask.core.indexer import FolderIndex
 
-if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
-    from conftest import LlamaServer
+if TYPE_CHECKING:  # the fixture's type (tests/llama_server.py)
+    from llama_server import LlamaServer
 
 pytestmark = pytest.mark.llm
 

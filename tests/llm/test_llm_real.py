@@ -19,8 +19,8 @@ from codeask.config import LLMSettings
 from codeask.core.llm import ChatUsage, list_models, stream_chat
 from codeask.core.prompt import ContextBlock, Prompt, build_prompt
 
-if TYPE_CHECKING:  # the fixture's type; conftest is not imported at run time
-    from conftest import LlamaServer
+if TYPE_CHECKING:  # the fixture's type (tests/llama_server.py)
+    from llama_server import LlamaServer
 
 pytestmark = pytest.mark.llm
 

@@ -18,6 +18,22 @@ def unit_rows(n: int, seed: int = 0) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
+def window_chunks(ids: list[int]) -> list[Chunk]:
+    """One-line window chunks of a.py, each with its id as text."""
+    return [
+        Chunk(
+            id=i,
+            path="a.py",
+            language="python",
+            kind="window",
+            start_line=1,
+            end_line=1,
+            text=str(i),
+        )
+        for i in ids
+    ]
+
+
 def filled_store(folder: Path) -> IndexStore:
     store = IndexStore(folder, folder.parent, "model-a", DIM)
     ids = store.new_ids(3)
@@ -115,34 +131,10 @@ def test_removed_vectors_stay_removed_after_reload(tmp_path: Path) -> None:
 def test_compaction_drops_marked_vectors(tmp_path: Path) -> None:
     store = IndexStore(tmp_path / "idx", tmp_path, "model-a", DIM)
     ids = store.new_ids(1000)
-    chunks = [
-        Chunk(
-            id=i,
-            path="a.py",
-            language="python",
-            kind="window",
-            start_line=1,
-            end_line=1,
-            text=str(i),
-        )
-        for i in ids
-    ]
-    store.replace_file(FileRecord(path="a.py", size=1, mtime_ns=1, sha256="x"), chunks)
+    store.replace_file(FileRecord(path="a.py", size=1, mtime_ns=1, sha256="x"), window_chunks(ids))
     store.add_vectors(ids, unit_rows(1000, seed=3))
     kept = store.new_ids(100)
-    fresh = [
-        Chunk(
-            id=i,
-            path="a.py",
-            language="python",
-            kind="window",
-            start_line=1,
-            end_line=1,
-            text=str(i),
-        )
-        for i in kept
-    ]
-    store.replace_file(FileRecord(path="a.py", size=2, mtime_ns=2, sha256="z"), fresh)
+    store.replace_file(FileRecord(path="a.py", size=2, mtime_ns=2, sha256="z"), window_chunks(kept))
     store.add_vectors(kept, unit_rows(100, seed=4))
     assert store.vectors.needs_compaction()
     store.save()

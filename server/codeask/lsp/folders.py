@@ -296,6 +296,16 @@ class FolderWorker:
         self._release()
         self.state, self.message, self.percent = "error", MISSING, 0
 
+    def _present(self) -> FolderIndex | None:
+        """The open index to work on; None if there is none or its folder is gone (set aside)."""
+        folder = self.folder
+        if folder is None:
+            return None
+        if not self.root.is_dir():
+            self._missing()
+            return None
+        return folder
+
     def _do_poll(self, _: None) -> None:
         if not self.root.is_dir():
             if self.message != MISSING:
@@ -320,11 +330,8 @@ class FolderWorker:
             self.request_full("rescan")
 
     def _do_update(self, rels: list[str]) -> None:
-        folder = self.folder
+        folder = self._present()
         if folder is None:
-            return
-        if not self.root.is_dir():
-            self._missing()
             return
         rels = self._expand(folder, rels)
         if not rels:
@@ -370,11 +377,8 @@ class FolderWorker:
         return list(dict.fromkeys(out))
 
     def _do_full(self, kind: FullKind) -> None:
-        folder = self.folder
+        folder = self._present()
         if folder is None:
-            return
-        if not self.root.is_dir():
-            self._missing()
             return
         if kind == "rebuild":
             self._stop_embedding()  # the rebuild clears the store under it
