@@ -446,14 +446,15 @@ def search(
 
 
 def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:
-    """Chunk hits → ranked files: the best chunk, plus a little for the next few."""
+    """Chunk hits → ranked files: the sum of a file's three best chunks (a file that answers
+    from several places outranks one lucky chunk; three keeps huge files from winning by bulk)."""
     best: dict[str, list[float]] = defaultdict(list)
     for hit in hits:
         best[hit.path].append(hit.score)
     scored = []
     for path, scores in best.items():
         scores.sort(reverse=True)
-        scored.append((path, scores[0] + 0.1 * sum(scores[1:4])))
+        scored.append((path, sum(scores[:3])))
     scored.sort(key=lambda item: item[1], reverse=True)
     return scored[:limit]
 
