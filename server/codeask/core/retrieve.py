@@ -8,6 +8,7 @@ says which retrievers found it.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import defaultdict
@@ -305,6 +306,12 @@ def _collect(
     return found
 
 
+@functools.lru_cache(maxsize=65536)
+def _has_grammar(path: str) -> bool:
+    """Code (a tree-sitter language) rather than prose or data; cached: it runs per candidate."""
+    return language_for_path(path) is not None
+
+
 def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
     """Tests and prose rank lower for code questions; never when the question asks for them."""
     settings = folder.settings.retrieve
@@ -316,7 +323,7 @@ def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
     if settings.demote_prose and not signals.about_docs:
         if language in PROSE_LANGUAGES:
             factor *= DEMOTION
-        if language_for_path(path) is None:
+        if not _has_grammar(path):
             factor *= DEMOTION
     if VENDORED.search(path):
         factor *= DEMOTION
@@ -352,10 +359,13 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
             found.fused[chunk_id] = found.fused.get(chunk_id, 0.0) + bonus
             if "path" not in found.found_by[chunk_id]:
                 found.found_by[chunk_id].append("path")
+    factors: dict[str, float] = {}
     for chunk_id in list(found.fused):
         chunk = folder.store.chunks.get(chunk_id)
         if chunk is not None and chunk.kind not in HISTORY_KINDS:
-            found.fused[chunk_id] *= _demotion(folder, chunk.path, signals)
+            if chunk.path not in factors:
+                factors[chunk.path] = _demotion(folder, chunk.path, signals)
+            found.fused[chunk_id] *= factors[chunk.path]
 
 
 def _diversify(hits: list[Hit], k: int, per_file_cap: int) -> list[Hit]:
