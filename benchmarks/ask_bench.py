@@ -32,8 +32,9 @@ from pathlib import Path
 import msgspec
 
 from codeask.config import load_settings
-from codeask.core.ask import AskRequest, ask, prepare, retrieval_query
+from codeask.core.ask import AskRequest, ask, prepare
 from codeask.core.indexer import FolderIndex
+from codeask.core.lexical import expand_query as retrieval_query
 from codeask.core.retrieve import search
 
 # tests/ is not a package (tests/llm must not be one): import the launcher from its folder

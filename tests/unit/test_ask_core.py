@@ -27,8 +27,10 @@ import pytest
 from gitrepo import BOB, EPOCH, commit, make_repo, write_files
 
 from codeask.config import Settings
-from codeask.core.ask import AskRequest, AskResult, ask, prepare, retrieval_query, stems
+from codeask.core.ask import AskRequest, AskResult, ask, prepare
 from codeask.core.indexer import FolderIndex
+from codeask.core.lexical import expand_query as retrieval_query
+from codeask.core.lexical import stems
 from codeask.core.prompt import EditorContext
 from codeask.core.retrieve import Filters
 

@@ -4,7 +4,7 @@ The CLI (`codeask ask`) and the language server (`workspace/askCode`) both call 
 benchmark calls `prepare()` to time prompt assembly alone.
 
 - Retrieval is the same hybrid search as `codeask search` (filters included), with the stems of
-  the question's inflected words added ("embedded" → embed; see `retrieval_query`). Blocks
+  the question's inflected words added ("embedded" → embed; see `lexical.expand_query`). Blocks
   that do not fit the token budget are left out by `build_prompt`, which says so in the prompt.
 - The editor adds the code around the cursor (the chunk named by `cursor_symbol` in the current
   file) and code related to the selection (a search with the selected text).
@@ -42,7 +42,6 @@ import pygit2
 from codeask.config import LLMSettings, Settings
 from codeask.core import history
 from codeask.core.embed import CachedEmbedder, EmbedError
-from codeask.core.lexical import STOPWORDS
 from codeask.core.llm import ChatUsage, LLMError, is_loopback, stream_chat
 from codeask.core.prompt import ContextBlock, EditorContext, Prompt, build_prompt
 from codeask.core.records import HISTORY_KINDS, Chunk
@@ -62,10 +61,6 @@ MY_CHANGES = re.compile(
     r"|what (have|did) (i|we) (just )?(change|modif|edit|touch|add|remov)\w*)",
     re.IGNORECASE,
 )
-#: A plain prose word of a question (not part of an identifier, a path or a call).
-PROSE_WORD = re.compile(r"(?<![\w.`'\"/-])[A-Za-z][a-z]{4,}(?![\w`'\"(/-])")
-#: Inflection endings and their replacements, longest first (see `stems`).
-INFLECTIONS = (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
 #: Characters of a selection used as a search query (a long selection adds nothing).
 SELECTION_QUERY_CHARS = 2000
 RECENT_COMMITS = 10
@@ -194,45 +189,11 @@ def _gather(request: AskRequest, settings: Settings) -> tuple[_Gathered, str]:
     folders = request.folders
     k = request.k or settings.retrieve.k
     filters = request.filters or Filters()
-    question_hits = search(folders, retrieval_query(request.question), k=k, filters=filters).hits
+    question_hits = search(folders, request.question, k=k, filters=filters).hits
     cursor, related = _editor_hits(folders, request.editor, filters, k)
     past = _history_context(folders, request.question, filters, k)
     hits = _dedupe([*cursor, *_interleave([past.hits, question_hits, related])])
     return _Gathered(hits, past.sections, past.history), index_note(folders)
-
-
-def retrieval_query(question: str) -> str:
-    """The question plus the stems of its inflected prose words.
-
-    Questions are prose ("how are chunks embedded?", "where is parsing done?") while code says
-    `embed`, `parse`, `chunk`; the lexical index matches whole tokens without stemming, so
-    the stems are appended as extra (OR-ed) terms. Identifiers are left as they are.
-    """
-    words = {m.group().lower() for m in PROSE_WORD.finditer(question)}
-    extra: list[str] = []
-    for word in sorted(words):
-        extra.extend(s for s in stems(word) if s not in words and s not in extra)
-    return f"{question}\n{' '.join(extra)}" if extra else question
-
-
-def stems(word: str) -> list[str]:
-    """Likely base forms of an English inflection: embedded → embed, cached → cache,
-    queries → query, classes → class, files → file. Spurious forms cost nothing: a term
-    no chunk contains matches nothing."""
-    if word in STOPWORDS or word.endswith(("ss", "us", "is", "eed")):
-        return []
-    suffix, repl = next(((s, r) for s, r in INFLECTIONS if word.endswith(s)), ("", ""))
-    stem = word[: len(word) - len(suffix)]
-    if not suffix or len(stem) < (4 if suffix == "ing" else 3):  # not "string" → "str"
-        return []
-    forms = [stem + repl]
-    if suffix in ("ing", "ed"):
-        if stem[-1] == stem[-2] and stem[-1] not in "lsz":
-            forms.append(stem[:-1])  # embedded → embed, running → run (not install, pass)
-        forms.append(stem + "e")  # cached → cache, parsing → parse
-    elif suffix == "es":
-        forms.append(word[:-1])  # files → file, caches → cache
-    return [form for form in forms if len(form) >= 3]
 
 
 def _editor_hits(
@@ -346,8 +307,7 @@ def _history_context(
         gathered.sections.extend(_history_sections(folder, named.get(folder.root), mine, multi))
     if filters.scope == "code":
         scoped = replace(filters, scope="history", language=None, kind=None)
-        query = retrieval_query(question)
-        gathered.hits = search(folders, query, k=max(3, k // 2), filters=scoped).hits
+        gathered.hits = search(folders, question, k=max(3, k // 2), filters=scoped).hits
     return gathered
 
 

@@ -28,6 +28,10 @@ STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 MAX_QUERY_TERMS = 48
+#: A plain prose word of a question (not part of an identifier, a path or a call).
+PROSE_WORD = re.compile(r"(?<![\w.`'\"/-])[A-Za-z][a-z]{4,}(?![\w`'\"(/-])")
+#: Inflection endings and their replacements, longest first (see `stems`).
+INFLECTIONS = (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
 SCHEMA = "2"
 
 
@@ -61,6 +65,40 @@ def query_terms(text: str) -> list[str]:
         if len(token) > 1 and token not in STOPWORDS and not token.isdigit():
             seen.setdefault(token, None)
     return list(seen)
+
+
+def expand_query(question: str) -> str:
+    """The question plus the stems of its inflected prose words.
+
+    Questions are prose ("how are chunks embedded?", "where is parsing done?") while code says
+    `embed`, `parse`, `chunk`; the lexical index matches whole tokens without stemming, so
+    the stems are appended as extra (OR-ed) terms. Identifiers are left as they are.
+    """
+    words = {m.group().lower() for m in PROSE_WORD.finditer(question)}
+    extra: list[str] = []
+    for word in sorted(words):
+        extra.extend(s for s in stems(word) if s not in words and s not in extra)
+    return f"{question}\n{' '.join(extra)}" if extra else question
+
+
+def stems(word: str) -> list[str]:
+    """Likely base forms of an English inflection: embedded → embed, cached → cache,
+    queries → query, classes → class, files → file. Spurious forms cost nothing: a term
+    no chunk contains matches nothing."""
+    if word in STOPWORDS or word.endswith(("ss", "us", "is", "eed")):
+        return []
+    suffix, repl = next(((s, r) for s, r in INFLECTIONS if word.endswith(s)), ("", ""))
+    stem = word[: len(word) - len(suffix)]
+    if not suffix or len(stem) < (4 if suffix == "ing" else 3):  # not "string" → "str"
+        return []
+    forms = [stem + repl]
+    if suffix in ("ing", "ed"):
+        if stem[-1] == stem[-2] and stem[-1] not in "lsz":
+            forms.append(stem[:-1])  # embedded → embed, running → run (not install, pass)
+        forms.append(stem + "e")  # cached → cache, parsing → parse
+    elif suffix == "es":
+        forms.append(word[:-1])  # files → file, caches → cache
+    return [form for form in forms if len(form) >= 3]
 
 
 def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:

@@ -23,7 +23,7 @@ import pathspec
 from codeask.config import RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
-from codeask.core.lexical import LexicalIndex
+from codeask.core.lexical import LexicalIndex, expand_query
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.store import IndexStore
 
@@ -289,7 +289,7 @@ def _collect(
     found = _Candidates()
     lists: list[tuple[str, list[int], float]] = []
     if mode in ("lexical", "hybrid"):
-        lexical = [i for i, _ in folder.lexical.search(query, limit)]
+        lexical = [i for i, _ in folder.lexical.search(expand_query(query), limit)]
         lists.append(("lexical", lexical, weights.lexical_weight))
         lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
     if mode in ("dense", "hybrid"):
