@@ -150,17 +150,19 @@ def snake_case(key: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
 
 
-def _normalise(value: Any) -> Any:
+def normalise_keys(value: Any) -> Any:
+    """camelCase keys → snake_case at every level, so layers written either way merge by key."""
     if isinstance(value, dict):
-        return {snake_case(str(k)): _normalise(v) for k, v in value.items()}
+        return {snake_case(str(k)): normalise_keys(v) for k, v in value.items()}
     return value
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Nested dicts merged key by key; `override` wins."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -212,7 +214,7 @@ def build_settings(*layers: dict[str, Any] | None) -> tuple[Settings, list[str]]
     merged: dict[str, Any] = {}
     for layer in layers:
         if layer:
-            merged = _deep_merge(merged, _normalise(layer))
+            merged = deep_merge(merged, normalise_keys(layer))
     warnings: list[str] = []
     sections: dict[str, Any] = {}
     for key in merged:

@@ -8,7 +8,7 @@ version that renamed a node loses that node, not the language.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 #: Comment nodes of the C family (line `//` and block `/* */` share one node type).
@@ -79,6 +79,19 @@ class LanguageSpec:
     """(call node type, field holding the callee); field '' means the first named child."""
 
 
+_TYPESCRIPT = LanguageSpec(
+    name="typescript",
+    grammar="typescript",
+    extensions=(".ts", ".mts", ".cts"),
+    function_types=_JS_FUNCTIONS,
+    class_types=_TS_CLASSES,
+    function_patterns=_JS_FUNCTION_PATTERNS,
+    wrapper_types=_JS_WRAPPERS,
+    prefix_types=("comment", "decorator"),
+    name_fields=("name", "property"),
+    call_types=_JS_CALLS,
+)
+
 LANGUAGES: tuple[LanguageSpec, ...] = (
     LanguageSpec(
         name="python",
@@ -102,30 +115,8 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         name_fields=("name", "property"),
         call_types=_JS_CALLS,
     ),
-    LanguageSpec(
-        name="typescript",
-        grammar="typescript",
-        extensions=(".ts", ".mts", ".cts"),
-        function_types=_JS_FUNCTIONS,
-        class_types=_TS_CLASSES,
-        function_patterns=_JS_FUNCTION_PATTERNS,
-        wrapper_types=_JS_WRAPPERS,
-        prefix_types=("comment", "decorator"),
-        name_fields=("name", "property"),
-        call_types=_JS_CALLS,
-    ),
-    LanguageSpec(
-        name="tsx",
-        grammar="tsx",
-        extensions=(".tsx",),
-        function_types=_JS_FUNCTIONS,
-        class_types=_TS_CLASSES,
-        function_patterns=_JS_FUNCTION_PATTERNS,
-        wrapper_types=_JS_WRAPPERS,
-        prefix_types=("comment", "decorator"),
-        name_fields=("name", "property"),
-        call_types=_JS_CALLS,
-    ),
+    _TYPESCRIPT,
+    replace(_TYPESCRIPT, name="tsx", grammar="tsx", extensions=(".tsx",)),
     LanguageSpec(
         name="go",
         grammar="go",

@@ -13,27 +13,11 @@ from typing import Any
 
 from pygls.uris import to_fs_path
 
-from codeask.config import SECTIONS, snake_case
+from codeask.config import SECTIONS
+from codeask.config import deep_merge as merge
+from codeask.config import normalise_keys as _snake
 
 SECTION = "codeask"
-
-
-def _snake(value: Any) -> Any:
-    """camelCase keys → snake_case, so layers written either way merge key by key."""
-    if isinstance(value, dict):
-        return {snake_case(str(k)): _snake(v) for k, v in value.items()}
-    return value
-
-
-def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Deep merge of two settings dicts (override wins)."""
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def _unwrap(raw: Any) -> Any:
