@@ -160,7 +160,13 @@ const vscode = acquireVsCodeApi();
 const root = document.getElementById("root");
 window.addEventListener("message", (event) => {
   const msg = event.data;
-  if (msg && msg.type === "render") root.innerHTML = msg.html;
+  if (!msg || msg.type !== "render") return;
+  // Keep the same Cancel button node across renders: a click whose press and release straddle
+  // a streamed update must still land on it.
+  const cancel = document.getElementById("cancel");
+  root.innerHTML = msg.html;
+  const fresh = document.getElementById("cancel");
+  if (cancel && fresh) fresh.replaceWith(cancel);
 });
 document.addEventListener("click", (event) => {
   const target = event.target;
