@@ -154,16 +154,7 @@ def evaluated(server: LlamaServer, offset: int) -> tuple[int, int, str]:
 
 def latency_table(folder: FolderIndex, server: LlamaServer, max_tokens: int) -> None:
     """First-token latency per question against the real server."""
-    llm = msgspec.structs.replace(
-        folder.settings.llm,
-        provider="openai",
-        base_url=server.base_url,
-        model="smollm2",
-        context_tokens=server.n_ctx,
-        max_tokens=max_tokens,
-        temperature=0.0,
-        read_timeout=300.0,
-    )
+    llm = server.llm_settings(folder.settings.llm, max_tokens, read_timeout=300.0)
     folder.settings = msgspec.structs.replace(folder.settings, llm=llm)
     print(f"\nFirst streamed token, SmolLM2-135M on llama.cpp (1 thread, n_ctx {server.n_ctx})\n")
     print(

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import msgspec
+
+from codeask.config import LLMSettings
 
 STARTUP_TIMEOUT = 120.0
 #: The server's context window (llama-cpp-python's default, made explicit).
@@ -81,6 +84,19 @@ class LlamaServer:
         with self.log.open("rb") as f:
             f.seek(offset)
             return f.read().decode("utf-8", errors="replace")
+
+    def llm_settings(self, base: LLMSettings, max_tokens: int, read_timeout: float) -> LLMSettings:
+        """`base` pointed at this server (OpenAI-compatible, deterministic, its context window)."""
+        return msgspec.structs.replace(
+            base,
+            provider="openai",
+            base_url=self.base_url,
+            model="smollm2",
+            context_tokens=self.n_ctx,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            read_timeout=read_timeout,
+        )
 
     def log_tail(self, chars: int = 3000) -> str:
         return self.log_since(0)[-chars:]

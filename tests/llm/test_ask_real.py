@@ -77,16 +77,7 @@ def llm_env(server: LlamaServer, max_tokens: int) -> dict[str, str]:
 
 def use_server(folder: FolderIndex, server: LlamaServer, max_tokens: int) -> object:
     """The folder's settings pointed at the real server."""
-    llm = msgspec.structs.replace(
-        folder.settings.llm,
-        provider="openai",
-        base_url=server.base_url,
-        model="smollm2",
-        context_tokens=server.n_ctx,
-        max_tokens=max_tokens,
-        temperature=0.0,
-        read_timeout=120.0,
-    )
+    llm = server.llm_settings(folder.settings.llm, max_tokens, read_timeout=120.0)
     return msgspec.structs.replace(folder.settings, llm=llm)
 
 
