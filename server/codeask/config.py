@@ -102,6 +102,14 @@ class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Seconds to wait for a connection."""
     read_timeout: float = 60.0
     """Seconds to wait for the next streamed piece before giving up."""
+    total_timeout: float = 300.0
+    """Seconds for a whole answer (first token within read_timeout, then 1024 tokens at ~4/s)."""
+    max_answer_chars: int = 65536
+    """Longer answers are stopped and marked incomplete (16× the default max_tokens' ~4k chars)."""
+    max_line_bytes: int = 1_048_576
+    """Longest line the server may send (real delta lines are < 1 KiB); stops endless lines."""
+    max_response_bytes: int = 33_554_432
+    """Decoded bytes of one response (a 64k-char answer at one char per SSE event is ~16 MiB)."""
 
 
 class HistorySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -9,18 +9,29 @@ Cancellation: the caller cancels the task iterating `stream_chat`; the `async wi
 below close the HTTP response and the client, so the server sees the disconnect at once.
 Callers that stop iterating early without cancelling should wrap the generator in
 `contextlib.aclosing` so it is closed promptly.
+
+Bounds (a hostile or broken endpoint must not grow memory or hang us): every response body is
+read through `decoded_pieces` (our own bounded gzip/deflate decoding: httpx would inflate a whole
+read at once, so a gzip bomb's 64 KiB read would become 64 MiB) and, for streams, `bounded_lines`
+(a line longer than `llm.max_line_bytes` is an error, never buffered). Each read also runs under
+a `Deadline` (`llm.total_timeout` for an answer), the answer is capped at `llm.max_answer_chars`,
+a stream that ends without its end marker is `StreamTruncated`, and redirects are not followed
+(the Authorization header must not travel to another host).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import json
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -33,6 +44,10 @@ log = logging.getLogger(__name__)
 EXCERPT_CHARS = 200
 #: Bytes of an error body read at most.
 ERROR_BODY_BYTES = 4096
+#: Bytes of a model list read at most (a hosted service's list of hundreds of models is ~1 MB).
+MODEL_LIST_BYTES = 8 * 1024 * 1024
+#: Largest piece the bounded decoder inflates at once.
+DECODE_PIECE = 64 * 1024
 
 
 class LLMError(Exception):
@@ -61,6 +76,22 @@ class ModelNotFound(LLMError):
 
 class BadResponse(LLMError):
     """The server answered, but not with a usable stream (HTTP error, garbage, error event)."""
+
+
+class ResponseTooLarge(BadResponse):
+    """A line or a whole response went past its cap (`llm.max_line_bytes` and friends)."""
+
+
+class AnswerTooLong(LLMError):
+    """The answer went past `llm.max_answer_chars`; what arrived up to the cap was kept."""
+
+
+class DeadlineExceeded(EndpointTimeout):
+    """The whole call took longer than its deadline (`llm.total_timeout` for an answer)."""
+
+
+class StreamTruncated(BadResponse):
+    """The stream ended (or the connection closed) before the answer's end marker."""
 
 
 @dataclass
@@ -147,7 +178,10 @@ def _client(settings: LLMSettings) -> httpx.AsyncClient:
         pool=settings.connect_timeout,
     )
     return httpx.AsyncClient(
-        timeout=timeout, headers=_headers(settings), trust_env=not is_loopback(settings.base_url)
+        timeout=timeout,
+        headers=_headers(settings),
+        trust_env=not is_loopback(settings.base_url),
+        follow_redirects=False,  # a redirect must not carry the Authorization header elsewhere
     )
 
 
@@ -184,14 +218,47 @@ def _reason(exc: Exception) -> str:
     return " ".join(text.split())[:EXCERPT_CHARS]
 
 
-async def _error_body(response: httpx.Response) -> str:
-    """Up to ERROR_BODY_BYTES of the body, decoded leniently."""
-    data = b""
-    async for piece in response.aiter_bytes():
-        data += piece
-        if len(data) >= ERROR_BODY_BYTES:
-            break
-    return data[:ERROR_BODY_BYTES].decode("utf-8", errors="replace")
+async def _error_body(response: httpx.Response, deadline: Deadline) -> str:
+    """Up to ERROR_BODY_BYTES of the body, decoded leniently; the rest is never read."""
+    data = bytearray()
+    pieces = decoded_pieces(response, deadline, ERROR_BODY_BYTES + DECODE_PIECE)
+    with contextlib.suppress(LLMError):  # a broken or odd error body: quote what arrived
+        async with contextlib.aclosing(pieces):
+            async for piece in pieces:
+                data += piece
+                if len(data) >= ERROR_BODY_BYTES:
+                    break
+    return bytes(data[:ERROR_BODY_BYTES]).decode("utf-8", errors="replace")
+
+
+async def _check_status(
+    response: httpx.Response, url: str, settings: LLMSettings, deadline: Deadline
+) -> None:
+    """A clear LLMError for a redirect or an HTTP error status; nothing for a success."""
+    status = response.status_code
+    if 300 <= status < 400:
+        raise _redirect_error(response, url, settings)
+    if status >= 400:
+        body = await _error_body(response, deadline)
+        raise _status_error(status, body, url, settings)
+
+
+def _redirect_error(response: httpx.Response, url: str, settings: LLMSettings) -> LLMError:
+    """Redirects are reported, never followed: the bearer token must not go to another host."""
+    location = _scrub(response.headers.get("location", ""), settings)[:EXCERPT_CHARS]
+    return BadResponse(
+        f"{url} answered HTTP {response.status_code}, a redirect to {location or '(nowhere)'}; "
+        "redirects are not followed (the API key must not go elsewhere): "
+        "set llm.base_url to the final address"
+    )
+
+
+def _scrub(text: str, settings: LLMSettings) -> str:
+    """One line, with the API key replaced should the server echo it."""
+    key = _api_key(settings)
+    if key:
+        text = text.replace(key, "[REDACTED]")
+    return " ".join(text.split())
 
 
 def _excerpt(body: str, settings: LLMSettings) -> str:
@@ -202,10 +269,7 @@ def _excerpt(body: str, settings: LLMSettings) -> str:
         text = err.get("message", str(err)) if isinstance(err, dict) else str(err)
     except (ValueError, AttributeError):
         text = body
-    key = _api_key(settings)
-    if key:
-        text = text.replace(key, "[REDACTED]")
-    text = " ".join(text.split())
+    text = _scrub(text, settings)
     return text[:EXCERPT_CHARS] + ("…" if len(text) > EXCERPT_CHARS else "") or "(empty body)"
 
 
@@ -238,6 +302,163 @@ def _auth_message(status: int, url: str, settings: LLMSettings) -> str:
     if not _api_key(settings):
         return f"{url} requires an API key (HTTP {status}): set the environment variable {env}"
     return f"{url} rejected the API key from ${env} (HTTP {status}); check the value of {env}"
+
+
+# ---------------------------------------------------------------- bounded reading
+
+
+def _size(n: int) -> str:
+    """`1 MiB`, `64 KiB` or `1000 bytes`: a cap as people set it."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor} {unit}"
+    return f"{n} bytes"
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A point in event-loop time after which a call stops with one clear message."""
+
+    at: float
+    message: str
+
+    @classmethod
+    def after(cls, seconds: float, message: str) -> Deadline:
+        """The deadline `seconds` from now (needs a running event loop)."""
+        return cls(asyncio.get_running_loop().time() + seconds, message)
+
+    @contextlib.asynccontextmanager
+    async def guard(self) -> AsyncIterator[None]:
+        """Run the block under the deadline: DeadlineExceeded when it passes.
+
+        Wrap single awaits only, never a `yield` of an outer generator: the timeout cancels the
+        task running the block, which is only right while the block is running.
+        """
+        try:
+            async with asyncio.timeout_at(self.at):
+                yield
+        except TimeoutError:
+            raise DeadlineExceeded(self.message) from None
+
+
+class _Inflater:
+    """Content-Encoding decoding whose output comes in pieces of at most DECODE_PIECE bytes.
+
+    httpx's own decoder inflates each network read whole (a gzip bomb's 64 KiB read becomes
+    64 MiB at once), so bodies are read raw and inflated here with `max_length`.
+    """
+
+    def __init__(self, encoding: str, url: str) -> None:
+        name = encoding.strip().lower()
+        self.url = url
+        self.raw_fallback = name == "deflate"  # servers send raw deflate as often as zlib
+        self.wbits = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS}.get(
+            name, zlib.MAX_WBITS
+        )
+        if name not in ("", "identity", "gzip", "x-gzip", "deflate"):
+            raise BadResponse(f"{url} sent Content-Encoding '{name[:40]}', which is not decoded")
+        self.z = zlib.decompressobj(self.wbits) if name not in ("", "identity") else None
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decoded pieces of one raw read."""
+        if self.z is None:
+            if data:
+                yield data
+            return
+        try:
+            yield from self._inflate(self.z, data)
+        except zlib.error as exc:
+            raise BadResponse(f"{self.url} sent a body that does not decode ({exc})") from None
+
+    def _inflate(self, z: Any, pending: bytes) -> Iterator[bytes]:
+        """Inflate `pending` DECODE_PIECE bytes at a time (output may be pending without input)."""
+        while True:
+            before = pending
+            try:
+                out = z.decompress(pending, DECODE_PIECE)
+            except zlib.error:
+                if not self.raw_fallback:
+                    raise
+                self.raw_fallback = False
+                self.wbits = -zlib.MAX_WBITS
+                z = self.z = zlib.decompressobj(self.wbits)
+                continue
+            self.raw_fallback = False
+            pending = z.unconsumed_tail
+            if z.eof and z.unused_data:  # a next gzip member follows
+                pending = z.unused_data
+                z = self.z = zlib.decompressobj(self.wbits)
+            if out:
+                yield out
+            if len(out) < DECODE_PIECE and (not pending or pending == before):
+                return
+
+
+async def _read(raw: AsyncIterator[bytes], deadline: Deadline, url: str) -> bytes | None:
+    """The next raw piece (None at the end) under the deadline; a broken body is StreamTruncated."""
+    try:
+        async with deadline.guard():
+            return await anext(raw, None)
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        raise StreamTruncated(f"{url} closed the connection mid-body ({_reason(exc)})") from None
+
+
+async def decoded_pieces(
+    response: httpx.Response, deadline: Deadline, max_total_bytes: int, setting: str = ""
+) -> AsyncGenerator[bytes, None]:
+    """The body, decoded, in pieces of at most 64 KiB, each read under `deadline`.
+
+    ResponseTooLarge past `max_total_bytes` decoded bytes (`setting` names the cap to raise).
+    """
+    url = str(response.url)
+    inflater = _Inflater(response.headers.get("content-encoding", ""), url)
+    total = 0
+    raw = cast(AsyncGenerator[bytes, None], response.aiter_raw())
+    async with contextlib.aclosing(raw):
+        while (data := await _read(raw, deadline, url)) is not None:
+            for piece in inflater.feed(data):
+                total += len(piece)
+                if total > max_total_bytes:
+                    named = f" ({setting})" if setting else ""
+                    raise ResponseTooLarge(
+                        f"{url} sent more than {_size(max_total_bytes)}{named}; stopped"
+                    )
+                yield piece
+
+
+async def bounded_lines(
+    response: httpx.Response, max_line_bytes: int, max_total_bytes: int, deadline: Deadline
+) -> AsyncGenerator[str, None]:
+    """The body's lines (without the newline), for NDJSON and SSE alike, memory bounded.
+
+    A line longer than `max_line_bytes` raises ResponseTooLarge before it is buffered whole;
+    the body as a whole is capped at `max_total_bytes` decoded bytes; every read is under
+    `deadline`. A last line without a newline is still yielded.
+    """
+    url = str(response.url)
+    line = bytearray()
+    pieces = decoded_pieces(response, deadline, max_total_bytes, "llm.max_response_bytes")
+    async with contextlib.aclosing(pieces):
+        async for piece in pieces:
+            start = 0
+            while (end := piece.find(b"\n", start)) >= 0:
+                _extend(line, piece[start:end], max_line_bytes, url)
+                yield line.decode("utf-8", errors="replace")
+                line.clear()
+                start = end + 1
+            _extend(line, piece[start:], max_line_bytes, url)
+    if line:
+        yield line.decode("utf-8", errors="replace")
+
+
+def _extend(line: bytearray, more: bytes, max_line_bytes: int, url: str) -> None:
+    """Add to the line being read, or ResponseTooLarge when it would pass the cap."""
+    if len(line) + len(more) > max_line_bytes:
+        raise ResponseTooLarge(
+            f"the endpoint {url} sent a line longer than {_size(max_line_bytes)}; "
+            "stopped (llm.max_line_bytes)"
+        )
+    line += more
 
 
 # ---------------------------------------------------------------- stream parsing
@@ -328,76 +549,139 @@ async def stream_chat(
     *,
     usage: ChatUsage | None = None,
 ) -> AsyncIterator[str]:
-    """Yield the answer's text deltas as they arrive; fill `usage` if given. Raises LLMError."""
+    """Yield the answer's text deltas as they arrive; fill `usage` if given. Raises LLMError.
+
+    Bounded: `llm.total_timeout` for the whole call, `llm.max_line_bytes` per line,
+    `llm.max_response_bytes` per body, `llm.max_answer_chars` per answer (see the module doc).
+    """
     url = chat_url(settings)
     report = usage if usage is not None else ChatUsage()
     parse = _ollama_line if settings.provider == "ollama" else _openai_line
+    deadline = Deadline.after(
+        settings.total_timeout,
+        f"no answer from {url} within llm.total_timeout={settings.total_timeout:g} s; stopped",
+    )
     try:
-        async with (
-            _client(settings) as client,
-            client.stream("POST", url, json=_request_body(settings, messages)) as response,
-        ):
-            if response.status_code >= 400:
-                body = await _error_body(response)
-                raise _status_error(response.status_code, body, url, settings)
-            async for delta in _deltas(response, parse, report, url):
-                yield delta
+        async with _client(settings) as client:
+            request = client.build_request("POST", url, json=_request_body(settings, messages))
+            async with deadline.guard():
+                response = await client.send(request, stream=True)
+            try:
+                await _check_status(response, url, settings, deadline)
+                lines = bounded_lines(
+                    response, settings.max_line_bytes, settings.max_response_bytes, deadline
+                )
+                deltas = _deltas(lines, parse, report, settings.max_answer_chars, url)
+                async with contextlib.aclosing(deltas):
+                    async for delta in deltas:
+                        yield delta
+            finally:
+                await response.aclose()
     except httpx.HTTPError as exc:
         raise _transport_error(exc, url, settings) from None
 
 
 async def _deltas(
-    response: httpx.Response,
+    lines: AsyncGenerator[str, None],
     parse: Callable[[str, ChatUsage], tuple[str, bool] | None],
     usage: ChatUsage,
+    max_chars: int,
     url: str,
-) -> AsyncIterator[str]:
-    """Parse the stream line by line; skip malformed lines; BadResponse if none was valid."""
-    valid = 0
-    async for line in response.aiter_lines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            parsed = parse(line, usage)
-        except LLMError as exc:
-            raise BadResponse(f"{url} reported an error: {exc.message[:EXCERPT_CHARS]}") from None
-        except (ValueError, AttributeError, TypeError) as exc:
-            log.debug("skipping malformed line from %s (%s): %.120s", url, exc, line)
-            continue
-        if parsed is None:
-            continue
-        valid += 1
-        text, done = parsed
-        if text:
-            yield text
-        if done:
-            return
+) -> AsyncGenerator[str, None]:
+    """Parse the stream line by line; skip malformed lines; cap the answer; insist on an end."""
+    valid = chars = 0
+    try:
+        async with contextlib.aclosing(lines):
+            async for line in lines:
+                parsed = _parse(parse, line.strip(), usage, url)
+                if parsed is None:
+                    continue
+                valid += 1
+                text, done = parsed
+                kept = text[: max(max_chars - chars, 0)]
+                chars += len(kept)
+                if kept:
+                    yield kept
+                if len(kept) < len(text):
+                    raise AnswerTooLong(
+                        f"the answer exceeded llm.max_answer_chars={max_chars}; stopped"
+                    )
+                if done:
+                    return
+    except StreamTruncated:
+        raise _truncated(url, "the connection closed mid-body", chars > 0) from None
     if not valid:
         raise BadResponse(f"{url} sent no valid chat stream (is the provider setting right?)")
-    log.debug("stream from %s ended without a done marker", url)
+    if not usage.finish_reason:  # an OpenAI stream that said why it finished is complete
+        raise _truncated(url, "no [DONE]" if parse is _openai_line else "no done:true", chars > 0)
+
+
+def _parse(
+    parse: Callable[[str, ChatUsage], tuple[str, bool] | None],
+    line: str,
+    usage: ChatUsage,
+    url: str,
+) -> tuple[str, bool] | None:
+    """One line through the provider's parser; None for blank, malformed and non-data lines."""
+    if not line:
+        return None
+    try:
+        return parse(line, usage)
+    except LLMError as exc:
+        raise BadResponse(f"{url} reported an error: {exc.message[:EXCERPT_CHARS]}") from None
+    except (ValueError, AttributeError, TypeError) as exc:
+        log.debug("skipping malformed line from %s (%s): %.120s", url, exc, line)
+        return None
+
+
+def _truncated(url: str, why: str, partial: bool) -> StreamTruncated:
+    """The stream ended before the answer's end marker."""
+    kept = "; the partial answer is kept and marked incomplete" if partial else ""
+    return StreamTruncated(
+        f"the stream from {url} ended before the answer was complete ({why}){kept}"
+    )
 
 
 async def list_models(settings: LLMSettings) -> list[str]:
-    """Model names the endpoint offers (Ollama /api/tags, OpenAI /v1/models). Raises LLMError."""
+    """Model names the endpoint offers (Ollama /api/tags, OpenAI /v1/models). Raises LLMError.
+
+    Bounded like an answer: connect + read timeout for the whole call, MODEL_LIST_BYTES of body.
+    """
     url = models_url(settings)
+    seconds = settings.connect_timeout + settings.read_timeout
+    deadline = Deadline.after(seconds, f"no model list from {url} within {seconds:g} s; stopped")
     try:
         async with _client(settings) as client:
-            response = await client.get(url)
+            async with deadline.guard():
+                response = await client.send(client.build_request("GET", url), stream=True)
+            try:
+                return await _model_list(response, url, settings, deadline)
+            finally:
+                await response.aclose()
     except httpx.HTTPError as exc:
         raise _transport_error(exc, url, settings) from None
-    if response.status_code >= 400:
-        if response.status_code == 404:
-            raise BadResponse(f"{url} not found (HTTP 404); is llm.provider right?")
-        raise _status_error(response.status_code, response.text, url, settings)
-    return _model_names(response, url, settings)
 
 
-def _model_names(response: httpx.Response, url: str, settings: LLMSettings) -> list[str]:
+async def _model_list(
+    response: httpx.Response, url: str, settings: LLMSettings, deadline: Deadline
+) -> list[str]:
+    """The names from a model-list response, read under its caps."""
+    if response.status_code == 404:
+        raise BadResponse(f"{url} not found (HTTP 404); is llm.provider right?")
+    await _check_status(response, url, settings, deadline)
+    body = bytearray()
+    pieces = decoded_pieces(response, deadline, MODEL_LIST_BYTES)
+    async with contextlib.aclosing(pieces):
+        async for piece in pieces:
+            body += piece
+    return _model_names(bytes(body), url, settings)
+
+
+def _model_names(body: bytes, url: str, settings: LLMSettings) -> list[str]:
     """Names from `{"models": [{"name"}]}` (Ollama) or `{"data": [{"id"}]}` (OpenAI)."""
     field, key = ("models", "name") if settings.provider == "ollama" else ("data", "id")
     try:
-        items = response.json()[field]
+        items = json.loads(body)[field]
         return [str(item[key]) for item in items]
     except (ValueError, KeyError, TypeError) as exc:
         raise BadResponse(f"{url} sent an unexpected model list ({exc})") from None
