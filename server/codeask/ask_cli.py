@@ -2,8 +2,10 @@
 
 `--prompt-only` prints the assembled prompt (the chat messages) and the sources without calling
 any model; `--json` prints one JSON object instead of streaming. Exit codes (as the rest of the
-CLI): 0 answered, 1 a user error (empty question, no index) or an LLM failure, whose one-line
-message goes to stderr.
+CLI): 0 answered, 1 a user error (empty question, no index) or an LLM failure before any answer,
+3 an incomplete answer: the part that arrived is printed, then `codeask: incomplete answer:
+<why>` on stderr (a cap, `llm.total_timeout`, or a stream that broke off). Errors are one line
+on stderr.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from codeask.core.indexer import FolderIndex
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.retrieve import Filters, Hit
 
+#: Exit code of an answer cut short (partial answer on stdout, the reason on stderr).
+EXIT_INCOMPLETE = 3
+
 
 def run_ask(args: argparse.Namespace) -> int:
     """Open the folders' indexes, ask, print; the folders are closed again either way."""
@@ -26,7 +31,7 @@ def run_ask(args: argparse.Namespace) -> int:
         check_question(args.question)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    folders = [FolderIndex.open(root) for root in _roots(args.root)]
+    folders = [FolderIndex.open(root, mode="read") for root in _roots(args.root)]
     try:
         return _run(args, folders)
     finally:
@@ -57,6 +62,9 @@ def _run(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
         _print_prompt(result, multi)
     else:
         _finish_answer(result, multi, stream)
+    if result.incomplete:
+        sys.stderr.write(f"codeask: incomplete answer: {result.error}\n")
+        return EXIT_INCOMPLETE
     if result.error:
         sys.stderr.write(f"codeask: {result.error}\n")
         return EXIT_USER
@@ -76,11 +84,12 @@ class _Stdout:
 
 
 def _finish_answer(result: AskResult, multi: bool, stream: _Stdout | None) -> None:
-    """After the streamed answer: close its last line, then the sources (none on an error)."""
+    """After the streamed answer: close its last line, then the sources (none on an error;
+    a partial answer keeps them, since it cites them)."""
     if stream is not None and stream.open_line:
         sys.stdout.write("\n")
         sys.stdout.flush()
-    if not result.error:
+    if not result.error or result.incomplete:
         _print_sources(result.sources, multi)
 
 
@@ -124,6 +133,7 @@ def _result_json(result: AskResult, multi: bool, prompt_only: bool) -> dict[str,
         "prompt_tokens": result.prompt_tokens,
         "truncated": result.truncated,
         "error": result.error,
+        "incomplete": result.incomplete,
     }
     if prompt_only:
         payload["messages"] = result.prompt.messages

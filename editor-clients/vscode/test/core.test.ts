@@ -293,6 +293,28 @@ describe("answer rendering", () => {
     assert.match(html, /class="source"/);
   });
 
+  it("keeps a partial answer and marks it incomplete", () => {
+    const model = newAnswer("q");
+    applyDelta(model, "It starts");
+    applyResult(
+      model,
+      {
+        answer: "It starts",
+        error: "the answer exceeded llm.max_answer_chars=9; stopped",
+        incomplete: true,
+        sources: [],
+        model: "m",
+        promptTokens: 0,
+        truncated: false,
+        indexState: indexState(),
+      },
+      ["file:///ws"],
+    );
+    const html = renderAnswerBody(model, md);
+    assert.match(html, /class="error">incomplete: the answer exceeded llm.max_answer_chars=9; stopped/);
+    assert.match(html, /<article id="answer"><p>It starts<\/p>/);
+  });
+
   it("locks the webview down with a nonce'd CSP", () => {
     const shell = answerShell("N0NCE", "vscode-resource:");
     assert.match(shell, /default-src 'none'/);

@@ -95,8 +95,11 @@ class AskResult:
     truncated: bool
     """Context was cut to fit the budget (blocks left out or shortened)."""
     error: str | None
-    """One clear line when the LLM call failed (answer is then ''); None otherwise."""
+    """One clear line when the LLM call failed or was stopped; None otherwise."""
     prompt: Prompt
+    incomplete: bool = False
+    """The answer was cut short by `error` (a cap, the deadline, a broken stream): `answer`
+    holds the part that arrived, which the CLI and the editors show marked incomplete."""
 
 
 @dataclass
@@ -127,7 +130,8 @@ async def ask(request: AskRequest, on_delta: Callable[[str], None] | None = None
     """Answer a question: context in a worker thread, then the streamed LLM answer.
 
     Raises ValueError("empty question") for a blank question. LLM failures are not raised:
-    they come back as `AskResult.error` with an empty answer (the sources are still there).
+    they come back as `AskResult.error`, with the part of the answer that arrived before the
+    failure (then `incomplete` is set) and the sources.
     """
     check_question(request.question)
     prepared = await asyncio.to_thread(prepare, request)
@@ -135,7 +139,7 @@ async def ask(request: AskRequest, on_delta: Callable[[str], None] | None = None
     if request.prompt_only:
         return result
     answer, usage, error = await _generate(prepared.settings.llm, prepared.prompt, on_delta)
-    result.answer, result.error = ("", error) if error else (answer, None)
+    result.answer, result.error, result.incomplete = answer, error, bool(error and answer)
     if usage.prompt_tokens:
         result.prompt_tokens = usage.prompt_tokens
     return result

@@ -430,5 +430,6 @@ def ask_result(result: Any, folders: Folders) -> Any:
             truncated=result.truncated,
             index_state=index_state(folders),
             error=result.error or None,
+            incomplete=result.incomplete,
         )
     )

@@ -160,7 +160,7 @@ class AskSource(msgspec.Struct, rename="camel"):
 
 
 class AskCodeResult(msgspec.Struct, rename="camel", omit_defaults=True):
-    """`workspace/askCode` result; `error` only when the LLM call failed."""
+    """`workspace/askCode` result; `error` only when the LLM call failed or was stopped."""
 
     answer: str
     sources: list[AskSource]
@@ -169,6 +169,8 @@ class AskCodeResult(msgspec.Struct, rename="camel", omit_defaults=True):
     truncated: bool
     index_state: IndexState
     error: str | None = None
+    incomplete: bool = False
+    """`answer` is the part that arrived before `error` stopped it (a cap, the deadline)."""
 
 
 def to_json(value: msgspec.Struct | list[Any]) -> Any:

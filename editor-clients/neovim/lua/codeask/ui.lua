@@ -352,7 +352,8 @@ function M.finish_answer(view, err, result)
     view.text = result.answer
   end
   if type(result.error) == 'string' and result.error ~= '' then
-    view.message = result.error
+    -- A partial answer (a cap or the deadline stopped it) stays, marked incomplete.
+    view.message = (result.incomplete and 'incomplete: ' or '') .. result.error
   end
   view.sources = result.sources or {}
   view.status = 'done'

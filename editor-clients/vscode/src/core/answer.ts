@@ -51,7 +51,9 @@ export function applyResult(model: AnswerModel, result: AskCodeResult, folders: 
   model.truncated = result.truncated;
   if (result.error) {
     model.status = "error";
-    model.error = result.error;
+    // A partial answer (a cap or the deadline stopped it) stays visible, marked incomplete.
+    model.error = result.incomplete ? `incomplete: ${result.error}` : result.error;
+    if (result.incomplete && result.answer) model.text = result.answer;
     return;
   }
   if (result.answer) model.text = result.answer;

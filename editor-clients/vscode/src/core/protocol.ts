@@ -96,8 +96,10 @@ export interface AskCodeResult {
   promptTokens: number;
   truncated: boolean;
   indexState: IndexState;
-  /** Set when the LLM call failed (the answer is then empty); sources are still there. */
+  /** Set when the LLM call failed or was stopped; sources are still there. */
   error?: string;
+  /** The answer was cut short by `error`: `answer` holds the part that arrived. */
+  incomplete?: boolean;
 }
 
 export interface AnswerDelta {
