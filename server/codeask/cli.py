@@ -2,7 +2,9 @@
 
 Human output (rich, with a progress bar) on a terminal, `--json` for machines. Logs go to
 stderr: under `serve`, stdout is the LSP channel. Exit codes: 0 ok, 1 no results or a user
-error, 2 bad usage. Errors are one clear line; `-v` adds the traceback.
+error, 2 bad usage, 4 index busy (`index --no-wait`). One writer per index folder: `index` waits
+for another `index`, defers to a running server; `search` and `status` only read. Errors are
+one clear line; `-v` adds the traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from codeask import __version__
 log = logging.getLogger("codeask")
 
 EXIT_OK, EXIT_USER, EXIT_USAGE = 0, 1, 2
+#: `codeask index --no-wait` while another `codeask index` writes the same index.
+EXIT_BUSY = 4
 
 
 class UserError(Exception):
@@ -37,15 +41,30 @@ def _setup_logging(verbosity: int) -> None:
 
 
 def default_root(start: Path | None = None) -> Path:
-    """What a bare `codeask search` means: nearest indexed folder, else git root, else cwd."""
+    """What a bare `codeask search` means: the project the current folder belongs to.
+
+    That is the git root (else the current folder), unless an index in between (up to the git
+    root, or up to `/` without git) records a root that contains the current folder: a nested
+    indexed subproject. An index above the git root is another project's, never ours.
+    """
     here = (start or Path.cwd()).resolve()
+    git = next((c for c in (here, *here.parents) if (c / ".git").exists()), None)
+    limit = git or Path(here.anchor)
     for candidate in (here, *here.parents):
-        if (candidate / ".codeask" / "CURRENT").exists():
-            return candidate
-    for candidate in (here, *here.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return here
+        recorded = recorded_root(candidate / ".codeask")
+        if recorded is not None and (recorded == here or recorded in here.parents):
+            return recorded
+        if candidate == limit:
+            break
+    return git or here
+
+
+def recorded_root(index_folder: Path) -> Path | None:
+    """The `root` an index folder's live manifest records (None without a readable one)."""
+    from codeask.core.store import read_manifest
+
+    manifest = read_manifest(index_folder)
+    return Path(manifest.root) if manifest is not None else None
 
 
 def _roots(paths: Sequence[str] | None) -> list[Path]:
@@ -65,12 +84,22 @@ def _print_json(payload: Any) -> None:
 
 
 # ---- index ---------------------------------------------------------------------------------
+#: How often a waiting `codeask index` retries the writer lock.
+WAIT_POLL_SECONDS = 0.5
+
+
+class IndexBusyError(UserError):
+    """Another writer has the index and --no-wait was given (exit code EXIT_BUSY)."""
+
+
 def cmd_index(args: argparse.Namespace) -> int:
-    from codeask.core.indexer import CancelToken, FolderIndex
+    from codeask.core.indexer import CancelToken
 
     reports = []
     for root in _roots(args.paths):
-        folder = FolderIndex.open(root)
+        folder = _open_writer(root, args)
+        if folder is None:
+            continue
         token = CancelToken()
         try:
             with _progress_bar(args, root) as progress:
@@ -91,6 +120,50 @@ def cmd_index(args: argparse.Namespace) -> int:
         for root, report, status in reports:
             _print_index_summary(root, report, status)
     return EXIT_OK
+
+
+def _open_writer(root: Path, args: argparse.Namespace) -> Any:
+    """The folder's index as its one writer: waits for another `codeask index`; defers to a
+    running server (None), which keeps the index current and honours a rebuild request."""
+    from codeask.core.indexer import FolderIndex, IndexBusy, RootRefused
+
+    announced = False
+    while True:
+        try:
+            return FolderIndex.open(
+                root, mode="write", kind="index", allow_broad_root=args.allow_broad_root
+            )
+        except RootRefused as exc:
+            raise UserError(str(exc)) from None
+        except IndexBusy as busy:
+            if busy.holder is not None and busy.holder.kind == "serve":
+                _defer_to_server(busy, rebuild=args.rebuild)
+                return None
+            if args.no_wait:
+                raise IndexBusyError(f"{busy}; not waiting (--no-wait)") from None
+            if not announced:
+                sys.stderr.write(f"codeask: {busy}; waiting… (Ctrl-C to stop)\n")
+                sys.stderr.flush()
+                announced = True
+        time.sleep(WAIT_POLL_SECONDS)
+
+
+def _defer_to_server(busy: Any, *, rebuild: bool) -> None:
+    """A language server owns the folder: it keeps the index current; a rebuild is asked of it."""
+    from codeask.core.writer_lock import request
+
+    who = busy.holder.describe()
+    if rebuild:
+        request(busy.folder, "rebuild")
+        sys.stderr.write(
+            f"codeask: index at {busy.folder} is owned by {who}; asked it to rebuild the index "
+            "(it picks the request up within seconds)\n"
+        )
+    else:
+        sys.stderr.write(
+            f"codeask: index at {busy.folder} is owned by {who}, which keeps it current; "
+            "nothing to do\n"
+        )
 
 
 def _index_summary(root: Path, report: Any, status: Any) -> dict[str, Any]:
@@ -177,8 +250,14 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     if not args.query.strip():
         raise UserError("empty query")
-    folders = [FolderIndex.open(root) for root in _roots(args.root)]
+    folders = [FolderIndex.open(root, mode="read") for root in _roots(args.root)]
     if not any(f.store.files for f in folders):
+        damaged = [f for f in folders if f.damage]
+        if damaged:
+            raise UserError(
+                f"the index at {damaged[0].folder} is damaged ({damaged[0].damage}); "
+                "`codeask index` (or the running editor server) rebuilds it"
+            )
         raise UserError("no index here yet: run `codeask index` first")
     filters = Filters(
         language=args.lang,
@@ -253,9 +332,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     rows = []
     for root in _roots(args.root):
-        folder = FolderIndex.open(root)
+        folder = FolderIndex.open(root, mode="read")
         rows.append(folder.status())
-        folder.lexical.close()
+        folder.close()
     if args.json:
         _print_json([dict(vars(row), embedded_percent=row.embedded_percent) for row in rows])
         return EXIT_OK
@@ -303,6 +382,16 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--rebuild", action="store_true", help="forget the index and rebuild it")
     index.add_argument(
         "--lexical-only", action="store_true", help="skip embedding (search is lexical)"
+    )
+    index.add_argument(
+        "--no-wait",
+        action="store_true",
+        help=f"if another `codeask index` is writing this index, exit {EXIT_BUSY} at once",
+    )
+    index.add_argument(
+        "--allow-broad-root",
+        action="store_true",
+        help="allow indexing your home folder or / (refused by default)",
     )
     index.add_argument("--json", action="store_true")
     index.set_defaults(func=cmd_index)
@@ -362,6 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.verbose)
     try:
         return int(args.func(args))
+    except IndexBusyError as exc:
+        sys.stderr.write(f"codeask: {exc}\n")
+        return EXIT_BUSY
     except UserError as exc:
         sys.stderr.write(f"codeask: {exc}\n")
         return EXIT_USER

@@ -6,7 +6,9 @@
 return {
   cmd = { 'codeask', 'serve' },
   -- No `filetypes`: codeask indexes every language, so it attaches to every file buffer.
-  root_markers = { '.codeask.toml', 'codeask.toml', '.codeask', '.git', '.hg', '.jj' },
+  -- A VCS root wins over an index folder found further up (an old `.codeask` in a parent,
+  -- e.g. the home folder, must not capture every project below it).
+  root_markers = { '.codeask.toml', 'codeask.toml', '.git', '.hg', '.jj', '.codeask' },
   -- Like root_markers, but never for a buffer without a file (an empty buffer would otherwise
   -- index the current directory) nor outside a project (no marker: no server).
   ---@param bufnr integer

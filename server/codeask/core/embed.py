@@ -5,6 +5,7 @@ workspaces that share a user cache folder).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -12,6 +13,7 @@ import re
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -186,52 +188,117 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
+#: SQLite result codes of a damaged file (not of a busy or locked one): set aside, start anew.
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) in _CORRUPT_CODES
+
+
 class EmbeddingCache:
-    """content hash → vector; one SQLite file per model (WAL: safe across processes, kills)."""
+    """content hash → vector; one SQLite file per model (WAL: safe across processes, kills).
+
+    A damaged file (found at open or in the middle of a run) is moved aside as
+    `<name>.corrupt-<time>`, with its path logged, and a new cache starts: the vectors are
+    only a cache, so no run ever fails on it.
+    """
 
     def __init__(self, path: Path, dim: int) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.dim = dim
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._inode = 0
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS vec (hash TEXT PRIMARY KEY, v BLOB NOT NULL)"
-            )
-            self._db.commit()
+            self._db = self._connect()
         except sqlite3.DatabaseError as exc:
-            log.warning("embedding cache %s is unreadable (%s); starting a new one", path, exc)
+            if not _is_corrupt(exc):
+                raise
+            self._set_aside(exc)
+            self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS vec (hash TEXT PRIMARY KEY, v BLOB NOT NULL)")
+            db.execute("SELECT hash, v FROM vec LIMIT 1").fetchall()
+            db.commit()
+        except sqlite3.Error:
+            db.close()
+            raise
+        self._inode = self.path.stat().st_ino
+        return db
+
+    def _set_aside(self, exc: sqlite3.Error) -> None:
+        """Move the damaged file (and its -wal/-shm) aside, unless another process already did."""
+        try:
+            same = self.path.stat().st_ino == self._inode or not self._inode
+        except OSError:
+            same = False
+        if not same:
+            return  # someone replaced it already: just reconnect to the new file
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                os.replace(source, Path(f"{aside}{suffix}"))
+        log.warning(
+            "embedding cache %s is damaged (%s); moved it to %s and started a new one "
+            "(vectors are computed again as needed)",
+            self.path,
+            exc,
+            aside,
+        )
+
+    def _recover(self, exc: sqlite3.Error) -> None:
+        """Mid-run damage: close, set aside, reconnect (called with the lock held)."""
+        with contextlib.suppress(sqlite3.Error):
             self._db.close()
-            path.unlink(missing_ok=True)
-            self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS vec (hash TEXT PRIMARY KEY, v BLOB NOT NULL)"
-            )
+        self._set_aside(exc)
+        self._db = self._connect()
 
     def get_many(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors among `hashes` (wrong-sized rows are ignored)."""
         wanted = list(dict.fromkeys(hashes))
-        found: dict[str, np.ndarray] = {}
         with self._lock:
-            for start in range(0, len(wanted), 500):
-                part = wanted[start : start + 500]
-                marks = ",".join("?" * len(part))
-                query = f"SELECT hash, v FROM vec WHERE hash IN ({marks})"
-                for key, blob in self._db.execute(query, part):
-                    row = np.frombuffer(blob, dtype=np.float32)
-                    if row.shape[0] == self.dim:
-                        found[key] = row
+            try:
+                return self._get_many(wanted)
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                self._recover(exc)
+                return {}
+
+    def _get_many(self, wanted: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT hash, v FROM vec WHERE hash IN ({marks})"
+            for key, blob in self._db.execute(query, part):
+                row = np.frombuffer(blob, dtype=np.float32)
+                if row.shape[0] == self.dim:
+                    found[key] = row
         return found
 
     def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
         """Store vectors; one transaction per call."""
         rows = [(key, np.asarray(v, dtype=np.float32).tobytes()) for key, v in items]
+        sql = "INSERT OR REPLACE INTO vec (hash, v) VALUES (?, ?)"
         with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO vec (hash, v) VALUES (?, ?)", rows)
-            self._db.commit()
+            try:
+                self._db.executemany(sql, rows)
+                self._db.commit()
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                self._recover(exc)
+                self._db.executemany(sql, rows)
+                self._db.commit()
 
     def close(self) -> None:
         """Release the file."""

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pygit2
 
 from codeask.config import Settings, cache_dir, load_settings
 from codeask.core import history as git_history
+from codeask.core import writer_lock
 from codeask.core.chunk import chunk_file
 from codeask.core.discover import (
     SkippedFile,
@@ -32,7 +35,8 @@ from codeask.core.discover import (
 from codeask.core.embed import CachedEmbedder, load_embedder, model_dim
 from codeask.core.lexical import LexicalIndex
 from codeask.core.records import FileRecord
-from codeask.core.store import IndexStore
+from codeask.core.store import IndexStore, current_name
+from codeask.core.writer_lock import LockInfo, WriterLock
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +147,52 @@ def index_dir_for(root: Path, settings: Settings) -> Path:
     return path / tag if path.is_absolute() else root / path
 
 
+#: Who may write an index folder: "write" takes the writer lock (IndexBusy if another process
+#: has it), "read" creates and writes nothing, "auto" writes when the lock is free, else reads.
+Mode = Literal["write", "read", "auto"]
+
+#: Set to 1 to allow indexing `$HOME` or `/` as a workspace root (CLI: --allow-broad-root).
+ALLOW_BROAD_ROOT_ENV = "CODEASK_ALLOW_BROAD_ROOT"
+
+
+class IndexBusy(Exception):
+    """Another process is the writer of this index folder."""
+
+    def __init__(self, folder: Path, holder: LockInfo | None) -> None:
+        self.folder = folder
+        self.holder = holder
+        who = holder.describe() if holder else "another process"
+        super().__init__(f"index at {folder} is being written by {who}")
+
+
+class RootRefused(Exception):
+    """A root too broad to index (the home folder or `/`) without an explicit opt-in."""
+
+
+def check_root(root: Path, *, allow_broad: bool = False) -> None:
+    """Refuse `$HOME` and `/` as roots: indexing them reads every file the user owns."""
+    if allow_broad or os.environ.get(ALLOW_BROAD_ROOT_ENV) == "1":
+        return
+    broad = {Path("/").resolve(), Path.home().resolve()}
+    if root.resolve() in broad:
+        raise RootRefused(
+            f"refusing to index {root}: it is your home folder or the file-system root. Open a "
+            f"project folder instead, or opt in with --allow-broad-root ({ALLOW_BROAD_ROOT_ENV}=1)"
+        )
+
+
+def has_index(root: Path, settings: Settings) -> bool:
+    """Whether `root` has a saved index (a CURRENT pointer); checks without creating anything."""
+    return (index_dir_for(root.resolve(), settings) / "CURRENT").is_file()
+
+
 class FolderIndex:
-    """Index of one workspace folder: store + lexical table + (lazily) the embedder."""
+    """Index of one workspace folder: store + lexical table + (lazily) the embedder.
+
+    A writer holds the folder's writer lock for its lifetime; a reader (mode "read", or "auto"
+    when another process writes) creates nothing, writes nothing and loads the snapshot
+    CURRENT names, with a lexical table that provably matches it (see `_open_lexical`).
+    """
 
     def __init__(
         self,
@@ -153,15 +201,23 @@ class FolderIndex:
         *,
         embedder: CachedEmbedder | None = None,
         warnings: Sequence[str] = (),
+        mode: Mode = "write",
+        kind: str = "index",
+        allow_broad_root: bool = False,
     ) -> None:
         self.root = root.resolve()
         self.settings = settings
         self.warnings = list(warnings)
         self.folder = index_dir_for(self.root, settings)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        ignore = self.folder / ".gitignore"
-        if not ignore.exists():  # keep the index out of `git status` without touching the repo
-            ignore.write_text("# created by codeask: the index is local and rebuildable\n*\n")
+        self.kind = kind
+        self.writer: WriterLock | None = None
+        if mode != "read":
+            check_root(self.root, allow_broad=allow_broad_root)
+            self.writer = WriterLock.try_acquire(self.folder, kind)
+            if self.writer is None and mode == "write":
+                raise IndexBusy(self.folder, writer_lock.holder(self.folder))
+        if self.writer is not None:
+            self._write_gitignore()
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._run_lock = threading.Lock()
@@ -172,22 +228,67 @@ class FolderIndex:
         #: Files that differ from HEAD (git status); hits in them are flagged `uncommitted`.
         self.uncommitted: frozenset[str] = frozenset()
         self.state = "loading"
-        model = settings.embed.model
-        self.store, reason = IndexStore.open(self.folder, self.root, model, model_dim(model))
+        self.damage = ""
+        self._load()
+
+    def _write_gitignore(self) -> None:
+        ignore = self.folder / ".gitignore"
+        if not ignore.exists():  # keep the index out of `git status` without touching the repo
+            ignore.write_text("# created by codeask: the index is local and rebuildable\n*\n")
+
+    @property
+    def read_only(self) -> bool:
+        """True when another process writes this folder: nothing here is indexed or saved."""
+        return self.writer is None
+
+    def _load(self) -> None:
+        """Open the store and the lexical table (writer: repairing them; reader: as they are)."""
+        self.store, reason = self._open_store()
         if reason:
-            log.warning("index at %s: %s", self.folder, reason)
+            self.damage = reason
+            action = "kept the rest" if self.store.recovered else "starting empty"
+            if self.read_only:
+                action += "; the writer rebuilds what is missing"
+            log.warning("index at %s: %s (%s)", self.folder, reason, action)
         self.lexical = self._open_lexical()
         self.state = "ready" if self.store.files else "empty"
 
+    def _open_store(self) -> tuple[IndexStore, str]:
+        """Load the snapshot; a reader retries when the writer replaced it mid-load."""
+        model = self.settings.embed.model
+        for _ in range(5):
+            before = current_name(self.folder)
+            store, reason = IndexStore.open(self.folder, self.root, model, model_dim(model))
+            if not (self.read_only and reason) or store.live_name() == before:
+                break
+        return store, reason
+
     @classmethod
-    def open(cls, root: Path, editor: dict[str, object] | None = None) -> FolderIndex:
+    def open(
+        cls,
+        root: Path,
+        editor: dict[str, object] | None = None,
+        *,
+        mode: Mode = "write",
+        kind: str = "index",
+        allow_broad_root: bool = False,
+    ) -> FolderIndex:
         """Open with settings merged from the folder's project file, the editor and the env."""
         settings, warnings = load_settings(root, editor)
         for warning in warnings:
             log.warning("%s", warning)
-        return cls(root, settings, warnings=warnings)
+        return cls(
+            root,
+            settings,
+            warnings=warnings,
+            mode=mode,
+            kind=kind,
+            allow_broad_root=allow_broad_root,
+        )
 
     def _open_lexical(self) -> LexicalIndex:
+        if self.read_only:
+            return self._read_lexical()
         path = self.folder / "lexical.sqlite"
         try:
             lexical = LexicalIndex(path)
@@ -206,6 +307,50 @@ class FolderIndex:
             lexical.rebuild(self.store.chunks.values())
             lexical.stamp(self.store.generation)
         return lexical
+
+    def _read_lexical(self) -> LexicalIndex:
+        """The on-disk table when it is stamped for exactly the loaded snapshot, else a private
+        in-memory copy built from the snapshot's chunks (never touching the writer's file)."""
+        path = self.folder / "lexical.sqlite"
+        clean = not self.store.recovered
+        view = (
+            LexicalIndex.open_snapshot(path, self.store.generation, len(self.store.chunks))
+            if clean
+            else None
+        )
+        if view is not None:
+            return view
+        memory = LexicalIndex(None)
+        memory.rebuild(self.store.chunks.values())
+        memory.stamp(self.store.generation)
+        return memory
+
+    # ---- readers follow the writer; a reader becomes the writer when the lock frees -----------
+    def reload_if_changed(self) -> bool:
+        """Reader: load the newest snapshot if CURRENT moved since the last load."""
+        if not self.read_only or self.store.live_name() == self.store.loaded_from:
+            return False
+        old = self.lexical
+        self._load()
+        old.close()
+        return True
+
+    def try_promote(self) -> bool:
+        """Reader: become the writer if the lock is free (reloading what is on disk now)."""
+        if not self.read_only:
+            return True
+        check_root(self.root)
+        lock = WriterLock.try_acquire(self.folder, self.kind)
+        if lock is None:
+            return False
+        self.writer = lock
+        self._write_gitignore()
+        old = self.lexical
+        with self._run_lock:
+            self._load()
+        old.close()
+        log.info("now the writer of %s (the previous writer is gone)", self.folder)
+        return True
 
     # ---- the embedder is loaded on first need: lexical search never waits for it ------------
     @property
@@ -472,8 +617,11 @@ class FolderIndex:
     def checkpoint(self) -> None:
         """Save a consistent snapshot if anything changed (lexical stamped first, see store).
 
-        Not when the workspace folder itself is gone: saving would recreate it on disk.
+        Not when the workspace folder itself is gone: saving would recreate it on disk. Never
+        by a reader, and never without changes: a no-change pass writes 0 bytes.
         """
+        if self.read_only:
+            return
         with self.store.lock:
             if not self.store.dirty and self.lexical.generation() == self.store.generation:
                 return
@@ -513,9 +661,19 @@ class FolderIndex:
             return None
 
     def close(self) -> None:
-        """Save and release files."""
-        self.checkpoint()
+        """Save and release files, then the writer lock (last: nothing is written after it)."""
+        try:
+            self.checkpoint()
+        finally:
+            self.lexical.close()
+            if self.writer is not None:
+                self.writer.release()
+
+    def abandon(self) -> None:
+        """Release files and the lock without saving (the workspace folder is gone)."""
         self.lexical.close()
+        if self.writer is not None:
+            self.writer.release()
 
 
 class Workspace:
@@ -525,12 +683,19 @@ class Workspace:
         self.folders: dict[Path, FolderIndex] = {}
         self._lock = threading.Lock()
 
-    def add(self, root: Path, editor: dict[str, object] | None = None) -> FolderIndex:
+    def add(
+        self,
+        root: Path,
+        editor: dict[str, object] | None = None,
+        *,
+        mode: Mode = "write",
+        kind: str = "index",
+    ) -> FolderIndex:
         """Open (or return) the index of a folder."""
         root = root.resolve()
         with self._lock:
             if root not in self.folders:
-                self.folders[root] = FolderIndex.open(root, editor)
+                self.folders[root] = FolderIndex.open(root, editor, mode=mode, kind=kind)
             return self.folders[root]
 
     def remove(self, root: Path) -> None:

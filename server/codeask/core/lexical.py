@@ -137,9 +137,55 @@ class LexicalIndex:
         self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
         self._db.commit()
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self.readonly = False
         self._dirty = False
         self._version = 0
         self._df: tuple[int, dict[str, int]] = (-1, {})
+
+    @classmethod
+    def open_snapshot(cls, path: Path, generation: int, rows: int) -> LexicalIndex | None:
+        """A read-only view of the table as stamped for `generation`, or None if it differs.
+
+        For readers (`search`, `status`, a server that does not own the folder): the check and
+        every later query run in one read transaction, so a writer committing meanwhile is
+        never seen and snapshot N is never paired with rows of N+1. Creates no file: without a
+        live writer (no -wal file) the database is opened immutable, else plain read-only.
+        """
+        mode = "ro" if Path(f"{path}-wal").exists() else "ro&immutable=1"
+        if not path.is_file():
+            return None
+        try:
+            db = sqlite3.connect(
+                f"{path.as_uri()}?mode={mode}",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=5,
+            )
+        except sqlite3.Error:
+            return None
+        try:
+            db.execute("BEGIN")
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            count = int(db.execute("SELECT count(*) FROM fts").fetchone()[0])
+            matches = (meta.get("schema"), meta.get("generation"), count) == (
+                SCHEMA,
+                str(generation),
+                rows,
+            )
+        except sqlite3.Error:
+            matches = False
+        if not matches:
+            db.close()
+            return None
+        view = cls.__new__(cls)
+        view.path, view._lock, view._db = path, threading.RLock(), db
+        view._init_state()
+        view.readonly = True
+        return view
 
     def _drop_if_old_schema(self) -> None:
         """Tables of an older layout are dropped; the indexer then rebuilds them from the store."""

@@ -92,6 +92,25 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def current_name(folder: Path) -> str:
+    """The snapshot folder an index folder's CURRENT names ('' when none or unreadable)."""
+    try:
+        return (folder / "CURRENT").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def read_manifest(folder: Path) -> Manifest | None:
+    """The live manifest of an index folder, read without creating or locking anything."""
+    name = current_name(folder)
+    if not name.startswith("gen-"):
+        return None
+    try:
+        return msgspec.json.decode((folder / name / "manifest.json").read_bytes(), type=Manifest)
+    except (OSError, msgspec.DecodeError):
+        return None
+
+
 class VectorIndex:
     """hnswlib (cosine) keyed by chunk id; deletes are marks, compacted when they pile up."""
 
@@ -186,18 +205,50 @@ class IndexStore:
         self.next_id = 1
         self._dirty: set[str] = set(COMPONENTS)
         self.saved_at = 0.0
+        #: What a partial load lost (one note per component); empty after a clean load.
+        self.recovered: list[str] = []
+        #: The snapshot folder this store was loaded from ('' when it started empty).
+        self.loaded_from = ""
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
     def open(cls, folder: Path, root: Path, model: str, dim: int) -> tuple[IndexStore, str]:
-        """Load the live snapshot, or start empty; returns (store, why it started empty or '')."""
+        """Load the live snapshot, keeping every intact part; returns (store, what was lost).
+
+        A damaged component costs only itself (see `_load`); what is left empty is rebuilt by
+        the next indexing pass. A store that starts empty still continues the generation and
+        id counters of whatever is on disk, so ids are never reused, even after a crash.
+        """
         store = cls(folder, root, model, dim)
         try:
             store._load()
         except StoreError as exc:
             fresh = cls(folder, root, model, dim)
+            fresh._continue_counters(store)
             return fresh, str(exc)
-        return store, ""
+        return store, "; ".join(store.recovered)
+
+    def _continue_counters(self, failed: IndexStore) -> None:
+        """Start above every generation folder on disk and above any id ever handed out."""
+        self.generation = max(failed.generation, self.disk_generation())
+        self.next_id = max(failed.next_id, 1)
+
+    def disk_generation(self) -> int:
+        """The highest generation on disk: CURRENT's, or the newest gen-* folder's number."""
+        best = 0
+        try:
+            entries = list(self.folder.iterdir())
+        except OSError:
+            return 0
+        for entry in entries:
+            digits = entry.name[4:].split(".")[0]
+            if entry.name.startswith("gen-") and digits.isdigit():
+                best = max(best, int(digits))
+        return best
+
+    def live_name(self) -> str:
+        """The snapshot folder CURRENT names now ('' when none): readers reload when it moves."""
+        return current_name(self.folder)
 
     def _live_folder(self) -> Path | None:
         pointer = self.folder / "CURRENT"
@@ -220,31 +271,65 @@ class IndexStore:
             manifest = msgspec.json.decode((live / "manifest.json").read_bytes(), type=Manifest)
         except (OSError, msgspec.DecodeError) as exc:
             raise StoreError(f"index manifest unreadable ({exc})") from exc
+        self.generation, self.next_id = manifest.generation, manifest.next_id
         self._check_manifest(manifest)
-        for name in COMPONENTS:
-            self._verify(live, name, manifest)
+        self.loaded_from = live.name
+        self._dirty = set()  # from here on, only what `_lost` marks must be written again
+        files, chunks = self._load_code(live, manifest)
+        history, chunks = self._load_history(live, manifest, chunks)
+        self.vectors = self._load_vectors(live, manifest, {c.id for c in chunks})
+        self.files, self.history = files, history
+        self.chunks = {c.id: c for c in chunks}
+        self.saved_at = manifest.updated
+
+    def _load_code(
+        self, live: Path, manifest: Manifest
+    ) -> tuple[dict[str, FileRecord], list[Chunk]]:
+        """files + chunks: each file names its chunks, so one without the other is no use."""
         try:
+            for name in ("files", "chunks"):
+                self._verify(live, name, manifest)
             files = msgspec.msgpack.decode(
                 (live / "files.msgpack").read_bytes(), type=dict[str, FileRecord]
             )
             chunks = msgspec.msgpack.decode(
                 (live / "chunks.msgpack").read_bytes(), type=list[Chunk]
             )
+        except StoreError as exc:
+            raise StoreError(f"{exc}; rebuilding the file index") from exc
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise StoreError(f"index metadata unreadable ({exc}); rebuilding") from exc
+        return files, chunks
+
+    def _load_history(
+        self, live: Path, manifest: Manifest, chunks: list[Chunk]
+    ) -> tuple[HistoryState, list[Chunk]]:
+        """A damaged history drops only the commit chunks; the next pass syncs them again."""
+        try:
+            self._verify(live, "history", manifest)
             history = msgspec.msgpack.decode(
                 (live / "history.msgpack").read_bytes(), type=HistoryState
             )
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise StoreError(f"index metadata unreadable ({exc})") from exc
+        except (StoreError, OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._lost("history", f"{exc}; kept files and code chunks, history is resynced")
+            return HistoryState(), [c for c in chunks if c.kind not in ("commit", "hunk")]
+        return history, chunks
+
+    def _load_vectors(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
+        """Damaged vectors: keep the chunks; they embed again (from the content-hash cache)."""
         try:
-            known = {c.id for c in chunks}
-            vectors = VectorIndex.load(live / "vectors.hnsw", self.dim, len(known) + 1024, known)
-        except (RuntimeError, OSError, ValueError) as exc:
-            raise StoreError(f"vector file unreadable ({exc})") from exc
-        self.files, self.history, self.vectors = files, history, vectors
-        self.chunks = {c.id: c for c in chunks}
-        self.generation, self.next_id = manifest.generation, manifest.next_id
-        self._dirty = set()
-        self.saved_at = manifest.updated
+            self._verify(live, "vectors", manifest)
+            return VectorIndex.load(live / "vectors.hnsw", self.dim, len(known) + 1024, known)
+        except (StoreError, RuntimeError, OSError, ValueError) as exc:
+            self._lost("vectors", f"{exc}; kept the chunks, they are embedded again")
+            return VectorIndex(self.dim)
+
+    def _lost(self, component: str, why: str) -> None:
+        """Note a component that did not load; it is rewritten by the next save."""
+        self.recovered.append(f"{component}: {why}")
+        self._dirty.add(component)
+        if component == "history":
+            self._dirty.add("chunks")
 
     def _check_manifest(self, manifest: Manifest) -> None:
         if manifest.schema_version != SCHEMA_VERSION:
@@ -261,15 +346,15 @@ class IndexStore:
         path = live / f"{name}.{_EXT[name]}"
         info = manifest.components.get(name)
         if info is None or not path.is_file():
-            raise StoreError(f"index file {path.name} missing; rebuilding")
+            raise StoreError(f"index file {path.name} missing")
         size = path.stat().st_size
         if size != info.size:
             raise StoreError(
                 f"index file {path.name} is {size} bytes, manifest says {info.size} "
-                "(truncated or overwritten); rebuilding"
+                "(truncated or overwritten)"
             )
         if _digest(path) != info.blake2b:
-            raise StoreError(f"index file {path.name} fails its checksum (corrupted); rebuilding")
+            raise StoreError(f"index file {path.name} fails its checksum (corrupted)")
 
     # ---- mutation --------------------------------------------------------------------------
     def new_ids(self, count: int) -> list[int]:
@@ -329,10 +414,12 @@ class IndexStore:
         """Forget commits; returns their chunk ids."""
         removed: list[int] = []
         with self.lock:
-            for sha in shas:
-                removed.extend(self.history.commits.pop(sha, []))
+            gone = [sha for sha in shas if sha in self.history.commits]
+            for sha in gone:
+                removed.extend(self.history.commits.pop(sha))
             self._drop_chunks(removed)
-            self._dirty.update(("history", "chunks"))
+            if gone:  # nothing removed: nothing to save (a no-change pass writes 0 bytes)
+                self._dirty.update(("history", "chunks"))
         return removed
 
     def set_head(self, head: str) -> None:
@@ -372,6 +459,7 @@ class IndexStore:
     def save(self) -> int:
         """Write a complete snapshot, then point CURRENT at it; returns its generation."""
         with self.lock:
+            self._refuse_stale_save()
             if self.vectors.needs_compaction():
                 self.vectors = self.vectors.compacted()
                 self._dirty.add("vectors")
@@ -408,6 +496,21 @@ class IndexStore:
             self.saved_at = manifest.updated
         self._remove_old_snapshots(keep=final.name)
         return generation
+
+    def _refuse_stale_save(self) -> None:
+        """Belt and braces behind the writer lock: never write over a newer snapshot.
+
+        Another writer's snapshot on disk means this copy's ids and generation are stale;
+        saving would send the generation backwards and reuse ids. The caller reopens instead.
+        """
+        name = self.live_name()
+        digits = name[4:]
+        on_disk = int(digits) if name.startswith("gen-") and digits.isdigit() else 0
+        if on_disk > self.generation:
+            raise StoreError(
+                f"snapshot {name} on disk is newer than this index's generation "
+                f"{self.generation} (another writer); not saving over it"
+            )
 
     def _live_folder_quiet(self) -> Path | None:
         try:

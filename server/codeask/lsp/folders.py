@@ -24,10 +24,12 @@ from codeask.core.indexer import (
     FolderIndex,
     IndexReport,
     Progress,
+    RootRefused,
     Workspace,
     changed_between,
     git_head,
 )
+from codeask.core.writer_lock import holder, take_request
 from codeask.lsp.progress import WorkDone
 
 log = logging.getLogger("codeask.lsp")
@@ -260,7 +262,13 @@ class FolderWorker:
         if not self.root.is_dir():
             self._missing()
             return
-        folder = self._workspace.add(self.root, self.editor)
+        try:
+            folder = self._workspace.add(self.root, self.editor, mode="auto", kind="serve")
+        except RootRefused as exc:
+            log.warning("%s", exc)
+            self._host.warn(f"codeask: {exc}")
+            self.state, self.message = "error", str(exc)
+            return
         folder.settings = serving(folder.settings)  # before the model loads (lazily)
         for warning in folder.warnings:
             self._host.warn(f"codeask: {warning}")
@@ -269,6 +277,22 @@ class FolderWorker:
         chunks = len(folder.store.chunks)
         self.state, self.message = ("ready" if chunks else "empty"), ""
         log.info("opened index of %s: %d chunks (%s)", self.root, chunks, folder.folder)
+        if folder.read_only:
+            self._note_read_only(folder)
+
+    def _note_read_only(self, folder: FolderIndex) -> None:
+        """Another process writes this index: answer from its snapshots, index nothing (once)."""
+        who = holder(folder.folder)
+        self.message = (
+            f"read-only: {folder.folder} is written by "
+            f"{who.describe() if who else 'another process'}; edits are indexed by it, "
+            "and this server takes over when it exits"
+        )
+        log.warning("%s", self.message)
+
+    def _writable(self, folder: FolderIndex) -> bool:
+        """Whether this server may index now (the writer); read-only workers only follow."""
+        return not folder.read_only
 
     def _do_reopen(self, editor: dict[str, Any]) -> None:
         log.info("settings of %s changed: reopening its index", self.root)
@@ -288,6 +312,7 @@ class FolderWorker:
             self._workspace.remove(self.root)
         else:
             self._workspace.folders.pop(folder.root, None)
+            folder.abandon()
 
     def _missing(self) -> None:
         if self.message != MISSING:
@@ -318,6 +343,8 @@ class FolderWorker:
             return
         if self.folder is None:
             return
+        if not self._follow_or_own(self.folder):
+            return
         head = git_head(self.root)
         if head != self.head:
             old, self.head = self.head, head
@@ -329,9 +356,27 @@ class FolderWorker:
         elif not self._watched() and time.monotonic() - self._last_rescan > RESCAN_SECONDS:
             self.request_full("rescan")
 
+    def _follow_or_own(self, folder: FolderIndex) -> bool:
+        """Each poll: a reader reloads new snapshots and takes the lock once it is free; the
+        writer honours requests other processes left (`codeask index --rebuild`). True when
+        this worker is the writer."""
+        if folder.read_only:
+            if not folder.try_promote():
+                if folder.reload_if_changed():
+                    self.state = "ready" if folder.store.chunks else "empty"
+                return False
+            self.message = ""
+            log.info("%s: now the writer of its index", self.root)
+            self.head = git_head(self.root)
+            self.request_full("initial")
+        if take_request(folder.folder, "rebuild"):
+            log.info("%s: rebuild requested by `codeask index --rebuild`", self.root)
+            self.request_full("rebuild")
+        return True
+
     def _do_update(self, rels: list[str]) -> None:
         folder = self._present()
-        if folder is None:
+        if folder is None or not self._writable(folder):
             return
         rels = self._expand(folder, rels)
         if not rels:
@@ -378,8 +423,8 @@ class FolderWorker:
 
     def _do_full(self, kind: FullKind) -> None:
         folder = self._present()
-        if folder is None:
-            return
+        if folder is None or not self._writable(folder):
+            return  # the writer keeps it current; on promotion a full pass is queued
         if kind == "rebuild":
             self._stop_embedding()  # the rebuild clears the store under it
         self._last_rescan = time.monotonic()
