@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 
 from codeask.config import ChunkSettings
 from codeask.core.chunk import chunk_file
@@ -25,6 +25,7 @@ from codeask.core.indexer import FolderIndex
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.retrieve import Filters, Hit, Mode, related, search
 from codeask.lsp.folders import Folders
+from codeask.lsp.limits import MAX_LENSES, LimitError, check_length, check_text
 from codeask.lsp.messages import (
     AskCodeParams,
     AskCodeResult,
@@ -40,6 +41,9 @@ from codeask.lsp.messages import (
     SemanticSearchResult,
     to_json,
 )
+from codeask.lsp.paths import uri_path as uri_path
+from codeask.lsp.paths import workspace_path
+from codeask.lsp.window import Window, slice_range
 
 HOVER_LINKS = 5
 SYMBOL_LIMIT = 200
@@ -56,14 +60,6 @@ _loading_lock = threading.Lock()
 
 
 # ---- paths and positions ---------------------------------------------------------------------
-def uri_path(uri: str) -> Path | None:
-    """A file URI as an absolute path; None for other schemes (untitled:, git:, ...)."""
-    if not uri.startswith("file:"):
-        return None
-    fs = to_fs_path(uri)
-    return Path(fs).resolve() if fs else None
-
-
 def file_uri(path: Path) -> str:
     """An absolute path as a file URI."""
     return from_fs_path(str(path)) or path.as_uri()
@@ -207,9 +203,11 @@ def search_command_params(args: Sequence[Any]) -> SemanticSearchParams:
             "codeask.search: arguments must be [query, k?] or [{query, k?, filters?}]"
         )
     try:
-        return msgspec.convert(raw, SemanticSearchParams)
-    except msgspec.ValidationError as exc:
+        params = msgspec.convert(raw, SemanticSearchParams)
+        check_text(raw, "arguments")
+    except (msgspec.ValidationError, LimitError) as exc:
         raise InvalidParams(f"codeask.search: {exc}") from None
+    return params
 
 
 # ---- hover, related code, code lens -----------------------------------------------------------
@@ -235,22 +233,32 @@ def enclosing_chunk(folder: FolderIndex, rel: str, line: int) -> Chunk | None:
     return min(inside, key=lambda c: c.end_line - c.start_line, default=None)
 
 
-def chunk_of_text(name: str, text: str, line: int, settings: ChunkSettings) -> Chunk | None:
-    """Read-only: the chunk of an open text around `line`, never stored in any index."""
+def chunk_of_text(
+    name: str, text: str, line: int, settings: ChunkSettings, first_line: int = 0
+) -> Chunk | None:
+    """Read-only: the chunk of an open text around `line` (1-based, within `text`, whose first
+    line is document line `first_line`, 0-based), never stored in any index."""
     if not text.strip():
         return None
     chunks = chunk_file(name, text, settings).chunks
     inside = [c for c in chunks if c.start_line <= line <= c.end_line]
     best = min(inside, key=lambda c: c.end_line - c.start_line, default=None)
     if best is not None:
-        return best
+        return msgspec.structs.replace(
+            best, start_line=best.start_line + first_line, end_line=best.end_line + first_line
+        )
     lines = text.splitlines()
     start, end = max(1, line - 10), min(len(lines), line + 10)
     body = "\n".join(lines[start - 1 : end])
     if not body.strip():
         return None
     return Chunk(
-        path=name, language="text", kind="window", start_line=start, end_line=end, text=body
+        path=name,
+        language="text",
+        kind="window",
+        start_line=start + first_line,
+        end_line=end + first_line,
+        text=body,
     )
 
 
@@ -268,24 +276,27 @@ def word_at(text: str, line: int, character: int) -> str:
     return ""
 
 
-def plan_hover(
-    folders: Folders, path: Path | None, name: str, line: int, text: str, character: int = 0
-) -> HoverPlan | None:
-    """Related chunks for the code at 0-based `line` of a document (None: nothing to show)."""
+def plan_hover(folders: Folders, path: Path | None, name: str, view: Window) -> HoverPlan | None:
+    """Related chunks for the code at the cursor of a document window (None: nothing to show).
+
+    `path` is the guarded workspace path (None outside every folder or for other schemes).
+    """
     ready = folders.ready()
     if not ready:
         return None
     worker = folders.worker_for(path) if path is not None else None
     folder = worker.folder if worker is not None else None
     rel = folder.relative(path) if folder is not None and path is not None else None
+    line = view.first_line + view.line
     chunk = enclosing_chunk(folder, rel, line + 1) if folder is not None and rel else None
     owner = folder if chunk is not None else None
     if chunk is None:
-        chunk = chunk_of_text(name, text, line + 1, folders.settings().chunk)
+        settings = folders.settings().chunk
+        chunk = chunk_of_text(name, view.text, view.line + 1, settings, view.first_line)
     if chunk is None:
         return None
     root = owner.root if owner is not None else None
-    word = word_at(text, line, character)
+    word = word_at(view.text, view.line, view.character)
     hits = related(ready, chunk, root=root, k=HOVER_LINKS, dense=dense_ready(ready), word=word)
     if not hits:
         return None
@@ -313,9 +324,9 @@ def hover_markdown(plan: HoverPlan, blame: BlameInfo | None) -> str:
     return "\n".join(lines)
 
 
-def related_items(folders: Folders, path: Path | None, name: str, line: int, text: str) -> Any:
+def related_items(folders: Folders, path: Path | None, name: str, view: Window) -> Any:
     """`codeask.related` command: the hover's links as search result items."""
-    plan = plan_hover(folders, path, name, line, text)
+    plan = plan_hover(folders, path, name, view)
     return to_json([search_item(hit) for hit in plan.hits] if plan else [])
 
 
@@ -331,10 +342,12 @@ def code_lenses(folders: Folders, path: Path | None, uri: str) -> list[types.Cod
         chunks = [folder.store.chunks[i] for i in (record.chunk_ids if record else [])]
     ready = folders.ready()
     dense = dense_ready(ready)
-    lenses = []
+    lenses: list[types.CodeLens] = []
     for chunk in chunks:
         if chunk.kind not in LENS_KINDS or chunk.part > 1:
             continue
+        if len(lenses) >= MAX_LENSES:
+            break
         count = len(related(ready, chunk, root=folder.root, k=HOVER_LINKS, dense=dense))
         if count:
             line = chunk.start_line - 1
@@ -349,6 +362,10 @@ def code_lenses(folders: Folders, path: Path | None, uri: str) -> list[types.Cod
 # ---- workspace symbols -------------------------------------------------------------------------
 def workspace_symbols(folders: Folders, query: str) -> list[types.SymbolInformation]:
     """Symbols of the chunk index whose name contains `query` (exact, prefix, then substring)."""
+    try:
+        check_length("symbolQuery", query)
+    except LimitError as exc:
+        raise InvalidParams(f"workspace/symbol: {exc}") from None
     wanted = query.strip().lower()
     found: list[tuple[tuple[int, int, str], types.SymbolInformation]] = []
     for folder in folders.ready():
@@ -377,33 +394,40 @@ def workspace_symbols(folders: Folders, query: str) -> list[types.SymbolInformat
 
 
 # ---- ask ---------------------------------------------------------------------------------------
-def _slice(text: str, rng: Range) -> str:
-    lines = text.splitlines(keepends=True)
-    if rng.start.line >= len(lines):
-        return ""
-    if rng.start.line == rng.end.line:
-        return lines[rng.start.line][rng.start.character : rng.end.character]
-    head = lines[rng.start.line][rng.start.character :]
-    middle = lines[rng.start.line + 1 : rng.end.line]
-    tail = lines[rng.end.line][: rng.end.character] if rng.end.line < len(lines) else ""
-    return head + "".join(middle) + tail
+def _selection(text: str, rng: Range) -> str:
+    try:
+        return slice_range(
+            text, (rng.start.line, rng.start.character), (rng.end.line, rng.end.character)
+        )
+    except LimitError as exc:
+        raise InvalidParams(f"workspace/askCode: {exc}") from None
 
 
 def editor_context(folders: Folders, params: AskCodeParams, text: str | None) -> Any:
-    """The editor state of an askCode request as core's EditorContext (None without a uri)."""
+    """The editor state of an askCode request as core's EditorContext (None without a uri).
+
+    `text` is what paths.document_text allowed (editor-sent, or a guarded disk read); a
+    range over a document the server may not read is InvalidParams, never a disk read.
+    """
     from codeask.core.prompt import EditorContext
 
-    path = uri_path(params.uri) if params.uri else None
-    if path is None:
+    if not params.uri:
         return None
-    worker = folders.worker_for(path)
+    if text is None and params.range is not None:
+        raise InvalidParams(
+            "workspace/askCode: `uri` is neither open in the editor nor a file inside a "
+            "workspace folder; its text cannot be used as the selection"
+        )
+    shown = uri_path(params.uri)
+    path = workspace_path(folders, params.uri)
+    worker = folders.worker_for(path) if path is not None else None
     folder = worker.folder if worker is not None else None
-    rel = folder.relative(path) if folder is not None else None
+    rel = folder.relative(path) if folder is not None and path is not None else None
     line = params.range.start.line if params.range else 0
     chunk = enclosing_chunk(folder, rel, line + 1) if folder is not None and rel else None
-    selection = _slice(text, params.range) if text and params.range else ""
+    selection = _selection(text, params.range) if text and params.range else ""
     return EditorContext(
-        path=str(path),
+        path=str(shown) if shown is not None else "",
         selection=selection,
         selection_start_line=line + 1 if selection else 0,
         cursor_symbol=qualified(chunk) if chunk else "",

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from codeask.lsp.limits import MAX_CHARS, LimitError, check_text
+
 SEMANTIC_SEARCH = "workspace/semanticSearch"
 ASK_CODE = "workspace/askCode"
 INDEX_STATUS = "codeask/indexStatus"
@@ -24,6 +26,17 @@ CMD_RELATED = "codeask.related"
 Kind = Literal["function", "method", "class", "module", "section", "window", "commit", "hunk"]
 Scope = Literal["code", "history", "all"]
 K = Annotated[int, msgspec.Meta(ge=1, le=200)]
+
+
+# Strings bounded by their entry in limits.MAX_CHARS (a longer one is InvalidParams).
+Query = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CHARS["query"])]
+Question = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CHARS["question"])]
+Uri = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["uri"])]
+PathGlob = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["pathGlob"])]
+Language = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["language"])]
+Author = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["author"])]
+Date = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["since"])]
+StreamToken = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["streamToken"])]
 
 
 class Position(msgspec.Struct):
@@ -43,19 +56,19 @@ class Range(msgspec.Struct):
 class SearchFilters(msgspec.Struct, rename="camel", omit_defaults=True):
     """Narrow a search; every field optional (see codeask.core.retrieve.Filters)."""
 
-    language: str | None = None
-    path_glob: str | None = None
+    language: Language | None = None
+    path_glob: PathGlob | None = None
     kind: Kind | None = None
     scope: Scope = "code"
-    author: str | None = None
-    since: str | None = None
-    until: str | None = None
+    author: Author | None = None
+    since: Date | None = None
+    until: Date | None = None
 
 
 class SemanticSearchParams(msgspec.Struct, rename="camel"):
     """`workspace/semanticSearch` and the `codeask.search` command."""
 
-    query: Annotated[str, msgspec.Meta(min_length=1, max_length=20_000)]
+    query: Query
     k: K | None = None
     filters: SearchFilters | None = None
 
@@ -63,12 +76,12 @@ class SemanticSearchParams(msgspec.Struct, rename="camel"):
 class AskCodeParams(msgspec.Struct, rename="camel"):
     """`workspace/askCode`."""
 
-    question: Annotated[str, msgspec.Meta(min_length=1, max_length=50_000)]
-    uri: str | None = None
+    question: Question
+    uri: Uri | None = None
     range: Range | None = None
     k: K | None = None
     filters: SearchFilters | None = None
-    stream_token: str | int | None = None
+    stream_token: StreamToken | int | None = None
 
 
 class IndexStatusParams(msgspec.Struct):
@@ -95,9 +108,11 @@ def decode_params(method: str, raw: Any) -> msgspec.Struct:
     if not isinstance(raw, dict):
         raise InvalidParams(f"{method}: params must be an object, got {type(raw).__name__}")
     try:
-        return msgspec.convert(raw, kind)
-    except msgspec.ValidationError as exc:
+        params = msgspec.convert(raw, kind)
+        check_text(raw)  # after the length limits: never walks an oversized string
+    except (msgspec.ValidationError, LimitError) as exc:
         raise InvalidParams(f"{method}: {exc}") from None
+    return params
 
 
 # ---- results ---------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, BinaryIO, ClassVar, TypeVar, cast
+from urllib.parse import unquote
 
 import attrs
 import cattrs
@@ -39,6 +40,8 @@ from codeask.config import Settings, build_settings, read_env
 from codeask.core.history import BlameInfo, blame_commits
 from codeask.lsp import handlers
 from codeask.lsp.folders import Folders
+from codeask.lsp.framing import FramedStdin, Framer, LockedWriter
+from codeask.lsp.limits import MAX_CHARS
 from codeask.lsp.messages import (
     ANSWER_DELTA,
     ASK_CODE,
@@ -56,8 +59,10 @@ from codeask.lsp.messages import (
     decode_params,
     to_json,
 )
+from codeask.lsp.paths import document_text, workspace_path
 from codeask.lsp.progress import ProgressValue, WorkDone
 from codeask.lsp.settings import SECTION, EditorSettings
+from codeask.lsp.window import window
 
 log = logging.getLogger("codeask.lsp")
 
@@ -450,30 +455,26 @@ def request(fn: Handler) -> Handler:
     return wrapped
 
 
-def _doc_text(ls: CodeaskServer, uri: str) -> str:
-    """The open text of a document (or the file on disk); '' when unreadable."""
-    try:
-        return ls.workspace.get_text_document(uri).source
-    except Exception:
-        return ""
+def _doc_text(ls: CodeaskServer, uri: str) -> str | None:
+    """Editor-sent text, or a disk read inside a workspace folder (paths.py); None if neither."""
+    return document_text(ls.workspace, ls.folders, uri)
 
 
 def _doc_name(ls: CodeaskServer, uri: str, path: Path | None) -> str:
     if path is not None:
         return path.name
-    try:
-        language = ls.workspace.get_text_document(uri).language_id or "text"
-    except Exception:
-        language = "text"
+    document = ls.workspace.text_documents.get(unquote(uri))
+    language = (document.language_id if document is not None else None) or "text"
     return f"untitled.{EXTENSIONS.get(language, language)}"
 
 
 def _plan_hover(
     ls: CodeaskServer, uri: str, path: Path | None, line: int, character: int = 0
 ) -> Any:
-    """Off the loop: the document text may have to be read from disk."""
-    text, name = _doc_text(ls, uri), _doc_name(ls, uri, path)
-    return handlers.plan_hover(ls.folders, path, name, line, text, character)
+    """Off the loop (the text may be read from disk); a huge document is seen through a
+    bounded window around the cursor (window.py)."""
+    text, name = _doc_text(ls, uri) or "", _doc_name(ls, uri, path)
+    return handlers.plan_hover(ls.folders, path, name, window(text, line, character))
 
 
 # ---- lifecycle ----------------------------------------------------------------------------
@@ -560,22 +561,22 @@ def on_did_change_folders(ls: CodeaskServer, params: types.DidChangeWorkspaceFol
 
 # ---- documents and files ------------------------------------------------------------------
 def on_did_open(ls: CodeaskServer, params: types.DidOpenTextDocumentParams) -> None:
-    """An opened file is re-checked and its chunks embedded first."""
-    path = handlers.uri_path(params.text_document.uri)
+    """An opened file is re-checked and its chunks embedded first (inside a folder only)."""
+    path = workspace_path(ls.folders, params.text_document.uri)
     if path is not None:
         ls.schedule_paths([path])
 
 
 def on_did_save(ls: CodeaskServer, params: types.DidSaveTextDocumentParams) -> None:
-    """A saved file is reindexed after `server.debounceMs` of quiet (coalesced)."""
-    path = handlers.uri_path(params.text_document.uri)
+    """A saved file is reindexed after `server.debounceMs` of quiet (inside a folder only)."""
+    path = workspace_path(ls.folders, params.text_document.uri)
     if path is not None:
         ls.schedule_paths([path])
 
 
 def on_watched_files(ls: CodeaskServer, params: types.DidChangeWatchedFilesParams) -> None:
     """Edits outside the editor, creates, deletes, renames (delete + create)."""
-    paths = [handlers.uri_path(change.uri) for change in params.changes]
+    paths = [workspace_path(ls.folders, change.uri) for change in params.changes]
     ls.schedule_paths([p for p in paths if p is not None])
 
 
@@ -585,7 +586,7 @@ async def on_hover(ls: CodeaskServer, params: types.HoverParams) -> types.Hover 
     """Related code at the cursor, under a 100 ms budget; null when nothing is ready."""
     started = time.monotonic()
     uri = params.text_document.uri
-    path = handlers.uri_path(uri)
+    path = workspace_path(ls.folders, uri)
     worker = ls.folders.worker_for(path) if path is not None else None
     settings = worker.folder.settings if worker and worker.folder else ls.settings
     if not settings.server.hover or not ls.folders.ready():
@@ -618,7 +619,8 @@ async def on_hover(ls: CodeaskServer, params: types.HoverParams) -> types.Hover 
 async def on_code_lens(ls: CodeaskServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     """`N related` lenses (off unless `server.codeLens`)."""
     uri = params.text_document.uri
-    return await ls.in_thread(handlers.code_lenses, ls.folders, handlers.uri_path(uri), uri)
+    path = workspace_path(ls.folders, uri)
+    return await ls.in_thread(handlers.code_lenses, ls.folders, path, uri)
 
 
 @request
@@ -656,7 +658,7 @@ async def on_ask_code(ls: CodeaskServer, params: AskCodeParams) -> Any:
         check_question(params.question)
     except ValueError as exc:
         raise InvalidParams(f"{ASK_CODE}: {exc}") from None
-    text = _doc_text(ls, params.uri) if params.uri else None
+    text = await ls.in_thread(_doc_text, ls, params.uri) if params.uri else None
     editor = await ls.in_thread(handlers.editor_context, ls.folders, params, text)
     token = params.stream_token
 
@@ -685,7 +687,7 @@ async def cmd_search(ls: CodeaskServer, *args: Any) -> Any:
 @request
 async def cmd_reindex(ls: CodeaskServer, *args: Any) -> Any:
     """`codeask.reindex` [uri?]: full rebuild (vectors come back from the cache)."""
-    target = handlers.uri_path(args[0]) if args and isinstance(args[0], str) else None
+    target = workspace_path(ls.folders, args[0]) if args and isinstance(args[0], str) else None
     worker = ls.folders.worker_for(target) if target is not None else None
     for each in [worker] if worker else list(ls.folders.workers.values()):
         each.request_full("rebuild")
@@ -706,9 +708,17 @@ async def cmd_related(ls: CodeaskServer, *args: Any) -> Any:
     if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], int):
         raise InvalidParams("codeask.related: arguments must be [uri, line]")
     uri, line = args
-    path = handlers.uri_path(uri)
-    text, name = _doc_text(ls, uri), _doc_name(ls, uri, path)
-    return await ls.in_thread(handlers.related_items, ls.folders, path, name, line, text)
+    if len(uri) > MAX_CHARS["uri"] or line < 0:
+        raise InvalidParams(
+            f"codeask.related: uri must be at most {MAX_CHARS['uri']} characters, line >= 0"
+        )
+    path = workspace_path(ls.folders, uri)
+    return await ls.in_thread(_related, ls, uri, path, line)
+
+
+def _related(ls: CodeaskServer, uri: str, path: Path | None, line: int) -> Any:
+    text, name = _doc_text(ls, uri) or "", _doc_name(ls, uri, path)
+    return handlers.related_items(ls.folders, path, name, window(text, line, 0))
 
 
 def build_server() -> CodeaskServer:
@@ -769,10 +779,12 @@ def run(tcp_port: int | None = None) -> int:
             ls.tcp = True
             ls.start_tcp("127.0.0.1", tcp_port)
         else:
-            stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+            stdout = LockedWriter(os.fdopen(os.dup(sys.stdout.fileno()), "wb"))
             os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints/C output → stderr
             sys.stdout = sys.stderr
-            ls.start_io(stdin, stdout)
+            # framing.py: bounded, resynchronising reader; broken messages answered there
+            stdin = FramedStdin(Framer(sys.stdin.buffer, stdout))
+            ls.start_io(cast(BinaryIO, stdin), cast(BinaryIO, stdout))
     finally:
         ls.folders.stop()
         ls.requests.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,71 @@
+"""The one path guard: which files a request may read from disk.
+
+A request names a document by URI. The server may use the text the editor itself sent for an
+open document (any scheme, any place: the user opened it), but it reads from disk only a
+`file:` URI whose real path (symlinks and `..` resolved) lies inside a workspace folder (also
+resolved, by `Folders.add`). Everything else, e.g. `file:///etc/shadow`, a `../` escape or an
+in-workspace symlink to `/etc/passwd`, yields no content and is never indexed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+from urllib.parse import unquote
+
+from pygls.uris import to_fs_path
+from pygls.workspace import Workspace
+
+from codeask.lsp.folders import Folders
+from codeask.lsp.limits import MAX_CHARS, MAX_DISK_READ
+
+log = logging.getLogger("codeask.lsp")
+
+
+def uri_path(uri: str) -> Path | None:
+    """A file URI as an absolute real path; None for other schemes or unusable URIs."""
+    if not uri.startswith("file:") or len(uri) > MAX_CHARS["uri"]:
+        return None
+    try:
+        fs = to_fs_path(uri)
+        return Path(fs).resolve() if fs else None
+    except (ValueError, OSError):  # NUL in the path, symlink loops, ...
+        return None
+
+
+def workspace_path(folders: Folders, uri: str) -> Path | None:
+    """The real path of `uri` when it lies inside a workspace folder; None otherwise."""
+    path = uri_path(uri)
+    if path is None:
+        return None
+    if folders.worker_for(path) is None:
+        log.debug("%s is outside every workspace folder: not read, not indexed", path)
+        return None
+    return path
+
+
+def read_inside(path: Path) -> str:
+    """A regular file's text ('' when missing, too large or a symlink swapped in since)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DISK_READ:
+            return ""
+        return handle.read(MAX_DISK_READ).decode("utf-8", errors="replace")
+
+
+def document_text(workspace: Workspace, folders: Folders, uri: str) -> str | None:
+    """What the editor sent for `uri`, else the guarded disk copy; None when neither exists."""
+    document = workspace.text_documents.get(unquote(uri))
+    if document is not None:
+        return str(document.source)
+    path = workspace_path(folders, uri)
+    if path is None:
+        return None
+    return read_inside(path)

@@ -1,0 +1,68 @@
+"""A real loopback OpenAI-compatible endpoint that records every request body it gets."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class Recorder:
+    """What the endpoint saw: raw request bodies, in order."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.port = 0
+
+    def text(self) -> str:
+        """Every body, decoded (JSON escapes undone), as one string to search."""
+        return "\n".join(json.dumps(json.loads(b), ensure_ascii=False) for b in self.bodies)
+
+
+def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            recorder.bodies.append(body)
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            chunk = {"choices": [{"delta": {"content": "An answer."}}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    return Handler
+
+
+@contextmanager
+def fake_llm() -> Iterator[Recorder]:
+    """Serve until the block ends."""
+    recorder = Recorder()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(recorder))
+    recorder.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield recorder
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def llm_options(port: int) -> dict[str, Any]:
+    """initializationOptions pointing the server's LLM at the recorder."""
+    return {
+        "llm": {
+            "provider": "openai",
+            "baseUrl": f"http://127.0.0.1:{port}",
+            "model": "stand-in",
+            "connectTimeout": 2,
+            "readTimeout": 30,
+        }
+    }
