@@ -18,8 +18,8 @@ from typing import Any
 
 #: The server's peak resident memory (VmHWM) must stay under this through every hostile case.
 #: Measured baseline on the small fixture workspace with the embedding model loaded:
-#: see docs/protocol.md ("Limits"); the ceiling is that baseline plus a margin.
-MEMORY_CEILING_MB = 800
+#: ~345 MB; the ceiling is that baseline plus a 300 MB margin (docs/protocol.md, "Memory").
+MEMORY_CEILING_MB = 650
 
 REPLY_TIMEOUT = 30.0
 

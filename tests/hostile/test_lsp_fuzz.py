@@ -55,6 +55,8 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
     server.initialize([make_workspace(base / "ws")])
     server.wait_ready()
     yield server
+    peak = server.vm_hwm_mb()
+    print(f"\nserver VmHWM after the hostile cases: {peak:.0f} MB (ceiling {MEMORY_CEILING_MB})")
     assert server.close() == 0
 
 
@@ -220,6 +222,9 @@ def test_hover_five_times_on_a_ten_megabyte_document(wire: Wire, tmp_path: Path)
     assert any(item["uri"].endswith("app/config.py") for item in related), related
     growth = wire.vm_hwm_mb() - before
     assert growth < 100, f"five hovers raised the peak by {growth:.0f} MB"
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": lines, "character": 0}}
+    ask = {"question": "what is this?", "uri": uri, "range": everything}
+    _invalid_params(wire.request("workspace/askCode", ask), "selected range", "200000")
     wire.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     check_alive(wire)
 
