@@ -1,22 +1,45 @@
-"""Settings: one typed tree with defaults, merged defaults < project file < editor < environment.
+"""Settings: one typed tree with defaults, merged defaults < user config < project file < editor
+< environment.
 
 Every field is documented here (the README's table is generated from these docstrings by
 `python -m codeask.config --markdown`). Invalid values never crash the server: the offending
 section falls back to its defaults and a warning says why.
+
+A project file is written by whoever wrote the repository, so it must not decide where code and
+credentials go: the `PROTECTED` settings are dropped from it (one warning each, naming the file)
+unless the user trusts the workspace (`trusted_folders` in the user config, the editor's
+`trustWorkspace`, or `CODEASK_TRUST_WORKSPACE=1`). We only ever read the user config.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import logging
 import os
 import re
 import sys
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+log = logging.getLogger(__name__)
+
 PROJECT_FILES = (".codeask.toml", "codeask.toml")
+#: The user's own settings file, under `$XDG_CONFIG_HOME` (default ~/.config).
+USER_CONFIG = Path("codeask") / "config.toml"
+#: Environment variable that trusts every workspace of this process (`1`, `true`, `yes`).
+TRUST_ENV = "CODEASK_TRUST_WORKSPACE"
+#: Editor setting (top level, camelCase `trustWorkspace`): the client says the workspace is trusted.
+TRUST_EDITOR_KEY = "trust_workspace"
+#: User-config key (top level): folders whose project files may set protected settings.
+TRUSTED_FOLDERS_KEY = "trusted_folders"
+#: Top-level keys that are not settings sections (never warned about as unknown sections).
+TRUST_KEYS = frozenset({TRUST_EDITOR_KEY, TRUSTED_FOLDERS_KEY})
 ENV_PREFIX = "CODEASK_"
 DEFAULT_EMBED_MODEL = "codeask/all-MiniLM-L6-v2-int8"
 
@@ -152,6 +175,64 @@ SECTIONS: dict[str, type[msgspec.Struct]] = {
     name: type(getattr(Settings(), name)) for name in Settings.__struct_fields__
 }
 
+#: Settings a project file may set only in a trusted workspace: they decide where code and
+#: credentials go (the LLM endpoint and its key, a model hub download, folders outside the
+#: workspace) or lower the protection of secrets. THE one list; checked against the tree below.
+PROTECTED_FIELDS = frozenset(
+    {
+        "llm.provider",
+        "llm.base_url",
+        "llm.api_key_env",
+        "index.skip_secrets",
+        "index.location",
+        "embed.cache_dir",
+        "embed.model",
+    }
+)
+#: Name patterns that protect a secret-handling setting as soon as it is added to the tree
+#: (`index.redact_secrets`, a `secrets` section), without anyone remembering to list it.
+PROTECTED_PATTERNS = ("secrets.*", "*.*secret*", "*.*redact*")
+
+
+def _field_names() -> list[str]:
+    return [f"{s}.{f}" for s, t in SECTIONS.items() for f in t.__struct_fields__]
+
+
+def _protected() -> frozenset[str]:
+    """PROTECTED_FIELDS plus every field matching PROTECTED_PATTERNS; fails on a stale name."""
+    names = _field_names()
+    missing = sorted(PROTECTED_FIELDS - set(names))
+    if missing:
+        raise RuntimeError(f"PROTECTED_FIELDS names settings that do not exist: {missing}")
+    matched = {n for n in names for p in PROTECTED_PATTERNS if fnmatch.fnmatchcase(n, p)}
+    return PROTECTED_FIELDS | matched
+
+
+PROTECTED_NOTE = " *Protected: ignored in a project file unless the workspace is trusted.*"
+#: The trust switches (not settings fields: a project file can set none of them), for the table.
+TRUST_DOCS = (
+    (
+        f"{TRUSTED_FOLDERS_KEY} (user config only)",
+        "[]",
+        "Folders (and everything below them) whose project file may set protected settings."
+        " Top-level key of `~/.config/codeask/config.toml`.",
+    ),
+    (
+        "trustWorkspace (editor only)",
+        "false",
+        "The editor says the workspace is trusted: VS Code sends its workspace trust; in"
+        " Neovim set it in your own config.",
+    ),
+    (
+        f"${TRUST_ENV} (environment only)",
+        "unset",
+        "`1` trusts every workspace of this process (CI, scripts).",
+    ),
+)
+#: Every protected dotted name (computed once, at import).
+PROTECTED = _protected()
+PROTECTED_SECTIONS = frozenset(name.partition(".")[0] for name in PROTECTED)
+
 
 def snake_case(key: str) -> str:
     """Editors send camelCase keys; our fields are snake_case."""
@@ -184,16 +265,30 @@ def cache_dir(settings: Settings) -> Path:
     return Path(base) / "codeask"
 
 
-def read_project_file(root: Path) -> tuple[dict[str, Any], list[str]]:
+def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """A TOML settings file, keys snake_cased; invalid or unreadable: empty, with a warning."""
+    try:
+        return normalise_keys(tomllib.loads(path.read_text(encoding="utf-8"))), []
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"{path}: ignored, not valid TOML ({exc})"]
+
+
+def project_file(root: Path) -> Path | None:
     """The `[codeask]`-free TOML settings file at the root of a workspace folder, if any."""
-    for name in PROJECT_FILES:
-        path = root / name
-        if path.is_file():
-            try:
-                return tomllib.loads(path.read_text(encoding="utf-8")), []
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                return {}, [f"{path}: ignored, not valid TOML ({exc})"]
-    return {}, []
+    return next((root / n for n in PROJECT_FILES if (root / n).is_file()), None)
+
+
+def read_project_file(root: Path) -> tuple[dict[str, Any], list[str]]:
+    """The project file's contents, unfiltered (see `load_settings` for the trust filter)."""
+    path = project_file(root)
+    return read_toml(path) if path else ({}, [])
+
+
+def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/codeask/config.toml` (~/.config/...): read here, never written."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / USER_CONFIG
 
 
 def read_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -226,7 +321,7 @@ def build_settings(*layers: dict[str, Any] | None) -> tuple[Settings, list[str]]
     warnings: list[str] = []
     sections: dict[str, Any] = {}
     for key in merged:
-        if key not in SECTIONS:
+        if key not in SECTIONS and key not in TRUST_KEYS:
             warnings.append(f"unknown settings section '{key}' ignored")
     for name, section_type in SECTIONS.items():
         raw = merged.get(name, {})
@@ -238,13 +333,113 @@ def build_settings(*layers: dict[str, Any] | None) -> tuple[Settings, list[str]]
     return Settings(**sections), warnings
 
 
+# ---- user config and workspace trust -------------------------------------------------------
+@dataclass
+class UserConfig:
+    """The user's own settings file: a settings layer plus the folders the user trusts."""
+
+    path: Path
+    settings: dict[str, Any] = dataclass_field(default_factory=dict)
+    trusted_folders: list[Path] = dataclass_field(default_factory=list)
+    warnings: list[str] = dataclass_field(default_factory=list)
+
+
+def read_user_config(environ: Mapping[str, str] | None = None) -> UserConfig:
+    """The user config, if there is one; `trusted_folders` is taken out of the settings layer."""
+    config = UserConfig(user_config_path(environ))
+    if not config.path.is_file():
+        return config
+    data, config.warnings = read_toml(config.path)
+    folders = data.pop(TRUSTED_FOLDERS_KEY, [])
+    data.pop(TRUST_EDITOR_KEY, None)  # the user config trusts by folder, never wholesale
+    if isinstance(folders, list) and all(isinstance(f, str) for f in folders):
+        config.trusted_folders = [Path(f).expanduser().resolve() for f in folders if f]
+    else:
+        config.warnings.append(f"{config.path}: {TRUSTED_FOLDERS_KEY} must be a list of paths")
+    config.settings = data
+    return config
+
+
+def trust_source(
+    root: Path, editor: Mapping[str, Any], user: UserConfig, environ: Mapping[str, str]
+) -> str | None:
+    """Who trusts `root` (for the log), or None: the environment, the editor, or the user config."""
+    if environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return f"${TRUST_ENV}"
+    if editor.get(TRUST_EDITOR_KEY) is True:
+        return "the editor (trustWorkspace)"
+    real = root.resolve()
+    for folder in user.trusted_folders:
+        if real == folder or folder in real.parents:
+            return f"{TRUSTED_FOLDERS_KEY} in {user.path}"
+    return None
+
+
+def filter_untrusted(
+    project: dict[str, Any], origin: Path, below: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """The project layer without protected settings; a warning per key that would have changed
+    something (`below`: the merged lower layers, to stay quiet about values that change nothing)."""
+    kept = dict(project)
+    warnings = [_refused(origin, key) for key in sorted(TRUST_KEYS & kept.keys())]
+    for key in TRUST_KEYS:
+        kept.pop(key, None)
+    for section in sorted(PROTECTED_SECTIONS & kept.keys()):
+        values = kept[section]
+        if not isinstance(values, dict):
+            del kept[section]
+            warnings.append(_refused(origin, section))
+            continue
+        kept[section] = values = dict(values)
+        lower = below.get(section, {})
+        for name in sorted(PROTECTED):
+            sec, _, fld = name.partition(".")
+            if sec == section and fld in values:
+                value = values.pop(fld)
+                if not (isinstance(lower, dict) and lower.get(fld) == value):
+                    warnings.append(_refused(origin, name))
+    return kept, warnings
+
+
+def _refused(origin: Path, key: str) -> str:
+    return (
+        f"{origin} tried to set {key}; ignored: the workspace is not trusted (see docs/security.md)"
+    )
+
+
 def load_settings(
-    root: Path | None = None, editor: dict[str, Any] | None = None
+    root: Path | None = None,
+    editor: dict[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[Settings, list[str]]:
-    """Settings for one workspace folder: defaults < project file < editor < environment."""
-    project, warnings = read_project_file(root) if root else ({}, [])
-    settings, more = build_settings(project, editor, read_env())
-    return settings, warnings + more
+    """Settings for one workspace folder: defaults < user config < project file < editor < env.
+
+    The project file loses its protected settings unless the workspace is trusted.
+    """
+    env = os.environ if environ is None else environ
+    editor = normalise_keys(dict(editor or {}))
+    user = read_user_config(env)
+    warnings = list(user.warnings)
+    project, more = _project_layer(root, editor, user, env) if root else ({}, [])
+    settings, built = build_settings(user.settings, project, editor, read_env(dict(env)))
+    return settings, warnings + more + built
+
+
+def _project_layer(
+    root: Path, editor: Mapping[str, Any], user: UserConfig, environ: Mapping[str, str]
+) -> tuple[dict[str, Any], list[str]]:
+    """The project file as a layer: whole when trusted, else without its protected settings."""
+    path = project_file(root)
+    if path is None:
+        return {}, []
+    project, warnings = read_toml(path)
+    source = trust_source(root, editor, user, environ)
+    if source is not None:
+        log.info("%s: workspace trusted by %s; its project file applies in full", root, source)
+        return project, warnings
+    below = msgspec.to_builtins(build_settings(user.settings)[0])
+    kept, refused = filter_untrusted(project, path, below)
+    return kept, warnings + refused
 
 
 def settings_markdown() -> str:
@@ -267,9 +462,13 @@ def settings_markdown() -> str:
                 doc = body[i + 1] if i + 1 < len(body) else None
                 text = ""
                 if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
-                    text = str(doc.value.value)
+                    text = " ".join(str(doc.value.value).split())
+                name = f"{section}.{stmt.target.id}"
+                if name in PROTECTED:
+                    text += PROTECTED_NOTE
                 default = defaults[section][stmt.target.id]
-                rows.append(f"| `{section}.{stmt.target.id}` | `{default!r}` | {text} |")
+                rows.append(f"| `{name}` | `{default!r}` | {text} |")
+    rows += [f"| `{key}` | `{default}` | {text} |" for key, default, text in TRUST_DOCS]
     return "\n".join(rows)
 
 
