@@ -14,6 +14,8 @@ import {
   type ServerOptions,
   State,
 } from "vscode-languageclient/node";
+import { findBasePython, installPrivateEnv, privateEnvState, readBundledWheel, envPaths } from "./bootstrap";
+import { installPrompt, resolve as resolveServer } from "./core/bootstrap";
 import { type Candidate, type DiscoveryInput, type Probe, discover, expandHome } from "./core/discovery";
 import {
   ANSWER_DELTA,
@@ -64,14 +66,25 @@ function pythonHasCodeask(python: string): Promise<string | undefined> {
   });
 }
 
+/** Where the extension is installed (its `server/` wheel) and its global storage (the private env). */
+export interface ExtensionPaths {
+  extensionDir: string;
+  storageDir: string;
+}
+
 export class CodeaskClient implements Server {
   private client: LanguageClient | undefined;
   private readonly deltaListeners = new Set<(token: string | number, delta: string) => void>();
   private starting: Promise<void> | undefined;
+  /** The message of an install that failed in this session: not retried on its own. */
+  private installFailure: string | undefined;
+  /** The Python extension's interpreter at the last start, to restart only on a real change. */
+  private lastInterpreter: string | undefined;
 
   constructor(
     private readonly host: VsCodeHost,
     private readonly status: IndexStatusBar,
+    private readonly paths: ExtensionPaths,
   ) {}
 
   get ready(): boolean {
@@ -79,9 +92,24 @@ export class CodeaskClient implements Server {
   }
 
   /** Start (once at a time); failures end in the status bar and a notification with the fix. */
-  start(): Promise<void> {
-    this.starting ??= this.doStart().finally(() => (this.starting = undefined));
+  start(requested = false): Promise<void> {
+    this.starting ??= this.doStart(requested).finally(() => (this.starting = undefined));
     return this.starting;
+  }
+
+  /** The Install Server command, and the notification's Install / Retry: (re)install, then start. */
+  async installServer(): Promise<void> {
+    await this.starting;
+    await this.stop();
+    await this.start(true);
+  }
+
+  /** Restart when the Python extension now selects another interpreter than at the last start. */
+  async interpreterChanged(): Promise<void> {
+    const now = await this.host.pythonExtensionInterpreter(this.host.folders()[0]);
+    if (now === this.lastInterpreter) return;
+    this.host.log.appendLine(`Python interpreter changed (${this.lastInterpreter ?? "none"} → ${now ?? "none"}): restarting`);
+    await this.restart();
   }
 
   async stop(): Promise<void> {
@@ -137,17 +165,83 @@ export class CodeaskClient implements Server {
     return toServerSettings((key) => this.host.explicitSetting(key, scopeUri));
   }
 
-  private async doStart(): Promise<void> {
+  /** Explicit setting → interpreter → PATH → private env → install it (asked, or not). */
+  private async doStart(requested: boolean): Promise<void> {
     this.status.setPhase("starting");
-    const found = await discover(await this.discoveryInput(), nodeProbe);
+    const input = await this.discoveryInput();
+    this.lastInterpreter = input.pythonExtensionInterpreter;
+    const found = await discover(input, nodeProbe);
     for (const line of found.skipped) this.host.log.appendLine(`server discovery: skipped ${line}`);
-    if (!found.ok) {
-      this.status.setPhase("failed", found.message);
-      this.host.log.appendLine(found.message);
-      void this.offerFix(found.message);
+    const bundled = readBundledWheel(this.paths.extensionDir);
+    const env = bundled ? privateEnvState(this.paths.storageDir, bundled.stamp, input.platform) : "missing";
+    const action = resolveServer({
+      found: found.ok,
+      explicit: Boolean(input.serverPath || input.pythonPath),
+      hasWheel: bundled !== undefined,
+      env,
+      autoInstall: this.host.setting<boolean>("autoInstallServer") === true,
+      requested,
+      failedBefore: this.installFailure !== undefined,
+    });
+    if (action === "start-found" && found.ok) return this.launch(found.candidate);
+    const python = envPaths(this.paths.storageDir, input.platform).python;
+    if (action === "start-private") return this.launch({ command: python, args: ["-m", "codeask", "serve"], source: "private environment" });
+    if (action === "install" && bundled) return this.install(input, bundled);
+    const message = found.ok ? "" : found.message;
+    if (action === "ask" && bundled) {
+      this.host.log.appendLine(message);
+      this.status.setPhase("missing", `${message}\nRun "codeask: Install Server" to install it.`);
+      void this.askInstall(bundled.stamp.version);
       return;
     }
-    const { command, args, source } = found.candidate;
+    const why = this.installFailure ?? message;
+    this.status.setPhase("failed", why);
+    this.host.log.appendLine(why);
+    void this.offerFix(why);
+  }
+
+  /** The Install / Not now question; it does not hold up the start (the toast may wait). */
+  private async askInstall(version: string): Promise<void> {
+    const choice = await this.host.showInfo(installPrompt(version, this.paths.storageDir), "Install", "Not now");
+    if (choice === "Install") await this.installServer();
+    else this.host.log.appendLine("server install: not now (run \"codeask: Install Server\" later)");
+  }
+
+  /** Creates / upgrades the private env with progress and a log, then starts its server. */
+  private async install(input: DiscoveryInput, bundled: NonNullable<ReturnType<typeof readBundledWheel>>): Promise<void> {
+    const base = await findBasePython({ interpreter: input.pythonExtensionInterpreter, envPath: input.envPath, platform: input.platform });
+    if ("message" in base) return this.installFailed(base.message);
+    this.status.setPhase("installing", `Installing codeask ${bundled.stamp.version} with ${base.python}`);
+    this.host.log.appendLine(`server install: codeask ${bundled.stamp.version} into ${this.paths.storageDir} with ${base.python}`);
+    const result = await this.host.withProgress(`codeask: installing the server ${bundled.stamp.version}`, (report, signal) =>
+      installPrivateEnv({
+        storageDir: this.paths.storageDir,
+        bundled,
+        basePython: base.python,
+        platform: input.platform,
+        log: (line) => this.host.log.appendLine(`[install] ${line}`),
+        progress: report,
+        signal,
+      }),
+    );
+    if (!result.ok) return this.installFailed(result.message);
+    this.installFailure = undefined;
+    await this.launch({ command: result.python, args: ["-m", "codeask", "serve"], source: "private environment" });
+  }
+
+  /** Remembered for the session (no automatic retry); the notification offers the log and Retry. */
+  private installFailed(message: string): void {
+    this.installFailure = message;
+    this.host.log.appendLine(message);
+    this.status.setPhase("failed", message);
+    void this.host.showError(message, "Show Logs", "Retry").then((choice) => {
+      if (choice === "Show Logs") this.host.log.show();
+      if (choice === "Retry") void this.installServer();
+    });
+  }
+
+  private async launch(candidate: Candidate): Promise<void> {
+    const { command, args, source } = candidate;
     this.host.log.appendLine(`starting ${command} ${args.join(" ")} (from ${source})`);
     const client = new LanguageClient("codeask", "codeask", this.serverOptions(command, args), this.clientOptions());
     client.onNotification(ANSWER_DELTA, (params: AnswerDelta) => {

@@ -16,7 +16,10 @@ export async function activate(context: ExtensionContext): Promise<void> {
   const host = new VsCodeHost();
   const status = new IndexStatusBar(host, () => (client?.ready ? client.indexStatus() : undefined));
   const answers = new AnswerView(host);
-  const codeask = new CodeaskClient(host, status);
+  const codeask = new CodeaskClient(host, status, {
+    extensionDir: context.extensionPath,
+    storageDir: context.globalStorageUri.fsPath,
+  });
   client = codeask;
   const commands = new Commands(host, () => client, answers, status);
   commands.onRestartRequested = () => codeask.restart();
@@ -26,11 +29,13 @@ export async function activate(context: ExtensionContext): Promise<void> {
   host.registerCommand("codeask.cancelAsk", () => commands.cancelAsk());
   host.registerCommand("codeask.restartServer", () => codeask.restart());
   host.registerCommand("codeask.showLogs", () => host.log.show());
+  host.registerCommand("codeask.installServer", () => codeask.installServer());
   const config = host.onConfigChange((affects) => {
     if (needsRestart(affects)) void codeask.restart();
     else if (affects("")) void codeask.settingsChanged();
   });
-  context.subscriptions.push(host, status, answers, config, { dispose: () => void codeask.stop() });
+  const interpreter = host.onPythonInterpreterChange(() => void codeask.interpreterChanged());
+  context.subscriptions.push(host, status, answers, config, interpreter, { dispose: () => void codeask.stop() });
   await codeask.start();
 }
 

@@ -84,6 +84,24 @@ export class VsCodeHost implements Host, Disposable {
     void vscode.window.showWarningMessage(message);
   }
 
+  showInfo(message: string, ...actions: string[]): Promise<string | undefined> {
+    return Promise.resolve(vscode.window.showInformationMessage(message, ...actions));
+  }
+
+  /** A cancellable progress notification; `report` replaces its message. */
+  withProgress<T>(title: string, task: (report: (message: string) => void, signal: AbortSignal) => Promise<T>): Promise<T> {
+    return Promise.resolve(
+      vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+        (progress, token) => {
+          const abort = new AbortController();
+          token.onCancellationRequested(() => abort.abort());
+          return task((message) => progress.report({ message }), abort.signal);
+        },
+      ),
+    );
+  }
+
   async openLocation(uri: string, range?: Range): Promise<void> {
     const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
     const selection = range ? toRange({ start: range.start, end: range.start }) : undefined;
@@ -190,6 +208,26 @@ export class VsCodeHost implements Host, Disposable {
     }
   }
 
+  /**
+   * Calls `fn` when the Python interpreter may have changed: the Python extension's active
+   * environment event (once that extension is active) or `python.defaultInterpreterPath`.
+   */
+  onPythonInterpreterChange(fn: () => void): Disposable {
+    const config = vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration("python.defaultInterpreterPath")) fn();
+    });
+    this.subscriptions.push(config);
+    const ext = vscode.extensions.getExtension<PythonApi>("ms-python.python");
+    let event: vscode.Disposable | undefined;
+    const subscribe = () => {
+      event ??= ext?.exports?.environments?.onDidChangeActiveEnvironmentPath?.(() => fn());
+      if (event) this.subscriptions.push(event);
+    };
+    if (ext?.isActive) subscribe();
+    else if (ext) void Promise.resolve(ext.activate()).then(subscribe, () => undefined);
+    return { dispose: () => (config.dispose(), event?.dispose()) };
+  }
+
   dispose(): void {
     for (const d of this.subscriptions) d.dispose();
     this.channel.dispose();
@@ -201,6 +239,7 @@ interface PythonApi {
   environments?: {
     getActiveEnvironmentPath?(resource?: vscode.Uri): { id: string; path: string } | undefined;
     resolveEnvironment?(env: unknown): Thenable<{ executable?: { uri?: vscode.Uri } } | undefined>;
+    onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
   };
   settings?: { getExecutionDetails?(resource?: vscode.Uri): { execCommand?: string[] } | undefined };
 }

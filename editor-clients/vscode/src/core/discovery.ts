@@ -4,7 +4,7 @@
  * probes are passed in.
  */
 
-export type CandidateSource = "codeask.serverPath" | "codeask.pythonPath" | "Python extension" | "PATH";
+export type CandidateSource = "codeask.serverPath" | "codeask.pythonPath" | "Python extension" | "PATH" | "private environment";
 
 export interface Candidate {
   command: string;

@@ -32,13 +32,19 @@ export interface StatusView {
   severity: "normal" | "warning" | "error";
 }
 
-export type ClientPhase = "starting" | "running" | "stopped" | "failed";
+export type ClientPhase = "starting" | "installing" | "missing" | "running" | "stopped" | "failed";
 
 /** The status bar item for the client's phase and the server's index state. */
 export function statusView(phase: ClientPhase, state: IndexState | undefined, detail = ""): StatusView {
   const logs = "Click to show the codeask logs.";
   if (phase === "failed") {
     return { text: "$(error) codeask: error", tooltip: `${detail || "The server could not start."}\n${logs}`, severity: "error" };
+  }
+  if (phase === "installing") {
+    return { text: "$(sync~spin) codeask: installing server", tooltip: `${detail || "Installing the codeask server."}\n${logs}`, severity: "normal" };
+  }
+  if (phase === "missing") {
+    return { text: "$(circle-slash) codeask: no server", tooltip: `${detail || "No codeask server found."}\n${logs}`, severity: "warning" };
   }
   if (phase === "stopped") return { text: "$(circle-slash) codeask: stopped", tooltip: logs, severity: "warning" };
   if (phase === "starting" || !state) return { text: "$(loading~spin) codeask: starting", tooltip: logs, severity: "normal" };

@@ -7,7 +7,7 @@
  */
 
 /** Settings the client itself uses; never sent to the server. */
-export const CLIENT_ONLY_KEYS = ["serverPath", "pythonPath"] as const;
+export const CLIENT_ONLY_KEYS = ["serverPath", "pythonPath", "autoInstallServer"] as const;
 
 /** `codeask.<section>.<field>` settings mirrored from the server's Settings (camelCase). */
 export const SERVER_KEYS = [

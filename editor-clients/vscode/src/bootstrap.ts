@@ -1,0 +1,179 @@
+/**
+ * Runs the private server environment's install (the decisions are in core/bootstrap.ts):
+ * reads the bundled wheel, probes interpreters, and streams `python -m venv` / `pip install`
+ * output line by line to the log. Node only, no vscode API, so the unit tests run it for real.
+ */
+
+import { spawn, execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { join } from "node:path";
+import {
+  ENV_DIR,
+  type EnvState,
+  LOG_FILE,
+  PYTHON_PROBE_SCRIPT,
+  STAMP_FILE,
+  type PythonSearch,
+  type WheelStamp,
+  basePythonCandidates,
+  bundledWheel,
+  envPython,
+  envState,
+  installFailedMessage,
+  installSteps,
+  judgePython,
+  noPythonMessage,
+  parseStamp,
+} from "./core/bootstrap";
+
+const PROBE_TIMEOUT_MS = 20000;
+
+export interface Bundled {
+  stamp: WheelStamp;
+  path: string;
+}
+
+/** The wheel in `<extension>/server/`, with its sha256; undefined when the build has none. */
+export function readBundledWheel(extensionDir: string): Bundled | undefined {
+  const dir = join(extensionDir, "server");
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return undefined;
+  }
+  const wheel = bundledWheel(names);
+  if (!wheel) return undefined;
+  const path = join(dir, wheel.file);
+  const sha256 = createHash("sha256").update(readFileSync(path)).digest("hex");
+  return { stamp: { ...wheel, sha256 }, path };
+}
+
+/** Where the env, its stamp and the install log live under the extension's global storage. */
+export function envPaths(storageDir: string, platform: string): { envDir: string; python: string; stamp: string; log: string } {
+  const envDir = join(storageDir, ENV_DIR);
+  return { envDir, python: envPython(envDir, platform), stamp: join(envDir, STAMP_FILE), log: join(storageDir, LOG_FILE) };
+}
+
+/** Whether the private env holds the bundled wheel. */
+export function privateEnvState(storageDir: string, bundled: WheelStamp, platform: string): EnvState {
+  const paths = envPaths(storageDir, platform);
+  let text: string | undefined;
+  try {
+    text = readFileSync(paths.stamp, "utf8");
+  } catch {
+    text = undefined;
+  }
+  return envState(parseStamp(text), bundled, existsSync(paths.python));
+}
+
+/** Runs the probe script with one interpreter: its output, or why it could not run. */
+function probePython(python: string): Promise<{ out?: string; problem?: string }> {
+  return new Promise((resolve) => {
+    execFile(python, ["-c", PYTHON_PROBE_SCRIPT], { timeout: PROBE_TIMEOUT_MS }, (error, stdout, stderr) => {
+      if (!error) return resolve({ out: String(stdout) });
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return resolve({ problem: "not found" });
+      resolve({ problem: String(stderr).trim().split("\n").pop() || error.message });
+    });
+  });
+}
+
+/** The first interpreter that can create the venv, or the message naming every one tried. */
+export async function findBasePython(search: PythonSearch): Promise<{ python: string } | { message: string }> {
+  const tried: string[] = [];
+  for (const python of basePythonCandidates(search)) {
+    if (python !== search.interpreter && !existsSync(python)) continue;
+    const probe = await probePython(python);
+    const problem = probe.problem ?? judgePython(probe.out ?? "");
+    if (problem === undefined) return { python };
+    tried.push(`${python}: ${problem}`);
+  }
+  return { message: noPythonMessage(tried) };
+}
+
+export interface InstallOptions {
+  storageDir: string;
+  bundled: Bundled;
+  basePython: string;
+  platform: string;
+  /** Each output line (also written to the log file). */
+  log: (line: string) => void;
+  /** The current step, and the latest notable pip line ("Collecting numpy", "Building wheel..."). */
+  progress: (message: string) => void;
+  signal?: AbortSignal;
+}
+
+export type InstallResult = { ok: true; python: string } | { ok: false; message: string; cancelled: boolean };
+
+/** Creates (or refreshes) the env and installs the bundled wheel; writes the stamp on success. */
+export async function installPrivateEnv(options: InstallOptions): Promise<InstallResult> {
+  const paths = envPaths(options.storageDir, options.platform);
+  mkdirSync(options.storageDir, { recursive: true });
+  const file = createWriteStream(paths.log, { flags: "w" });
+  const log = (line: string) => {
+    file.write(`${line}\n`);
+    options.log(line);
+  };
+  try {
+    log(`codeask: installing ${options.bundled.stamp.file} into ${paths.envDir} (${new Date().toISOString()})`);
+    const fresh = !existsSync(paths.python);
+    for (const step of installSteps(options.basePython, paths.envDir, options.bundled.path, options.platform, fresh)) {
+      options.progress(step.title);
+      log(`$ ${[step.command, ...step.args].join(" ")}`);
+      const tail: string[] = [];
+      const rc = await runStreaming(step.command, step.args, (line) => {
+        log(line);
+        tail.push(line);
+        if (tail.length > 20) tail.shift();
+        if (/^(Collecting|Building wheel|Installing collected|Successfully installed)/.test(line.trim())) {
+          options.progress(`${step.title}: ${line.trim().slice(0, 80)}`);
+        }
+      }, options.signal);
+      if (options.signal?.aborted) return { ok: false, message: `codeask: server install cancelled. Log: ${paths.log}`, cancelled: true };
+      if (rc !== 0) {
+        log(`exit code ${rc}`);
+        return { ok: false, message: installFailedMessage(step.title, tail, paths.log), cancelled: false };
+      }
+    }
+    writeFileSync(paths.stamp, JSON.stringify(options.bundled.stamp, null, 2));
+    log("codeask: server environment ready");
+    return { ok: true, python: paths.python };
+  } finally {
+    await new Promise<void>((resolve) => file.end(resolve));
+  }
+}
+
+/** Runs a command, handing every stdout/stderr line to `onLine`; resolves with the exit code. */
+export function runStreaming(command: string, args: string[], onLine: (line: string) => void, signal?: AbortSignal): Promise<number> {
+  return new Promise((resolve) => {
+    const env = { ...process.env, PYTHONUNBUFFERED: "1", PIP_DISABLE_PIP_VERSION_CHECK: "1", PIP_NO_INPUT: "1" };
+    const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"], signal });
+    const split = () => {
+      let rest = "";
+      return {
+        push: (chunk: Buffer) => {
+          const lines = (rest + chunk.toString("utf8")).split(/\r?\n/);
+          rest = lines.pop() ?? "";
+          for (const line of lines) onLine(line);
+        },
+        flush: () => rest && onLine(rest),
+      };
+    };
+    const out = split();
+    const err = split();
+    child.stdout.on("data", out.push);
+    child.stderr.on("data", err.push);
+    // A command that cannot start (ENOENT) or an abort ends here; "close" may not follow.
+    child.on("error", (error) => {
+      onLine(`${command}: ${error.message}`);
+      resolve(-1);
+    });
+    child.on("close", (code) => {
+      out.flush();
+      err.flush();
+      resolve(code ?? -1);
+    });
+  });
+}
