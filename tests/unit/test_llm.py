@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import logging
 import socket
 import time
 import traceback
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,13 +24,19 @@ import pytest
 
 from codeask.config import LLMSettings
 from codeask.core.llm import (
+    DECODE_PIECE,
+    AnswerTooLong,
     AuthFailed,
     BadResponse,
     ChatUsage,
+    DeadlineExceeded,
     EndpointTimeout,
     EndpointUnreachable,
     LLMError,
     ModelNotFound,
+    ResponseTooLarge,
+    StreamTruncated,
+    _Inflater,
     chat_url,
     is_loopback,
     list_models,
@@ -586,3 +594,171 @@ def test_is_loopback(url: str, expected: bool) -> None:
 def test_errors_carry_one_line_message() -> None:
     err = EndpointTimeout("no data from http://x for 3 s")
     assert isinstance(err, LLMError) and err.message == str(err)
+
+
+# ---------------------------------------------------------------- bounds (issue 11, item 5)
+# The hostile end-to-end cases (real CLI, peak memory) are in tests/hostile/test_llm_hostile.py.
+
+
+def raw_stream(head: str, *parts: bytes, hang: bool = False) -> Handler:
+    """A handler writing exact bytes: the status line and headers, then `parts`."""
+
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        reply.writer.write(f"HTTP/1.1 {head}\r\nConnection: close\r\n\r\n".encode())
+        for part in parts:
+            reply.writer.write(part)
+            await reply.writer.drain()
+        if hang:
+            await asyncio.sleep(30)
+
+    return handle
+
+
+def sse_bytes(obj: dict[str, Any] | str) -> bytes:
+    return sse(obj).encode()
+
+
+async def test_a_line_over_the_cap_is_an_error_and_the_partial_answer_stays() -> None:
+    body = [sse_bytes(chunk("kept")), b"x" * 40_000, b"y" * 40_000]
+    async with running(raw_stream("200 OK", *body, hang=True)) as srv:
+        got: list[str] = []
+        with pytest.raises(ResponseTooLarge) as err:
+            async for d in stream_chat(settings(srv.url, max_line_bytes=65536), MESSAGES):
+                got.append(d)
+    assert got == ["kept"]
+    assert err.value.message == (
+        f"the endpoint {chat_url(settings(srv.url))} sent a line longer than 64 KiB; "
+        "stopped (llm.max_line_bytes)"
+    )
+
+
+async def test_the_answer_is_cut_at_max_answer_chars() -> None:
+    async with running(openai_server(["abcd", "efgh", "ijkl", "mnop"])) as srv:
+        got: list[str] = []
+        with pytest.raises(AnswerTooLong) as err:
+            async for d in stream_chat(settings(srv.url, max_answer_chars=10), MESSAGES):
+                got.append(d)
+    assert "".join(got) == "abcdefghij"
+    assert err.value.message == "the answer exceeded llm.max_answer_chars=10; stopped"
+
+
+async def test_an_answer_exactly_at_the_cap_is_complete() -> None:
+    async with running(openai_server(["abcd", "efgh"])) as srv:
+        assert await collect(settings(srv.url, max_answer_chars=8)) == ["abcd", "efgh"]
+
+
+@pytest.mark.parametrize(("provider", "marker"), [("openai", "[DONE]"), ("ollama", "done:true")])
+async def test_a_stream_ending_without_its_end_marker_is_truncated(
+    provider: str, marker: str
+) -> None:
+    if provider == "ollama":
+        event = json.dumps({"message": {"content": "half"}, "done": False}).encode() + b"\n"
+    else:
+        event = sse_bytes(chunk("half"))
+    async with running(raw_stream("200 OK", event, event[:20])) as srv:
+        got: list[str] = []
+        with pytest.raises(StreamTruncated) as err:
+            async for d in stream_chat(settings(srv.url, provider), MESSAGES):
+                got.append(d)
+    assert got == ["half"]
+    assert err.value.message == (
+        f"the stream from {chat_url(settings(srv.url, provider))} ended before the answer was "
+        f"complete (no {marker}); the partial answer is kept and marked incomplete"
+    )
+
+
+async def test_an_openai_stream_that_gave_its_finish_reason_needs_no_done() -> None:
+    body = [sse_bytes(chunk("all")), sse_bytes(chunk(finish="stop"))]
+    async with running(raw_stream("200 OK", *body)) as srv:
+        assert await collect(settings(srv.url)) == ["all"]
+
+
+async def test_total_timeout_stops_a_drip_that_read_timeout_cannot() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200, "text/event-stream")
+        await reply.send(sse(chunk("slow")))
+        while True:
+            await reply.send(": .\n")
+            await asyncio.sleep(0.1)
+
+    async with running(handle) as srv:
+        s = settings(srv.url, read_timeout=0.5, total_timeout=0.8)
+        began = time.monotonic()
+        got: list[str] = []
+        with pytest.raises(DeadlineExceeded) as err:
+            async for d in stream_chat(s, MESSAGES):
+                got.append(d)
+        elapsed = time.monotonic() - began
+    assert got == ["slow"] and 0.7 < elapsed < 3.0
+    assert err.value.message == (
+        f"no answer from {chat_url(s)} within llm.total_timeout=0.8 s; stopped"
+    )
+    assert isinstance(err.value, EndpointTimeout)
+
+
+async def test_a_redirect_is_reported_and_not_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_LLM_KEY", API_KEY)
+    head = (
+        "302 Found\r\nLocation: http://elsewhere.invalid/v1/chat/completions\r\nContent-Length: 0"
+    )
+    async with running(raw_stream(head)) as srv:
+        with pytest.raises(BadResponse) as err:
+            await collect(settings(srv.url, api_key_env="MY_LLM_KEY"))
+    assert len(srv.requests) == 1
+    assert err.value.message == (
+        f"{chat_url(settings(srv.url))} answered HTTP 302, a redirect to "
+        "http://elsewhere.invalid/v1/chat/completions; redirects are not followed (the API key "
+        "must not go elsewhere): set llm.base_url to the final address"
+    )
+
+
+async def test_gzip_and_deflate_bodies_are_decoded() -> None:
+    text = sse_bytes(chunk("zipped")) + sse_bytes("[DONE]")
+    raw_deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    bodies = {
+        "gzip": gzip.compress(text),
+        "deflate": zlib.compress(text),
+        "deflate ": raw_deflate.compress(text) + raw_deflate.flush(),  # raw, as servers do
+    }
+    for encoding, body in bodies.items():
+        head = f"200 OK\r\nContent-Encoding: {encoding}\r\nContent-Length: {len(body)}"
+        async with running(raw_stream(head, body)) as srv:
+            assert await collect(settings(srv.url)) == ["zipped"], encoding
+
+
+def test_a_gzip_bomb_inflates_in_bounded_pieces() -> None:
+    bomb = gzip.compress(b"\n" * (64 << 20), compresslevel=9)  # 64 MiB in ~64 KiB
+    pieces = list(_Inflater("gzip", "http://x").feed(bomb))
+    assert max(len(p) for p in pieces) <= DECODE_PIECE
+    assert sum(len(p) for p in pieces) == 64 << 20
+
+
+def test_an_unknown_content_encoding_is_a_clear_error() -> None:
+    with pytest.raises(BadResponse, match="Content-Encoding 'br'"):
+        _Inflater("br", "http://x")
+
+
+async def test_a_model_list_that_never_ends_is_capped() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200)
+        await reply.send('{"data": [')
+        while True:
+            await reply.send('{"id": "m"},' * 4096)
+
+    async with running(handle) as srv:
+        with pytest.raises(ResponseTooLarge) as err:
+            await list_models(settings(srv.url))
+    assert err.value.message == f"{srv.url}/v1/models sent more than 8 MiB; stopped"
+
+
+async def test_a_model_list_drip_stops_at_connect_plus_read_timeout() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200)
+        while True:
+            await reply.send(" ")
+            await asyncio.sleep(0.1)
+
+    async with running(handle) as srv:
+        with pytest.raises(DeadlineExceeded) as err:
+            await list_models(settings(srv.url, connect_timeout=0.3, read_timeout=0.5))
+    assert err.value.message == f"no model list from {srv.url}/v1/models within 0.8 s; stopped"
