@@ -305,6 +305,8 @@ def _hit_json(hit: Any) -> dict[str, Any]:
 
 
 def _print_hits(result: Any, elapsed: float) -> None:
+    from codeask.core.names import display_path  # a newline in a name must not split a hit
+
     out = sys.stdout
     if not result.hits:
         sys.stderr.write("no results\n")
@@ -312,8 +314,9 @@ def _print_hits(result: Any, elapsed: float) -> None:
     for hit in result.hits:
         chunk = hit.chunk
         name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
+        path = display_path(chunk.path)
         out.write(
-            f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} {name}  "
+            f"{path}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} {name}  "
             f"[{hit.score:.4f} {'+'.join(hit.retrievers)}]\n"
         )
         for line in hit.preview(2).splitlines():

@@ -43,6 +43,7 @@ from codeask.config import LLMSettings, Settings
 from codeask.core import history
 from codeask.core.embed import CachedEmbedder, EmbedError
 from codeask.core.llm import ChatUsage, LLMError, is_loopback, stream_chat
+from codeask.core.names import display_path
 from codeask.core.prompt import ContextBlock, EditorContext, Prompt, build_prompt
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.retrieve import Filters, Hit, search
@@ -175,10 +176,11 @@ def prepare(request: AskRequest) -> Prepared:
 
 def source_path(hit: Hit, multi_root: bool) -> str:
     """A hit's path as the prompt shows it: workspace-relative, prefixed by the folder in
-    multi-root workspaces ('' for a commit that touched no file of the folder)."""
+    multi-root workspaces ('' for a commit that touched no file of the folder). Escaped: a
+    control character in a file name must not forge lines of the prompt or of `path:line`."""
     if not hit.path:
         return ""
-    return f"{hit.root.name}/{hit.path}" if multi_root else hit.path
+    return display_path(f"{hit.root.name}/{hit.path}" if multi_root else hit.path)
 
 
 # ---------------------------------------------------------------- gathering context

@@ -24,6 +24,8 @@ from pathlib import Path, PurePosixPath
 from pathspec import GitIgnoreSpec
 
 from codeask.config import IndexSettings
+from codeask.core.names import display_path, is_utf8
+from codeask.core.specialfs import SpecialMounts
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ GONE = "vanished before it was read"
 LEAVES = "symlink leaves the workspace"
 INTO_IGNORED = "symlink into an ignored path"
 DUPLICATE_DIR = "symlink to a folder already walked (loop or duplicate)"
+#: Shown with the name backslash-escaped: the name cannot be stored, searched or sent as is.
+NOT_UTF8 = "name is not valid UTF-8; rename the file to index it"
 
 LOCKFILES = frozenset(
     {
@@ -422,6 +426,7 @@ class _Files:
         self.real_root = os.path.realpath(root)
         self.settings = settings
         self.rules = rules
+        self.special = SpecialMounts.read()
 
     def link_problem(self, real: str, is_dir: bool) -> str | None:
         """Why a symlink (to `real`) must not be followed, or None."""
@@ -488,8 +493,14 @@ class _Walker:
             self._scan(stack.pop(), stack)
 
     def _enter(self, stack: list[_Folder], path: str, rel: str, real: str) -> list[_Folder]:
-        """Queue a folder unless it is blocked (relocated index) or already walked (a loop)."""
+        """Queue a folder unless it is blocked (relocated index), already walked (a loop) or on
+        a special filesystem (/proc, /sys, ...: see specialfs)."""
         if real in self.blocked:
+            return stack
+        special = self.checks.special.reason(real)
+        if special is not None:
+            log.info("not walking %s: %s", display_path(path), special)
+            self.skipped.append(SkippedFile(rel or ".", special))
             return stack
         if real in self.visited:
             self.skipped.append(SkippedFile(rel, DUPLICATE_DIR))
@@ -529,7 +540,9 @@ class _Walker:
             is_link, is_dir = False, False
         if self.rules._matches(rel, entry.name, is_dir, layers):
             return
-        if is_link:
+        if not is_utf8(entry.name):
+            self.skipped.append(_bad_name(rel))
+        elif is_link:
             self._link(entry, rel, is_dir)
         elif is_dir:
             self._enter(stack, entry.path, rel, os.path.join(folder.real, entry.name))
@@ -537,7 +550,11 @@ class _Walker:
             self._add(self.checks.judge(entry.path, rel, None))
 
     def _link(self, entry: os.DirEntry[str], rel: str, is_dir: bool) -> None:
-        real = os.path.realpath(entry.path)
+        try:
+            real = os.path.realpath(entry.path)
+        except OSError as exc:  # e.g. a link that loops or whose target vanished mid-resolve
+            self.skipped.append(SkippedFile(rel, f"unreadable symlink: {exc.strerror or exc}"))
+            return
         problem = self.checks.link_problem(real, is_dir)
         if problem is not None:
             self.skipped.append(SkippedFile(rel, problem))
@@ -551,6 +568,13 @@ class _Walker:
             self.files.append(verdict)
         elif verdict.reason != GONE:  # deleted mid-walk: simply not there
             self.skipped.append(verdict)
+
+
+def _bad_name(rel: str) -> SkippedFile:
+    """A name that is not UTF-8, logged and reported escaped (it would crash every encoder)."""
+    shown = display_path(rel)
+    log.warning("skipped %s: %s", shown, NOT_UTF8)
+    return SkippedFile(shown, NOT_UTF8)
 
 
 def discover(
@@ -584,9 +608,14 @@ def check_file(root: Path, rel: str, settings: IndexSettings) -> SourceFile | Sk
     root = _absolute(root)
     clean = _normalise_rel(root, rel)
     if clean is None:
-        return SkippedFile(rel, "outside the workspace")
+        return SkippedFile(display_path(rel), "outside the workspace")
+    if not is_utf8(clean):
+        return _bad_name(clean)
     files = _Files(root, settings, IgnoreRules.for_root(root, settings))
     path = os.path.join(root, *clean.split("/"))
+    special = files.special.reason(os.path.realpath(os.path.dirname(path)))
+    if special is not None:
+        return SkippedFile(clean, special)
     is_dir = os.path.isdir(path)
     if files.rules.is_ignored(clean, is_dir):
         return None

@@ -34,6 +34,7 @@ from codeask.core.discover import (
 )
 from codeask.core.embed import CachedEmbedder, load_embedder, model_dim
 from codeask.core.lexical import LexicalIndex
+from codeask.core.names import display_path
 from codeask.core.records import FileRecord
 from codeask.core.store import IndexStore, current_name
 from codeask.core.writer_lock import LockInfo, WriterLock
@@ -405,7 +406,7 @@ class FolderIndex:
         found = discover(self.root, self.settings.index, ignored_dirs=[self.folder])
         report.skipped.extend(found.skipped)
         for skipped in found.skipped:
-            log.info("skipped %s: %s", skipped.rel, skipped.reason)
+            log.info("skipped %s: %s", display_path(skipped.rel), skipped.reason)
         report.files_seen = len(found.files)
         present = {f.rel for f in found.files}
         for rel in [r for r in self.store.files if r not in present]:
@@ -424,7 +425,7 @@ class FolderIndex:
             return
         loaded = load_source(source, self.settings.index)
         if isinstance(loaded, SkippedFile):
-            log.info("skipped %s: %s", loaded.rel, loaded.reason)
+            log.info("skipped %s: %s", display_path(loaded.rel), loaded.reason)
             report.skipped.append(loaded)
             self._remove(source.rel, report)
             record = FileRecord(
@@ -442,7 +443,7 @@ class FolderIndex:
             return
         result = chunk_file(source.rel, loaded.text, self.settings.chunk)
         if result.fallback_reason:
-            log.info("%s: %s", source.rel, result.fallback_reason)
+            log.info("%s: %s", display_path(source.rel), result.fallback_reason)
         ids = self.store.new_ids(len(result.chunks))
         for chunk, chunk_id in zip(result.chunks, ids, strict=True):
             chunk.id = chunk_id

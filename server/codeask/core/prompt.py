@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from codeask.config import LLMSettings
+from codeask.core.names import display_path
 from codeask.core.records import HISTORY_KINDS
 
 #: Pieces that are roughly one BPE token each: short letter runs (a camelCase hump, an acronym),
@@ -331,15 +332,16 @@ def render_block(block: ContextBlock, numbered: bool = False) -> str:
 def _render_editor(editor: EditorContext, selection: str, numbered: bool) -> str:
     """The editor's state as a section; empty when the editor told us nothing."""
     lines: list[str] = []
-    if editor.path:
-        lines.append(f"Current file: {editor.path}")
+    path = display_path(editor.path or "")  # a newline in a name must not forge prompt lines
+    if path:
+        lines.append(f"Current file: {path}")
     if editor.cursor_symbol:
         lines.append(f"Cursor is in: {editor.cursor_symbol}")
     if selection:
         start = editor.selection_start_line
         body = selection.removesuffix("\n")
         end = start + len(body.removesuffix(TRUNCATED_MARK).rstrip("\n").split("\n")) - 1
-        where = f" ({editor.path}:{start}-{end})" if editor.path and start > 0 else ""
+        where = f" ({path}:{start}-{end})" if path and start > 0 else ""
         body = _numbered(body, start) if numbered and start > 0 else body
         fence = _fence(body)
         lines.append(f"Selected code{where}:\n{fence}\n{body}\n{fence}")
