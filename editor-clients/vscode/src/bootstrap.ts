@@ -6,7 +6,7 @@
 
 import { spawn, execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   ENV_DIR,
@@ -131,7 +131,11 @@ export async function installPrivateEnv(options: InstallOptions): Promise<Instal
           options.progress(`${step.title}: ${line.trim().slice(0, 80)}`);
         }
       }, options.signal);
-      if (options.signal?.aborted) return { ok: false, message: `codeask: server install cancelled. Log: ${paths.log}`, cancelled: true };
+      if (options.signal?.aborted) {
+        // A half-made fresh env would count as "outdated" and be reinstalled without asking.
+        if (fresh) rmSync(paths.envDir, { recursive: true, force: true });
+        return { ok: false, message: `codeask: server install cancelled. Log: ${paths.log}`, cancelled: true };
+      }
       if (rc !== 0) {
         log(`exit code ${rc}`);
         return { ok: false, message: installFailedMessage(step.title, tail, paths.log), cancelled: false };

@@ -224,6 +224,11 @@ export class CodeaskClient implements Server {
         signal,
       }),
     );
+    if (!result.ok && result.cancelled) {
+      this.host.log.appendLine(result.message);
+      this.status.setPhase("missing", `${result.message}\nRun "codeask: Install Server" to install it.`);
+      return;
+    }
     if (!result.ok) return this.installFailed(result.message);
     this.installFailure = undefined;
     await this.launch({ command: result.python, args: ["-m", "codeask", "serve"], source: "private environment" });

@@ -227,6 +227,26 @@ describe("bootstrap runner (real python3, venv and pip)", () => {
     assert.ok(existsSync(envPaths(storage, process.platform).log));
   });
 
+  it("cancelling a first install stops pip/venv and removes the half-made env", { timeout: 60_000 }, async () => {
+    const ext = join(work, "ext-cancel");
+    const storage = join(work, "storage-cancel");
+    makeWheel(join(ext, "server"), "0.0.4");
+    const bundled = readBundledWheel(ext);
+    assert.ok(bundled);
+    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform });
+    assert.ok("python" in found);
+    const abort = new AbortController();
+    const progress = (m: string) => {
+      if (m === "creating a Python environment") setTimeout(() => abort.abort(), 300);
+    };
+    const started = Date.now();
+    const result = await installPrivateEnv({ storageDir: storage, bundled, basePython: found.python, platform: process.platform, log: () => undefined, progress, signal: abort.signal });
+    assert.deepEqual({ ok: result.ok, cancelled: !result.ok && result.cancelled }, { ok: false, cancelled: true });
+    assert.ok(Date.now() - started < 5000, "stopped at once");
+    assert.equal(existsSync(envPaths(storage, process.platform).envDir), false);
+    assert.equal(privateEnvState(storage, bundled.stamp, process.platform), "missing");
+  });
+
   it("reads no wheel from an extension built without one", () => {
     const ext = join(work, "ext-empty");
     mkdirSync(join(ext, "server"), { recursive: true });

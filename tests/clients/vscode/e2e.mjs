@@ -13,9 +13,9 @@
 // E2E_KEEP=1 keeps the temporary folder, E2E_UPDATE_SCREENSHOT=1 refreshes the README's picture.
 
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -50,6 +50,17 @@ function freePort() {
     });
   });
 }
+
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-dev-shm-usage",
+];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -248,8 +259,9 @@ async function step(name, fn) {
 }
 
 async function main() {
+  const only = process.env.E2E_ONLY || "all";
   for (const [what, path] of [
-    ["Python venv", PYTHON],
+    ...(only === "bootstrap" ? [] : [["Python venv", PYTHON]]),
     ["the .vsix (npm run package)", VSIX],
     ["Node 24 (npm ci here)", NODE24],
     ["code-server (npm ci here)", CODE_SERVER],
@@ -264,6 +276,45 @@ async function main() {
     stopAll();
     if (process.env.E2E_KEEP !== "1") rmSync(work, { recursive: true, force: true });
   });
+  if (only !== "bootstrap") await scenario("main", () => mainScenario(work));
+  if (only !== "main") await scenario("bootstrap", () => bootstrapScenario(work));
+}
+
+/** Runs one scenario; a setup failure is counted and the next scenario still runs. */
+async function scenario(name, fn) {
+  try {
+    await fn();
+  } catch (error) {
+    setupFailures.push(name);
+    console.error(`[e2e] ${name} scenario: setup failed: ${error?.stack || error}`);
+  } finally {
+    stopAll();
+  }
+}
+
+const setupFailures = [];
+
+/** The settings every profile gets: a quiet workbench. */
+const QUIET_WORKBENCH = {
+  "workbench.startupEditor": "none",
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "security.workspace.trust.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "update.mode": "none",
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "extensions.ignoreRecommendations": true,
+  "chat.disableAIFeatures": true,
+  "git.enabled": false,
+  "editor.hover.delay": 200,
+  "editor.minimap.enabled": false,
+  "window.restoreWindows": "none",
+};
+
+/** Ask, cancel, search and hover with the repo venv's server (codeask.pythonPath). */
+async function mainScenario(work) {
   const workspace = join(work, "shop-workspace");
   const userData = join(work, "user-data");
   const extensions = join(work, "extensions");
@@ -305,21 +356,7 @@ async function main() {
     join(userData, "User/settings.json"),
     JSON.stringify(
       {
-        "workbench.startupEditor": "none",
-        "workbench.secondarySideBar.defaultVisibility": "hidden",
-        "workbench.tips.enabled": false,
-        "workbench.enableExperiments": false,
-        "security.workspace.trust.enabled": false,
-        "telemetry.telemetryLevel": "off",
-        "update.mode": "none",
-        "extensions.autoCheckUpdates": false,
-        "extensions.autoUpdate": false,
-        "extensions.ignoreRecommendations": true,
-        "chat.disableAIFeatures": true,
-        "git.enabled": false,
-        "editor.hover.delay": 200,
-        "editor.minimap.enabled": false,
-        "window.restoreWindows": "none",
+        ...QUIET_WORKBENCH,
         "codeask.llm.provider": "openai",
         "codeask.llm.baseUrl": llmUrl,
         "codeask.llm.model": "smollm2",
@@ -355,20 +392,7 @@ async function main() {
   await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
   log(`code-server on port ${port}`);
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-      "--disable-dev-shm-usage",
-    ],
-  });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
   currentPage = page;
@@ -552,6 +576,150 @@ async function main() {
   }
 }
 
+// ---- bootstrap: no server anywhere; the extension installs its bundled wheel ----------------
+const INSTALL_TIMEOUT = 900_000;
+
+/** Files named `name` under `dir` (depth-limited walk). */
+function findFiles(dir, name, depth = 8) {
+  if (depth < 0 || !existsSync(dir)) return [];
+  const found = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...findFiles(path, name, depth - 1));
+    else if (entry.name === name) found.push(path);
+  }
+  return found;
+}
+
+/**
+ * A fresh profile with no codeask.serverPath / pythonPath, and PATH stripped of every directory
+ * holding a `codeask`: the extension must offer to install its bundled wheel; the test clicks
+ * Install as a user would, waits for the private env under the extension's global storage, and
+ * searches with the server it started. pip's cache is the user's (warm runs reuse built wheels).
+ */
+async function bootstrapScenario(work) {
+  const workspace = join(work, "bootstrap-workspace");
+  const userData = join(work, "bootstrap-user-data");
+  const extensions = join(work, "bootstrap-extensions");
+  mkdirSync(join(userData, "User"), { recursive: true });
+  mkdirSync(join(userData, "Machine"), { recursive: true });
+  makeWorkspace(workspace);
+  const path = (process.env.PATH ?? "").split(":").filter((d) => d && !existsSync(join(d, "codeask")));
+  const env = {
+    ...process.env,
+    PATH: path.join(":"),
+    XDG_CACHE_HOME: join(work, "bootstrap-cache"),
+    XDG_CONFIG_HOME: join(work, "bootstrap-config"),
+    XDG_DATA_HOME: join(work, "bootstrap-data"),
+    PIP_CACHE_DIR: process.env.PIP_CACHE_DIR || join(homedir(), ".cache/pip"),
+    HF_HUB_OFFLINE: "1",
+    PYTHONUNBUFFERED: "1",
+  };
+  delete env.VSCODE_IPC_HOOK_CLI;
+  delete env.VIRTUAL_ENV;
+  log(`bootstrap: PATH without codeask (${path.length} dirs), pip cache ${env.PIP_CACHE_DIR}`);
+  const profile = ["--user-data-dir", userData, "--extensions-dir", extensions];
+  execFileSync(NODE24, [CODE_SERVER, ...profile, "--install-extension", VSIX], { env, stdio: "pipe" });
+  writeFileSync(join(userData, "Machine/settings.json"), "{}\n");
+  writeFileSync(join(userData, "User/settings.json"), JSON.stringify(QUIET_WORKBENCH, null, 2));
+
+  const port = await freePort();
+  const codeServer = start(
+    "code-server (bootstrap)",
+    NODE24,
+    [
+      CODE_SERVER,
+      ...profile,
+      "--config", join(work, "code-server-bootstrap.yaml"),
+      "--auth", "none",
+      "--bind-addr", `127.0.0.1:${port}`,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      workspace,
+    ],
+    env,
+    join(ARTIFACTS, "code-server-bootstrap.log"),
+  );
+  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  try {
+    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    currentPage = page;
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
+    log("bootstrap: workbench loaded");
+    const status = page.locator(".statusbar-item").filter({ hasText: "codeask:" }).first();
+    const offer = page.locator(".notification-toast").filter({ hasText: "no codeask server found" }).first();
+
+    await step("bootstrap: with no server anywhere, the status bar says so and a notification offers Install", async () => {
+      await status.filter({ hasText: "no server" }).waitFor({ state: "visible", timeout: 120_000 });
+      await offer.waitFor({ state: "visible", timeout: 30_000 });
+      const text = (await offer.innerText()).replace(/\s+/g, " ");
+      log(`bootstrap: offer: ${text}`);
+      if (!/Install codeask \d+\.\d+/.test(text) || !text.includes("PyPI")) throw new Error(`offer lacks the version or PyPI: ${text}`);
+      await shot(page, "10-bootstrap-offer.png");
+    });
+
+    await step("bootstrap: Install creates the private env from the bundled wheel, then the server is ready", async () => {
+      await offer.locator(".monaco-button").filter({ hasText: /^Install$/ }).first().click();
+      const clicked = Date.now();
+      const seen = new Set();
+      let lastNote = 0;
+      let shotTaken = false;
+      for (;;) {
+        const text = (await status.innerText().catch(() => "")).trim();
+        if (text && !seen.has(text)) log(`bootstrap: status "${text}" after ${((Date.now() - clicked) / 1000).toFixed(0)}s`);
+        if (text) seen.add(text);
+        if (text.includes("codeask: ready")) break;
+        if (text.includes("error")) throw new Error(`status bar: "${text}"; notifications: ${JSON.stringify(await notifications(page))}`);
+        if (Date.now() - clicked > INSTALL_TIMEOUT) throw new Error(`not ready in ${INSTALL_TIMEOUT / 1000}s; seen: ${[...seen].join(" | ")}`);
+        if (text.includes("installing") && Date.now() - lastNote > 30_000) {
+          lastNote = Date.now();
+          const progress = (await notifications(page)).filter((t) => t.includes("installing the server"));
+          if (progress.length) log(`bootstrap: ${progress[0].slice(0, 160)}`);
+          if (progress.length && !shotTaken) shotTaken = Boolean(await shot(page, "11-bootstrap-installing.png"));
+        }
+        await sleep(500);
+      }
+      log(`bootstrap: ready ${((Date.now() - clicked) / 1000).toFixed(0)}s after Install`);
+      if (![...seen].some((t) => t.includes("installing server"))) throw new Error(`never showed "installing server": ${[...seen]}`);
+      const stamps = findFiles(userData, "codeask-bundled.json").filter((p) => p.includes("server-env"));
+      if (stamps.length !== 1) throw new Error(`expected one private env stamp under ${userData}, found ${stamps.length}`);
+      const storage = dirname(dirname(stamps[0]));
+      log(`bootstrap: private env at ${dirname(stamps[0])}`);
+      const installLog = readFileSync(join(storage, "server-install.log"), "utf8");
+      copyFileSync(join(storage, "server-install.log"), join(ARTIFACTS, "bootstrap-server-install.log"));
+      if (!/Successfully installed .*codeask-\d/.test(installLog)) throw new Error("the install log lacks pip's 'Successfully installed codeask-…'");
+    });
+
+    await step("bootstrap: Semantic Search answers from the private env's server", async () => {
+      await runCommand(page, "codeask: Semantic Search");
+      const input = quickInput(page);
+      await input.waitFor({ state: "visible", timeout: 15_000 });
+      await input.pressSequentially("retry a request with backoff", { delay: 40 });
+      const row = quickRows(page).filter({ hasText: "retry_request" }).first();
+      await row.waitFor({ state: "visible", timeout: 60_000 });
+      log(`bootstrap: search row: ${(await row.innerText()).replace(/\s+/g, " ")}`);
+      await shot(page, "12-bootstrap-search.png");
+      await page.keyboard.press("Escape");
+    });
+
+    await step("bootstrap: no error notifications", async () => {
+      const toasts = (await notifications(page)).filter((t) => /codeask/i.test(t) && /fail|error|cannot/i.test(t));
+      if (toasts.length > 0) throw new Error(`notifications: ${JSON.stringify(toasts)}`);
+    });
+  } finally {
+    await browser.close();
+    if (results.some((r) => !r.ok && r.name.startsWith("bootstrap"))) {
+      const logs = join(userData, "logs");
+      if (existsSync(logs)) cpSync(logs, join(ARTIFACTS, "vscode-logs-bootstrap"), { recursive: true });
+    }
+  }
+}
+
 let fatal;
 try {
   await main();
@@ -561,7 +729,7 @@ try {
 }
 stopAll();
 const passed = results.filter((r) => r.ok).length;
-const failed = results.length - passed + (fatal ? 1 : 0);
+const failed = results.length - passed + (fatal ? 1 : 0) + setupFailures.length;
 log(`artifacts in ${ARTIFACTS}`);
 console.log(`e2e: ${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
