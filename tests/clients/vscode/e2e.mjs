@@ -6,11 +6,16 @@
 // code-server profile, and then, as a user would: waits for "codeask: ready" in the status bar,
 // asks a question (answer streams into the panel, with source links), runs Semantic Search,
 // and hovers a function. A screenshot of each step goes to test-artifacts/vscode/.
+// Then the bootstrap scenario: a fresh profile with no server setting and no `codeask` on PATH;
+// the extension offers to install its bundled wheel into a private env, the test clicks
+// Install, waits for the server, and runs Semantic Search (pip's cache: $PIP_CACHE_DIR or
+// ~/.cache/pip, so warm runs reuse built wheels such as hnswlib's).
 // Prints `N passed, N failed`; exits 1 when anything failed.
 //
 // Environment: CODEASK_PYTHON (default <repo>/.venv/bin/python), CODEASK_VSIX (default
 // editor-clients/vscode/dist/codeask.vsix), CHROMIUM (default /usr/bin/chromium),
-// E2E_KEEP=1 keeps the temporary folder, E2E_UPDATE_SCREENSHOT=1 refreshes the README's picture.
+// E2E_KEEP=1 keeps the temporary folder, E2E_UPDATE_SCREENSHOT=1 refreshes the README's picture,
+// E2E_ONLY=main|bootstrap runs one scenario.
 
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
