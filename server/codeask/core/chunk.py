@@ -24,6 +24,7 @@ from tree_sitter_language_pack import get_language
 from codeask.config import ChunkSettings
 from codeask.core.languages import LanguageSpec, language_for_path, language_name
 from codeask.core.records import Chunk
+from codeask.core.secrets import redact_text
 
 MAX_CALLS = 50
 """Callee names kept per chunk."""
@@ -110,8 +111,14 @@ class _Def:
 
 
 def chunk_file(rel_path: str, text: str, settings: ChunkSettings) -> ChunkResult:
-    """Cut one file into chunks; never raises (failures become line windows and a reason)."""
+    """Cut one file into chunks; never raises (failures become line windows and a reason).
+
+    Secret values are replaced by placeholders first, on the whole text (a private key split
+    across chunks is still seen whole, line numbers do not move), so no chunk, symbol, docstring,
+    embedding or log line built from the result can carry one.
+    """
     language = language_name(rel_path)
+    text = redact_text(text)
     try:
         return _chunk(rel_path, language, text, _sizes(settings))
     except Exception as exc:  # the indexer must survive any file

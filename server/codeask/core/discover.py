@@ -71,18 +71,58 @@ LOCKFILES = frozenset(
     }
 )
 #: (exact names, name prefixes, name suffixes) → the label shown in the reason.
+#: Sources: gitrob's filesignatures.json (github.com/michenriksen/gitrob, MIT) for the credential
+#: stores and key files; the rest (.envrc, *.ppk, secrets.y*ml, terraform state) are the files
+#: named in issue 11 (*.ppk is also in Skyscanner whispers' "file-known" rule).
 SECRET_RULES: tuple[tuple[frozenset[str], tuple[str, ...], tuple[str, ...], str], ...] = (
-    (frozenset({".env"}), (".env.",), (), ".env*"),
+    (frozenset({".env", ".envrc"}), (".env.",), (), ".env*"),
     (frozenset(), (), (".pem",), "*.pem"),
-    (frozenset(), (), (".key",), "*.key"),
-    (frozenset(), ("id_rsa",), (), "id_rsa*"),
-    (frozenset(), ("id_ed25519",), (), "id_ed25519*"),
-    (frozenset(), ("id_ecdsa",), (), "id_ecdsa*"),
-    (frozenset(), (), (".p12",), "*.p12"),
+    (frozenset(), (), (".key", ".keypair"), "*.key"),
+    (frozenset(), ("id_rsa",), ("_rsa",), "id_rsa*"),
+    (frozenset(), ("id_ed25519",), ("_ed25519",), "id_ed25519*"),
+    (frozenset(), ("id_ecdsa",), ("_ecdsa",), "id_ecdsa*"),
+    (frozenset(), ("id_dsa",), ("_dsa",), "id_dsa*"),
+    (frozenset(), (), (".ppk",), "*.ppk"),
+    (frozenset(), (), (".p12", ".pkcs12"), "*.p12"),
     (frozenset(), (), (".pfx",), "*.pfx"),
-    (frozenset({".netrc"}), (), (), ".netrc"),
+    (frozenset(), (), (".jks", ".keystore", ".keyring", ".keychain"), "key store"),
+    (frozenset(), (), (".kdb", ".kdbx", ".psafe3", ".agilekeychain"), "password database"),
+    (frozenset({".netrc", "_netrc", "netrc"}), (), (), ".netrc"),
     (frozenset({".npmrc"}), (), (), ".npmrc"),
     (frozenset({".pypirc"}), (), (), ".pypirc"),
+    (frozenset({".pgpass", "pgpass"}), (), (), ".pgpass"),
+    (frozenset({".htpasswd", "htpasswd", "proftpdpasswd"}), (), (), ".htpasswd"),
+    (frozenset({".git-credentials", "git-credentials"}), (), (), ".git-credentials"),
+    (frozenset({".dockercfg", "dockercfg"}), (), (), ".dockercfg"),
+    (frozenset({".s3cfg", "s3cfg", ".boto"}), (), (), ".s3cfg"),
+    (frozenset({"credentials.json", "credentials.xml", "credentials.db"}), (), (), "credentials"),
+    (frozenset({"secrets.yaml", "secrets.yml", "secret_token.rb"}), (), (), "secrets file"),
+    (
+        frozenset({"terraform.tfstate", "terraform.tfvars"}),
+        ("terraform.tfstate.",),
+        (),
+        "terraform",
+    ),
+    (frozenset({"sftp-config.json", "otr.private_key"}), (), (), "credentials"),
+    (
+        frozenset(
+            {".bash_history", ".zsh_history", ".sh_history", ".history", ".zhistory"}
+            | {".mysql_history", ".psql_history", ".irb_history"}
+        ),
+        (),
+        (),
+        "shell history",
+    ),
+)
+#: Credential files known by their folder too (gitrob path signatures; the issue's docker/kube).
+SECRET_PATHS = (
+    ".aws/credentials",
+    "aws/credentials",
+    ".gem/credentials",
+    ".docker/config.json",
+    ".kube/config",
+    "doctl/config.yaml",
+    "config/hub",
 )
 
 
@@ -380,18 +420,22 @@ class IgnoreRules:
         return layers
 
 
-def _secret_label(lower: str) -> str | None:
+def _secret_label(lower_rel: str) -> str | None:
+    lower = lower_rel.rpartition("/")[2]
     for exact, prefixes, suffixes, label in SECRET_RULES:
         # str.startswith(()) is False, so an empty tuple simply never matches.
         if lower in exact or lower.startswith(prefixes) or lower.endswith(suffixes):
             return label
+    for path in SECRET_PATHS:
+        if lower_rel == path or lower_rel.endswith("/" + path):
+            return path
     return None
 
 
-def _name_policy(name: str, settings: IndexSettings) -> str | None:
-    """Reason to skip a file by its name alone, before any system call."""
-    lower = name.lower()
-    if settings.skip_secrets and (label := _secret_label(lower)):
+def _name_policy(rel: str, settings: IndexSettings) -> str | None:
+    """Reason to skip a file by its name (or, for credential paths, its folder) alone."""
+    lower = rel.lower().rpartition("/")[2]
+    if settings.skip_secrets and (label := _secret_label(rel.lower())):
         return f"secret-like name ({label})"
     if lower in LOCKFILES:
         return "lockfile"
@@ -404,6 +448,21 @@ def _name_policy(name: str, settings: IndexSettings) -> str | None:
     if ext in BINARY_EXTENSIONS:
         return f"binary ({ext} file)"
     return None
+
+
+#: `path_policy` verdict on a path the ignore rules exclude (silently absent, like in a walk).
+IGNORED = "excluded by ignore rules"
+
+
+def path_policy(rules: IgnoreRules, rel: str, settings: IndexSettings) -> str | None:
+    """discover()'s verdict on a path without touching the disk: `IGNORED`, a skip reason or None.
+
+    For paths that are not (or no longer) in the working tree, such as files in git history, so
+    they obey the same ignore, secret-name, lockfile and binary rules as the walk.
+    """
+    if rules.is_ignored(rel, False):
+        return IGNORED
+    return _name_policy(rel, settings)
 
 
 def _inside(real: str, real_root: str) -> bool:
@@ -439,8 +498,7 @@ class _Files:
 
     def judge(self, path: str, rel: str, link_target: str | None) -> SourceFile | SkippedFile:
         """Name policies, then one stat for the type and the size cap; never reads the file."""
-        name = rel.rpartition("/")[2]
-        reason = _name_policy(name, self.settings)
+        reason = _name_policy(rel, self.settings)
         if reason is None and link_target is not None:
             reason = _name_policy(os.path.basename(link_target), self.settings)
         if reason is not None:

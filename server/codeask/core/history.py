@@ -25,8 +25,10 @@ import numpy as np
 import pygit2
 from pygit2.enums import DeltaStatus, DiffOption, FileMode, FileStatus, SortMode
 
-from codeask.config import HistorySettings
+from codeask.config import HistorySettings, IndexSettings
+from codeask.core.discover import IGNORED, IgnoreRules, path_policy
 from codeask.core.records import Chunk
+from codeask.core.secrets import redact_text
 
 SHORT_SHA = 10
 #: Per-commit work caps: a vendored or generated commit must never stall indexing (nor flood
@@ -172,11 +174,13 @@ def _text(raw: bytes) -> str:
 
 
 def _message(commit: pygit2.Commit) -> str:
-    """The message, tolerating commits with a wrong or missing encoding header."""
+    """The message with secret values redacted (a token pasted into a commit message), tolerating
+    commits with a wrong or missing encoding header."""
     try:
-        return commit.message
+        message = commit.message
     except (UnicodeDecodeError, LookupError):
-        return _text(commit.raw_message)
+        message = _text(commit.raw_message)
+    return redact_text(message)
 
 
 def _person(sig: pygit2.Signature) -> tuple[str, str]:
@@ -220,6 +224,32 @@ def _parents(commit: pygit2.Commit) -> list[pygit2.Commit]:
         return []
 
 
+# --------------------------------------------------------------------------- path rules
+
+
+@dataclass(frozen=True)
+class _Paths:
+    """discover's rules applied to paths in history: a tracked `.env` that the walk skips must
+    not come back through a diff. Ignored paths vanish; policy-skipped ones are only named."""
+
+    rules: IgnoreRules
+    settings: IndexSettings
+
+    @classmethod
+    def for_root(cls, root: Path, settings: IndexSettings | None) -> _Paths:
+        settings = settings or IndexSettings()
+        return cls(IgnoreRules.for_root(root, settings), settings)
+
+    def reason(self, rel: str) -> str | None:
+        """`IGNORED`, why discover() would skip the file, or None to read it."""
+        return path_policy(self.rules, rel, self.settings)
+
+    @property
+    def max_bytes(self) -> int:
+        """The smaller of the history cap and the user's file size cap."""
+        return min(MAX_BLOB_BYTES, self.settings.max_file_bytes)
+
+
 # --------------------------------------------------------------------------- diffs
 
 
@@ -246,8 +276,19 @@ def _blob_size(repo: pygit2.Repository, oid: pygit2.Oid) -> int:
     return repo.odb.read_header(oid)[1]
 
 
-def _skip_reason(repo: pygit2.Repository, delta: pygit2.DiffDelta, workdir: Path | None) -> str:
-    """Why a file's diff is not read: submodule, too large, missing object; '' to read it."""
+def _skip_reason(
+    repo: pygit2.Repository,
+    delta: pygit2.DiffDelta,
+    workdir: Path | None,
+    paths: _Paths,
+    rel: str,
+) -> str:
+    """Why a file's diff is not read: discover's rules (on the old and new name), submodule,
+    too large, missing object; '' to read it."""
+    for name in dict.fromkeys((rel, paths_rel(delta.old_file.path, delta.new_file.path, rel))):
+        reason = paths.reason(name)
+        if reason is not None:
+            return reason
     if FileMode.COMMIT in (delta.new_file.mode, delta.old_file.mode):
         return "submodule"
     try:
@@ -258,9 +299,14 @@ def _skip_reason(repo: pygit2.Repository, delta: pygit2.DiffDelta, workdir: Path
             sizes.append(_blob_size(repo, delta.new_file.id))
     except _GIT_ERRORS:
         return "object not available"
-    if max(sizes) > MAX_BLOB_BYTES:
+    if max(sizes) > paths.max_bytes:
         return f"too large: {max(sizes):,} bytes"
     return ""
+
+
+def paths_rel(old: str, new: str, rel: str) -> str:
+    """The old name of a renamed file, in the same (workspace-relative) form as `rel`."""
+    return rel[: len(rel) - len(new)] + old if rel.endswith(new) else old
 
 
 def _label(delta: pygit2.DiffDelta, path: str) -> str:
@@ -344,20 +390,21 @@ class _CommitWork:
         body, kept = _hunk_body(hunk, max(1, self.settings.max_hunk_lines))
         self.budget.hunks += 1
         self.budget.lines += kept
+        header = redact_text(header)
         return Chunk(
             path=path,
             language="git",
             kind="hunk",
             start_line=start,
             end_line=end,
-            text=f"{self.info.subject}\n{label} {header}\n{body}",
+            text=redact_text(f"{self.info.subject}\n{label} {header}\n{body}"),
             symbol=self.info.sha[:SHORT_SHA],
             meta={**_meta(self.info), "hunk_header": header},
         )
 
 
 def _collect_hunks(
-    repo: pygit2.Repository, diff: pygit2.Diff, scope: _Scope, work: _CommitWork
+    repo: pygit2.Repository, diff: pygit2.Diff, scope: _Scope, work: _CommitWork, paths: _Paths
 ) -> None:
     """Walk the diff's files in order, reading patches until the budget runs out."""
     for index, delta in enumerate(diff.deltas):
@@ -367,10 +414,11 @@ def _collect_hunks(
         if work.budget.exhausted():
             work.capped = True
             return
-        reason = _skip_reason(repo, delta, None)
+        reason = _skip_reason(repo, delta, None, paths, path)
         patch = None if reason else diff[index]
         if patch is None or patch.delta.is_binary:
-            work.skipped.append(f"{path} ({reason or 'binary'})")
+            if reason != IGNORED:
+                work.skipped.append(f"{path} ({reason or 'binary'})")
             continue
         work.add_patch(patch, path)
 
@@ -404,13 +452,21 @@ def _display_name(delta: pygit2.DiffDelta, scope: _Scope) -> str:
     return name
 
 
-def _touched_files(diff: pygit2.Diff | None, scope: _Scope) -> tuple[list[str], list[str]]:
-    """(files inside the workspace, all files for display) that a diff touches."""
+def _touched_files(
+    diff: pygit2.Diff | None, scope: _Scope, paths: _Paths
+) -> tuple[list[str], list[str]]:
+    """(files inside the workspace, all files for display) that a diff touches; files the
+    ignore rules exclude are left out, as discover() leaves them out."""
     if diff is None:
         return [], []
-    deltas = list(diff.deltas)
+    deltas = [d for d in diff.deltas if not _ignored(d, scope, paths)]
     inside = [p for p in (scope.to_workspace(d.new_file.path) for d in deltas) if p is not None]
     return inside, [_display_name(d, scope) for d in deltas]
+
+
+def _ignored(delta: pygit2.DiffDelta, scope: _Scope, paths: _Paths) -> bool:
+    rel = scope.to_workspace(delta.new_file.path)
+    return rel is not None and paths.reason(rel) == IGNORED
 
 
 def _commit_notes(work: _CommitWork, total_files: int) -> list[str]:
@@ -437,6 +493,7 @@ def _commit_chunks(
     settings: HistorySettings,
     scope: _Scope,
     boundary: bool,
+    paths: _Paths,
 ) -> tuple[list[Chunk], list[str]]:
     """One 'commit' chunk followed by its 'hunk' chunks, plus log notes.
 
@@ -449,8 +506,8 @@ def _commit_chunks(
     diff = None if boundary else _commit_diff(commit)
     notes = [f"{info.sha[:SHORT_SHA]}: shallow-clone boundary, diff unknown"] if boundary else []
     if diff is not None:
-        _collect_hunks(repo, diff, scope, work)
-    inside, files = _touched_files(diff, scope)
+        _collect_hunks(repo, diff, scope, work, paths)
+    inside, files = _touched_files(diff, scope, paths)
     head = Chunk(
         path=_main_path(work, inside),
         language="git",
@@ -482,6 +539,7 @@ def _diff_new(
     settings: HistorySettings,
     notes: list[str],
     cancel: Callable[[], bool] | None,
+    paths: _Paths,
 ) -> dict[str, list[Chunk]]:
     """Chunks for the commits not indexed yet; stops early (and says so) when cancelled."""
     boundary = _shallow_boundary(repo)
@@ -492,7 +550,7 @@ def _diff_new(
             break
         try:
             commit = repo[sha].peel(pygit2.Commit)
-            chunks, more = _commit_chunks(repo, commit, settings, scope, sha in boundary)
+            chunks, more = _commit_chunks(repo, commit, settings, scope, sha in boundary, paths)
         except _GIT_ERRORS as exc:  # a corrupt object: skip it, retry on the next sync
             notes.append(f"{sha[:SHORT_SHA]}: not indexed ({exc})")
             continue
@@ -507,12 +565,14 @@ def sync_history(
     indexed: set[str],
     *,
     cancel: Callable[[], bool] | None = None,
+    index: IndexSettings | None = None,
 ) -> HistoryDelta:
     """Bring the indexed history in line with the first `max_commits` commits from HEAD.
 
     Incremental: only shas missing from `indexed` are diffed, so a new commit costs one
     diff; an amend, rebase or branch switch shows up as `removed` + `added`. Without a
-    repository (or with history disabled) everything indexed is removed.
+    repository (or with history disabled) everything indexed is removed. `index` supplies
+    discovery's ignore, secret-name and size rules (defaults when None) for every commit.
     """
     opened = _open(root) if settings.enabled else None
     if opened is None:
@@ -528,7 +588,8 @@ def sync_history(
         return HistoryDelta(head=str(head.id), notes=[f"cannot walk history: {exc}"])
     notes = _shallow_notes(repo)
     fresh = [sha for sha in window if sha not in indexed]
-    added = _diff_new(repo, scope, fresh, settings, notes, cancel)
+    paths = _Paths.for_root(root, index)
+    added = _diff_new(repo, scope, fresh, settings, notes, cancel, paths)
     removed = sorted(indexed.difference(window))
     return HistoryDelta(head=str(head.id), added=added, removed=removed, notes=notes)
 
@@ -678,14 +739,17 @@ def uncommitted_paths(root: Path) -> set[str]:
 
 
 def _patch_lines(
-    repo: pygit2.Repository, diff: pygit2.Diff, scope: _Scope, workdir: Path | None
+    repo: pygit2.Repository, diff: pygit2.Diff, scope: _Scope, workdir: Path | None, paths: _Paths
 ) -> Iterator[str]:
-    """Unified diff lines file by file, skipping files outside the workspace or too large."""
+    """Unified diff lines file by file, skipping files outside the workspace, excluded by
+    discover's rules or too large."""
     for index, delta in enumerate(diff.deltas):
         path = scope.to_workspace(delta.new_file.path)
         if path is None:
             continue
-        reason = _skip_reason(repo, delta, workdir)
+        reason = _skip_reason(repo, delta, workdir, paths, path)
+        if reason == IGNORED:
+            continue
         if reason:
             yield f"diff --git a/{delta.old_file.path} b/{delta.new_file.path}"
             yield f"(not shown: {reason})"
@@ -703,7 +767,7 @@ def _capped(lines: Iterable[str], max_lines: int, total_files: int) -> str:
     return "\n".join(out)
 
 
-def working_tree_diff(root: Path, max_lines: int = 400) -> str:
+def working_tree_diff(root: Path, max_lines: int = 400, index: IndexSettings | None = None) -> str:
     """Unified diff of HEAD against the working tree, new untracked files included; capped."""
     opened = _open(root)
     if opened is None:
@@ -715,8 +779,8 @@ def working_tree_diff(root: Path, max_lines: int = 400) -> str:
             diff = repo.index.diff_to_workdir(flags=_WORKDIR_FLAGS)
         else:
             diff = head.tree.diff_to_workdir(flags=_WORKDIR_FLAGS)
-        lines = _patch_lines(repo, diff, scope, Path(repo.workdir))
-        text = _capped(lines, max(1, max_lines), len(diff))
+        lines = _patch_lines(repo, diff, scope, Path(repo.workdir), _Paths.for_root(root, index))
+        text = redact_text(_capped(lines, max(1, max_lines), len(diff)))
     except _GIT_ERRORS as exc:
         return f"working-tree diff failed: {exc}"
     prefix = "(no commits yet: staged files are not shown)\n" if head is None else ""
@@ -738,7 +802,9 @@ def _commit_header(commit: pygit2.Commit) -> str:
     )
 
 
-def commit_diff(root: Path, rev: str = "HEAD", max_lines: int = 400) -> str:
+def commit_diff(
+    root: Path, rev: str = "HEAD", max_lines: int = 400, index: IndexSettings | None = None
+) -> str:
     """Message and unified diff (against the first parent) of one commit; capped."""
     opened = _open(root)
     if opened is None:
@@ -751,9 +817,8 @@ def commit_diff(root: Path, rev: str = "HEAD", max_lines: int = 400) -> str:
     if str(commit.id) in _shallow_boundary(repo):
         return header + "\n(parent not in this shallow clone: diff not available)"
     diff = _commit_diff(commit, context_lines=3)
-    return (
-        header + "\n" + _capped(_patch_lines(repo, diff, scope, None), max(1, max_lines), len(diff))
-    )
+    lines = _patch_lines(repo, diff, scope, None, _Paths.for_root(root, index))
+    return header + "\n" + redact_text(_capped(lines, max(1, max_lines), len(diff)))
 
 
 # --------------------------------------------------------------------------- recent commits

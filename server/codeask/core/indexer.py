@@ -475,7 +475,11 @@ class FolderIndex:
     def _sync_history(self, report: IndexReport, token: CancelToken) -> None:
         known = set(self.store.history.commits)
         delta = git_history.sync_history(
-            self.root, self.settings.history, known, cancel=lambda: token.cancelled
+            self.root,
+            self.settings.history,
+            known,
+            cancel=lambda: token.cancelled,
+            index=self.settings.index,
         )
         for note in delta.notes:
             log.info("history: %s", note)
