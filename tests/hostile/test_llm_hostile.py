@@ -15,6 +15,7 @@ Deadlines are small here (read 2 s, total 4 s); the size caps are the shipped de
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -217,6 +218,20 @@ def test_cut_mid_event_is_an_incomplete_answer(
         "the partial answer is kept and marked incomplete"
     )
     check(run, EXIT_INCOMPLETE, INCOMPLETE + message, baseline_mb, f"cut/{provider}")
+
+
+def test_json_output_carries_the_partial_answer_and_the_flag(
+    project: Path, llm: HostileLLM, baseline_mb: float
+) -> None:
+    settings = {"provider": "openai", "base_url": llm.url("cut"), "model": "tiny"}
+    env = cli_env(project.parent, settings)
+    run = run_cli(["ask", "--json", QUESTION], env, project, SLACK_S)
+    payload = json.loads(run.stdout)
+    assert run.code == EXIT_INCOMPLETE and payload["incomplete"] is True
+    assert (
+        payload["answer"] == PARTIAL and "ended before the answer was complete" in payload["error"]
+    )
+    assert payload["sources"] and run.peak_mb - baseline_mb < GROWTH_MB
 
 
 @pytest.mark.parametrize("mode", ["cut_chunked", "huge_length"])
