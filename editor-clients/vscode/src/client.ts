@@ -162,7 +162,7 @@ export class CodeaskClient implements Server {
   }
 
   private settingsFor(scopeUri: string | undefined): SettingsTree {
-    return toServerSettings((key) => this.host.explicitSetting(key, scopeUri));
+    return toServerSettings((key) => this.host.explicitSetting(key, scopeUri), this.host.workspaceTrusted());
   }
 
   /** Explicit setting → interpreter → PATH → private env → install it (asked, or not). */

@@ -35,7 +35,9 @@ export async function activate(context: ExtensionContext): Promise<void> {
     else if (affects("")) void codeask.settingsChanged();
   });
   const interpreter = host.onPythonInterpreterChange(() => void codeask.interpreterChanged());
-  context.subscriptions.push(host, status, answers, config, interpreter, { dispose: () => void codeask.stop() });
+  // Trust granted: the server pulls the settings again and may now apply the project file.
+  const trust = host.onTrustGranted(() => void codeask.settingsChanged());
+  context.subscriptions.push(host, status, answers, config, interpreter, trust, { dispose: () => void codeask.stop() });
   await codeask.start();
 }
 

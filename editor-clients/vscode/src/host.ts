@@ -5,7 +5,7 @@
 
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
-import { mostSpecific } from "./core/settings";
+import { explicitValue } from "./core/settings";
 import type { Range } from "./core/protocol";
 import type {
   CancelSource,
@@ -58,7 +58,16 @@ export class VsCodeHost implements Host, Disposable {
 
   explicitSetting(key: string, scopeUri?: string): unknown {
     const scope = scopeUri ? vscode.Uri.parse(scopeUri) : undefined;
-    return mostSpecific(vscode.workspace.getConfiguration(SECTION, scope).inspect(key));
+    const inspected = vscode.workspace.getConfiguration(SECTION, scope).inspect(key);
+    return explicitValue(key, inspected, vscode.workspace.isTrusted);
+  }
+
+  workspaceTrusted(): boolean {
+    return vscode.workspace.isTrusted;
+  }
+
+  onTrustGranted(fn: () => void): Disposable {
+    return vscode.workspace.onDidGrantWorkspaceTrust(fn);
   }
 
   setting<T>(key: string, scopeUri?: string): T | undefined {

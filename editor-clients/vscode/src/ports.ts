@@ -83,6 +83,10 @@ export interface Host {
   explicitSetting(key: string, scopeUri?: string): unknown;
   /** The effective value of `codeask.<key>` (declared default when unset). */
   setting<T>(key: string, scopeUri?: string): T | undefined;
+  /** VS Code's workspace trust (restricted mode: false). */
+  workspaceTrusted(): boolean;
+  /** The user granted trust to the workspace (it is never revoked without a reload). */
+  onTrustGranted(fn: () => void): Disposable;
   askInput(prompt: string, placeholder: string): Promise<string | undefined>;
   showError(message: string, ...actions: string[]): Promise<string | undefined>;
   showWarning(message: string): void;

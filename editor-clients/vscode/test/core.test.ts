@@ -19,7 +19,7 @@ import {
   searchRow,
   statusView,
 } from "../src/core/format";
-import { initializationOptions, mostSpecific, needsRestart, toServerSettings } from "../src/core/settings";
+import { explicitValue, initializationOptions, mostSpecific, needsRestart, toServerSettings } from "../src/core/settings";
 import { ManualClock, indexState } from "./fakes";
 
 const input = (over: Partial<DiscoveryInput> = {}): DiscoveryInput => ({
@@ -121,6 +121,20 @@ describe("settings", () => {
   it("restarts only for server discovery settings", () => {
     assert.equal(needsRestart((k) => k === "pythonPath"), true);
     assert.equal(needsRestart((k) => k === "llm.model" || k === ""), false);
+  });
+
+  it("sends the workspace trust with every tree, never a setting's value for it", () => {
+    const set: Record<string, unknown> = { trustWorkspace: true, "llm.model": "m" };
+    assert.deepEqual(toServerSettings((k) => set[k], false), { llm: { model: "m" }, trustWorkspace: false });
+    assert.deepEqual(toServerSettings(() => undefined, true), { trustWorkspace: true });
+  });
+
+  it("ignores workspace values of restricted settings in an untrusted workspace", () => {
+    const inspected = { globalValue: "http://127.0.0.1:11434", workspaceValue: "http://evil:1" };
+    assert.equal(explicitValue("llm.baseUrl", inspected, false), "http://127.0.0.1:11434");
+    assert.equal(explicitValue("llm.baseUrl", inspected, true), "http://evil:1");
+    assert.equal(explicitValue("pythonPath", { workspaceFolderValue: "/repo/evil" }, false), undefined);
+    assert.equal(explicitValue("llm.model", { globalValue: "a", workspaceValue: "b" }, false), "b");
   });
 
   it("takes the most specific set value", () => {

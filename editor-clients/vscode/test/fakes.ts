@@ -173,6 +173,15 @@ export class FakeHost implements Host {
   setting<T>(key: string): T | undefined {
     return this.explicit[key] as T | undefined;
   }
+  trusted = false;
+  trustListeners: (() => void)[] = [];
+  workspaceTrusted(): boolean {
+    return this.trusted;
+  }
+  onTrustGranted(fn: () => void): Disposable {
+    this.trustListeners.push(fn);
+    return { dispose: () => (this.trustListeners = this.trustListeners.filter((f) => f !== fn)) };
+  }
   async askInput(prompt: string): Promise<string | undefined> {
     this.inputPrompts.push(prompt);
     return this.inputAnswer;

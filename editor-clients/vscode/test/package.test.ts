@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { CLIENT_ONLY_KEYS, SERVER_KEYS } from "../src/core/settings";
+import { CLIENT_ONLY_KEYS, RESTRICTED_KEYS, SERVER_KEYS } from "../src/core/settings";
 
 const root = join(__dirname, "..", "..");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -38,8 +38,26 @@ describe("package.json", () => {
     for (const key of SERVER_KEYS) assert.equal(props[`codeask.${key}`].scope, "resource", key);
   });
 
+  it("runs in untrusted workspaces with the restricted settings declared", () => {
+    const untrusted = pkg.capabilities.untrustedWorkspaces;
+    assert.equal(untrusted.supported, "limited");
+    assert.deepEqual([...untrusted.restrictedConfigurations].sort(), RESTRICTED_KEYS.map((k) => `codeask.${k}`).sort());
+    for (const key of untrusted.restrictedConfigurations) assert.ok(key in props, `${key} is a declared setting`);
+  });
+
   const python = join(root, "..", "..", ".venv", "bin", "python");
   const hasServer = existsSync(python) && spawnSync(python, ["-c", "import codeask.config"]).status === 0;
+  it("restricts every setting the server protects", { skip: hasServer ? false : "no repo venv with codeask" }, () => {
+    const script = "import json\nfrom codeask.config import PROTECTED\nprint(json.dumps(sorted(PROTECTED)))";
+    const protectedNames: string[] = JSON.parse(execFileSync(python, ["-c", script], { encoding: "utf8" }));
+    const camel = (s: string) => s.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+    for (const name of protectedNames) {
+      const key = camel(name);
+      if ((SERVER_KEYS as readonly string[]).includes(key)) {
+        assert.ok((RESTRICTED_KEYS as readonly string[]).includes(key), `${key} is restricted`);
+      }
+    }
+  });
   it("mirrors the server's defaults", { skip: hasServer ? false : "no repo venv with codeask" }, () => {
     const script = [
       "import json, msgspec",

@@ -27,21 +27,44 @@ export const SERVER_KEYS = [
 ] as const;
 
 export type ServerKey = (typeof SERVER_KEYS)[number];
-export type SettingsTree = Record<string, Record<string, unknown>>;
+/** Sections of settings, plus the top-level `trustWorkspace` flag. */
+export type SettingsTree = Record<string, Record<string, unknown> | boolean>;
+
+/** Sent with every settings tree: VS Code's workspace trust (never read from a setting, which a
+ * repository's .vscode/settings.json could set). The server lets a trusted workspace's
+ * .codeask.toml set its protected settings (docs/security.md). */
+export const TRUST_KEY = "trustWorkspace";
+
+/**
+ * Settings that decide where code and credentials go or which program runs: the server's
+ * protected settings (`codeask.config.PROTECTED`, camelCased) and the server executable. In an
+ * untrusted workspace VS Code ignores their workspace values (package.json
+ * `capabilities.untrustedWorkspaces.restrictedConfigurations`), and so does `explicitValue`.
+ */
+export const RESTRICTED_KEYS = [
+  "serverPath",
+  "pythonPath",
+  "llm.provider",
+  "llm.baseUrl",
+  "llm.apiKeyEnv",
+  "index.location",
+  "embed.model",
+] as const;
 
 /** The value set for one key (workspace folder > workspace > user), undefined when unset. */
 export type ExplicitValue = (key: string) => unknown;
 
-/** The nested tree the server expects, holding only explicitly set values. */
-export function toServerSettings(explicit: ExplicitValue): SettingsTree {
-  const tree: SettingsTree = {};
+/** The nested tree the server expects, holding only explicitly set values (and the workspace
+ * trust, when known). */
+export function toServerSettings(explicit: ExplicitValue, trusted?: boolean): SettingsTree {
+  const tree: Record<string, Record<string, unknown>> = {};
   for (const key of SERVER_KEYS) {
     const value = explicit(key);
     if (value === undefined || value === null) continue;
     const [section, field] = key.split(".");
     (tree[section] ??= {})[field] = value;
   }
-  return tree;
+  return trusted === undefined ? tree : { ...tree, [TRUST_KEY]: trusted };
 }
 
 export interface FolderSettings {
@@ -64,6 +87,15 @@ export function initializationOptions(
 /** Whether a changed setting needs a new server process rather than a settings push. */
 export function needsRestart(changed: (key: string) => boolean): boolean {
   return CLIENT_ONLY_KEYS.some((key) => changed(key));
+}
+
+type Inspected = { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown } | undefined;
+
+/** The value set for `key`: the most specific one, but only the user's own for a restricted key
+ * in an untrusted workspace (VS Code filters these too; this holds even if it did not). */
+export function explicitValue(key: string, inspected: Inspected, trusted: boolean): unknown {
+  const restricted = (RESTRICTED_KEYS as readonly string[]).includes(key);
+  return !trusted && restricted ? inspected?.globalValue : mostSpecific(inspected);
 }
 
 /** Merge the layers VS Code's `inspect()` reports: most specific set value wins. */
