@@ -316,6 +316,15 @@ def test_no_context_still_makes_a_valid_prompt() -> None:
 # ---------------------------------------------------------------- redaction
 
 
+def mixed(n: int, alphabet: str = "aZ3kQ9mX7pL2wR5tY8") -> str:
+    """A deterministic token body of n characters (no literal token in the source)."""
+    return "".join(alphabet[i * 7 % len(alphabet)] for i in range(n))
+
+
+def placeholders(text: str) -> int:
+    return text.count(REDACTED) + text.count("«redacted:")
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -327,20 +336,20 @@ def test_no_context_still_makes_a_valid_prompt() -> None:
         "export DB_PASSWORD=s3cr3t",
         "API_TOKEN=abcd1234efgh",
         "password: hunter2",
-        "key = AKIAIOSFODNN7EXAMPLE",
-        "x = 'AIza" + "A" * 35 + "'",
-        "gh = 'ghp_" + "a1" * 18 + "'",
-        "pat = github_pat_" + "A" * 30,
-        "slack = 'xoxb-1234567890-abcdefghij'",
-        "openai = 'sk-proj-" + "x" * 30 + "'",
+        "key = AKIA" + mixed(16, "QZ7RT3VX2MB5WKJ4"),
+        "x = 'AIza" + mixed(35) + "'",
+        "gh = 'ghp_" + mixed(36) + "'",
+        "pat = github_pat_" + mixed(82),
+        "slack = 'xoxb-1234567890-1234567890" + mixed(24) + "'",
+        "openai = 'sk-proj-" + mixed(74) + "T3BlbkFJ" + mixed(74) + "'",
         'url = "postgres://bob:pw123@db.internal/x"',
     ],
 )
 def test_secrets_are_redacted(text: str) -> None:
     clean, count = redact_secrets(text)
     assert count == 1
-    assert REDACTED in clean
-    for secret in ("hunter2", "pa55", "s3cr3t", "AKIAIOSF", "ghp_", "xoxb-", "sk-proj", "pw123"):
+    assert placeholders(clean) == 1
+    for secret in ("hunter2", "pa55", "s3cr3t", "AKIAQ", "ghp_", "xoxb-", "sk-proj", "pw123"):
         assert secret not in clean
 
 
@@ -350,7 +359,9 @@ def test_private_key_block_redacted_and_surroundings_kept() -> None:
         "-----END RSA PRIVATE KEY-----\nafter"
     )
     clean, count = redact_secrets(pem)
-    assert (clean, count) == (f"before\n{REDACTED}\nafter", 1)
+    kept = "-----BEGIN RSA PRIVATE KEY-----\n{0}\n{0}\n-----END RSA PRIVATE KEY-----"
+    assert clean == "before\n" + kept.format("«redacted:private-key»") + "\nafter"
+    assert count == 2  # one per body line: line numbers never move
 
 
 def test_gcp_service_account_json_redacted() -> None:
@@ -384,12 +395,12 @@ def test_ordinary_code_is_not_redacted(text: str) -> None:
 def test_build_prompt_redacts_all_context_when_asked() -> None:
     secret_block = block("settings.py", 1, 2, text='API_KEY = "abcd1234"\nDEBUG = True')
     editor = EditorContext(path="x.py", selection="password = 'hunter2'", selection_start_line=3)
-    sections = [("Working tree diff", "+TOKEN='ghp_" + "b" * 36 + "'")]
+    sections = [("Working tree diff", "+TOKEN='ghp_" + mixed(36) + "'")]
     p = build_prompt("q", [secret_block], SMALL, editor=editor, extra_sections=sections,
                      redact=True)  # fmt: skip
     text = user_text(p.messages)
     assert "abcd1234" not in text and "hunter2" not in text and "ghp_" not in text
-    assert text.count(REDACTED) == 3 and p.redactions == 3
+    assert placeholders(text) == 3 and p.redactions == 3
     assert "DEBUG = True" in text
     assert REDACTED in p.sources[0].text
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from codeask.config import LLMSettings
+from codeask.core import secrets
 from codeask.core.names import display_path
 from codeask.core.records import HISTORY_KINDS
 
@@ -90,7 +91,7 @@ class Prompt:
     prompt_tokens: int
     truncated: bool
     redactions: int = 0
-    """Secrets replaced by [REDACTED] (only when `redact=True`)."""
+    """Secrets replaced by a placeholder (known formats always; named literals when `redact`)."""
 
 
 @dataclass
@@ -155,23 +156,6 @@ def _cut_line(line: str, tokens: int) -> str:
 
 # ---------------------------------------------------------------- redaction
 
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
-    re.DOTALL,
-)
-_TOKEN_PATTERNS = [
-    re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),  # AWS key ids
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),  # Google / GCP API keys
-    re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}"),  # Google OAuth access tokens
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),  # GitHub tokens
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"),  # GitHub fine-grained tokens
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack tokens
-    re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+"),  # Slack webhooks
-    re.compile(r"\bsk-(?:proj-|ant-|live-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic style
-    re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b"),  # Stripe
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWT
-]
 #: `name = "literal"` (also `name: str = '...'`, `"name": "..."`, `name := "..."`, `name => "..."`).
 _ASSIGNED_LITERAL = re.compile(
     r"""(?P<name>[A-Za-z_][\w.\-]*)["']?"""
@@ -186,8 +170,6 @@ _ENV_ASSIGNMENT = re.compile(
 )
 #: Unquoted values that are code, not secrets: numbers, booleans, identifiers, dotted names.
 _PLAIN_VALUE = re.compile(r"[+\-]?[\d.]+|[A-Za-z_][A-Za-z_.]*")
-#: Credentials inside URLs: scheme://user:password@host.
-_URL_PASSWORD = re.compile(r"(?P<lead>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)(?P<value>[^\s/@]+)(?=@)")
 _SECRET_WORDS = {"password", "passwd", "pwd", "passphrase", "secret", "token", "credentials"}
 _SECRET_PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("auth", "key")}
 _NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -202,13 +184,13 @@ def _is_secret_name(name: str) -> bool:
 
 
 def redact_secrets(text: str) -> tuple[str, int]:
-    """Replace private keys, well-known token formats and secret literals by [REDACTED].
+    """`secrets.redact` (known formats, key blocks, high-entropy assignments: always applied),
+    then every literal assigned to a secret-looking name by [REDACTED].
 
-    Used before code leaves the machine (a non-loopback endpoint). Returns the text and the count.
-    Secret-looking assignments are only redacted when the value is a literal, so `token = get()`
-    stays readable.
+    The second pass is for a non-loopback endpoint. Returns the text and the count. Secret-looking
+    assignments are only redacted when the value is a literal, so `token = get()` stays readable.
     """
-    count = 0
+    text, count = secrets.redact(text)
 
     def sub(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str], s: str) -> str:
         def counted(m: re.Match[str]) -> str:
@@ -219,18 +201,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
         return pattern.sub(counted, s)
 
-    text = sub(_PRIVATE_KEY, lambda m: REDACTED, text)
-    for pattern in _TOKEN_PATTERNS:
-        text = sub(pattern, lambda m: REDACTED, text)
     text = sub(_ASSIGNED_LITERAL, _redact_literal, text)
     text = sub(_ENV_ASSIGNMENT, _redact_env, text)
-    text = sub(_URL_PASSWORD, lambda m: m.group("lead") + REDACTED, text)
     return text, count
 
 
 def _redact_literal(m: re.Match[str]) -> str:
     """`password = "x"` → `password = "[REDACTED]"`; other assignments untouched."""
-    if not _is_secret_name(m.group("name")) or REDACTED in m.group("value"):
+    value = m.group("value")
+    if not _is_secret_name(m.group("name")) or REDACTED in value or "«redacted:" in value:
         return m.group(0)
     q = m.group("q")
     return m.group(0)[: m.start("q") - m.start(0)] + q + REDACTED + q
@@ -239,7 +218,7 @@ def _redact_literal(m: re.Match[str]) -> str:
 def _redact_env(m: re.Match[str]) -> str:
     """`DB_PASSWORD=hunter2` → `DB_PASSWORD=[REDACTED]`; `TOKEN_TTL=3600` or `token: Token` kept."""
     value = m.group("value")
-    if not _is_secret_name(m.group("name")) or _PLAIN_VALUE.fullmatch(value):
+    if not _is_secret_name(m.group("name")) or _PLAIN_VALUE.fullmatch(value) or "«" in value:
         return m.group(0)
     return m.group("lead") + REDACTED
 
@@ -366,10 +345,9 @@ def _fit(parts: _Parts, text: str, room: int) -> str:
 
 
 def _redacted(parts: _Parts, text: str, redact: bool) -> str:
-    """Redact text when asked, counting what was replaced."""
-    if not redact:
-        return text
-    clean, n = redact_secrets(text)
+    """Redact known secrets always (editor text never went through the index), and secret-named
+    literals too when asked; count what was replaced."""
+    clean, n = redact_secrets(text) if redact else secrets.redact(text)
     parts.redactions += n
     return clean
 
@@ -461,7 +439,9 @@ def build_prompt(
 
     Priority when the budget is tight: the question, the editor context, then code blocks
     best-score-first (with a share held back for the extra sections), then the extra sections.
-    `redact` cleans everything taken from files (blocks, selection, sections), not the question.
+    Known secret formats are always replaced in everything taken from files (blocks, selection,
+    sections), whatever the endpoint; `redact` also blanks literals assigned to secret-looking
+    names. The question is left as typed.
     `line_numbers` prefixes every code line with its number: exact `path:line` citations, but
     ~6 tokens a line (digits are single tokens), so about half as much code fits.
     """
