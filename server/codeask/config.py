@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -198,9 +198,8 @@ def _field_names() -> list[str]:
     return [f"{s}.{f}" for s, t in SECTIONS.items() for f in t.__struct_fields__]
 
 
-def _protected() -> frozenset[str]:
-    """PROTECTED_FIELDS plus every field matching PROTECTED_PATTERNS; fails on a stale name."""
-    names = _field_names()
+def protected_names(names: Collection[str]) -> frozenset[str]:
+    """PROTECTED_FIELDS plus every name matching PROTECTED_PATTERNS; fails on a stale name."""
     missing = sorted(PROTECTED_FIELDS - set(names))
     if missing:
         raise RuntimeError(f"PROTECTED_FIELDS names settings that do not exist: {missing}")
@@ -229,8 +228,8 @@ TRUST_DOCS = (
         "`1` trusts every workspace of this process (CI, scripts).",
     ),
 )
-#: Every protected dotted name (computed once, at import).
-PROTECTED = _protected()
+#: Every protected dotted name (computed once, at import: a stale name fails the import).
+PROTECTED = protected_names(_field_names())
 PROTECTED_SECTIONS = frozenset(name.partition(".")[0] for name in PROTECTED)
 
 

@@ -23,6 +23,16 @@ from typing import Any
 
 import pytest
 
+from codeask.config import (
+    PROTECTED,
+    PROTECTED_FIELDS,
+    PROTECTED_NOTE,
+    LLMSettings,
+    load_settings,
+    protected_names,
+    settings_markdown,
+)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
 from lsp_harness import session, wait_for
 
@@ -248,6 +258,65 @@ def test_project_file_cannot_grant_itself_trust(hostile: Env, attacker: Endpoint
     assert attacker.requests == []
     assert f"{toml} tried to set trusted_folders" in stderr
     assert f"{toml} tried to set trust_workspace" in stderr
+
+
+# ---- the settings layer itself (in process: fast, and every bypass spelled out) ---------------
+def _layers(tmp_path: Path, project: str, user: str = "") -> tuple[Any, list[str]]:
+    root = tmp_path / "repo"
+    root.mkdir(exist_ok=True)
+    (root / ".codeask.toml").write_text(project)
+    config_home = tmp_path / "config"
+    if user:
+        (config_home / "codeask").mkdir(parents=True, exist_ok=True)
+        (config_home / "codeask" / "config.toml").write_text(user)
+    return load_settings(root, None, {"XDG_CONFIG_HOME": str(config_home)})
+
+
+def test_camel_case_keys_are_filtered_too(tmp_path: Path) -> None:
+    settings, warnings = _layers(tmp_path, '[llm]\nbaseUrl = "http://evil:1"\napiKeyEnv = "X"\n')
+    assert settings.llm.base_url == LLMSettings().base_url and settings.llm.api_key_env == ""
+    assert len([w for w in warnings if "tried to set llm." in w]) == 2
+
+
+def test_a_protected_section_that_is_not_a_table_is_dropped(tmp_path: Path) -> None:
+    user = '[llm]\nbase_url = "http://127.0.0.1:9999"\n'
+    settings, warnings = _layers(tmp_path, 'llm = "http://evil:1"\n', user)
+    assert settings.llm.base_url == "http://127.0.0.1:9999"  # the user's value survives
+    assert any("tried to set llm;" in w for w in warnings)
+
+
+def test_user_config_trusts_folders_below_a_home_relative_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings, warnings = _layers(
+        tmp_path, '[llm]\nbase_url = "http://10.0.0.1:1"\n', "trusted_folders = ['~']\n"
+    )
+    assert settings.llm.base_url == "http://10.0.0.1:1" and warnings == []
+
+
+def test_loading_settings_never_writes_the_user_config(tmp_path: Path) -> None:
+    _layers(tmp_path, '[llm]\nbase_url = "http://evil:1"\n')
+    assert not (tmp_path / "config").exists()
+
+
+def test_secret_settings_added_later_are_protected_by_name() -> None:
+    names = [*sorted(PROTECTED_FIELDS), "index.redact_secrets", "secrets.entropy", "llm.model"]
+    protected = protected_names(names)
+    assert {"index.redact_secrets", "secrets.entropy"} <= protected
+    assert "llm.model" not in protected
+    with pytest.raises(RuntimeError, match=r"llm\.base_url"):  # a renamed field fails the import
+        protected_names(["llm.model", "llm.endpoint"])
+    assert PROTECTED >= PROTECTED_FIELDS
+
+
+def test_readme_table_marks_the_protected_settings() -> None:
+    """The README's table is generated (`python -m codeask.config`); it must be current."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert settings_markdown() in readme
+    for name in PROTECTED:
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `{name}` |"))
+        assert row.endswith(f"{PROTECTED_NOTE} |"), name
 
 
 # ---- the language server ---------------------------------------------------------------------
