@@ -204,3 +204,14 @@ def test_indexing_slash_skips_special_filesystems(workspace: Path, tmp_path: Pat
     found = codeask("search", "good_function", "--mode", "lexical", "--root", "/", env=env)
     assert found.returncode == 0, found.stderr
     assert f"{str(workspace)[1:]}/good.py:1-2" in found.stdout
+
+
+def test_a_workspace_folder_whose_path_is_not_utf8_is_refused_clearly(tmp_path: Path) -> None:
+    root = tmp_path / os.fsdecode(b"proj\xff")
+    root.mkdir()
+    (root / "a.py").write_text(_function("some_function"))
+    for args in (("index", "--lexical-only", str(root)), ("search", "x", "--root", str(root))):
+        run = codeask(*args)
+        assert run.returncode == 1, run.stderr
+        assert "proj\\xff: its path is not valid UTF-8" in run.stderr
+        assert "Traceback" not in run.stderr and "UnicodeEncodeError" not in run.stderr

@@ -34,7 +34,7 @@ from codeask.core.discover import (
 )
 from codeask.core.embed import CachedEmbedder, load_embedder, model_dim
 from codeask.core.lexical import LexicalIndex
-from codeask.core.names import display_path
+from codeask.core.names import display_path, is_utf8
 from codeask.core.records import FileRecord
 from codeask.core.store import IndexStore, current_name
 from codeask.core.writer_lock import LockInfo, WriterLock
@@ -139,7 +139,7 @@ class IndexStatus:
 def index_dir_for(root: Path, settings: Settings) -> Path:
     """Where a folder's index lives: `<root>/.codeask`, the user cache, or a configured path."""
     location = settings.index.location
-    tag = f"{root.name or 'root'}-{hashlib.blake2b(str(root).encode(), digest_size=4).hexdigest()}"
+    tag = f"{root.name or 'root'}-{hashlib.blake2b(os.fsencode(root), digest_size=4).hexdigest()}"
     if not location:
         return root / ".codeask"
     if location == "cache":
@@ -207,6 +207,9 @@ class FolderIndex:
         allow_broad_root: bool = False,
     ) -> None:
         self.root = root.resolve()
+        if not is_utf8(str(self.root)):  # nothing could store, search or send its paths
+            shown = display_path(str(self.root))
+            raise RootRefused(f"refusing to index {shown}: its path is not valid UTF-8; rename it")
         self.settings = settings
         self.warnings = list(warnings)
         self.folder = index_dir_for(self.root, settings)
