@@ -82,6 +82,18 @@ def test_huge_content_length_is_rejected_and_skipped(wire: Wire) -> None:
     assert "x" not in wire.replies
 
 
+def test_honest_oversized_message_is_drained_not_buffered(wire: Wire) -> None:
+    """A real body over the 64 MiB limit is read through in pieces and dropped."""
+    text = "x = 1\n" * (65 * 1024 * 1024 // 6 + 1000)
+    item = {"uri": "untitled:over", "languageId": "python", "version": 1, "text": text}
+    payload = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}}
+    before = wire.vm_hwm_mb()
+    wire.write(frame(payload))
+    assert "exceeds the maximum" in wire.null_error()["error"]["message"]
+    check_alive(wire)
+    assert wire.vm_hwm_mb() - before < 50
+
+
 @pytest.mark.parametrize("delta", [-10, +10, +5000])
 def test_wrong_content_length_resynchronises(wire: Wire, delta: int) -> None:
     body = json.dumps(status_request(f"wrong{delta}")).encode()
