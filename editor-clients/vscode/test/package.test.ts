@@ -38,6 +38,12 @@ describe("package.json", () => {
     for (const key of SERVER_KEYS) assert.equal(props[`codeask.${key}`].scope, "resource", key);
   });
 
+  it("lets no workspace turn on installing the server without asking", () => {
+    assert.equal(props["codeask.autoInstallServer"].scope, "machine");
+    assert.equal(props["codeask.autoInstallServer"].default, false);
+    assert.ok(pkg.contributes.commands.some((c: { command: string }) => c.command === "codeask.installServer"));
+  });
+
   it("runs in untrusted workspaces with the restricted settings declared", () => {
     const untrusted = pkg.capabilities.untrustedWorkspaces;
     assert.equal(untrusted.supported, "limited");
