@@ -122,12 +122,21 @@ def tree_state(folder: Path) -> dict[str, tuple[int, int, int]]:
 
 
 def live_snapshot(index_folder: Path) -> tuple[Manifest, list[Chunk]]:
-    """The manifest and chunks CURRENT points at, read straight from disk."""
-    name = (index_folder / "CURRENT").read_text().strip()
-    live = index_folder / name
-    manifest = msgspec.json.decode((live / "manifest.json").read_bytes(), type=Manifest)
-    chunks = msgspec.msgpack.decode((live / "chunks.msgpack").read_bytes(), type=list[Chunk])
-    return manifest, chunks
+    """The manifest and chunks CURRENT points at, read straight from disk (retried when the
+    writer replaces the snapshot while we read it, as every reader does)."""
+    for attempt in range(10):
+        name = (index_folder / "CURRENT").read_text().strip()
+        live = index_folder / name
+        try:
+            manifest = msgspec.json.decode((live / "manifest.json").read_bytes(), type=Manifest)
+            raw = (live / "chunks.msgpack").read_bytes()
+        except FileNotFoundError:
+            if attempt == 9:
+                raise
+            time.sleep(0.05)
+            continue
+        return manifest, msgspec.msgpack.decode(raw, type=list[Chunk])
+    raise AssertionError("unreachable")
 
 
 def lines_on_disk(root: Path, rel: str, start: int, end: int) -> str:

@@ -135,7 +135,11 @@ class LexicalIndex:
             "file UNINDEXED, body, path, tokenize='unicode61 remove_diacritics 0')"
         )
         self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None or row[0] != SCHEMA:  # written once: opening an index writes nothing
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,)
+            )
         self._db.commit()
         self._init_state()
 

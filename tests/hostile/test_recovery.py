@@ -1,0 +1,149 @@
+"""Issue 11 item 8: recovery that needs no human. Damaged files cost only themselves, are
+named in the log, and a no-change reindex writes nothing. Real `codeask` processes throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _writers_helpers import (
+    TOPICS,
+    codeask,
+    env_for,
+    live_snapshot,
+    topic_source,
+    tree_state,
+)
+
+from codeask.core.embed import EmbeddingCache
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
+import gitrepo
+
+
+@pytest.fixture(scope="module")
+def warm_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One embedding cache for the module: the same texts are embedded once."""
+    return env_for(tmp_path_factory.mktemp("recovery-xdg"))
+
+
+def git_project(root: Path) -> Path:
+    """The topic files in a real git repository with two commits (history gets indexed)."""
+    repo = gitrepo.make_repo(root)
+    files = {f"src/{t}.py": topic_source(t, 0) for t in TOPICS}
+    first = dict(list(files.items())[:4])
+    gitrepo.commit(repo, first, "Add the first topics", gitrepo.ALICE, gitrepo.EPOCH)
+    gitrepo.commit(repo, files, "Add the other topics", gitrepo.BOB, gitrepo.EPOCH + 86_400)
+    return root
+
+
+def flip_middle_byte(path: Path) -> None:
+    """Same size, one byte changed; a hard-linked copy in an older snapshot stays intact."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.unlink()
+    path.write_bytes(bytes(data))
+
+
+def index_json(root: Path, env: dict[str, str], *extra: str) -> tuple[dict[str, object], str]:
+    result = codeask("-v", "index", "--json", *extra, cwd=root, env=env)
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout)[0]), result.stderr
+
+
+# ---- the shared embedding cache ----------------------------------------------------------------
+def test_corrupted_embedding_cache_is_moved_aside_and_rebuilt(
+    tmp_path: Path, warm_env: dict[str, str]
+) -> None:
+    root = git_project(tmp_path / "proj")
+    index_json(root, warm_env)  # fills the module's cache; this test damages a copy of it
+    xdg = tmp_path / "xdg"
+    shutil.copytree(Path(warm_env["XDG_CACHE_HOME"]) / "codeask" / "embeddings",
+                    xdg / "codeask" / "embeddings")  # fmt: skip
+    env = env_for(xdg)
+    [cache] = (xdg / "codeask" / "embeddings").glob("*.sqlite")
+    with cache.open("r+b") as handle:  # page 1 (schema) stays; the rows' pages are garbage
+        handle.seek(4096)
+        handle.write(b"\x5a" * (cache.stat().st_size - 4096))
+    summary, log = index_json(root, env, "--rebuild")
+    assert "embedding cache" in log and str(cache) in log and ".corrupt-" in log
+    assert list(cache.parent.glob(f"{cache.name}.corrupt-*")), "the damaged file was not kept"
+    assert summary["embedded"] == summary["chunks"]
+    again, _ = index_json(root, env, "--rebuild")
+    assert again["vectors_computed"] == 0  # the new cache works: everything was reused
+
+
+def test_embedding_cache_damaged_mid_run_recovers(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    cache = EmbeddingCache(path, 4)
+    rows = np.eye(4, dtype=np.float32)
+    cache.put_many((f"k{i}", rows[i % 4]) for i in range(2000))
+    cache.close()  # checkpointed into the main file
+    cache = EmbeddingCache(path, 4)
+    size = path.stat().st_size
+    with path.open("r+b") as handle:  # another process scribbles over the open file
+        handle.seek(4096)
+        handle.write(b"\xff" * (size - 4096))
+    found = cache.get_many(f"k{i}" for i in range(2000))
+    assert found == {} or len(found) < 2000
+    cache.put_many([("fresh", rows[0])])
+    assert "fresh" in cache.get_many(["fresh"])
+    assert list(tmp_path.glob("cache.sqlite.corrupt-*"))
+    cache.close()
+
+
+# ---- snapshot components, one at a time ---------------------------------------------------------
+@pytest.mark.parametrize("component", ["files", "chunks", "history", "vectors"])
+def test_one_damaged_snapshot_file_costs_only_itself(
+    tmp_path: Path, warm_env: dict[str, str], component: str
+) -> None:
+    root = git_project(tmp_path / "proj")
+    first, _ = index_json(root, warm_env)
+    manifest, _ = live_snapshot(root / ".codeask")
+    ext = "hnsw" if component == "vectors" else "msgpack"
+    flip_middle_byte(root / ".codeask" / f"gen-{manifest.generation:06d}" / f"{component}.{ext}")
+    (root / ".codeask" / "lexical.sqlite").unlink()  # no shortcut: readers use the snapshot
+
+    doc = TOPICS["orbits"][1]
+    found = codeask("search", doc, "--json", "--mode", "lexical", cwd=root, env=warm_env)
+    if component in ("history", "vectors"):  # the code index is intact: it still answers
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)["results"][0]["relative_path"] == "src/orbits.py"
+    else:  # the file table is gone: a clear message, not "no index here yet"
+        assert found.returncode == 1
+        assert "damaged" in found.stderr and f"{component}.msgpack" in found.stderr
+        assert "no index here yet" not in found.stderr
+
+    summary, log = index_json(root, warm_env)
+    expected = {
+        "files": "rebuilding the file index",
+        "chunks": "rebuilding the file index",
+        "history": "kept files and code chunks, history is resynced",
+        "vectors": "kept the chunks, they are embedded again",
+    }[component]
+    assert expected in log, log
+    assert summary["vectors_computed"] == 0  # everything comes back from the embedding cache
+    assert summary["embedded"] == summary["chunks"] == first["chunks"]
+    status = codeask("status", "--json", cwd=root, env=warm_env)
+    row = json.loads(status.stdout)[0]
+    assert row["history_commits"] == 2 and row["embedded_percent"] == 100.0
+    dense = codeask("search", doc, "--json", "--mode", "dense", "-k", "1", cwd=root, env=warm_env)
+    assert json.loads(dense.stdout)["results"][0]["relative_path"] == "src/orbits.py"
+
+
+# ---- a no-change reindex writes nothing ---------------------------------------------------------
+def test_no_change_reindex_writes_zero_bytes(tmp_path: Path, warm_env: dict[str, str]) -> None:
+    root = git_project(tmp_path / "proj")
+    index_json(root, warm_env)
+    folder = root / ".codeask"
+    before = {k: v for k, v in tree_state(folder).items() if k != "writer.lock"}
+    summary, _ = index_json(root, warm_env)
+    after = {k: v for k, v in tree_state(folder).items() if k != "writer.lock"}
+    assert summary["files_indexed"] == 0 and summary["files_unchanged"] == len(TOPICS)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert changed == set(), f"a no-change reindex rewrote {sorted(changed)}"
