@@ -172,7 +172,8 @@ TOKEN_RULES: tuple[Rule, ...] = (
         "openai-api-key",
         "sk-",
         r"\b(?P<v>sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ"
-        r"(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})",
+        r"(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})"
+        + _END,
     ),
     _rule(
         "anthropic-api-key",
@@ -318,7 +319,11 @@ _ALLOWED_NAME = re.compile(
 _NAME_CHARS = re.compile(r"[\w.-]{0,50}$")
 #: A value made of words (`settings.API_KEY`, `get_token_from_env`): code, not a secret.
 _WORDY_PART = re.compile(r"[A-Za-z][a-z]*(?:[A-Z][a-z]+)*\d{0,4}|[A-Z]+\d{0,4}|\d{1,4}")
-_TEMPLATE = re.compile(r"^(?:\$|%|\{\{|#\{|@[A-Z_]+@)|^(?:true|false|null|none)$", re.IGNORECASE)
+#: gitleaks' global allowlist: template and format placeholders, booleans, null.
+_TEMPLATE = re.compile(
+    r"^(?:\$(?:\d+|[A-Z_]+|[a-z_]+)|%(?:[A-Z_]+|[a-z_]+)%|%[+\-# 0]?[a-zA-Z]|@(?:[A-Z_]+|[a-z_]+)@"
+    r"|(?i:true|false|null|none))$"
+)
 
 
 def _wordy(value: str) -> bool:
@@ -332,7 +337,8 @@ def _generic_ok(text: str, at: int, name_end: int, value: str) -> bool:
     name = (head.group(0) if head else "") + text[at:name_end]
     if _ALLOWED_NAME.search(name) or _TEMPLATE.search(value) or "://" in value:
         return False
-    if re.fullmatch(r"[a-zA-Z_.-]+", value) or _wordy(value) or len(set(value)) < 6:
+    letters = re.fullmatch(r"[a-zA-Z_.-]+", value) is not None
+    if (letters and (value.islower() or value.isupper())) or _wordy(value) or len(set(value)) < 6:
         return False
     return shannon_entropy(value) >= GENERIC_ENTROPY
 
