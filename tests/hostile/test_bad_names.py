@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
+from lsp_harness import session
+
 from codeask.config import IndexSettings
 from codeask.core.discover import NOT_UTF8, check_file, discover
 from codeask.core.names import display_path, is_utf8
@@ -215,3 +218,13 @@ def test_a_workspace_folder_whose_path_is_not_utf8_is_refused_clearly(tmp_path: 
         assert run.returncode == 1, run.stderr
         assert "proj\\xff: its path is not valid UTF-8" in run.stderr
         assert "Traceback" not in run.stderr and "UnicodeEncodeError" not in run.stderr
+
+
+async def test_language_server_indexes_past_bad_names(workspace: Path, tmp_path: Path) -> None:
+    """The folder reaches `ready` (it used to end in `error`); results carry real names."""
+    async with session([workspace], tmp_path / "cache") as lsp:
+        status = await lsp.wait_ready(120)
+        assert status["folders"][0]["state"] == "ready", status
+        hits = await lsp.search("newline_function", k=3)
+        assert hits and hits[0]["uri"].endswith("/new%0Aline.py")
+        assert lsp.log_lines(f"skipped bad\\xff\\xfe.py: {NOT_UTF8}")
