@@ -8,19 +8,23 @@ and is not a git repository, so `ask` loads no embedding model: its baseline is 
 300 MB ceiling measures what the attack adds. Every case checks the exit code, the exact
 message, the partial answer, the time taken and the peak memory.
 
-Deadlines are small here (read 2 s, total 4 s); the size caps are the shipped defaults
-(1 MiB line, 32 MiB response, 65536-character answer).
+Deadlines are small here (read 2 s, total 4 s; 30 s where a size cap must trip first); the
+line and answer caps are the shipped defaults (1 MiB, 65536 characters), the response cap is
+8 MiB. The runs go four at a time (each process's VmHWM is its own).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,10 +42,15 @@ CEILING_MB = 300.0
 #: What the attack may add to the CLI's own peak (its baseline is measured, ~70 MB).
 GROWTH_MB = 100.0
 READ_TIMEOUT, TOTAL_TIMEOUT = 2, 4
+#: total_timeout where a size cap must trip first, however loaded the machine.
+CAP_TIMEOUT = 30
+#: llm.max_response_bytes here (the default, 32 MiB, costs CPU a shared machine lacks).
+RESPONSE_CAP = 8 * 1024 * 1024
 #: Start-up, retrieval and a loaded machine, on top of the deadline.
 SLACK_S = 15.0
 PROVIDERS = ["openai", "ollama"]
 QUESTION = "what does add do?"
+API_KEY = "sk-hostile-test"
 EXIT_USER, EXIT_INCOMPLETE = 1, 3
 
 
@@ -89,17 +98,21 @@ def cli_env(base: Path, llm: dict[str, Any]) -> dict[str, str]:
 
 
 def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Run:
-    """Run `codeask ARGS`; output to files (a 64k answer must not block on a pipe)."""
-    out, err = cwd.parent / "stdout.txt", cwd.parent / "stderr.txt"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
+    """Run `codeask ARGS`."""
+    return run_process([str(CODEASK), *args], env, cwd, timeout)
+
+
+def run_process(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Run:
+    """Run to the end; output to files (a 64k answer must not block on a pipe)."""
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         began = time.monotonic()
-        proc = subprocess.Popen(
-            [str(CODEASK), *args], stdout=stdout, stderr=stderr, env=env, cwd=cwd
-        )
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, env=env, cwd=cwd)
         status, peak_kb = _wait(proc, timeout)
         seconds = time.monotonic() - began
-    code = os.waitstatus_to_exitcode(status)
-    return Run(code, out.read_text(), err.read_text(), seconds, peak_kb / 1024)
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read().decode(), stderr.read().decode()
+    return Run(os.waitstatus_to_exitcode(status), out, err, seconds, peak_kb / 1024)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int, int]:
@@ -138,17 +151,69 @@ def baseline_mb(project: Path, llm: HostileLLM) -> float:
     return run.peak_mb
 
 
-def ask(project: Path, llm: HostileLLM, mode: str, provider: str, **extra: Any) -> Run:
+def ask(project: Path, llm: HostileLLM, mode: str, provider: str, *flags: str, **extra: Any) -> Run:
     settings = {
         "provider": provider,
         "base_url": llm.url(mode),
         "model": "tiny",
         "read_timeout": READ_TIMEOUT,
         "total_timeout": TOTAL_TIMEOUT,
+        "max_response_bytes": RESPONSE_CAP,
         **extra,
     }
     env = cli_env(project.parent, settings)
-    return run_cli(["ask", QUESTION], env, project, TOTAL_TIMEOUT + SLACK_S)
+    env["HOSTILE_TEST_KEY"] = API_KEY
+    return run_cli(["ask", *flags, QUESTION], env, project, settings["total_timeout"] + SLACK_S)
+
+
+#: The CLI attacks, each for both providers: mode → settings besides the defaults above.
+CAPPED = {"total_timeout": CAP_TIMEOUT}
+CLI_MODES: dict[str, dict[str, Any]] = {
+    "flood": CAPPED,
+    "drip": {},
+    "endless": CAPPED,
+    "cut": {},
+    "cut_chunked": {},
+    "huge_length": {},
+    "chunked_endless": CAPPED,
+    "gzip_bomb": CAPPED,
+    "malformed": CAPPED,
+    "error500": {},
+    "redirect": {},
+}
+#: Model-list attacks (`list_models` in a driver process): mode → expected message.
+MODEL_MODES = {
+    "endless_json": "{url} sent more than 8 MiB; stopped",
+    "drip": "no model list from {url} within 3 s; stopped",
+    "gzip_bomb": "{url} sent more than 8 MiB; stopped",
+    "error500": "{url} answered HTTP 500: ",
+}
+#: Processes run at once: on two busy cores the runs are mostly start-up and waiting.
+PARALLEL = 4
+
+
+@pytest.fixture(scope="module")
+def runs(project: Path, llm: HostileLLM, baseline_mb: float) -> dict[tuple[str, ...], Run]:
+    """Every attack run once, a few at a time (each process's VmHWM is its own)."""
+    jobs: dict[tuple[str, ...], Callable[[], Run]] = {}
+    for mode, extra in CLI_MODES.items():
+        for provider in PROVIDERS:
+            jobs[("ask", mode, provider)] = functools.partial(
+                ask, project, llm, mode, provider, api_key_env="HOSTILE_TEST_KEY", **extra
+            )
+    jobs[("ask-json", "cut", "openai")] = functools.partial(
+        ask, project, llm, "cut", "openai", "--json"
+    )
+    for mode in MODEL_MODES:
+        for provider in PROVIDERS:
+            cmd = [sys.executable, "-c", DRIVER, provider, llm.url(mode)]
+            env = cli_env(project.parent, {})
+            jobs[("models", mode, provider)] = functools.partial(
+                run_process, cmd, env, project, SLACK_S
+            )
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        futures = {key: pool.submit(job) for key, job in jobs.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def chat_url(llm: HostileLLM, mode: str, provider: str) -> str:
@@ -172,35 +237,36 @@ def check(run: Run, code: int, message: str, baseline: float, label: str) -> Non
 
 
 INCOMPLETE = "codeask: incomplete answer: "
+Runs = dict[tuple[str, ...], Run]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_flood_without_newlines_stops_at_the_line_cap(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str
+    runs: Runs, llm: HostileLLM, baseline_mb: float, provider: str
 ) -> None:
-    run = ask(project, llm, "flood", provider)
     url = chat_url(llm, "flood", provider)
     message = f"the endpoint {url} sent a line longer than 1 MiB; stopped (llm.max_line_bytes)"
+    run = runs[("ask", "flood", provider)]
     check(run, EXIT_INCOMPLETE, INCOMPLETE + message, baseline_mb, f"flood/{provider}")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_slow_drip_stops_at_the_total_timeout(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str
+    runs: Runs, llm: HostileLLM, baseline_mb: float, provider: str
 ) -> None:
-    run = ask(project, llm, "drip", provider)
     url = chat_url(llm, "drip", provider)
     message = f"no answer from {url} within llm.total_timeout={TOTAL_TIMEOUT} s; stopped"
+    run = runs[("ask", "drip", provider)]
     check(run, EXIT_INCOMPLETE, INCOMPLETE + message, baseline_mb, f"drip/{provider}")
     assert run.seconds >= TOTAL_TIMEOUT  # one byte per 0.5 s never tripped read_timeout (2 s)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_endless_valid_events_stop_at_the_answer_cap(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str
+    runs: Runs, baseline_mb: float, provider: str
 ) -> None:
-    run = ask(project, llm, "endless", provider)
     message = "the answer exceeded llm.max_answer_chars=65536; stopped"
+    run = runs[("ask", "endless", provider)]
     check(run, EXIT_INCOMPLETE, INCOMPLETE + message, baseline_mb, f"endless/{provider}")
     answer = run.stdout.split("\n\nSources:")[0]
     assert len(answer.rstrip("\n")) == 65536
@@ -208,24 +274,22 @@ def test_endless_valid_events_stop_at_the_answer_cap(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_cut_mid_event_is_an_incomplete_answer(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str
+    runs: Runs, llm: HostileLLM, baseline_mb: float, provider: str
 ) -> None:
-    run = ask(project, llm, "cut", provider)
     url = chat_url(llm, "cut", provider)
     marker = "no done:true" if provider == "ollama" else "no [DONE]"
     message = (
         f"the stream from {url} ended before the answer was complete ({marker}); "
         "the partial answer is kept and marked incomplete"
     )
+    run = runs[("ask", "cut", provider)]
     check(run, EXIT_INCOMPLETE, INCOMPLETE + message, baseline_mb, f"cut/{provider}")
 
 
 def test_json_output_carries_the_partial_answer_and_the_flag(
-    project: Path, llm: HostileLLM, baseline_mb: float
+    runs: Runs, baseline_mb: float
 ) -> None:
-    settings = {"provider": "openai", "base_url": llm.url("cut"), "model": "tiny"}
-    env = cli_env(project.parent, settings)
-    run = run_cli(["ask", "--json", QUESTION], env, project, SLACK_S)
+    run = runs[("ask-json", "cut", "openai")]
     payload = json.loads(run.stdout)
     assert run.code == EXIT_INCOMPLETE and payload["incomplete"] is True
     assert (
@@ -237,72 +301,56 @@ def test_json_output_carries_the_partial_answer_and_the_flag(
 @pytest.mark.parametrize("mode", ["cut_chunked", "huge_length"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_body_shorter_than_promised_is_an_incomplete_answer(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str, mode: str
+    runs: Runs, llm: HostileLLM, baseline_mb: float, provider: str, mode: str
 ) -> None:
-    run = ask(project, llm, mode, provider)
     url = chat_url(llm, mode, provider)
     message = (
         f"the stream from {url} ended before the answer was complete "
         "(the connection closed mid-body); the partial answer is kept and marked incomplete"
     )
+    run = runs[("ask", mode, provider)]
     check(run, EXIT_INCOMPLETE, INCOMPLETE + message, baseline_mb, f"{mode}/{provider}")
 
 
 @pytest.mark.parametrize("mode", ["chunked_endless", "gzip_bomb", "malformed"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_endless_body_stops_at_the_response_cap(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str, mode: str
+    runs: Runs, llm: HostileLLM, baseline_mb: float, provider: str, mode: str
 ) -> None:
     """Never the last chunk / 16 MiB decoded per 16 KiB sent / unparsable events forever."""
-    run = ask(project, llm, mode, provider)
     url = chat_url(llm, mode, provider)
-    message = f"{url} sent more than 32 MiB (llm.max_response_bytes); stopped"
+    message = f"{url} sent more than 8 MiB (llm.max_response_bytes); stopped"
+    run = runs[("ask", mode, provider)]
     check(run, EXIT_INCOMPLETE, INCOMPLETE + message, baseline_mb, f"{mode}/{provider}")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_giant_error_body_is_read_only_for_its_excerpt(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str
+    runs: Runs, llm: HostileLLM, baseline_mb: float, provider: str
 ) -> None:
-    run = ask(project, llm, "error500", provider)
     url = chat_url(llm, "error500", provider)
     excerpt = ('{"error": {"message": "boom ' + "x" * 4096)[:200] + "…"
-    check(run, EXIT_USER, f"codeask: {url} answered HTTP 500: {excerpt}", baseline_mb, "error500")
-    assert run.seconds < SLACK_S
+    run = runs[("ask", "error500", provider)]
+    message = f"codeask: {url} answered HTTP 500: {excerpt}"
+    check(run, EXIT_USER, message, baseline_mb, f"error500/{provider}")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_redirect_to_another_host_is_reported_not_followed(
-    project: Path, llm: HostileLLM, baseline_mb: float, provider: str
+    runs: Runs, llm: HostileLLM, baseline_mb: float, provider: str
 ) -> None:
-    before = len(llm.seen("steal"))
-    run = ask(project, llm, "redirect", provider, api_key_env="HOSTILE_TEST_KEY")
     url = chat_url(llm, "redirect", provider)
     target = url.replace("127.0.0.1", "localhost").replace("/redirect/", "/steal/")
     message = (
         f"codeask: {url} answered HTTP 307, a redirect to {target}; redirects are not followed "
         "(the API key must not go elsewhere): set llm.base_url to the final address"
     )
+    run = runs[("ask", "redirect", provider)]
     check(run, EXIT_USER, message, baseline_mb, f"redirect/{provider}")
-    assert len(llm.seen("steal")) == before  # nothing, let alone the Authorization header
-
-
-def test_the_key_reaches_the_endpoint_but_never_the_redirect_target(
-    project: Path, llm: HostileLLM
-) -> None:
-    """The redirect case above with a key set: the first host gets it, the second nothing."""
-    settings = {
-        "provider": "openai",
-        "base_url": llm.url("redirect"),
-        "model": "tiny",
-        "api_key_env": "HOSTILE_TEST_KEY",
-    }
-    env = {**cli_env(project.parent, settings), "HOSTILE_TEST_KEY": "sk-hostile-test"}
-    before = len(llm.seen("steal"))
-    run = run_cli(["ask", QUESTION], env, project, SLACK_S)
-    assert run.code == EXIT_USER and "redirects are not followed" in run.stderr
-    assert llm.seen("redirect")[-1].headers["authorization"] == "Bearer sk-hostile-test"
-    assert len(llm.seen("steal")) == before and "sk-hostile-test" not in run.stderr
+    # The configured endpoint got the key; the host it redirected to got nothing at all.
+    keys = {r.headers.get("authorization") for r in llm.seen("redirect")}
+    assert keys == {f"Bearer {API_KEY}"} and llm.seen("steal") == []
+    assert API_KEY not in run.stderr + run.stdout
 
 
 # ---------------------------------------------------------------- model list (non-streaming)
@@ -321,38 +369,16 @@ except LLMError as exc:
 """
 
 
-@pytest.mark.parametrize(
-    ("mode", "expected"),
-    [
-        ("endless_json", "{url} sent more than 8 MiB; stopped"),
-        ("drip", "no model list from {url} within 3 s; stopped"),
-        ("gzip_bomb", "{url} sent more than 8 MiB; stopped"),
-        ("error500", "{url} answered HTTP 500: "),
-    ],
-)
+@pytest.mark.parametrize("mode", list(MODEL_MODES))
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_model_list_is_bounded(
-    project: Path, llm: HostileLLM, provider: str, mode: str, expected: str
-) -> None:
+def test_model_list_is_bounded(runs: Runs, llm: HostileLLM, provider: str, mode: str) -> None:
     """`list_models` in a small driver process: a never-ending JSON, a drip, a bomb, 5 GB."""
     path = "/api/tags" if provider == "ollama" else "/v1/models"
-    url = llm.url(mode) + path
-    env = cli_env(project.parent, {})
-    began = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, provider, llm.url(mode)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    status, peak_kb = _wait(proc, SLACK_S)
-    assert proc.stderr is not None
-    message = proc.stderr.read().decode().strip()
-    peak = peak_kb / 1024
-    print(f"\nmodels {mode}/{provider}: {time.monotonic() - began:.1f} s, peak {peak:.0f} MB")
-    assert os.waitstatus_to_exitcode(status) == 1
-    assert message.startswith(expected.format(url=url)), message
-    assert peak < CEILING_MB
+    expected = MODEL_MODES[mode].format(url=llm.url(mode) + path)
+    run = runs[("models", mode, provider)]
+    print(f"\nmodels {mode}/{provider}: {run.seconds:.1f} s, peak {run.peak_mb:.0f} MB")
+    assert run.code == 1 and run.stderr.strip().startswith(expected), run.stderr
+    assert run.peak_mb < CEILING_MB
 
 
 # ---------------------------------------------------------------- the language server
