@@ -151,11 +151,18 @@ def dense(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FolderIndex]:
     (root / ".codeask.toml").write_text(
         f"[embed]\ncache_dir = {json.dumps(str(cache))}\n[history]\nenabled = false\n"
     )
-    folder = FolderIndex.open(root)
-    report = folder.refresh()
-    assert report.chunks_embedded == len(folder.store.chunks) > 10
-    yield folder
-    folder.close()
+    # embed.cache_dir is a protected setting: the (test) user trusts this folder in their config.
+    config_home = tmp_path_factory.mktemp("dense-config")
+    (config_home / "codeask").mkdir()
+    trusted = f"trusted_folders = [{json.dumps(str(root))}]\n"
+    (config_home / "codeask" / "config.toml").write_text(trusted)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("XDG_CONFIG_HOME", str(config_home))
+        folder = FolderIndex.open(root)
+        report = folder.refresh()
+        assert report.chunks_embedded == len(folder.store.chunks) > 10
+        yield folder
+        folder.close()
 
 
 @pytest.fixture
