@@ -77,6 +77,15 @@ def _below(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
+def _outermost(points: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Mount points not below another one: `/dev/pts` adds nothing once `/dev` is skipped."""
+    kept: list[tuple[str, str]] = []
+    for point in sorted(points):
+        if not any(_below(point, top) for top, _ in kept):
+            kept.append((point, points[point]))
+    return tuple(kept)
+
+
 @dataclass(frozen=True, slots=True)
 class SpecialMounts:
     """The special mount points of this system, as (mount point, fs type) pairs."""
@@ -86,11 +95,11 @@ class SpecialMounts:
     @classmethod
     def read(cls) -> SpecialMounts:
         """Prefixes always, plus every mount whose type is special (from mountinfo)."""
-        points = [(prefix, prefix.strip("/")) for prefix in SPECIAL_PREFIXES]
-        if os.sep == "/":
-            mounts = _read_mountinfo()
-            points += [(p, t) for p, t in mounts.items() if t in SPECIAL_FS_TYPES]
-        return cls(tuple(sorted(set(points))))
+        mounts = _read_mountinfo() if os.sep == "/" else {}
+        points = {p: t for p, t in mounts.items() if t in SPECIAL_FS_TYPES}
+        for prefix in SPECIAL_PREFIXES:
+            points.setdefault(prefix, mounts.get(prefix, "reserved path"))
+        return cls(_outermost(points))
 
     def reason(self, real: str) -> str | None:
         """Why the folder (a real, absolute path) must not be walked, or None."""
