@@ -596,6 +596,21 @@ function findFiles(dir, name, depth = 8) {
   return found;
 }
 
+/** Command lines of the `codeask serve` processes descending from `rootPid`. */
+function serversUnder(rootPid) {
+  const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
+    .split("\n")
+    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
+    .filter(Boolean)
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3] }));
+  const parent = new Map(rows.map((r) => [r.pid, r.ppid]));
+  const under = (pid) => {
+    for (let p = pid, hops = 0; p > 1 && hops < 50; p = parent.get(p) ?? 0, hops++) if (p === rootPid) return true;
+    return false;
+  };
+  return rows.filter((r) => r.args.includes("-m codeask serve") && under(r.pid)).map((r) => r.args);
+}
+
 /**
  * A fresh profile with no codeask.serverPath / pythonPath, and PATH stripped of every directory
  * holding a `codeask`: the extension must offer to install its bundled wheel; the test clicks
@@ -650,6 +665,7 @@ async function bootstrapScenario(work) {
   );
   await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  let privatePython = "";
   try {
     const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
     currentPage = page;
@@ -695,6 +711,9 @@ async function bootstrapScenario(work) {
       if (stamps.length !== 1) throw new Error(`expected one private env stamp under ${userData}, found ${stamps.length}`);
       const storage = dirname(dirname(stamps[0]));
       log(`bootstrap: private env at ${dirname(stamps[0])}`);
+      privatePython = join(dirname(stamps[0]), "bin/python");
+      const running = serversUnder(codeServer.pid);
+      if (!running.some((a) => a.startsWith(`${privatePython} -m codeask serve`))) throw new Error(`no server from the private env runs: ${running}`);
       const installLog = readFileSync(join(storage, "server-install.log"), "utf8");
       copyFileSync(join(storage, "server-install.log"), join(ARTIFACTS, "bootstrap-server-install.log"));
       if (!/Successfully installed .*codeask-\d/.test(installLog)) throw new Error("the install log lacks pip's 'Successfully installed codeask-…'");
@@ -710,6 +729,21 @@ async function bootstrapScenario(work) {
       log(`bootstrap: search row: ${(await row.innerText()).replace(/\s+/g, " ")}`);
       await shot(page, "12-bootstrap-search.png");
       await page.keyboard.press("Escape");
+    });
+
+    await step("bootstrap: setting codeask.pythonPath restarts the server with that Python", async () => {
+      if (!existsSync(PYTHON)) throw new Error(`needs the repo venv (${PYTHON})`);
+      writeFileSync(join(userData, "Machine/settings.json"), JSON.stringify({ "codeask.pythonPath": PYTHON }, null, 2));
+      const deadline = Date.now() + 60_000;
+      let running = [];
+      for (;;) {
+        running = serversUnder(codeServer.pid);
+        const switched = running.some((a) => a.startsWith(`${PYTHON} -m codeask serve`)) && !running.some((a) => a.startsWith(`${privatePython} `));
+        if (switched && (await status.innerText().catch(() => "")).includes("codeask: ready")) break;
+        if (Date.now() > deadline) throw new Error(`no restart with ${PYTHON} within 60s; servers: ${JSON.stringify(running)}`);
+        await sleep(500);
+      }
+      log(`bootstrap: after the setting change the server is ${running.join(" | ")}`);
     });
 
     await step("bootstrap: no error notifications", async () => {
