@@ -228,3 +228,29 @@ async def test_language_server_indexes_past_bad_names(workspace: Path, tmp_path:
         hits = await lsp.search("newline_function", k=3)
         assert hits and hits[0]["uri"].endswith("/new%0Aline.py")
         assert lsp.log_lines(f"skipped bad\\xff\\xfe.py: {NOT_UTF8}")
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com"}
+    env.update(GIT_COMMITTER_NAME="A", GIT_COMMITTER_EMAIL="a@example.com")
+    subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+def test_history_with_a_non_utf8_name_indexes_and_prints_escaped(tmp_path: Path) -> None:
+    """git keeps names as bytes: a commit touching one used to make every save fail."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / BAD).write_text(_function("bad_name_function"))
+    (root / "ok.py").write_text(_function("ok_function"))
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "add the badly named file")
+    (root / BAD).write_text(_function("renamed_function"))
+    _git(root, "commit", "-q", "-am", "change the badly named file")
+    index = codeask("-v", "index", "--lexical-only", str(root))
+    assert index.returncode == 0, index.stderr
+    found = codeask("search", "badly named", "--history", "--mode", "lexical", "--root", str(root))
+    assert found.returncode == 0, found.stderr
+    headers = _hit_lines(found.stdout)
+    assert any(h.startswith("bad\\xff\\xfe.py:") and " commit " in h for h in headers), headers
+    assert "bad_name_function" not in found.stdout  # its diff is skipped, as the file is

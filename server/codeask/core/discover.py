@@ -462,6 +462,8 @@ def path_policy(rules: IgnoreRules, rel: str, settings: IndexSettings) -> str | 
     """
     if rules.is_ignored(rel, False):
         return IGNORED
+    if not is_utf8(rel):
+        return NOT_UTF8
     return _name_policy(rel, settings)
 
 

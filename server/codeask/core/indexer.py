@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import msgspec
 import numpy as np
 import pygit2
 
@@ -34,8 +35,8 @@ from codeask.core.discover import (
 )
 from codeask.core.embed import CachedEmbedder, load_embedder, model_dim
 from codeask.core.lexical import LexicalIndex
-from codeask.core.names import display_path, is_utf8
-from codeask.core.records import FileRecord
+from codeask.core.names import display_path, is_utf8, scrub
+from codeask.core.records import Chunk, FileRecord
 from codeask.core.store import IndexStore, current_name
 from codeask.core.writer_lock import LockInfo, WriterLock
 
@@ -134,6 +135,20 @@ class IndexStatus:
     def embedded_percent(self) -> float:
         """Share of chunks with a vector."""
         return 100.0 * self.embedded / self.chunks if self.chunks else 100.0
+
+
+def _storable(chunk: Chunk) -> Chunk:
+    """A history chunk as the store can encode it: git paths and messages need not be UTF-8
+    (one such name used to make every save fail); the rare bad one is escaped."""
+    try:
+        msgspec.msgpack.encode(chunk)
+        return chunk
+    except UnicodeEncodeError:
+        names = ("path", "text", "symbol", "parent", "docstring")
+        texts = {name: scrub(getattr(chunk, name)) for name in names}
+        meta = {scrub(k): scrub(v) for k, v in chunk.meta.items()}
+        calls = [scrub(call) for call in chunk.calls]
+        return msgspec.structs.replace(chunk, **texts, calls=calls, meta=meta)
 
 
 def index_dir_for(root: Path, settings: Settings) -> Path:
@@ -489,7 +504,8 @@ class FolderIndex:
         with self.store.lock:
             removed = self.store.remove_history(delta.removed)
             self.lexical.remove(removed)
-            for sha, chunks in delta.added.items():
+            for sha, found in delta.added.items():
+                chunks = [_storable(chunk) for chunk in found]
                 for chunk, chunk_id in zip(chunks, self.store.new_ids(len(chunks)), strict=True):
                     chunk.id = chunk_id
                 self.store.add_history(sha, chunks)

@@ -51,3 +51,11 @@ def display_path(path: str) -> str:
     if not any(_unsafe(char) for char in path):
         return path
     return "".join(_escape(char) if _unsafe(char) or char == "\\" else char for char in path)
+
+
+def scrub(text: str) -> str:
+    """`text` with each surrogate escape shown as `\\xNN` (else unchanged): git hands over
+    paths and messages that need not be UTF-8, and the index can only store UTF-8."""
+    if is_utf8(text):
+        return text
+    return "".join(_escape(char) if "\ud800" <= char <= "\udfff" else char for char in text)
