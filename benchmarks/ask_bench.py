@@ -8,8 +8,9 @@
 2. Prompt assembly: `codeask.core.ask.prepare()` (retrieve + editor + git routing + build_prompt,
    no model call), median and p90 of `--runs` runs per question after one warm-up run, with
    retrieval alone (`search()`) timed the same way. Default settings (an 8k-token budget).
-3. First streamed token: starts `python -m llama_cpp.server` with SmolLM2-135M on 127.0.0.1
-   with the tests' launcher, tests/llama_server.py (1 thread, n_ctx 2048), and runs `ask()`
+3. First streamed token: starts llama.cpp's server (the prebuilt xllamacpp wheel) with
+   SmolLM2-135M on 127.0.0.1 with the tests' launcher, tests/llama_server.py (1 thread,
+   n_ctx 2048), and runs `ask()`
    once per question (distinct prompts: only the system prompt prefix can come from
    llama.cpp's cache), the last one again (whole prompt cached), and smaller prompts (k=3,
    k=1). Time to first delta is measured from the call to `ask()`, so it includes prompt
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import statistics
 import sys
 import time
@@ -141,17 +141,6 @@ async def timed_answer(folder: FolderIndex, question: str, k: int | None) -> Ans
     )
 
 
-def evaluated(server: LlamaServer, offset: int) -> tuple[int, int, str]:
-    """(prompt tokens reused from llama.cpp's cache, tokens evaluated, its rate) for the request
-    logged after `offset`."""
-    text = server.log_since(offset)
-    hit = re.search(r"(\d+) prefix-match hit", text)
-    found = re.search(r"prompt eval time\s*=.*?/\s*(\d+) tokens.*?([\d.]+|inf) tokens per s", text)
-    if not found:
-        return 0, 0, "?"
-    return int(hit.group(1)) if hit else 0, int(found.group(1)), found.group(2)
-
-
 def latency_table(folder: FolderIndex, server: LlamaServer, max_tokens: int) -> None:
     """First-token latency per question against the real server."""
     llm = server.llm_settings(folder.settings.llm, max_tokens, read_timeout=300.0)
@@ -171,7 +160,7 @@ def latency_table(folder: FolderIndex, server: LlamaServer, max_tokens: int) -> 
         if answer.error:
             print(f"| {question} | error: {answer.error} |")
             continue
-        cached, tokens, rate = evaluated(server, offset)
+        cached, tokens, rate = server.cached_and_evaluated_since(offset)
         print(
             f"| {question}{note} | {k or folder.settings.retrieve.k} | {answer.prompt_tokens} "
             f"| {cached} + {tokens} ({rate}) | {answer.first_ms:.0f} | {answer.total_ms:.0f} |"

