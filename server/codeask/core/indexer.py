@@ -349,9 +349,7 @@ class FolderIndex:
         """Reader: load the newest snapshot if CURRENT moved since the last load."""
         if not self.read_only or self.store.live_name() == self.store.loaded_from:
             return False
-        old = self.lexical
-        self._load()
-        old.close()
+        self._load()  # the old table is not closed here: a search may still be reading it
         return True
 
     def try_promote(self) -> bool:
@@ -364,10 +362,8 @@ class FolderIndex:
             return False
         self.writer = lock
         self._write_gitignore()
-        old = self.lexical
         with self._run_lock:
-            self._load()
-        old.close()
+            self._load()  # the reader's table is freed once no search holds it
         log.info("now the writer of %s (the previous writer is gone)", self.folder)
         return True
 

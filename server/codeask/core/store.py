@@ -9,8 +9,11 @@ Layout of the index folder:
 
 A snapshot folder is written completely (temp files, fsync) before CURRENT points at it, so a
 kill at any moment leaves either the old or the new snapshot live, never a mix. Every file is
-checked against the manifest's size and hash before it is loaded; anything wrong means a clean
-rebuild with one clear log line, never a crash and never silently mixed vectors.
+checked against the manifest's size and hash before it is loaded, and a damaged file costs only
+itself: bad vectors keep the chunks (re-embedded from the cache), a bad history keeps the code,
+bad files/chunks mean a rebuild of the file index; each with one clear log line, never a crash
+and never silently mixed vectors. Only the holder of the writer lock (writer_lock.py) saves, and
+`save` refuses to go behind a newer snapshot on disk, so generations and ids only ever grow.
 """
 
 from __future__ import annotations
