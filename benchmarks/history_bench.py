@@ -20,7 +20,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode
 
-from benchmarks.retrieval import DEFAULT_EVAL, corpus_roots
+from benchmarks.retrieval import corpus_roots, default_eval_dir, require
 from codeask.config import HistorySettings, build_settings
 from codeask.core.history import measure
 from codeask.core.indexer import FolderIndex
@@ -30,9 +30,10 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
-def replay_releases(package: str, target: Path) -> pygit2.Repository:
+def replay_releases(package: str, target: Path, eval_dir: Path) -> pygit2.Repository:
     """One commit per release of `package`, with the release's whole tree."""
-    roots = corpus_roots(DEFAULT_EVAL, DEFAULT_EVAL / "dev.jsonl", fetch=False)
+    instances = require(eval_dir / "dev.jsonl", "the eval's questions file")
+    roots = corpus_roots(eval_dir, instances, fetch=False)
     versions = sorted((v for p, v in roots if p == package), key=_version_key)
     repo = pygit2.init_repository(str(target), bare=True)
     parents: list[pygit2.Oid] = []
@@ -77,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--package", default="pytest")
     parser.add_argument("--synthetic", type=int, default=0, help="N commits instead of a package")
+    parser.add_argument(
+        "--eval-dir",
+        type=Path,
+        default=default_eval_dir(),
+        help="the eval folder (default: $CODEASK_EVAL_DIR, else ../shared/eval beside the repo)",
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="codeask-history-"))
     if args.synthetic:
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     else:
-        replay_releases(args.package, work / "bare")
+        replay_releases(args.package, work / "bare", args.eval_dir)
     root = checkout(work / "bare", work / "repo")
     measure(root, HistorySettings())
     settings, _ = build_settings({"index": {"location": str(work / "index")}})

@@ -2,6 +2,11 @@
 
     python -m benchmarks.perf --corpus sphinx==5.1.1
     python -m benchmarks.perf --scale   # every corpus of dev.jsonl as one multi-root workspace
+    python -m benchmarks.perf --eval-dir tests/data/mini_eval \
+        --corpus-root tests/data/mini_eval/corpus --corpus codeask==mini   # the vendored sample
+
+The eval folder (--eval-dir, else $CODEASK_EVAL_DIR, else ../shared/eval beside the repo) gives
+the corpora (its fetch_corpus.py, or --corpus-root) and the queries (its dev.jsonl questions).
 
 Cold runs use a fresh index folder and a fresh embedding cache. Cheap phases are repeated and
 reported as medians; the full embedding runs once (it takes minutes on 2 cores).
@@ -24,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.retrieval import DEFAULT_EVAL, corpus_roots, load_instances
+from benchmarks.retrieval import corpus_roots, default_eval_dir, load_instances, require
 from codeask.config import Settings, build_settings
 from codeask.core.embed import FastEmbedder, load_embedder
 from codeask.core.indexer import FolderIndex
@@ -61,9 +66,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def eval_queries(count: int, seed: int = 7) -> list[str]:
+def eval_queries(instances: Path, count: int, seed: int = 7) -> list[str]:
     """Queries from the eval questions: titles, first paragraphs, then sentences, up to `count`."""
-    questions = [i["question"] for i in load_instances(DEFAULT_EVAL / "dev.jsonl")]
+    questions = [i["question"] for i in load_instances(instances)]
     pool = [q.strip().splitlines()[0][:200] for q in questions]
     pool += [q.strip()[:400] for q in questions]
     sentences = [s.strip() for q in questions for s in re.split(r"(?<=[.?!])\s+", q) if len(s) > 30]
@@ -150,11 +155,18 @@ def disk_mb(folders: list[FolderIndex]) -> float:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    roots_by_key = corpus_roots(DEFAULT_EVAL, DEFAULT_EVAL / "dev.jsonl", fetch=not args.no_fetch)
+    instances = require(args.eval_dir / "dev.jsonl", "the eval's questions file")
+    roots_by_key = corpus_roots(args.eval_dir, instances, not args.no_fetch, args.corpus_root)
     if args.scale:
         roots = sorted(roots_by_key.values())
     else:
         package, _, version = args.corpus.partition("==")
+        if (package, version) not in roots_by_key:
+            known = ", ".join(sorted(f"{p}=={v}" for p, v in roots_by_key))
+            print(
+                f"error: no corpus {args.corpus} in {instances} (known: {known})", file=sys.stderr
+            )
+            raise SystemExit(2)
         roots = [roots_by_key[(package, version)]]
     work = Path(tempfile.mkdtemp(prefix="codeask-perf-"))
     if args.sample_files:
@@ -185,7 +197,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["edit_lexical_s"] = statistics.median(e[0] for e in edits)
     result["edit_total_s"] = statistics.median(e[1] for e in edits)
     result["edit_vectors"] = statistics.median(e[2] for e in edits)
-    queries = eval_queries(args.queries)
+    queries = eval_queries(instances, args.queries)
     load_embedder(settings)
     for mode in ("lexical", "dense", "hybrid"):
         p50, p95 = query_latency(folders, queries, mode)  # type: ignore[arg-type]
@@ -268,6 +280,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-files", type=int, default=0, help="smoke: only N Python files")
     parser.add_argument("--keep", action="store_true", help="keep the temporary index folders")
     parser.add_argument("--no-fetch", action="store_true")
+    parser.add_argument(
+        "--eval-dir",
+        type=Path,
+        default=default_eval_dir(),
+        help="the eval folder (default: $CODEASK_EVAL_DIR, else ../shared/eval beside the repo)",
+    )
+    parser.add_argument(
+        "--corpus-root",
+        type=Path,
+        help="corpora already unpacked as DIR/<package>-<version> (no fetch_corpus.py)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     result = run(args)

