@@ -57,6 +57,7 @@ def index_json(root: Path, env: dict[str, str], *extra: str) -> tuple[dict[str, 
 
 
 # ---- the shared embedding cache ----------------------------------------------------------------
+@pytest.mark.slow
 def test_corrupted_embedding_cache_is_moved_aside_and_rebuilt(
     tmp_path: Path, warm_env: dict[str, str]
 ) -> None:
@@ -98,6 +99,7 @@ def test_embedding_cache_damaged_mid_run_recovers(tmp_path: Path) -> None:
 
 
 # ---- snapshot components, one at a time ---------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("component", ["files", "chunks", "history", "vectors"])
 def test_one_damaged_snapshot_file_costs_only_itself(
     tmp_path: Path, warm_env: dict[str, str], component: str
@@ -137,6 +139,7 @@ def test_one_damaged_snapshot_file_costs_only_itself(
 
 
 # ---- a no-change reindex writes nothing ---------------------------------------------------------
+@pytest.mark.slow
 def test_no_change_reindex_writes_zero_bytes(tmp_path: Path, warm_env: dict[str, str]) -> None:
     root = git_project(tmp_path / "proj")
     index_json(root, warm_env)

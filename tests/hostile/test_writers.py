@@ -243,6 +243,7 @@ def dense_top(root: Path, env: dict[str, str], query: str) -> dict[str, object]:
     return dict(json.loads(found.stdout)["results"][0])
 
 
+@pytest.mark.slow
 def test_cli_rebuild_under_a_server_is_done_by_the_server(
     tmp_path: Path, project: Path, env: dict[str, str]
 ) -> None:
@@ -269,6 +270,7 @@ def test_cli_rebuild_under_a_server_is_done_by_the_server(
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_second_server_reads_then_takes_over(
     tmp_path: Path, project: Path, env: dict[str, str]
 ) -> None:

@@ -332,8 +332,9 @@ class FolderIndex:
         in-memory copy built from the snapshot's chunks (never touching the writer's file)."""
         path = self.folder / "lexical.sqlite"
         clean = not self.store.recovered
+        rows, short = len(self.store.chunks), self.kind != "serve"
         view = (
-            LexicalIndex.open_snapshot(path, self.store.generation, len(self.store.chunks))
+            LexicalIndex.open_snapshot(path, self.store.generation, rows, short_lived=short)
             if clean
             else None
         )

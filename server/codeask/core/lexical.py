@@ -150,15 +150,20 @@ class LexicalIndex:
         self._df: tuple[int, dict[str, int]] = (-1, {})
 
     @classmethod
-    def open_snapshot(cls, path: Path, generation: int, rows: int) -> LexicalIndex | None:
+    def open_snapshot(
+        cls, path: Path, generation: int, rows: int, *, short_lived: bool = True
+    ) -> LexicalIndex | None:
         """A read-only view of the table as stamped for `generation`, or None if it differs.
 
         For readers (`search`, `status`, a server that does not own the folder): the check and
         every later query run in one read transaction, so a writer committing meanwhile is
-        never seen and snapshot N is never paired with rows of N+1. Creates no file: without a
-        live writer (no -wal file) the database is opened immutable, else plain read-only.
+        never seen and snapshot N is never paired with rows of N+1. A short-lived reader (a CLI
+        run) creates no file: without a live writer (no -wal file) it opens the database
+        immutable. A long-lived one (a read-only server) opens it plain read-only, which may
+        create the -wal/-shm files but stays correct when a writer starts later.
         """
-        mode = "ro" if Path(f"{path}-wal").exists() else "ro&immutable=1"
+        no_writer = not Path(f"{path}-wal").exists()
+        mode = "ro&immutable=1" if short_lived and no_writer else "ro"
         if not path.is_file():
             return None
         try:
