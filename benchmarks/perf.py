@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for mode in ("lexical", "dense", "hybrid"):
         p50, p95 = query_latency(folders, queries, mode)  # type: ignore[arg-type]
         result[f"{mode}_p50_ms"], result[f"{mode}_p95_ms"] = p50, p95
-    reopen_s, _ = timed(lambda: [FolderIndex(f.root, settings) for f in folders])
+    reopen_s, _ = timed(lambda: [FolderIndex(f.root, settings, mode="read") for f in folders])
     result["open_s"] = reopen_s
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result["disk_mb"] = disk_mb(folders)
