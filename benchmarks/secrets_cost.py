@@ -92,19 +92,24 @@ def cold_lexical(root: Path) -> float:
 
 
 def cold_pair(root: Path, runs: int) -> None:
-    """Median cold lexical index time with detection on and off (interleaved runs)."""
-    on: list[float] = []
-    off: list[float] = []
-    redact_text = chunk.redact_text
-    for _ in range(runs):
-        on.append(cold_lexical(root))
-        chunk.redact_text = lambda text: text
-        try:
-            off.append(cold_lexical(root))
-        finally:
-            chunk.redact_text = redact_text
-    a, b = statistics.median(on), statistics.median(off)
+    """Median cold lexical index time with detection on and off: runs alternate ABBA so a load
+    that drifts during the measurement favours neither arm."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(runs):
+        for detect in (True, False) if i % 2 == 0 else (False, True):
+            times[detect].append(_cold(root, detect))
+    a, b = statistics.median(times[True]), statistics.median(times[False])
     print(f"cold lexical index: {a:.2f} s with detection, {b:.2f} s without ({(a - b) / b:+.1%})")
+
+
+def _cold(root: Path, detect: bool) -> float:
+    redact_text = chunk.redact_text
+    if not detect:
+        chunk.redact_text = lambda text: text
+    try:
+        return cold_lexical(root)
+    finally:
+        chunk.redact_text = redact_text
 
 
 def _corpus_root(eval_dir: Path, corpus: str) -> Path:
