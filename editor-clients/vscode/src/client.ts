@@ -194,7 +194,8 @@ export class CodeaskClient implements Server {
       void this.askInstall(bundled.stamp.version);
       return;
     }
-    const why = this.installFailure ?? message;
+    // A broken explicit setting is reported as such, even after a failed install.
+    const why = input.serverPath || input.pythonPath ? message : this.installFailure ?? message;
     this.status.setPhase("failed", why);
     this.host.log.appendLine(why);
     void this.offerFix(why);
