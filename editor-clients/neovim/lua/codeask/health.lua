@@ -111,8 +111,10 @@ local function check_server()
   local exe = cmd[1]
   if vim.fn.executable(exe) ~= 1 then
     health.error(('server not found: `%s` is not executable'):format(exe), {
-      'pip install codeask (into a venv on your PATH)',
-      "or require('codeask').setup({ cmd = { '/path/to/codeask', 'serve' } })",
+      'install it from a clone of codeask (not on PyPI yet): `pipx install .`, or'
+        .. ' `python3 -m venv .venv && .venv/bin/pip install -e .`',
+      "not on PATH (a venv's bin is not, unless activated)? give its full path:"
+        .. " require('codeask').setup({ cmd = { '/path/to/venv/bin/codeask', 'serve' } })",
     })
     return false
   end
