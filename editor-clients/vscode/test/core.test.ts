@@ -75,7 +75,7 @@ describe("discovery", () => {
     assert.match(none.message, /not found/);
     assert.match(none.message, /codeask\.pythonPath/);
     assert.match(none.message, /codeask\.serverPath/);
-    assert.match(none.message, /pip install codeask/);
+    assert.match(none.message, /codeask: Install Server/);
 
     const bad = await discover(input({ pythonPath: "/venv/bin/python" }), {
       check: async () => "ModuleNotFoundError: No module named 'codeask'",
@@ -83,7 +83,7 @@ describe("discovery", () => {
     assert.ok(!bad.ok);
     assert.match(bad.message, /codeask\.pythonPath "\/venv\/bin\/python" cannot run codeask/);
     assert.match(bad.message, /No module named 'codeask'/);
-    assert.match(bad.message, /-m pip install codeask/);
+    assert.match(bad.message, /-m pip install <codeask clone or wheel>/);
   });
 
   it("expands ~ in paths", () => {

@@ -99,7 +99,8 @@ export function notFoundMessage(input: DiscoveryInput, skipped: string[]): strin
   if (input.pythonPath) {
     return (
       `codeask: the Python at codeask.pythonPath "${input.pythonPath}" cannot run codeask${detail}. ` +
-      `Run "${input.pythonPath} -m pip install codeask", or point codeask.pythonPath at the Python that has it.`
+      `Run "${input.pythonPath} -m pip install <codeask clone or wheel>" (codeask is not on PyPI yet), ` +
+      `or point codeask.pythonPath at the Python that has it.`
     );
   }
   const tried = input.pythonExtensionInterpreter
@@ -107,7 +108,8 @@ export function notFoundMessage(input: DiscoveryInput, skipped: string[]): strin
     : "";
   return (
     `codeask: language server not found: ${tried}there is no codeask executable on PATH. ` +
-    `Install it (pip install codeask), then set codeask.pythonPath to that Python ` +
+    `Run "codeask: Install Server" (a private environment), or pip install a codeask clone or wheel, ` +
+    `then set codeask.pythonPath to that Python ` +
     `or codeask.serverPath to the codeask executable.`
   );
 }
