@@ -124,9 +124,13 @@ def build(base: Path, seed: int) -> Workspace:
     values = [s.value for s in formats]
     pasted = "ghp_" + m.s(HEX + "ABCDEF", 36)
     values.append(pasted)
-    write(root, ".env", "".join(s.line.format(v=s.value) + "\n" for s in history))
+    # Plain markers no content rule can see: only the file-name rules keep them out of history.
+    plain = [m.s(HEX, 32), m.s(HEX, 32)]
+    values += plain
+    env_text = "".join(s.line.format(v=s.value) + "\n" for s in history)
+    write(root, ".env", env_text + f"NOTE={plain[0]}\n")
     write(root, "src/settings.py", _module(history))
-    write(root, "terraform.tfstate", '{"secret": "' + m.s(HEX, 30) + '"}\n')
+    write(root, "terraform.tfstate", f'{{"note": "{plain[1]}"}}\n')
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", f"Add settings\n\nTemporary token {pasted} for the demo")
     (root / ".env").unlink()
