@@ -55,12 +55,19 @@ def core_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FolderIndex]
         shutil.copy(REPO / CORE / name, target)
     cache = tmp_path_factory.mktemp("embed-cache")  # module scope: name the cache explicitly
     (root / ".codeask.toml").write_text(f"[embed]\ncache_dir = {json.dumps(str(cache))}\n")
-    folder = FolderIndex.open(root)
-    folder.refresh()
-    embedded, chunks = folder.embedded_counts()
-    assert embedded == chunks > 100
-    yield folder
-    folder.close()
+    # embed.cache_dir is a protected setting: the (test) user trusts this folder in their config.
+    config_home = tmp_path_factory.mktemp("config")
+    (config_home / "codeask").mkdir()
+    trusted = f"trusted_folders = [{json.dumps(str(root))}]\n"
+    (config_home / "codeask" / "config.toml").write_text(trusted)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("XDG_CONFIG_HOME", str(config_home))  # also for the CLI's subprocess
+        folder = FolderIndex.open(root)
+        folder.refresh()
+        embedded, chunks = folder.embedded_counts()
+        assert embedded == chunks > 100
+        yield folder
+        folder.close()
 
 
 def llm_env(server: LlamaServer, max_tokens: int) -> dict[str, str]:
