@@ -212,7 +212,10 @@ def serve(port: int, model: Path, threads: int = 1, n_ctx: int = N_CTX) -> None:
     params.port = port
     params.verbosity = 4
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
-    server = xllamacpp.Server(params)
+    try:
+        server = xllamacpp.Server(params)
+    except RuntimeError as exc:  # llama.cpp logged the cause just above
+        raise SystemExit(f"llama_server: the llama.cpp server did not start: {exc}") from None
     print(f"llama.cpp server listening on {server.listening_address}", file=sys.stderr, flush=True)
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
 
