@@ -317,12 +317,15 @@ def test_fifty_sigkills_of_index_under_a_running_server(
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         server.wait_ready(180)
+        started = time.monotonic()  # how long a deferring `codeask index` lives: kill within it
+        assert codeask("index", cwd=project, env=env).returncode == 0
+        lifetime = time.monotonic() - started
         for round_ in range(50):
             changed = _mutate(project, versions, rng)
             server.notify("workspace/didChangeWatchedFiles", {"changes": changed})
             args = ["index", *(["--rebuild"] if rng.random() < 0.4 else [])]
             victim = spawn(*args, cwd=project, env=env)
-            time.sleep(rng.uniform(0.0, 1.5))
+            time.sleep(rng.uniform(0.0, 0.9 * lifetime))
             kills["running" if victim.poll() is None else "already exited"] += 1
             victim.send_signal(signal.SIGKILL)
             victim.wait(10)
