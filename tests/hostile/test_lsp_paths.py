@@ -22,6 +22,8 @@ from _lsp_wire import Wire
 pytestmark = pytest.mark.slow
 
 MARKER = "OUTSIDE_MARKER_5f1c9e"
+#: Low-entropy values no secret detector would catch: only the file-name rules keep them out.
+SKIPPED_MARKER = "SKIPPED_FILE_MARKER_a41e"
 OPENED_MARKER = "OPENED_OUTSIDE_MARKER_8b2d"
 SELECTION = {"start": {"line": 0, "character": 0}, "end": {"line": 6, "character": 0}}
 
@@ -44,6 +46,12 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         'def parse_config(path):\n    """Read the configuration file."""\n'
         "    return open(path).read()\n"
     )
+    (root / ".env").write_text(f"DB_PASSWORD={SKIPPED_MARKER}\n")
+    (root / ".aws").mkdir()
+    (root / ".aws" / "credentials").write_text(f"[default]\nnote = {SKIPPED_MARKER}\n")
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.py").write_text(f'X = "{SKIPPED_MARKER}"\n')
     outside = base / "outside" / "secret.py"
     outside.parent.mkdir()
     outside.write_text(f'def secret_function():\n    """{MARKER}"""\n    return "{MARKER}"\n')
@@ -61,6 +69,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     every_response = b"\n".join(wire.raw).decode("utf-8", "replace")
     assert MARKER not in every_response
     assert MARKER not in llm.text()
+    assert SKIPPED_MARKER not in every_response
+    assert SKIPPED_MARKER not in llm.text()
 
 
 def _error(reply: dict[str, Any], code: int = -32602) -> str:
@@ -94,7 +104,7 @@ def _outside_uris(setup: Setup) -> dict[str, str]:
 def test_ask_with_an_outside_selection_is_refused(setup: Setup, kind: str) -> None:
     calls = len(setup.llm.bodies)
     message = _error(_ask(setup, _outside_uris(setup)[kind]))
-    assert "neither open in the editor nor a file inside a workspace folder" in message
+    assert "neither open in the editor nor a file the server may read" in message
     assert len(setup.llm.bodies) == calls  # refused before any LLM call
     assert MARKER not in setup.llm.text()
 
@@ -106,6 +116,16 @@ def test_ask_without_range_never_reads_the_outside_file(setup: Setup, kind: str)
     assert reply["result"]["answer"] == "An answer.", reply
     assert len(setup.llm.bodies) == calls + 1
     assert MARKER not in setup.llm.text()
+
+
+@pytest.mark.parametrize("rel", [".env", ".aws/credentials", "build/out.py"])
+def test_files_the_index_skips_are_not_read_from_disk_either(setup: Setup, rel: str) -> None:
+    """Inside the workspace, a disk read obeys discovery's rules (secret names, .gitignore)."""
+    calls = len(setup.llm.bodies)
+    message = _error(_ask(setup, (setup.root / rel).as_uri()))
+    assert "neither open in the editor nor a file the server may read" in message
+    assert len(setup.llm.bodies) == calls
+    assert SKIPPED_MARKER not in setup.llm.text()
 
 
 def test_inside_selection_still_reaches_the_llm(setup: Setup) -> None:

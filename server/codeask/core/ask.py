@@ -322,12 +322,13 @@ def _history_sections(
 ) -> list[tuple[str, str]]:
     """Most specific first (`build_prompt` cuts the last section when short of room)."""
     where = f" in {folder.root.name}" if multi else ""
+    rules = folder.settings.index  # the user's skip rules bind diffs as they bind the index
     sections: list[tuple[str, str]] = []
     if mine:
-        diff = history.working_tree_diff(folder.root, max_lines=WORKTREE_DIFF_LINES)
+        diff = history.working_tree_diff(folder.root, max_lines=WORKTREE_DIFF_LINES, index=rules)
         sections.append((f"Uncommitted changes{where} (diff of HEAD to the working tree)", diff))
     for sha in named or []:
-        diff = history.commit_diff(folder.root, sha, max_lines=DIFF_LINES)
+        diff = history.commit_diff(folder.root, sha, max_lines=DIFF_LINES, index=rules)
         sections.append((f"Commit {sha[: history.SHORT_SHA]}{where}", diff))
     commits = history.recent_commits(folder.root, RECENT_COMMITS)
     if commits:
@@ -336,7 +337,7 @@ def _history_sections(
         ]
         sections.append((f"Recent commits{where} (newest first)", "\n".join(lines)))
     if not named and not mine and commits:
-        diff = history.commit_diff(folder.root, "HEAD", max_lines=DIFF_LINES)
+        diff = history.commit_diff(folder.root, "HEAD", max_lines=DIFF_LINES, index=rules)
         sections.append((f"Latest commit{where}", diff))
     return sections
 

@@ -415,8 +415,9 @@ def editor_context(folders: Folders, params: AskCodeParams, text: str | None) ->
         return None
     if text is None and params.range is not None:
         raise InvalidParams(
-            "workspace/askCode: `uri` is neither open in the editor nor a file inside a "
-            "workspace folder; its text cannot be used as the selection"
+            "workspace/askCode: `uri` is neither open in the editor nor a file the server may "
+            "read (inside a workspace folder and not skipped by its ignore or secret-file rules); "
+            "its text cannot be used as the selection"
         )
     shown = uri_path(params.uri)
     path = workspace_path(folders, params.uri)

@@ -4,7 +4,9 @@ A request names a document by URI. The server may use the text the editor itself
 open document (any scheme, any place: the user opened it), but it reads from disk only a
 `file:` URI whose real path (symlinks and `..` resolved) lies inside a workspace folder (also
 resolved, by `Folders.add`). Everything else, e.g. `file:///etc/shadow`, a `../` escape or an
-in-workspace symlink to `/etc/passwd`, yields no content and is never indexed.
+in-workspace symlink to `/etc/passwd`, yields no content and is never indexed. A disk read also
+obeys the folder's discovery rules (ignore files, `index.exclude`, credential file names, binary
+and size caps): what the index would skip, a request cannot read either (e.g. a `.env`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from urllib.parse import unquote
 from pygls.uris import to_fs_path
 from pygls.workspace import Workspace
 
+from codeask.config import load_settings
+from codeask.core.discover import SourceFile, check_file
 from codeask.lsp.folders import Folders
 from codeask.lsp.limits import MAX_CHARS, MAX_DISK_READ
 
@@ -46,6 +50,22 @@ def workspace_path(folders: Folders, uri: str) -> Path | None:
     return path
 
 
+def discovery_allows(folders: Folders, path: Path) -> bool:
+    """Whether discovery would index `path`: the index's skip rules bind disk reads too."""
+    worker = folders.worker_for(path)
+    if worker is None:
+        return False
+    folder = worker.folder
+    settings = folder.settings if folder is not None else load_settings(worker.root)[0]
+    rel = path.relative_to(worker.root).as_posix()
+    verdict = check_file(worker.root, rel, settings.index)
+    if isinstance(verdict, SourceFile):
+        return True
+    reason = verdict.reason if verdict is not None else "ignored"
+    log.info("%s is not read from disk: %s (the index skips it too)", rel, reason)
+    return False
+
+
 def read_inside(path: Path) -> str:
     """A regular file's text ('' when missing, too large or a symlink swapped in since)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -66,6 +86,6 @@ def document_text(workspace: Workspace, folders: Folders, uri: str) -> str | Non
     if document is not None:
         return str(document.source)
     path = workspace_path(folders, uri)
-    if path is None:
+    if path is None or not discovery_allows(folders, path):
         return None
     return read_inside(path)
