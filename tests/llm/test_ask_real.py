@@ -30,29 +30,18 @@ if TYPE_CHECKING:  # the fixture's type (tests/llama_server.py)
 
 pytestmark = pytest.mark.llm
 
-REPO = Path(__file__).resolve().parents[2]
-CORE = "server/codeask/core"
-#: The embedding module, the modules around it, and chunk.py as a distractor full of "chunk".
-COPIED = (
-    "embed.py",
-    "indexer.py",
-    "store.py",
-    "lexical.py",
-    "retrieve.py",
-    "records.py",
-    "chunk.py",
-)
-QUESTION = "how are chunks embedded?"
+#: A fixed copy of part of codeask (the benchmark smoke test's corpus): the live source grows
+#: with every change, and a test of the LLM path must not move with retrieval on a moving corpus.
+MINI = Path(__file__).resolve().parents[1] / "data" / "mini_eval" / "corpus" / "codeask-mini"
+CORE = "codeask/core"
+QUESTION = "where is the embedding model loaded and its vectors cached?"
 
 
 @pytest.fixture(scope="module")
 def core_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FolderIndex]:
-    """A copy of part of server/codeask/core, indexed lexically and densely (real model)."""
-    root = tmp_path_factory.mktemp("codeask-src")
-    for name in COPIED:
-        target = root / CORE / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / CORE / name, target)
+    """The fixed mini corpus, indexed lexically and densely (real model)."""
+    root = tmp_path_factory.mktemp("codeask-src") / "codeask-mini"
+    shutil.copytree(MINI, root)
     cache = tmp_path_factory.mktemp("embed-cache")  # module scope: name the cache explicitly
     (root / ".codeask.toml").write_text(f"[embed]\ncache_dir = {json.dumps(str(cache))}\n")
     # embed.cache_dir is a protected setting: the (test) user trusts this folder in their config.
