@@ -16,7 +16,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path, PurePosixPath
@@ -149,6 +149,8 @@ SNIFF_BYTES = 8192
 MINIFIED_AVG_LINE = 200
 MINIFIED_MIN_CHARS = 1024
 UTF8_BOM = b"\xef\xbb\xbf"
+#: discover() reports its progress (files found so far) every this many files.
+FOUND_STEP = 250
 
 # Layer ranks, lowest first: a higher layer's verdict on a path beats a lower one's.
 _DEFAULTS, _INFO_EXCLUDE, _GITIGNORE, _CODEASKIGNORE, _SETTINGS = range(5)
@@ -528,8 +530,15 @@ class _Folder:
 class _Walker:
     """One discover() run: an iterative depth-first walk with pruning at every folder."""
 
-    def __init__(self, root: Path, settings: IndexSettings, ignored_dirs: Sequence[Path]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        settings: IndexSettings,
+        ignored_dirs: Sequence[Path],
+        on_found: Callable[[int], None] | None = None,
+    ) -> None:
         self.checks = _Files(root, settings, IgnoreRules.for_root(root, settings))
+        self.on_found = on_found
         self.rules = self.checks.rules
         self.blocked = {os.path.realpath(d) for d in ignored_dirs}
         self.visited: set[str] = set()
@@ -626,6 +635,8 @@ class _Walker:
     def _add(self, verdict: SourceFile | SkippedFile) -> None:
         if isinstance(verdict, SourceFile):
             self.files.append(verdict)
+            if self.on_found is not None and len(self.files) % FOUND_STEP == 0:
+                self.on_found(len(self.files))
         elif verdict.reason != GONE:  # deleted mid-walk: simply not there
             self.skipped.append(verdict)
 
@@ -638,13 +649,18 @@ def _bad_name(rel: str) -> SkippedFile:
 
 
 def discover(
-    root: Path, settings: IndexSettings, *, ignored_dirs: Sequence[Path] = ()
+    root: Path,
+    settings: IndexSettings,
+    *,
+    ignored_dirs: Sequence[Path] = (),
+    on_found: Callable[[int], None] | None = None,
 ) -> Discovery:
     """Every indexable file under `root`, and every non-ignored file left out with its reason.
 
     `ignored_dirs` are absolute folders never entered (e.g. a relocated index folder).
+    `on_found(n)` is told the number of files found so far, every FOUND_STEP files (progress).
     """
-    return _Walker(_absolute(root), settings, ignored_dirs).run()
+    return _Walker(_absolute(root), settings, ignored_dirs, on_found).run()
 
 
 def _normalise_rel(root: Path, rel: str) -> str | None:

@@ -540,11 +540,15 @@ def _diff_new(
     notes: list[str],
     cancel: Callable[[], bool] | None,
     paths: _Paths,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, list[Chunk]]:
-    """Chunks for the commits not indexed yet; stops early (and says so) when cancelled."""
+    """Chunks for the commits not indexed yet; stops early (and says so) when cancelled.
+    `progress(done, total)` is told how many of the new commits were diffed so far."""
     boundary = _shallow_boundary(repo)
     added: dict[str, list[Chunk]] = {}
-    for sha in shas:
+    for done, sha in enumerate(shas):
+        if progress is not None:
+            progress(done, len(shas))
         if cancel is not None and cancel():
             notes.append(f"cancelled after {len(added)} of {len(shas)} new commits")
             break
@@ -566,6 +570,7 @@ def sync_history(
     *,
     cancel: Callable[[], bool] | None = None,
     index: IndexSettings | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> HistoryDelta:
     """Bring the indexed history in line with the first `max_commits` commits from HEAD.
 
@@ -573,6 +578,7 @@ def sync_history(
     diff; an amend, rebase or branch switch shows up as `removed` + `added`. Without a
     repository (or with history disabled) everything indexed is removed. `index` supplies
     discovery's ignore, secret-name and size rules (defaults when None) for every commit.
+    `progress(done, total)` counts the new commits diffed so far (for a progress display).
     """
     opened = _open(root) if settings.enabled else None
     if opened is None:
@@ -589,7 +595,9 @@ def sync_history(
     notes = _shallow_notes(repo)
     fresh = [sha for sha in window if sha not in indexed]
     paths = _Paths.for_root(root, index)
-    added = _diff_new(repo, scope, fresh, settings, notes, cancel, paths)
+    added = _diff_new(repo, scope, fresh, settings, notes, cancel, paths, progress)
+    if progress is not None and fresh:
+        progress(len(added), len(fresh))
     removed = sorted(indexed.difference(window))
     return HistoryDelta(head=str(head.id), added=added, removed=removed, notes=notes)
 

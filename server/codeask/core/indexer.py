@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 #: Chunks embedded between cancellation checks: one model batch, so a cancel (or an editor
 #: save preempting the backlog) waits ~1-2 s at most, not a whole 256-chunk step.
 EMBED_STEP = 32
+#: The message of the `embed` progress event sent while the embedding model loads.
+LOADING = "loading the embedding model"
 
 
 class Cancelled(Exception):
@@ -74,7 +76,13 @@ class CancelToken:
 
 @dataclass
 class Progress:
-    """One progress event: what phase, and how far."""
+    """One progress event: what phase, and how far.
+
+    Phases in order: `scan` (files_done = files found so far; no total yet), `chunk` (files
+    done of files_total, known up front), `history` (new commits diffed: commits_done of
+    commits_total), `embed` (chunks_embedded of chunks_total, which counts the chunks embedded
+    by earlier runs too), `done`.
+    """
 
     phase: str
     files_done: int = 0
@@ -82,6 +90,8 @@ class Progress:
     chunks_embedded: int = 0
     chunks_total: int = 0
     message: str = ""
+    commits_done: int = 0
+    commits_total: int = 0
 
     @property
     def percent(self) -> int:
@@ -403,7 +413,7 @@ class FolderIndex:
                 report.seconds_lexical = time.perf_counter() - started
                 self.checkpoint()
                 if self.settings.history.enabled if history is None else history:
-                    self._sync_history(report, token)
+                    self._sync_history(report, emit, token)
                 self.refresh_uncommitted()
                 if embed:
                     self._embed_pending(report, emit, token)
@@ -418,7 +428,12 @@ class FolderIndex:
 
     def _scan_and_chunk(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
         emit(Progress("scan", message="discovering files"))
-        found = discover(self.root, self.settings.index, ignored_dirs=[self.folder])
+        found = discover(
+            self.root,
+            self.settings.index,
+            ignored_dirs=[self.folder],
+            on_found=lambda n: emit(Progress("scan", files_done=n, message="discovering files")),
+        )
         report.skipped.extend(found.skipped)
         for skipped in found.skipped:
             log.info("skipped %s: %s", display_path(skipped.rel), skipped.reason)
@@ -426,6 +441,7 @@ class FolderIndex:
         present = {f.rel for f in found.files}
         for rel in [r for r in self.store.files if r not in present]:
             self._remove(rel, report)
+        emit(Progress("chunk", 0, len(found.files)))
         for done, source in enumerate(found.files, 1):
             token.check()
             self._index_file(source, report)
@@ -487,7 +503,7 @@ class FolderIndex:
             report.files_removed += 1
         report.chunks_removed += len(removed)
 
-    def _sync_history(self, report: IndexReport, token: CancelToken) -> None:
+    def _sync_history(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
         known = set(self.store.history.commits)
         delta = git_history.sync_history(
             self.root,
@@ -495,6 +511,9 @@ class FolderIndex:
             known,
             cancel=lambda: token.cancelled,
             index=self.settings.index,
+            progress=lambda done, total: emit(
+                Progress("history", commits_done=done, commits_total=total)
+            ),
         )
         for note in delta.notes:
             log.info("history: %s", note)
@@ -541,6 +560,8 @@ class FolderIndex:
         embedded = total - len(pending)
         if not pending:
             return
+        if not self.embedder_loaded:  # the model loads first (seconds; a download the first time)
+            emit(Progress("embed", chunks_embedded=embedded, chunks_total=total, message=LOADING))
         embedder = self.embedder
         self._fill_from_cache(pending, embedder)
         pending = [i for i in pending if i not in self.store.vectors.live]

@@ -583,7 +583,8 @@ class FolderWorker:
     def _on_progress(self, event: Progress, bar: WorkDone) -> None:
         """Engine progress → `$/progress`; in the lexical phase, the moment to let a save in."""
         if event.phase == "scan":
-            message, percent = "discovering files", None
+            found = f" ({event.files_done} found)" if event.files_done else ""
+            message, percent = f"discovering files{found}", None
         elif event.phase == "chunk":
             message = f"{event.files_done}/{event.files_total} files"
             percent = event.percent
