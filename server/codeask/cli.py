@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         _print_json([_index_summary(root, report, status) for root, report, status in reports])
     else:
         for root, report, status in reports:
-            _print_index_summary(root, report, status)
+            _print_index_summary(root, report, status, verbose=args.verbose > 0)
     return EXIT_OK
 
 
@@ -187,7 +187,7 @@ def _index_summary(root: Path, report: Any, status: Any) -> dict[str, Any]:
     }
 
 
-def _print_index_summary(root: Path, report: Any, status: Any) -> None:
+def _print_index_summary(root: Path, report: Any, status: Any, *, verbose: bool) -> None:
     err = sys.stderr
     err.write(
         f"{root}: {report.files_seen} files ({report.files_indexed} indexed, "
@@ -196,51 +196,19 @@ def _print_index_summary(root: Path, report: Any, status: Any) -> None:
         f"{status.embedded_percent:.0f}% embedded ({report.vectors_computed} computed), "
         f"searchable after {report.seconds_lexical:.1f}s, done in {report.seconds_total:.1f}s\n"
     )
-    if report.skipped:
+    if report.skipped and not verbose:  # with -v they were logged one by one above
         err.write("  skipped files are listed with -v\n")
 
 
-class _progress_bar:
-    """A rich progress bar on a terminal; silent otherwise (or with --json)."""
+def _progress_bar(args: argparse.Namespace, root: Path) -> Any:
+    """The indexing progress on stderr (see progress_view): a line updated in place on a
+    terminal, a plain line per phase and every few seconds otherwise; none with --json."""
+    from codeask.core.names import display_path
+    from codeask.progress_view import ProgressOutput, progress_interval
 
-    def __init__(self, args: argparse.Namespace, root: Path) -> None:
-        self.enabled = sys.stderr.isatty() and not args.json
-        self.root = root
-        self._bar: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> Callable[[Any], None]:
-        if not self.enabled:
-            return lambda _event: None
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TextColumn("{task.fields[detail]}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self._bar.start()
-        self._task = self._bar.add_task(self.root.name, total=100, detail="")
-        return self._update
-
-    def _update(self, event: Any) -> None:
-        detail = (
-            f"{event.files_done}/{event.files_total} files"
-            if event.phase in ("scan", "chunk")
-            else f"{event.chunks_embedded}/{event.chunks_total} chunks embedded"
-        )
-        self._bar.update(
-            self._task, completed=event.percent, detail=detail, description=event.phase
-        )
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+    mode = "off" if args.json else "tty" if sys.stderr.isatty() else "plain"
+    label = display_path(root.name or str(root))
+    return ProgressOutput(label, mode, sys.stderr, interval=progress_interval())
 
 
 # ---- search --------------------------------------------------------------------------------
@@ -250,7 +218,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     if not args.query.strip():
         raise UserError("empty query")
-    folders = [FolderIndex.open(root, mode="read") for root in _roots(args.root)]
+    roots = _roots(args.root)
+    _check_history(roots, args.scope)
+    folders = [FolderIndex.open(root, mode="read") for root in roots]
     if not any(f.store.files for f in folders):
         damaged = [f for f in folders if f.damage]
         if damaged:
@@ -283,6 +253,24 @@ def cmd_search(args: argparse.Namespace) -> int:
     else:
         _print_hits(result, elapsed)
     return EXIT_OK if result.hits else EXIT_USER
+
+
+def _check_history(roots: list[Path], scope: str) -> None:
+    """History needs a git repository: an error when no folder is one and only history was
+    asked for; otherwise a note for each folder that is not one (its code is still searched)."""
+    if scope == "code":
+        return
+    from codeask.core.history import open_repo
+    from codeask.core.names import display_path
+
+    missing = [display_path(str(root)) for root in roots if open_repo(root) is None]
+    if scope == "history" and len(missing) == len(roots):
+        raise UserError(
+            f"{missing[0]} is not a git repository: no history to search; "
+            "index a git checkout or drop --history"
+        )
+    for root in missing:
+        sys.stderr.write(f"codeask: {root} is not a git repository: no history to search there\n")
 
 
 def _hit_json(hit: Any) -> dict[str, Any]:
