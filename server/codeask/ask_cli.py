@@ -5,7 +5,8 @@ any model; `--json` prints one JSON object instead of streaming. Exit codes (as 
 CLI): 0 answered, 1 a user error (empty question, no index) or an LLM failure before any answer,
 3 an incomplete answer: the part that arrived is printed, then `codeask: incomplete answer:
 <why>` on stderr (a cap, `llm.total_timeout`, or a stream that broke off). Errors are one line
-on stderr.
+on stderr; an LLM failure before any answer (endpoint down, timeout, unknown model) still prints
+the sources found, and its error line is followed by how to point codeask at another endpoint.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from typing import Any
 
 from codeask.cli import EXIT_OK, EXIT_USER, UserError, _print_json, _roots
+from codeask.config import LLMSettings, user_config_path
 from codeask.core.ask import AskRequest, AskResult, ask, check_question, index_note, source_path
 from codeask.core.indexer import FolderIndex
 from codeask.core.records import HISTORY_KINDS
@@ -67,8 +69,25 @@ def _run(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
         return EXIT_INCOMPLETE
     if result.error:
         sys.stderr.write(f"codeask: {result.error}\n")
+        if not args.json:
+            sys.stderr.write(endpoint_help(folders[0].settings.llm))
         return EXIT_USER
     return EXIT_OK
+
+
+def endpoint_help(llm: LLMSettings) -> str:
+    """After a failed LLM call: the endpoint used, and how to point codeask at another one."""
+    return (
+        f"  endpoint: llm.provider = {llm.provider}, llm.base_url = {llm.base_url}, "
+        f"llm.model = {llm.model}\n"
+        "  to use another, set llm.base_url, llm.provider (ollama or openai) and llm.model\n"
+        f"    in the [llm] table of {user_config_path()}\n"
+        "    (a project's .codeask.toml may set base_url and provider only in a trusted "
+        "workspace: see docs/security.md)\n"
+        "    or for one run: CODEASK_LLM__BASE_URL=http://host:port CODEASK_LLM__PROVIDER=openai "
+        "CODEASK_LLM__MODEL=<name> codeask ask ...\n"
+        "  `codeask ask --prompt-only` prints the prompt and the sources without calling a model\n"
+    )
 
 
 class _Stdout:
@@ -84,13 +103,12 @@ class _Stdout:
 
 
 def _finish_answer(result: AskResult, multi: bool, stream: _Stdout | None) -> None:
-    """After the streamed answer: close its last line, then the sources (none on an error;
-    a partial answer keeps them, since it cites them)."""
+    """After the streamed answer: close its last line, then the sources (also after a failed
+    call: what was found is useful without the model; a partial answer cites them)."""
     if stream is not None and stream.open_line:
         sys.stdout.write("\n")
         sys.stdout.flush()
-    if not result.error or result.incomplete:
-        _print_sources(result.sources, multi)
+    _print_sources(result.sources, multi)
 
 
 def _print_prompt(result: AskResult, multi: bool) -> None:
