@@ -5,8 +5,8 @@ any model; `--json` prints one JSON object instead of streaming. Exit codes (as 
 CLI): 0 answered, 1 a user error (empty question, no index) or an LLM failure before any answer,
 3 an incomplete answer: the part that arrived is printed, then `codeask: incomplete answer:
 <why>` on stderr (a cap, `llm.total_timeout`, or a stream that broke off). Errors are one line
-on stderr; an LLM failure before any answer (endpoint down, timeout, unknown model) still prints
-the sources found, and its error line is followed by how to point codeask at another endpoint.
+on stderr; after an LLM failure before any answer the sources found are still printed, and when
+the endpoint is down, silent or does not know the model, how to point codeask elsewhere follows.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
         return EXIT_INCOMPLETE
     if result.error:
         sys.stderr.write(f"codeask: {result.error}\n")
-        if not args.json:
+        if result.endpoint_down and not args.json:
             sys.stderr.write(endpoint_help(folders[0].settings.llm))
         return EXIT_USER
     return EXIT_OK

@@ -42,7 +42,15 @@ import pygit2
 from codeask.config import LLMSettings, Settings
 from codeask.core import history
 from codeask.core.embed import CachedEmbedder, EmbedError
-from codeask.core.llm import ChatUsage, LLMError, is_loopback, stream_chat
+from codeask.core.llm import (
+    ChatUsage,
+    EndpointTimeout,
+    EndpointUnreachable,
+    LLMError,
+    ModelNotFound,
+    is_loopback,
+    stream_chat,
+)
 from codeask.core.names import display_path
 from codeask.core.prompt import ContextBlock, EditorContext, Prompt, build_prompt
 from codeask.core.records import HISTORY_KINDS, Chunk
@@ -52,6 +60,10 @@ if TYPE_CHECKING:  # type only: the two orchestrators do not import each other a
     from codeask.core.indexer import FolderIndex
 
 log = logging.getLogger(__name__)
+
+#: Failures whose fix is another endpoint or model (AskResult.endpoint_down); a timeout
+#: includes `llm.total_timeout` passing before the first word.
+ENDPOINT_DOWN = (EndpointUnreachable, EndpointTimeout, ModelNotFound)
 
 #: A commit id as people paste it: 7 to 40 hex digits standing alone.
 SHA_TOKEN = re.compile(r"(?<![\w./-])[0-9a-fA-F]{7,40}(?![\w/-])")
@@ -101,6 +113,9 @@ class AskResult:
     incomplete: bool = False
     """The answer was cut short by `error` (a cap, the deadline, a broken stream): `answer`
     holds the part that arrived, which the CLI and the editors show marked incomplete."""
+    endpoint_down: bool = False
+    """`error` says the endpoint is unreachable, silent, or does not know the model: the fix
+    is pointing `llm.base_url` / `llm.provider` / `llm.model` elsewhere (the CLI says how)."""
 
 
 @dataclass
@@ -139,8 +154,11 @@ async def ask(request: AskRequest, on_delta: Callable[[str], None] | None = None
     result = _result(prepared)
     if request.prompt_only:
         return result
-    answer, usage, error = await _generate(prepared.settings.llm, prepared.prompt, on_delta)
-    result.answer, result.error, result.incomplete = answer, error, bool(error and answer)
+    answer, usage, failure = await _generate(prepared.settings.llm, prepared.prompt, on_delta)
+    result.answer, result.incomplete = answer, bool(failure and answer)
+    if failure is not None:
+        result.error = failure.message
+        result.endpoint_down = isinstance(failure, ENDPOINT_DOWN)
     if usage.prompt_tokens:
         result.prompt_tokens = usage.prompt_tokens
     return result
@@ -449,8 +467,8 @@ def _result(prepared: Prepared) -> AskResult:
 
 async def _generate(
     settings: LLMSettings, prompt: Prompt, on_delta: Callable[[str], None] | None
-) -> tuple[str, ChatUsage, str | None]:
-    """(answer, usage, error line): streams deltas to `on_delta` as they arrive."""
+) -> tuple[str, ChatUsage, LLMError | None]:
+    """(answer, usage, the failure): streams deltas to `on_delta` as they arrive."""
     usage = ChatUsage()
     parts: list[str] = []
     try:
@@ -465,5 +483,5 @@ async def _generate(
                 if on_delta is not None:
                     on_delta(delta)
     except LLMError as exc:
-        return "".join(parts), usage, exc.message
+        return "".join(parts), usage, exc
     return "".join(parts), usage, None
