@@ -1,6 +1,6 @@
 """`codeask index | search | status | ask | serve`.
 
-Human output (rich, with a progress bar) on a terminal, `--json` for machines. Logs go to
+Human output (`index` shows a progress line: see progress_view), `--json` for machines. Logs go to
 stderr: under `serve`, stdout is the LSP channel. Exit codes: 0 ok, 1 no results or a user
 error, 2 bad usage, 4 index busy (`index --no-wait`). One writer per index folder: `index` waits
 for another `index`, defers to a running server; `search` and `status` only read. Errors are

@@ -88,6 +88,18 @@ def test_plain_progress_prints_each_phase_then_the_unchanged_summary(project: Pa
     assert "\r" not in run.stderr and "\x1b" not in run.stderr  # a log, not a terminal
 
 
+def test_an_empty_folder_counts_zero_files_not_zero_of_zero(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    run = codeask("index", "--lexical-only", str(root), cwd=root)
+    assert run.returncode == 0, run.stderr
+    assert progress_lines(run.stderr, "empty") == [
+        "empty: scanning · looking for files",
+        "empty: chunking · 0 files",
+    ]
+    assert "0/0" not in run.stderr
+
+
 def test_plain_progress_repeats_every_interval_with_rate_and_eta(tree: Path) -> None:
     started = time.monotonic()
     run = codeask(
