@@ -149,6 +149,27 @@ it('lsp/codeask.lua is a vim.lsp.Config: codeask serve, every filetype, root mar
   truthy(vim.tbl_contains(cfg.root_markers, '.codeask'), '.codeask is a root marker')
 end)
 
+it('a stray .codeask in a parent folder does not capture a git project below it', function()
+  -- Issue 12: with `.codeask` first among the markers, an old index folder in /tmp (or $HOME)
+  -- made that whole folder the root of every project below it.
+  local outer = vim.fn.tempname()
+  vim.fn.mkdir(outer .. '/.codeask', 'p')
+  vim.fn.mkdir(outer .. '/proj/.git', 'p')
+  vim.fn.mkdir(outer .. '/loose', 'p')
+  local cfg = dofile(plugin .. '/lsp/codeask.lua')
+  local function root_of(file)
+    local found
+    cfg.root_dir(vim.fn.bufadd(file), function(dir)
+      found = dir
+    end)
+    return found
+  end
+  eq(root_of(outer .. '/proj/app.py'), outer .. '/proj', 'the git project is the root')
+  -- Without a VCS marker the index folder is still a marker (a folder indexed by hand).
+  eq(root_of(outer .. '/loose/notes.md'), outer, 'only an index folder: its folder')
+  vim.fn.delete(outer, 'rf')
+end)
+
 it("vim.lsp.enable('codeask') attaches to a file and the server initializes", function()
   -- The plain path of the README: only vim.lsp.config + vim.lsp.enable, no setup().
   vim.lsp.config('codeask', { cmd = server_cmd, settings = { codeask = settings } })
