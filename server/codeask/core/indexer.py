@@ -344,12 +344,16 @@ class FolderIndex:
         clean = not self.store.recovered
         rows, short = len(self.store.chunks), self.kind != "serve"
         view = (
-            LexicalIndex.open_snapshot(path, self.store.generation, rows, short_lived=short)
+            LexicalIndex.open_snapshot(
+                path, self.store.generation, rows, short_lived=short, fallback=self._memory_lexical
+            )
             if clean
             else None
         )
-        if view is not None:
-            return view
+        return view if view is not None else self._memory_lexical()
+
+    def _memory_lexical(self) -> LexicalIndex:
+        """The loaded snapshot's chunks as an in-memory table: a reader's own, consistent copy."""
         memory = LexicalIndex(None)
         memory.rebuild(self.store.chunks.values())
         memory.stamp(self.store.generation)

@@ -8,13 +8,18 @@ its own tokenizer out of the way.
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from codeask.core.records import Chunk
+
+log = logging.getLogger(__name__)
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -111,6 +116,15 @@ def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:
     )
 
 
+def _file_id(path: Path | None) -> tuple[int, int, int] | None:
+    """(inode, size, mtime): what changes when a writer replaces or checkpoints into the file."""
+    try:
+        info = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns) if info else None
+
+
 class LexicalIndex:
     """FTS5 table keyed by chunk id, plus a generation stamp that says which snapshot it matches."""
 
@@ -148,10 +162,19 @@ class LexicalIndex:
         self._dirty = False
         self._version = 0
         self._df: tuple[int, dict[str, int]] = (-1, {})
+        #: An immutable view's file identity at open, and where to turn when it changes.
+        self._file_id: tuple[int, int, int] | None = None
+        self._fallback: Callable[[], LexicalIndex] | None = None
 
     @classmethod
     def open_snapshot(
-        cls, path: Path, generation: int, rows: int, *, short_lived: bool = True
+        cls,
+        path: Path,
+        generation: int,
+        rows: int,
+        *,
+        short_lived: bool = True,
+        fallback: Callable[[], LexicalIndex] | None = None,
     ) -> LexicalIndex | None:
         """A read-only view of the table as stamped for `generation`, or None if it differs.
 
@@ -161,6 +184,11 @@ class LexicalIndex:
         run) creates no file: without a live writer (no -wal file) it opens the database
         immutable. A long-lived one (a read-only server) opens it plain read-only, which may
         create the -wal/-shm files but stays correct when a writer starts later.
+
+        SQLite trusts an immutable file not to change; a writer that starts and checkpoints
+        during the read would hand it torn pages. So every read re-checks the file's identity
+        (inode, size, mtime) and, when it moved or SQLite fails, the view switches to
+        `fallback()` (the reader's own snapshot, rebuilt in memory) and reads again.
         """
         no_writer = not Path(f"{path}-wal").exists()
         mode = "ro&immutable=1" if short_lived and no_writer else "ro"
@@ -194,7 +222,33 @@ class LexicalIndex:
         view.path, view._lock, view._db = path, threading.RLock(), db
         view._init_state()
         view.readonly = True
+        if "immutable" in mode:
+            view._file_id, view._fallback = _file_id(path), fallback
         return view
+
+    def _read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """One read; an immutable view whose file changed under it answers from its fallback."""
+        try:
+            rows: list[tuple[Any, ...]] | None = self._db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError:
+            if self._file_id is None:
+                raise
+            rows = None
+        if rows is None or (self._file_id is not None and _file_id(self.path) != self._file_id):
+            self._leave_file()
+            return self._db.execute(sql, args).fetchall()
+        return rows
+
+    def _leave_file(self) -> None:
+        """Swap the moved file for the fallback's table (or an error if there is none)."""
+        log.info("lexical index %s changed under a reader; answering from its snapshot", self.path)
+        self._file_id = None
+        if self._fallback is None:
+            raise sqlite3.DatabaseError(f"{self.path} changed while it was read")
+        replacement = self._fallback()
+        old, self._db = self._db, replacement._db
+        self._version += 1  # the cached document frequencies belong to the old table
+        old.close()
 
     def _drop_if_old_schema(self) -> None:
         """Tables of an older layout are dropped; the indexer then rebuilds them from the store."""
@@ -279,7 +333,7 @@ class LexicalIndex:
                 "SELECT file, -bm25(files_fts, 1.0, 2.0) FROM files_fts WHERE files_fts MATCH ? "
                 "ORDER BY bm25(files_fts, 1.0, 2.0) LIMIT ?"
             )
-            return [(str(f), float(s)) for f, s in self._db.execute(sql, (match, limit))]
+            return [(str(f), float(s)) for f, s in self._read(sql, (match, limit))]
 
     def remove(self, ids: Iterable[int]) -> None:
         """Drop chunks by id."""
@@ -316,7 +370,7 @@ class LexicalIndex:
     def count(self) -> int:
         """Rows in the table."""
         with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM fts").fetchone()[0])
+            return int(self._read("SELECT count(*) FROM fts")[0][0])
 
     def _informative(self, terms: list[str]) -> list[str]:
         """Keep the rarest MAX_QUERY_TERMS terms that occur at all: long issue texts stay fast."""
@@ -331,7 +385,7 @@ class LexicalIndex:
         """term → chunks containing it; one vocabulary scan per change, not per query."""
         version, table = self._df
         if version != self._version:
-            table = dict(self._db.execute("SELECT term, doc FROM vocab").fetchall())
+            table = {str(t): int(d) for t, d in self._read("SELECT term, doc FROM vocab")}
             self._df = (self._version, table)
         return table
 
@@ -350,7 +404,7 @@ class LexicalIndex:
                 f"SELECT rowid, -bm25(fts, {weights}) AS s FROM fts WHERE fts MATCH ? "
                 "ORDER BY bm25(fts, " + weights + ") LIMIT ?"
             )
-            return [(int(r), float(s)) for r, s in self._db.execute(sql, (match, limit))]
+            return [(int(r), float(s)) for r, s in self._read(sql, (match, limit))]
 
     def close(self) -> None:
         """Release the database."""
