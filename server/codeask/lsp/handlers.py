@@ -435,6 +435,14 @@ def editor_context(folders: Folders, params: AskCodeParams, text: str | None) ->
     )
 
 
+#: After an endpoint that cannot be reached (or lacks the model): where an editor user fixes it.
+ENDPOINT_HINT = (
+    " To use another endpoint, set llm.baseUrl, llm.provider (ollama or openai) and llm.model in"
+    " the editor's codeask settings (VS Code: codeask.llm.*; Neovim: settings.codeask.llm) or in"
+    " the [llm] table of ~/.config/codeask/config.toml."
+)
+
+
 def ask_result(result: Any, folders: Folders) -> Any:
     """core's AskResult → the askCode result (LLM errors are data, not request errors)."""
     sources = [
@@ -454,7 +462,7 @@ def ask_result(result: Any, folders: Folders) -> Any:
             prompt_tokens=result.prompt_tokens,
             truncated=result.truncated,
             index_state=index_state(folders),
-            error=result.error or None,
+            error=(result.error + ENDPOINT_HINT if result.endpoint_down else result.error) or None,
             incomplete=result.incomplete,
         )
     )
