@@ -57,6 +57,7 @@ ORDINARY = {
         '    assert check(token="dummy-token", api_key="changeme")\n'
     ),
     "requirements.lock": "requests==2.32.3 \\\n    --hash=sha256:{sha}\n",
+    "docs/auth.md": "# Auth\n\nThe API accepts Bearer authorization on every route.\n",
 }
 
 
@@ -153,7 +154,13 @@ def build(base: Path, seed: int) -> Workspace:
     ordinary = {"uuid": "5f0c3d4e-8a2b-4c1d-9e7f-0a1b2c3d4e5f", "sha": m.s(HEX, 64)}
     for rel, text in ORDINARY.items():
         write(root, rel, text.format(**ordinary))
-    kept = ["getpass.getpass()", 'password="test"', "bert-base-uncased", *ordinary.values()]
+    kept = [
+        "getpass.getpass()",
+        'password="test"',
+        "bert-base-uncased",
+        "Bearer authorization",
+        *ordinary.values(),
+    ]
     return Workspace(base, root, values, kept, markers, cli_env(base))
 
 

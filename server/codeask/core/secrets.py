@@ -94,6 +94,12 @@ def _not_example(m: re.Match[str]) -> bool:
     return not m.group("v").endswith("EXAMPLE")
 
 
+def _not_a_word(m: re.Match[str]) -> bool:
+    """A token is not one plain word: `Bearer authorization` in prose stays (a token has a
+    digit, an upper-case letter or a symbol)."""
+    return not m.group("v").isalpha() or not m.group("v").islower()
+
+
 _PGPASS_HOST = re.compile(r"[+ -]?[\w.*-]+")
 
 
@@ -259,6 +265,7 @@ TOKEN_RULES: tuple[Rule, ...] = (
         r"(?i)(?:\bbearer[ \t]+|\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:basic|token)[ \t]+)"
         r"(?P<v>[\w=~@.+/-]{12,})",
         entropy=3.0,
+        check=_not_a_word,
     ),
     _rule(
         "htpasswd",
