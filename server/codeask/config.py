@@ -81,6 +81,17 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """ONNX runtime threads; 0 lets the runtime decide."""
     cache_dir: str = ""
     """Models and embedding cache folder. Empty: `$XDG_CACHE_HOME/codeask` (~/.cache/codeask)."""
+    tiers: list[Literal["static", "minilm"]] = msgspec.field(
+        default_factory=lambda: ["static", "minilm"]
+    )
+    """Vector tiers to build: `static` (potion-base-8M, every chunk in seconds during the first
+    pass) and `minilm` (the `model` above, ~17 chunks/s, fills in behind). `["static"]` suits a
+    slow laptop; `["minilm"]` is the behaviour before the static tier existed."""
+
+    def __post_init__(self) -> None:
+        if not self.tiers:
+            raise ValueError("embed.tiers must name at least one of 'static', 'minilm'")
+        self.tiers = list(dict.fromkeys(self.tiers))
 
 
 class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

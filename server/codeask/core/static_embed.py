@@ -15,12 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from codeask.core.embed import EmbedError
+from codeask.config import Settings, cache_dir
+from codeask.core.embed import CachedEmbedder, EmbeddingCache, EmbedError, model_slug
 
 STATIC_MODEL_NAME = "minishlab/potion-base-8M@bf8b0566-f16"
 STATIC_DIM = 256
@@ -115,3 +117,18 @@ class StaticEmbedder:
                 means[row] = self._matrix[ids].sum(axis=0) / len(ids)
         norms = np.linalg.norm(means, axis=1, keepdims=True) + 1e-32
         return means / norms
+
+
+_shared: dict[str, CachedEmbedder] = {}
+_shared_lock = threading.Lock()
+
+
+def load_static_embedder(settings: Settings) -> CachedEmbedder:
+    """The static model with its own content-hash cache file; one per cache folder (~0.1 s)."""
+    root = cache_dir(settings)
+    with _shared_lock:
+        if str(root) not in _shared:
+            model = StaticEmbedder()
+            path = root / "embeddings" / f"{model_slug(model.name)}.sqlite"
+            _shared[str(root)] = CachedEmbedder(model, EmbeddingCache(path, model.dim))
+        return _shared[str(root)]
