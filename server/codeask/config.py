@@ -106,7 +106,12 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     demote_prose: bool = True
     """Rank docs and plain text lower unless the query is about documentation."""
     dense_weight: float = 1.5
-    """Weight of the embedding retriever in rank fusion (1.5: best measured on the eval)."""
+    """Weight of the embedding retriever (MiniLM tier) in rank fusion (1.5: best on the eval)."""
+    static_weight: float = 1.0
+    """Weight of the static-tier retriever (potion-base-8M) in rank fusion; 0 leaves it out."""
+    static_scope: Literal["missing", "all"] = "missing"
+    """`missing`: the static tier ranks only chunks without a MiniLM vector yet (it covers the
+    gap while MiniLM fills in); `all`: every chunk, fused beside MiniLM (see benchmarks/README)."""
     lexical_weight: float = 1.0
     """Weight of the BM25 retriever in rank fusion."""
     symbol_weight: float = 1.0

@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_indexer import FILES, make_tree
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.retrieve import search
 from codeask.core.store import IndexStore
 
 
@@ -143,3 +145,39 @@ def test_a_static_model_change_costs_only_the_static_tier(tmp_path: Path) -> Non
     assert reason.startswith("static: static tier was built with 'static-a'")
     assert set(other.chunks) == set(ids) and other.vectors.live == set(ids)
     assert other.static_vectors.live == set()
+
+
+# ---- retrieval: the static tier answers dense queries before (and beside) MiniLM --------------
+def test_dense_search_works_from_the_first_pass_with_the_static_tier(tmp_path: Path) -> None:
+    folder = open_index(make_tree(tmp_path))
+    folder.refresh(embed=False)  # lexical + static only: no MiniLM vector exists
+    result = search([folder], "how much does everything in the basket cost", mode="dense")
+    assert result.hits[0].chunk.symbol == "total_price"
+    assert result.hits[0].retrievers == ["static"]
+    assert result.warming  # MiniLM is still to come
+    assert not folder.embedder_loaded, "a static-only query must not load MiniLM"
+    hybrid = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert hybrid[0].chunk.symbol == "RetryWithBackoff"
+    assert "static" in hybrid[0].retrievers
+
+
+def test_a_zero_static_weight_leaves_the_tier_out(tmp_path: Path) -> None:
+    layer = {"history": {"enabled": False}, "retrieve": {"static_weight": 0}}
+    settings, _ = build_settings(layer)
+    folder = FolderIndex(make_tree(tmp_path), settings)
+    folder.refresh(embed=False)
+    hits = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert hits and all("static" not in hit.retrievers for hit in hits)
+
+
+@pytest.mark.slow
+def test_with_scope_missing_the_static_tier_steps_aside_once_minilm_is_complete(
+    tmp_path: Path,
+) -> None:
+    folder = open_index(make_tree(tmp_path))
+    folder.refresh()  # both tiers complete
+    assert folder.status().embedded == folder.status().chunks
+    hits = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert hits[0].chunk.symbol == "RetryWithBackoff"
+    assert all("static" not in hit.retrievers for hit in hits)
+    assert "dense" in hits[0].retrievers
