@@ -94,6 +94,10 @@ def test_static_only_never_loads_minilm(tmp_path: Path) -> None:
     assert folder.status().static_embedded == folder.status().chunks
     assert folder.status().tier_summary().startswith("static ")
     assert "minilm" not in folder.status().tier_summary()
+    result = search([folder], "exponential backoff when a call fails", k=3)
+    assert result.hits[0].chunk.symbol == "RetryWithBackoff"
+    assert not result.warming, "static only: nothing is left to fill in"
+    assert result.embedded == result.chunks
 
 
 def test_minilm_only_builds_no_static_vectors_and_turning_static_on_fills_it(

@@ -472,7 +472,7 @@ def search(
     settings = folders[0].settings.retrieve if folders else RetrieveSettings()
     k = k or settings.k
     live = [f for f in folders if f.store.chunks]
-    embedded = sum(len(f.store.vectors.live) for f in folders)
+    embedded = sum(_dense_done(f) for f in folders)
     total = sum(len(f.store.chunks) for f in folders)
     if not query.strip() or not live:
         return SearchResult([], embedded < total, embedded, total)
@@ -483,6 +483,13 @@ def search(
     return SearchResult(
         _diversify(hits, k, settings.per_file_cap), embedded < total, embedded, total
     )
+
+
+def _dense_done(folder: Searchable) -> int:
+    """Chunks done by the slowest configured tier: MiniLM when it is on, else the static one."""
+    store = folder.store
+    on = "minilm" in folder.settings.embed.tiers
+    return len(store.vectors.live) if on else len(store.static_vectors.live)
 
 
 def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:
