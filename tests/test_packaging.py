@@ -61,10 +61,14 @@ def test_the_wheel_carries_the_model_files_notices_and_licence(dist: Path) -> No
     for file in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         assert model + file in names
     assert model + "config.json" in names and model + "NOTICE.md" in names
+    static = "codeask/models/potion-base-8M/"
+    for file in ("model.safetensors", "tokenizer.json", "config.json", "NOTICE.md"):
+        assert static + file in names
     assert "codeask/py.typed" in names and "codeask/cli.py" in names
     licenses = {n for n in names if "/licenses/" in n}
     assert f"{NAME}.dist-info/licenses/LICENSE" in licenses
     assert any(n.endswith("all-minilm-l6-v2/NOTICE.md") for n in licenses), licenses
+    assert any(n.endswith("potion-base-8M/NOTICE.md") for n in licenses), licenses
     assert f"Version: {codeask.__version__}" in metadata
     assert "License-Expression: Apache-2.0" in metadata
     assert "Classifier: Programming Language :: Python :: 3.11" in metadata

@@ -183,6 +183,8 @@ def _index_summary(root: Path, report: Any, status: Any) -> dict[str, Any]:
         "cancelled": report.cancelled,
         "chunks": status.chunks,
         "embedded": status.embedded,
+        "static_embedded": status.static_embedded,
+        "static_computed": report.static_computed,
         "index_dir": status.index_dir,
     }
 
@@ -338,6 +340,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         sys.stdout.write(
             f"{row.root}\n  files {row.files}, chunks {row.chunks}, "
             f"embedded {row.embedded_percent:.1f}%, history commits {row.history_commits}\n"
+            f"  vector tiers: {row.tier_summary()}\n"
             f"  model {row.model}\n  index {row.index_dir} "
             f"({row.disk_bytes / 1e6:.1f} MB), last indexed {when}\n"
         )

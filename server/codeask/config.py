@@ -81,6 +81,17 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """ONNX runtime threads; 0 lets the runtime decide."""
     cache_dir: str = ""
     """Models and embedding cache folder. Empty: `$XDG_CACHE_HOME/codeask` (~/.cache/codeask)."""
+    tiers: list[Literal["static", "minilm"]] = msgspec.field(
+        default_factory=lambda: ["static", "minilm"]
+    )
+    """Vector tiers to build: `static` (potion-base-8M, every chunk in seconds during the first
+    pass) and `minilm` (the `model` above, ~17 chunks/s, fills in behind). `["static"]` suits a
+    slow laptop; `["minilm"]` is the behaviour before the static tier existed."""
+
+    def __post_init__(self) -> None:
+        if not self.tiers:
+            raise ValueError("embed.tiers must name at least one of 'static', 'minilm'")
+        self.tiers = list(dict.fromkeys(self.tiers))
 
 
 class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -95,7 +106,12 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     demote_prose: bool = True
     """Rank docs and plain text lower unless the query is about documentation."""
     dense_weight: float = 1.5
-    """Weight of the embedding retriever in rank fusion (1.5: best measured on the eval)."""
+    """Weight of the embedding retriever (MiniLM tier) in rank fusion (1.5: best on the eval)."""
+    static_weight: float = 1.0
+    """Weight of the static-tier retriever (potion-base-8M) in rank fusion; 0 leaves it out."""
+    static_scope: Literal["missing", "all"] = "missing"
+    """`missing`: the static tier ranks only chunks without a MiniLM vector yet (it covers the
+    gap while MiniLM fills in); `all`: every chunk, fused beside MiniLM (see benchmarks/README)."""
     lexical_weight: float = 1.0
     """Weight of the BM25 retriever in rank fusion."""
     symbol_weight: float = 1.0

@@ -41,6 +41,7 @@ _CLEAR = "\r\x1b[2K"
 PHASES = {
     "scan": ("scanning", "files"),
     "chunk": ("chunking", "files"),
+    "static": ("static vectors", "chunks"),
     "history": ("history", "commits"),
     "embed": ("embedding", "chunks"),
 }
@@ -137,7 +138,7 @@ class ProgressView:
 
 
 def _counts(event: Any) -> tuple[int, int]:
-    if event.phase == "embed":
+    if event.phase in ("embed", "static"):
         return event.chunks_embedded, event.chunks_total
     if event.phase == "history":
         return event.commits_done, event.commits_total

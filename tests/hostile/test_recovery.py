@@ -20,7 +20,8 @@ from _writers_helpers import (
     tree_state,
 )
 
-from codeask.core.embed import EmbeddingCache
+from codeask.config import DEFAULT_EMBED_MODEL
+from codeask.core.embed import EmbeddingCache, model_slug
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 import gitrepo
@@ -67,7 +68,8 @@ def test_corrupted_embedding_cache_is_moved_aside_and_rebuilt(
     shutil.copytree(Path(warm_env["XDG_CACHE_HOME"]) / "codeask" / "embeddings",
                     xdg / "codeask" / "embeddings")  # fmt: skip
     env = env_for(xdg)
-    [cache] = (xdg / "codeask" / "embeddings").glob("*.sqlite")
+    # the MiniLM tier's cache (the static tier has its own file beside it)
+    cache = xdg / "codeask" / "embeddings" / f"{model_slug(DEFAULT_EMBED_MODEL)}.sqlite"
     with cache.open("r+b") as handle:  # page 1 (schema) stays; the rows' pages are garbage
         handle.seek(4096)
         handle.write(b"\x5a" * (cache.stat().st_size - 4096))

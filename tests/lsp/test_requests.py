@@ -31,6 +31,8 @@ async def test_status_search_command_symbols_reindex(project: Path, shared_cache
         assert folder["indexDir"] == str(project / ".codeask")
         assert folder["model"] == "codeask/all-MiniLM-L6-v2-int8"
         assert folder["files"] == len(FILES) and folder["updates"] == 0
+        assert folder["tiers"] == ["static", "minilm"]
+        assert folder["staticEmbedded"] == folder["chunks"] > 0  # complete after the first pass
 
         # codeask.search: positional [query, k] and the object form with filters
         result = await lsp.command("codeask.search", "download a web page", 2)

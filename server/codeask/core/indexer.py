@@ -37,6 +37,7 @@ from codeask.core.embed import CachedEmbedder, load_embedder, model_dim
 from codeask.core.lexical import LexicalIndex
 from codeask.core.names import display_path, is_utf8, scrub
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.static_embed import STATIC_DIM, STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.store import IndexStore, current_name
 from codeask.core.writer_lock import LockInfo, WriterLock
 
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 EMBED_STEP = 32
 #: The message of the `embed` progress event sent while the embedding model loads.
 LOADING = "loading the embedding model"
+#: Chunks per static-tier batch: ~0.2 s of work, so a cancel is honoured quickly.
+STATIC_STEP = 1024
 
 
 class Cancelled(Exception):
@@ -79,7 +82,8 @@ class Progress:
     """One progress event: what phase, and how far.
 
     Phases in order: `scan` (files_done = files found so far; no total yet), `chunk` (files
-    done of files_total, known up front), `history` (new commits diffed: commits_done of
+    done of files_total, known up front), `static` (static-tier vectors: chunks_embedded of
+    chunks_total, seconds; again after history), `history` (new commits diffed: commits_done of
     commits_total), `embed` (chunks_embedded of chunks_total, which counts the chunks embedded
     by earlier runs too), `done`.
     """
@@ -98,8 +102,8 @@ class Progress:
         """Overall percent: chunking is the first 30%, embedding the rest."""
         chunked = self.files_done / self.files_total if self.files_total else 1.0
         embedded = self.chunks_embedded / self.chunks_total if self.chunks_total else 1.0
-        if self.phase in ("scan", "chunk"):
-            return int(30 * chunked)
+        if self.phase in ("scan", "chunk", "static"):
+            return int(30 * chunked) if self.phase != "static" else 30
         return min(100, 30 + int(70 * embedded))
 
 
@@ -119,6 +123,7 @@ class IndexReport:
     chunks_removed: int = 0
     chunks_embedded: int = 0
     vectors_computed: int = 0
+    static_computed: int = 0
     commits_added: int = 0
     commits_removed: int = 0
     seconds_lexical: float = 0.0
@@ -140,11 +145,25 @@ class IndexStatus:
     last_indexed: float
     state: str
     history_commits: int
+    static_embedded: int = 0
+    """Chunks with a static-tier vector."""
+    tiers: list[str] = field(default_factory=list)
+    """The vector tiers this index builds (`embed.tiers`)."""
 
     @property
     def embedded_percent(self) -> float:
         """Share of chunks with a vector."""
         return 100.0 * self.embedded / self.chunks if self.chunks else 100.0
+
+    def tier_summary(self) -> str:
+        """`static 812/812 complete, minilm 40/812 (4.9%)`: which dense tier answers now."""
+        counts = {"static": self.static_embedded, "minilm": self.embedded}
+        parts = []
+        for tier in self.tiers:
+            done = counts.get(tier, 0)
+            state = "complete" if done >= self.chunks else f"({100.0 * done / self.chunks:.1f}%)"
+            parts.append(f"{tier} {done}/{self.chunks} {state}")
+        return ", ".join(parts) or "none"
 
 
 def _storable(chunk: Chunk) -> Chunk:
@@ -285,9 +304,10 @@ class FolderIndex:
     def _open_store(self) -> tuple[IndexStore, str]:
         """Load the snapshot; a reader retries when the writer replaced it mid-load."""
         model = self.settings.embed.model
+        static = (STATIC_MODEL_NAME, STATIC_DIM) if self.static_tier else ("", 0)
         for _ in range(5):
             before = current_name(self.folder)
-            store, reason = IndexStore.open(self.folder, self.root, model, model_dim(model))
+            store, reason = IndexStore.open(self.folder, self.root, model, model_dim(model), static)
             if not (self.read_only and reason) or store.live_name() == before:
                 break
         return store, reason
@@ -392,6 +412,16 @@ class FolderIndex:
             return self._embedder
 
     @property
+    def static_tier(self) -> bool:
+        """Whether this index builds static-tier vectors (`embed.tiers`)."""
+        return "static" in self.settings.embed.tiers
+
+    @property
+    def minilm_tier(self) -> bool:
+        """Whether this index builds vectors with the configured model (`embed.tiers`)."""
+        return "minilm" in self.settings.embed.tiers
+
+    @property
     def embedder_loaded(self) -> bool:
         """Whether the model is in memory: the editor searches lexically until it is (~1 s)."""
         return self._embedder is not None
@@ -414,12 +444,14 @@ class FolderIndex:
             self.state = "indexing"
             try:
                 self._scan_and_chunk(report, emit, token)
+                self._embed_static(self.store.static_pending_ids(), report, emit, token)
                 report.seconds_lexical = time.perf_counter() - started
                 self.checkpoint()
                 if self.settings.history.enabled if history is None else history:
                     self._sync_history(report, emit, token)
+                    self._embed_static(self.store.static_pending_ids(), report, emit, token)
                 self.refresh_uncommitted()
-                if embed:
+                if embed and self.minilm_tier:
                     self._embed_pending(report, emit, token)
             except Cancelled:
                 report.cancelled = True
@@ -452,8 +484,15 @@ class FolderIndex:
             if done % 50 == 0 or done == len(found.files):
                 emit(Progress("chunk", done, len(found.files), message=source.rel))
 
-    def _index_file(self, source: SourceFile, report: IndexReport) -> None:
-        """Chunk one file if it changed; keeps the old chunks when it did not."""
+    def _index_file(
+        self, source: SourceFile, report: IndexReport, *, static_now: bool = False
+    ) -> None:
+        """Chunk one file if it changed; keeps the old chunks when it did not.
+
+        `static_now` (single-file updates): the chunks get their static vectors before they
+        become searchable, so the snapshot saved right after includes them. A full pass
+        batches the static tier after chunking instead (fewer, larger calls).
+        """
         known = self.store.files.get(source.rel)
         if known and known.size == source.size and known.mtime_ns == source.mtime_ns:
             report.files_unchanged += 1
@@ -489,8 +528,11 @@ class FolderIndex:
             sha256=loaded.sha256,
             language=result.language,
         )
+        rows = self._static_rows(result.chunks, report) if static_now else None
         with self.store.lock:
             removed = self.store.replace_file(record, result.chunks)
+            if rows is not None:
+                self.store.add_static_vectors([c.id for c in result.chunks], rows)
             self.lexical.remove(removed)
             self.lexical.upsert(result.chunks)
             self.lexical.upsert_file(source.rel, result.chunks)
@@ -540,6 +582,36 @@ class FolderIndex:
             self.uncommitted = frozenset(git_history.uncommitted_paths(self.root))
 
     # ---- embedding ---------------------------------------------------------------------------
+    def _embed_static(
+        self, ids: list[int], report: IndexReport, emit: ProgressFn, token: CancelToken
+    ) -> None:
+        """The static tier, during the first pass: every chunk in seconds (cached by hash)."""
+        if not self.static_tier or not ids:
+            return
+        total = len(self.store.chunks)
+        done = total - len(ids)
+        for start in range(0, len(ids), STATIC_STEP):
+            token.check()
+            found = (self.store.chunks.get(i) for i in ids[start : start + STATIC_STEP])
+            chunks = [c for c in found if c is not None]
+            rows = self._static_rows(chunks, report)
+            if rows is not None:
+                self.store.add_static_vectors([c.id for c in chunks], rows)
+            done += len(chunks)
+            emit(Progress("static", chunks_embedded=done, chunks_total=total))
+
+    def _static_rows(self, chunks: list[Chunk], report: IndexReport) -> np.ndarray | None:
+        """Static-tier vectors of `chunks` (content-hash cached); None when the tier is off."""
+        if not self.static_tier or not chunks:
+            return None
+        embedder = load_static_embedder(self.settings)
+        before = embedder.computed
+        rows = embedder.embed_keyed(
+            [c.content_hash() for c in chunks], [c.embed_text() for c in chunks]
+        )
+        report.static_computed += embedder.computed - before
+        return rows
+
     def prioritize(self, rels: Iterable[str]) -> None:
         """Files the user is looking at: their chunks are embedded before the backlog."""
         self._priority.update(rels)
@@ -559,6 +631,8 @@ class FolderIndex:
         return sorted(pending, key=rank)
 
     def _embed_pending(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
+        if not self.minilm_tier:
+            return
         pending = self._pending_in_order()
         total = len(self.store.chunks)
         embedded = total - len(pending)
@@ -631,14 +705,22 @@ class FolderIndex:
             for rel in rels:
                 found = check_file(self.root, rel, self.settings.index)
                 if isinstance(found, SourceFile):
-                    self._index_file(found, report)
+                    self._index_file(found, report, static_now=True)
                 else:
                     if isinstance(found, SkippedFile):
                         report.skipped.append(found)
                     self._remove(rel, report)
             report.seconds_lexical = time.perf_counter() - started
             self.refresh_uncommitted()
-            if embed:
+            fresh_static = [
+                cid
+                for rel in rels
+                if rel in self.store.files
+                for cid in self.store.files[rel].chunk_ids
+                if cid not in self.store.static_vectors.live
+            ]
+            self._embed_static(fresh_static, report, lambda _p: None, CancelToken())
+            if embed and self.minilm_tier:
                 fresh = [
                     cid
                     for rel in rels
@@ -692,6 +774,8 @@ class FolderIndex:
                 files=code_files,
                 chunks=len(self.store.chunks),
                 embedded=len(self.store.vectors.live),
+                static_embedded=len(self.store.static_vectors.live),
+                tiers=list(self.settings.embed.tiers),
                 model=self.store.model,
                 disk_bytes=self.store.disk_bytes(),
                 last_indexed=self.store.saved_at,

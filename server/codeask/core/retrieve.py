@@ -1,5 +1,9 @@
 """Hybrid retrieval: dense + BM25 + exact symbol and path evidence, fused by reciprocal rank.
 
+Two dense tiers feed the fusion when they exist: the static model (every chunk has a vector
+right after the first pass; the query costs ~0.1 ms) and MiniLM (fills in behind). A chunk
+without a MiniLM vector yet is still found densely through the static tier.
+
 General signals only (nothing tuned to single questions): identifiers, dotted paths and file
 names that a question mentions; symbol definitions; test files demoted unless the question is
 about tests. Results are diversified (per-file cap, overlapping chunks collapsed) and each hit
@@ -25,6 +29,7 @@ from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
 from codeask.core.lexical import LexicalIndex, expand_query
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.store import IndexStore
 
 Mode = Literal["lexical", "dense", "hybrid"]
@@ -267,6 +272,20 @@ def _dense_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> 
         return [i for i, _ in folder.store.vectors.query(vector, limit)]
 
 
+def _static_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
+    """Static-tier neighbours; with scope `missing`, only chunks MiniLM has not embedded yet."""
+    store = folder.store
+    if vector is None or not store.static_vectors.live:
+        return []
+    with store.lock:
+        if folder.settings.retrieve.static_scope == "all":
+            return [i for i, _ in store.static_vectors.query(vector, limit)]
+        if len(store.vectors.live) >= len(store.chunks):
+            return []  # MiniLM covers everything: nothing left for the static tier to fill
+        ranked = store.static_vectors.query(vector, 2 * limit)
+        return [i for i, _ in ranked if i not in store.vectors.live][:limit]
+
+
 def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
     table = _symbols(folder.store)
     hits: list[int] = []
@@ -280,7 +299,7 @@ def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
 def _collect(
     folder: Searchable,
     query: str,
-    vector: np.ndarray | None,
+    vectors: dict[str, np.ndarray],
     mode: Mode,
     signals: QuerySignals,
     limit: int,
@@ -293,7 +312,13 @@ def _collect(
         lists.append(("lexical", lexical, weights.lexical_weight))
         lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
     if mode in ("dense", "hybrid"):
-        lists.append(("dense", _dense_ranked(folder, vector, limit), weights.dense_weight))
+        vector = vectors.get(folder.settings.embed.model)
+        static = vectors.get(STATIC_MODEL_NAME)
+        if weights.dense_weight > 0:
+            lists.append(("dense", _dense_ranked(folder, vector, limit), weights.dense_weight))
+        if weights.static_weight > 0:
+            ranked = _static_ranked(folder, static, limit)
+            lists.append(("static", ranked, weights.static_weight))
     for name, ranked, weight in lists:
         _rrf(ranked, weight, found.fused)
         for chunk_id in ranked:
@@ -393,12 +418,17 @@ def _overlaps(a: Chunk, b: Chunk) -> bool:
 
 
 def embed_query(folders: Sequence[Searchable], query: str) -> dict[str, np.ndarray]:
-    """One query vector per distinct model among the folders."""
+    """One query vector per distinct model among the folders' filled tiers (a tier without
+    vectors, or weighted 0, costs no model call: MiniLM's first load is ~1 s)."""
     vectors: dict[str, np.ndarray] = {}
     for folder in folders:
+        weights = folder.settings.retrieve
         model = folder.settings.embed.model
-        if model not in vectors:
+        if model not in vectors and folder.store.vectors.live and weights.dense_weight > 0:
             vectors[model] = folder.embedder.embed([query])[0]
+        wants_static = folder.store.static_vectors.live and weights.static_weight > 0
+        if STATIC_MODEL_NAME not in vectors and wants_static:
+            vectors[STATIC_MODEL_NAME] = load_static_embedder(folder.settings).embed([query])[0]
     return vectors
 
 
@@ -415,12 +445,11 @@ def fused_candidates(
     signals = query_signals(query)
     limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
     if mode != "lexical" and vectors is None:
-        vectors = embed_query([f for f in folders if f.store.vectors.live], query)
+        vectors = embed_query(folders, query)
     glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
     hits: list[Hit] = []
     for folder in folders:
-        vector = (vectors or {}).get(folder.settings.embed.model)
-        found = _collect(folder, query, vector, mode, signals, limit)
+        found = _collect(folder, query, vectors or {}, mode, signals, limit)
         _adjust(folder, found, signals, mode)
         for chunk_id, score in found.fused.items():
             chunk = folder.store.chunks.get(chunk_id)
@@ -443,16 +472,24 @@ def search(
     settings = folders[0].settings.retrieve if folders else RetrieveSettings()
     k = k or settings.k
     live = [f for f in folders if f.store.chunks]
-    embedded = sum(len(f.store.vectors.live) for f in folders)
+    embedded = sum(_dense_done(f) for f in folders)
     total = sum(len(f.store.chunks) for f in folders)
     if not query.strip() or not live:
         return SearchResult([], embedded < total, embedded, total)
-    if mode != "lexical" and embedded == 0:
+    dense_ready = embedded or any(f.store.static_vectors.live for f in folders)
+    if mode != "lexical" and not dense_ready:
         mode = "lexical"
     hits = fused_candidates(live, query, filters=filters, mode=mode)
     return SearchResult(
         _diversify(hits, k, settings.per_file_cap), embedded < total, embedded, total
     )
+
+
+def _dense_done(folder: Searchable) -> int:
+    """Chunks done by the slowest configured tier: MiniLM when it is on, else the static one."""
+    store = folder.store
+    on = "minilm" in folder.settings.embed.tiers
+    return len(store.vectors.live) if on else len(store.static_vectors.live)
 
 
 def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:

@@ -4,13 +4,15 @@ Layout of the index folder:
 
     CURRENT                 name of the live snapshot folder (replaced atomically)
     gen-000007/manifest.json  schema, model, dim, generation, next id, size+blake2b of each file
-    gen-000007/files.msgpack, chunks.msgpack, history.msgpack, vectors.hnsw
+    gen-000007/files.msgpack, chunks.msgpack, history.msgpack, vectors.hnsw, static.hnsw
     lexical.sqlite          owned by the lexical module; stamped with the generation it matches
 
 A snapshot folder is written completely (temp files, fsync) before CURRENT points at it, so a
 kill at any moment leaves either the old or the new snapshot live, never a mix. Every file is
 checked against the manifest's size and hash before it is loaded, and a damaged file costs only
-itself: bad vectors keep the chunks (re-embedded from the cache), a bad history keeps the code,
+itself: bad vectors keep the chunks (re-embedded from the cache), as do bad static-tier vectors
+(the second vector tier, see static_embed.py; its own model and dim in the manifest, so a change
+of that model rebuilds only that tier), a bad history keeps the code,
 bad files/chunks mean a rebuild of the file index; each with one clear log line, never a crash
 and never silently mixed vectors. Only the holder of the writer lock (writer_lock.py) saves, and
 `save` refuses to go behind a newer snapshot on disk, so generations and ids only ever grow.
@@ -36,8 +38,14 @@ from codeask.core.records import Chunk, FileRecord
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-COMPONENTS = ("files", "chunks", "history", "vectors")
-_EXT = {"files": "msgpack", "chunks": "msgpack", "history": "msgpack", "vectors": "hnsw"}
+COMPONENTS = ("files", "chunks", "history", "vectors", "static")
+_EXT = {
+    "files": "msgpack",
+    "chunks": "msgpack",
+    "history": "msgpack",
+    "vectors": "hnsw",
+    "static": "hnsw",
+}
 
 
 class StoreError(Exception):
@@ -58,6 +66,9 @@ class Manifest(msgspec.Struct, kw_only=True):
     root: str
     updated: float
     components: dict[str, ComponentInfo] = msgspec.field(default_factory=dict)
+    static_model: str = ""
+    """The static tier's model ('' in snapshots written before the tier existed)."""
+    static_dim: int = 0
 
 
 class HistoryState(msgspec.Struct, kw_only=True):
@@ -194,16 +205,21 @@ class VectorIndex:
 class IndexStore:
     """Files, chunks, history and vectors of one folder, with atomic snapshots on disk."""
 
-    def __init__(self, folder: Path, root: Path, model: str, dim: int) -> None:
+    def __init__(
+        self, folder: Path, root: Path, model: str, dim: int, static: tuple[str, int] = ("", 0)
+    ) -> None:
         self.folder = folder
         self.root = root
         self.model = model
         self.dim = dim
+        #: The static tier's (model, dim); its vectors live in `static_vectors`.
+        self.static_model, self.static_dim = static
         self.lock = threading.RLock()
         self.files: dict[str, FileRecord] = {}
         self.chunks: dict[int, Chunk] = {}
         self.history = HistoryState()
         self.vectors = VectorIndex(dim)
+        self.static_vectors = VectorIndex(max(1, self.static_dim))
         self.generation = 0
         self.next_id = 1
         self._dirty: set[str] = set(COMPONENTS)
@@ -215,18 +231,20 @@ class IndexStore:
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
-    def open(cls, folder: Path, root: Path, model: str, dim: int) -> tuple[IndexStore, str]:
+    def open(
+        cls, folder: Path, root: Path, model: str, dim: int, static: tuple[str, int] = ("", 0)
+    ) -> tuple[IndexStore, str]:
         """Load the live snapshot, keeping every intact part; returns (store, what was lost).
 
         A damaged component costs only itself (see `_load`); what is left empty is rebuilt by
         the next indexing pass. A store that starts empty still continues the generation and
         id counters of whatever is on disk, so ids are never reused, even after a crash.
         """
-        store = cls(folder, root, model, dim)
+        store = cls(folder, root, model, dim, static)
         try:
             store._load()
         except StoreError as exc:
-            fresh = cls(folder, root, model, dim)
+            fresh = cls(folder, root, model, dim, static)
             fresh._continue_counters(store)
             return fresh, str(exc)
         return store, "; ".join(store.recovered)
@@ -280,7 +298,9 @@ class IndexStore:
         self._dirty = set()  # from here on, only what `_lost` marks must be written again
         files, chunks = self._load_code(live, manifest)
         history, chunks = self._load_history(live, manifest, chunks)
-        self.vectors = self._load_vectors(live, manifest, {c.id for c in chunks})
+        known = {c.id for c in chunks}
+        self.vectors = self._load_vectors(live, manifest, known)
+        self.static_vectors = self._load_static(live, manifest, known)
         self.files, self.history = files, history
         self.chunks = {c.id: c for c in chunks}
         self.saved_at = manifest.updated
@@ -326,6 +346,23 @@ class IndexStore:
         except (StoreError, RuntimeError, OSError, ValueError) as exc:
             self._lost("vectors", f"{exc}; kept the chunks, they are embedded again")
             return VectorIndex(self.dim)
+
+    def _load_static(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
+        """The static tier: damaged, missing or from another model costs only this tier."""
+        if not self.static_model:  # the tier is off: nothing to load or check
+            return VectorIndex(1)
+        try:
+            if (manifest.static_model, manifest.static_dim) != (self.static_model, self.static_dim):
+                raise StoreError(
+                    f"static tier was built with '{manifest.static_model}' "
+                    f"(dim {manifest.static_dim}), configured is '{self.static_model}'"
+                )
+            self._verify(live, "static", manifest)
+            path = live / "static.hnsw"
+            return VectorIndex.load(path, self.static_dim, len(known) + 1024, known)
+        except (StoreError, RuntimeError, OSError, ValueError) as exc:
+            self._lost("static", f"{exc}; kept the chunks, the static tier is rebuilt")
+            return VectorIndex(max(1, self.static_dim))
 
     def _lost(self, component: str, why: str) -> None:
         """Note a component that did not load; it is rewritten by the next save."""
@@ -404,6 +441,9 @@ class IndexStore:
         if self.vectors.live.intersection(ids):
             self.vectors.remove(ids)
             self._dirty.add("vectors")
+        if self.static_vectors.live.intersection(ids):
+            self.static_vectors.remove(ids)
+            self._dirty.add("static")
 
     def add_history(self, sha: str, chunks: list[Chunk]) -> None:
         """Store one commit's chunks (fresh ids)."""
@@ -441,16 +481,31 @@ class IndexStore:
             self.vectors.add([ids[i] for i in keep], rows[keep])
             self._dirty.add("vectors")
 
+    def add_static_vectors(self, ids: list[int], rows: np.ndarray) -> None:
+        """Attach static-tier vectors to chunks that still exist."""
+        with self.lock:
+            keep = [i for i, chunk_id in enumerate(ids) if chunk_id in self.chunks]
+            if not keep:
+                return
+            self.static_vectors.add([ids[i] for i in keep], rows[keep])
+            self._dirty.add("static")
+
     def pending_ids(self) -> list[int]:
         """Chunks without a vector yet."""
         with self.lock:
             return [i for i in self.chunks if i not in self.vectors.live]
+
+    def static_pending_ids(self) -> list[int]:
+        """Chunks without a static-tier vector yet."""
+        with self.lock:
+            return [i for i in self.chunks if i not in self.static_vectors.live]
 
     def clear(self) -> None:
         """Forget everything (a full rebuild)."""
         with self.lock:
             self.files, self.chunks, self.history = {}, {}, HistoryState()
             self.vectors = VectorIndex(self.dim)
+            self.static_vectors = VectorIndex(max(1, self.static_dim))
             self._dirty = set(COMPONENTS)
 
     @property
@@ -466,6 +521,9 @@ class IndexStore:
             if self.vectors.needs_compaction():
                 self.vectors = self.vectors.compacted()
                 self._dirty.add("vectors")
+            if self.static_vectors.needs_compaction():
+                self.static_vectors = self.static_vectors.compacted()
+                self._dirty.add("static")
             generation = self.generation + 1
             target = self.folder / f"gen-{generation:06d}.tmp"
             if target.exists():
@@ -480,6 +538,8 @@ class IndexStore:
                 next_id=self.next_id,
                 root=str(self.root),
                 updated=time.time(),
+                static_model=self.static_model,
+                static_dim=self.static_dim,
             )
             for name in COMPONENTS:
                 manifest.components[name] = self._write_component(target, name, previous)
@@ -531,6 +591,8 @@ class IndexStore:
                 shutil.copyfile(old, path)
         elif name == "vectors":
             self.vectors.save(path)
+        elif name == "static":
+            self.static_vectors.save(path)
         else:
             _fsync_write(path, self._encode(name))
         return ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))

@@ -588,6 +588,9 @@ class FolderWorker:
         elif event.phase == "chunk":
             message = f"{event.files_done}/{event.files_total} files"
             percent = event.percent
+        elif event.phase == "static":
+            message = f"{event.chunks_embedded}/{event.chunks_total} chunks: static vectors"
+            percent = event.percent
         elif event.phase == "embed":
             message = f"{event.chunks_embedded}/{event.chunks_total} chunks embedded"
             percent = event.percent

@@ -104,10 +104,12 @@ def index_state(folders: Folders) -> IndexState:
                 index_dir=str(folder.folder),
                 message=worker.message,
                 updates=worker.updates,
+                static_embedded=len(store.static_vectors.live),
+                tiers=list(folder.settings.embed.tiers),
             )
         )
     chunks = sum(r.chunks for r in rows)
-    embedded = sum(r.embedded for r in rows)
+    embedded = sum(r.dense_done for r in rows)
     states = {r.state for r in rows}
     busy = bool(states & {"loading", "indexing"})
     if busy:
@@ -123,7 +125,8 @@ def index_state(folders: Folders) -> IndexState:
         percent = min(w.percent for w in workers)
     else:
         percent = int(100 * embedded / chunks) if chunks else (0 if state == "empty" else 100)
-    warming = busy or embedded < chunks or not all(f.embedder_loaded for f in folders.ready())
+    loaded = all(f.embedder_loaded or not f.minilm_tier for f in folders.ready())
+    warming = busy or embedded < chunks or not loaded
     return IndexState(state, warming, percent, sum(r.files for r in rows), chunks, embedded, rows)
 
 

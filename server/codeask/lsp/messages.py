@@ -144,6 +144,15 @@ class FolderState(msgspec.Struct, rename="camel"):
     """Why the folder is in state `error` (or what it is doing)."""
     updates: int = 0
     """Single-file reindex runs (saves, watcher events) since the server started."""
+    static_embedded: int = 0
+    """Chunks with a static-tier vector (complete right after the first pass)."""
+    tiers: list[str] = msgspec.field(default_factory=list)
+    """The vector tiers this folder builds (`embed.tiers`)."""
+
+    @property
+    def dense_done(self) -> int:
+        """Chunks done by the slowest configured tier (MiniLM when it is on)."""
+        return self.embedded if "minilm" in self.tiers or not self.tiers else self.static_embedded
 
 
 class IndexState(msgspec.Struct, rename="camel"):

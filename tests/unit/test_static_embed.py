@@ -1,0 +1,97 @@
+"""The vendored static model: shape, normalisation, determinism, meaning, and its pinned bytes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codeask.core.embed import EmbedError
+from codeask.core.static_embed import (
+    MAX_TOKENS,
+    STATIC_DIM,
+    STATIC_FILES_SHA256,
+    STATIC_MODEL_DIR,
+    StaticEmbedder,
+    read_matrix,
+)
+
+CONFIG_PARSER = '''def load_config(path):
+    """Read the YAML configuration file and return the settings dict."""
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+'''
+HTTP_RETRY = '''def fetch_with_retry(url, attempts=3):
+    """GET a URL, retrying on connection errors with exponential backoff."""
+    for attempt in range(attempts):
+        try:
+            return requests.get(url, timeout=10)
+        except requests.ConnectionError:
+            time.sleep(2 ** attempt)
+'''
+
+
+@pytest.fixture(scope="module")
+def static() -> StaticEmbedder:
+    return StaticEmbedder()
+
+
+def test_rows_are_256_d_unit_float32(static: StaticEmbedder) -> None:
+    rows = static.embed([CONFIG_PARSER, HTTP_RETRY, "x = 1"])
+    assert static.dim == STATIC_DIM
+    assert rows.shape == (3, STATIC_DIM) and rows.dtype == np.float32
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+
+
+def test_same_text_same_vector_in_any_batch(static: StaticEmbedder) -> None:
+    alone = static.embed([HTTP_RETRY])
+    batched = static.embed([CONFIG_PARSER, HTTP_RETRY, "", HTTP_RETRY])
+    assert np.array_equal(alone[0], batched[1]) and np.array_equal(batched[1], batched[3])
+
+
+def test_text_without_tokens_gives_a_zero_row(static: StaticEmbedder) -> None:
+    rows = static.embed(["", "   \n\t", "x = 1"])
+    assert not rows[:2].any()
+    assert np.isclose(np.linalg.norm(rows[2]), 1.0, atol=1e-5)
+    assert static.embed([]).shape == (0, STATIC_DIM)
+
+
+def test_query_is_nearer_the_code_it_describes(static: StaticEmbedder) -> None:
+    query, config, retry = static.embed(["parse the configuration file", CONFIG_PARSER, HTTP_RETRY])
+    assert float(query @ config) > float(query @ retry) + 0.05
+
+
+def test_long_text_is_truncated_like_model2vec(static: StaticEmbedder) -> None:
+    huge = "x = 1\n" * 5000
+    assert len(static.token_ids([huge])[0]) == MAX_TOKENS
+    tail_changed = huge + "retry backoff connection " * 100
+    assert np.array_equal(static.embed([huge]), static.embed([tail_changed]))
+
+
+def test_a_changed_matrix_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "potion"
+    shutil.copytree(STATIC_MODEL_DIR, copy)
+    blob = bytearray((copy / "model.safetensors").read_bytes())
+    blob[-1] ^= 0xFF
+    (copy / "model.safetensors").write_bytes(bytes(blob))
+    with pytest.raises(EmbedError, match=r"sha256 \w+ is not the pinned"):
+        StaticEmbedder(copy)
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedError, match="model file missing"):
+        StaticEmbedder(tmp_path)
+
+
+def test_a_garbled_matrix_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "model.safetensors"
+    bad.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{oops")
+    with pytest.raises(EmbedError, match="not a readable safetensors matrix"):
+        read_matrix(bad)
+
+
+def test_pinned_hashes_cover_what_is_loaded() -> None:
+    assert set(STATIC_FILES_SHA256) == {"model.safetensors", "tokenizer.json"}
+    assert read_matrix(STATIC_MODEL_DIR / "model.safetensors").shape == (29528, STATIC_DIM)

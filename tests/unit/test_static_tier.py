@@ -1,0 +1,187 @@
+"""The static vector tier in the index: filled in the first pass, cached, incremental, and a
+damaged or outdated static component costs only that tier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_indexer import FILES, make_tree
+
+from codeask.config import build_settings
+from codeask.core.indexer import FolderIndex
+from codeask.core.records import Chunk, FileRecord
+from codeask.core.retrieve import search
+from codeask.core.store import IndexStore
+
+
+def open_index(root: Path, tiers: list[str] | None = None) -> FolderIndex:
+    layer: dict[str, object] = {"history": {"enabled": False}}
+    if tiers is not None:
+        layer["embed"] = {"tiers": tiers}
+    settings, warnings = build_settings(layer)
+    assert warnings == []
+    return FolderIndex(root, settings)
+
+
+def static_matches_chunks(folder: FolderIndex) -> bool:
+    return folder.store.static_vectors.live == set(folder.store.chunks)
+
+
+def test_the_lexical_pass_gives_every_chunk_a_static_vector(tmp_path: Path) -> None:
+    folder = open_index(make_tree(tmp_path / "a"))
+    report = folder.refresh(embed=False)
+    status = folder.status()
+    assert status.chunks > 0 and status.static_embedded == status.chunks
+    assert status.embedded == 0 and not folder.embedder_loaded  # MiniLM untouched
+    assert static_matches_chunks(folder)
+    assert "static" in status.tier_summary() and "complete" in status.tier_summary()
+    distinct = {c.content_hash() for c in folder.store.chunks.values()}
+    assert report.static_computed == len(distinct)  # each distinct text once (fresh cache)
+    twin = open_index(make_tree(tmp_path / "b"))
+    again = twin.refresh(embed=False)
+    assert again.static_computed == 0, "identical chunks come from the static tier's cache"
+    assert twin.status().static_embedded == twin.status().chunks
+
+
+def test_edits_deletes_and_single_file_updates_keep_the_tier_exact(tmp_path: Path) -> None:
+    folder = open_index(make_tree(tmp_path))
+    folder.refresh(embed=False)
+    tax = tmp_path / "src/shop/tax.py"
+    tax.write_text(tax.read_text() + "\n\ndef sales_tax_for_state(state):\n    return 0.07\n")
+    folder.refresh(embed=False)
+    assert static_matches_chunks(folder)
+    (tmp_path / "src/net/retry.go").unlink()
+    folder.refresh(embed=False)
+    assert static_matches_chunks(folder)
+    cart = tmp_path / "src/shop/cart.py"
+    cart.write_text(cart.read_text() + "\n\ndef apply_coupon(code):\n    return code\n")
+    folder.update_paths(["src/shop/cart.py"], embed=False)
+    assert static_matches_chunks(folder)
+    folder.close()
+    reopened = open_index(tmp_path)
+    assert reopened.store.recovered == []
+    assert static_matches_chunks(reopened)
+
+
+def test_a_damaged_static_component_rebuilds_only_that_tier(tmp_path: Path) -> None:
+    folder = open_index(make_tree(tmp_path))
+    folder.refresh(embed=False)
+    chunks_before = set(folder.store.chunks)
+    folder.close()
+    live = tmp_path / ".codeask" / (tmp_path / ".codeask" / "CURRENT").read_text()
+    damaged = live / "static.hnsw"
+    blob = bytearray(damaged.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    damaged.unlink()
+    damaged.write_bytes(bytes(blob))
+    reopened = open_index(tmp_path)
+    assert len(reopened.store.recovered) == 1
+    assert reopened.store.recovered[0].startswith("static:")
+    assert set(reopened.store.chunks) == chunks_before
+    assert reopened.store.static_vectors.live == set()
+    report = reopened.refresh(embed=False)
+    assert report.files_indexed == 0 and report.files_unchanged == len(FILES)
+    assert static_matches_chunks(reopened)
+
+
+def test_static_only_never_loads_minilm(tmp_path: Path) -> None:
+    folder = open_index(make_tree(tmp_path), tiers=["static"])
+    report = folder.refresh()
+    assert report.vectors_computed == 0 and folder.status().embedded == 0
+    assert not folder.embedder_loaded
+    assert folder.status().static_embedded == folder.status().chunks
+    assert folder.status().tier_summary().startswith("static ")
+    assert "minilm" not in folder.status().tier_summary()
+    result = search([folder], "exponential backoff when a call fails", k=3)
+    assert result.hits[0].chunk.symbol == "RetryWithBackoff"
+    assert not result.warming, "static only: nothing is left to fill in"
+    assert result.embedded == result.chunks
+
+
+def test_minilm_only_builds_no_static_vectors_and_turning_static_on_fills_it(
+    tmp_path: Path,
+) -> None:
+    folder = open_index(make_tree(tmp_path), tiers=["minilm"])
+    folder.refresh(embed=False)
+    assert folder.status().static_embedded == 0 and folder.store.static_model == ""
+    folder.close()
+    both = open_index(tmp_path)  # an index from before the tier existed looks like this
+    assert [note.split(":")[0] for note in both.store.recovered] == ["static"]
+    report = both.refresh(embed=False)
+    assert report.files_indexed == 0
+    assert static_matches_chunks(both)
+
+
+def test_an_empty_tier_list_is_refused_with_the_defaults_kept() -> None:
+    settings, warnings = build_settings({"embed": {"tiers": []}})
+    assert settings.embed.tiers == ["static", "minilm"]
+    assert "embed.tiers must name at least one" in warnings[0]
+    settings, warnings = build_settings({"embed": {"tiers": ["static", "bert"]}})
+    assert settings.embed.tiers == ["static", "minilm"] and "tiers" in warnings[0]
+
+
+def test_a_static_model_change_costs_only_the_static_tier(tmp_path: Path) -> None:
+    folder = tmp_path / "idx"
+    store = IndexStore(folder, tmp_path, "model-a", 4, ("static-a", 4))
+    ids = store.new_ids(2)
+    chunks = [
+        Chunk(
+            id=i,
+            path="a.py",
+            language="python",
+            kind="window",
+            start_line=1,
+            end_line=1,
+            text=str(i),
+        )
+        for i in ids
+    ]
+    store.replace_file(FileRecord(path="a.py", size=1, mtime_ns=1, sha256="x"), chunks)
+    rows = np.eye(4, dtype=np.float32)[:2]
+    store.add_vectors(ids, rows)
+    store.add_static_vectors(ids, rows)
+    store.save()
+    same, reason = IndexStore.open(folder, tmp_path, "model-a", 4, ("static-a", 4))
+    assert reason == "" and same.static_vectors.live == set(ids)
+    other, reason = IndexStore.open(folder, tmp_path, "model-a", 4, ("static-b", 4))
+    assert reason.startswith("static: static tier was built with 'static-a'")
+    assert set(other.chunks) == set(ids) and other.vectors.live == set(ids)
+    assert other.static_vectors.live == set()
+
+
+# ---- retrieval: the static tier answers dense queries before (and beside) MiniLM --------------
+def test_dense_search_works_from_the_first_pass_with_the_static_tier(tmp_path: Path) -> None:
+    folder = open_index(make_tree(tmp_path))
+    folder.refresh(embed=False)  # lexical + static only: no MiniLM vector exists
+    result = search([folder], "how much does everything in the basket cost", mode="dense")
+    assert result.hits[0].chunk.symbol == "total_price"
+    assert result.hits[0].retrievers == ["static"]
+    assert result.warming  # MiniLM is still to come
+    assert not folder.embedder_loaded, "a static-only query must not load MiniLM"
+    hybrid = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert hybrid[0].chunk.symbol == "RetryWithBackoff"
+    assert "static" in hybrid[0].retrievers
+
+
+def test_a_zero_static_weight_leaves_the_tier_out(tmp_path: Path) -> None:
+    layer = {"history": {"enabled": False}, "retrieve": {"static_weight": 0}}
+    settings, _ = build_settings(layer)
+    folder = FolderIndex(make_tree(tmp_path), settings)
+    folder.refresh(embed=False)
+    hits = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert hits and all("static" not in hit.retrievers for hit in hits)
+
+
+@pytest.mark.slow
+def test_with_scope_missing_the_static_tier_steps_aside_once_minilm_is_complete(
+    tmp_path: Path,
+) -> None:
+    folder = open_index(make_tree(tmp_path))
+    folder.refresh()  # both tiers complete
+    assert folder.status().embedded == folder.status().chunks
+    hits = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert hits[0].chunk.symbol == "RetryWithBackoff"
+    assert all("static" not in hit.retrievers for hit in hits)
+    assert "dense" in hits[0].retrievers
