@@ -102,8 +102,10 @@ class Progress:
         """Overall percent: chunking is the first 30%, embedding the rest."""
         chunked = self.files_done / self.files_total if self.files_total else 1.0
         embedded = self.chunks_embedded / self.chunks_total if self.chunks_total else 1.0
-        if self.phase in ("scan", "chunk", "static"):
-            return int(30 * chunked) if self.phase != "static" else 30
+        if self.phase == "static":  # runs after chunking, before any MiniLM vector
+            return 30
+        if self.phase in ("scan", "chunk"):
+            return int(30 * chunked)
         return min(100, 30 + int(70 * embedded))
 
 
@@ -712,27 +714,22 @@ class FolderIndex:
                     self._remove(rel, report)
             report.seconds_lexical = time.perf_counter() - started
             self.refresh_uncommitted()
-            fresh_static = [
-                cid
-                for rel in rels
-                if rel in self.store.files
-                for cid in self.store.files[rel].chunk_ids
-                if cid not in self.store.static_vectors.live
-            ]
-            self._embed_static(fresh_static, report, lambda _p: None, CancelToken())
+            missing_static = self._without_vector(rels, self.store.static_vectors.live)
+            self._embed_static(missing_static, report, lambda _p: None, CancelToken())
             if embed and self.minilm_tier:
-                fresh = [
-                    cid
-                    for rel in rels
-                    if rel in self.store.files
-                    for cid in self.store.files[rel].chunk_ids
-                    if cid not in self.store.vectors.live
-                ]
+                fresh = self._without_vector(rels, self.store.vectors.live)
                 if fresh:
                     self._embed_ids(fresh, self.embedder, report)
             self.checkpoint()
         report.seconds_total = time.perf_counter() - started
         return report
+
+    def _without_vector(self, rels: Iterable[str], live: set[int]) -> list[int]:
+        """Chunk ids of these files that have no vector in a tier (`live` is its id set)."""
+        files = self.store.files
+        return [
+            cid for rel in rels if rel in files for cid in files[rel].chunk_ids if cid not in live
+        ]
 
     def rebuild(self, **kwargs: object) -> IndexReport:
         """Forget everything and index from scratch (vectors still come from the cache)."""
@@ -795,9 +792,7 @@ class FolderIndex:
         try:
             self.checkpoint()
         finally:
-            self.lexical.close()
-            if self.writer is not None:
-                self.writer.release()
+            self.abandon()
 
     def abandon(self) -> None:
         """Release files and the lock without saving (the workspace folder is gone)."""

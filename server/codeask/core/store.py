@@ -114,6 +114,12 @@ def current_name(folder: Path) -> str:
         return ""
 
 
+def generation_of(name: str) -> int:
+    """`gen-000007` → 7; 0 for any other name."""
+    digits = name[4:]
+    return int(digits) if name.startswith("gen-") and digits.isdigit() else 0
+
+
 def read_manifest(folder: Path) -> Manifest | None:
     """The live manifest of an index folder, read without creating or locking anything."""
     name = current_name(folder)
@@ -262,9 +268,7 @@ class IndexStore:
         except OSError:
             return 0
         for entry in entries:
-            digits = entry.name[4:].split(".")[0]
-            if entry.name.startswith("gen-") and digits.isdigit():
-                best = max(best, int(digits))
+            best = max(best, generation_of(entry.name.split(".")[0]))
         return best
 
     def live_name(self) -> str:
@@ -474,31 +478,36 @@ class IndexStore:
 
     def add_vectors(self, ids: list[int], rows: np.ndarray) -> None:
         """Attach vectors to chunks that still exist (a concurrent edit may have removed some)."""
-        with self.lock:
-            keep = [i for i, chunk_id in enumerate(ids) if chunk_id in self.chunks]
-            if not keep:
-                return
-            self.vectors.add([ids[i] for i in keep], rows[keep])
-            self._dirty.add("vectors")
+        self._attach("vectors", ids, rows)
 
     def add_static_vectors(self, ids: list[int], rows: np.ndarray) -> None:
         """Attach static-tier vectors to chunks that still exist."""
+        self._attach("static", ids, rows)
+
+    def _tier(self, component: str) -> VectorIndex:
+        """The vector index saved as `component` ("vectors": MiniLM, "static": the static tier)."""
+        return self.static_vectors if component == "static" else self.vectors
+
+    def _attach(self, component: str, ids: list[int], rows: np.ndarray) -> None:
         with self.lock:
             keep = [i for i, chunk_id in enumerate(ids) if chunk_id in self.chunks]
             if not keep:
                 return
-            self.static_vectors.add([ids[i] for i in keep], rows[keep])
-            self._dirty.add("static")
+            self._tier(component).add([ids[i] for i in keep], rows[keep])
+            self._dirty.add(component)
 
     def pending_ids(self) -> list[int]:
         """Chunks without a vector yet."""
-        with self.lock:
-            return [i for i in self.chunks if i not in self.vectors.live]
+        return self._pending("vectors")
 
     def static_pending_ids(self) -> list[int]:
         """Chunks without a static-tier vector yet."""
+        return self._pending("static")
+
+    def _pending(self, component: str) -> list[int]:
         with self.lock:
-            return [i for i in self.chunks if i not in self.static_vectors.live]
+            live = self._tier(component).live
+            return [i for i in self.chunks if i not in live]
 
     def clear(self) -> None:
         """Forget everything (a full rebuild)."""
@@ -567,8 +576,7 @@ class IndexStore:
         saving would send the generation backwards and reuse ids. The caller reopens instead.
         """
         name = self.live_name()
-        digits = name[4:]
-        on_disk = int(digits) if name.startswith("gen-") and digits.isdigit() else 0
+        on_disk = generation_of(name)
         if on_disk > self.generation:
             raise StoreError(
                 f"snapshot {name} on disk is newer than this index's generation "
