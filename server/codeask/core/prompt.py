@@ -209,7 +209,11 @@ def redact_secrets(text: str) -> tuple[str, int]:
 def _redact_literal(m: re.Match[str]) -> str:
     """`password = "x"` → `password = "[REDACTED]"`; other assignments untouched."""
     value = m.group("value")
-    if not _is_secret_name(m.group("name")) or REDACTED in value or "«redacted:" in value:
+    if (
+        not _is_secret_name(m.group("name"))
+        or REDACTED in value
+        or secrets.PLACEHOLDER_MARK in value
+    ):
         return m.group(0)
     q = m.group("q")
     return m.group(0)[: m.start("q") - m.start(0)] + q + REDACTED + q
@@ -218,7 +222,11 @@ def _redact_literal(m: re.Match[str]) -> str:
 def _redact_env(m: re.Match[str]) -> str:
     """`DB_PASSWORD=hunter2` → `DB_PASSWORD=[REDACTED]`; `TOKEN_TTL=3600` or `token: Token` kept."""
     value = m.group("value")
-    if not _is_secret_name(m.group("name")) or _PLAIN_VALUE.fullmatch(value) or "«" in value:
+    if (
+        not _is_secret_name(m.group("name"))
+        or _PLAIN_VALUE.fullmatch(value)
+        or secrets.PLACEHOLDER_MARK in value
+    ):
         return m.group(0)
     return m.group("lead") + REDACTED
 

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 PLACEHOLDER = "«redacted:{}»"
+#: What every placeholder starts with: a value holding it was redacted already.
+PLACEHOLDER_MARK = PLACEHOLDER.split("{")[0]
 #: Characters a redacted value can never contain: whitespace, quotes, brackets, placeholders.
 _STOP = r"\s\"'`;,()\[\]{}<>«»"
 
