@@ -28,6 +28,7 @@ from codeask.config import RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
 from codeask.core.lexical import LexicalIndex, expand_query
+from codeask.core.query import QuerySignals, query_signals, search_text
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.store import IndexStore
@@ -40,20 +41,14 @@ FILTERED_CANDIDATES = 2000
 TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*$|_tests?\.[a-z]+$|(^|/)conftest\.py$"
 )
-TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
-DOC_WORDS = re.compile(
-    r"\b(docs?|documentation|documented|readme|guide|tutorial|changelog|release notes)\b", re.I
-)
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 VENDORED = re.compile(
     r"(^|/)(vendor|vendored|third_party|thirdparty|bower_components)/"
     r"|[-.]v?\d+\.\d+(\.\d+)?(\.min)?\.(js|css)$"
 )
+#: Code under these folders illustrates the project rather than implementing it.
+EXAMPLES = re.compile(r"(^|/)(docs?|examples?|samples?|demos?)/")
 DEMOTION = 0.5
-DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
-FILE_MENTION = re.compile(r"[A-Za-z0-9_./\\-]+\.[A-Za-z0-9]{1,5}\b")
-IDENT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{2,}(?![A-Za-z0-9_])")
-CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 
 class Searchable(Protocol):
@@ -149,47 +144,6 @@ class SearchResult:
     chunks: int
 
 
-@dataclass
-class QuerySignals:
-    """What a question text says about where to look."""
-
-    identifiers: set[str]
-    paths: list[str]
-    about_tests: bool
-    about_docs: bool
-
-
-def query_signals(query: str) -> QuerySignals:
-    """Identifiers, dotted module paths and file names in free text (issues, tracebacks)."""
-    identifiers = {m.group() for m in IDENT.finditer(query) if _code_like(query, m)}
-    paths: list[str] = []
-    for match in FILE_MENTION.finditer(query):
-        text = match.group().replace("\\", "/").strip("./")
-        if "/" in text or text.endswith(
-            (".py", ".js", ".ts", ".go", ".rs", ".java", ".rb", ".c", ".h")
-        ):
-            paths.append(text)
-    for match in DOTTED.finditer(query):
-        dotted = match.group()
-        parts = dotted.split(".")
-        identifiers.update(parts)
-        if len(parts) >= 2:
-            paths.append("/".join(parts))
-    return QuerySignals(
-        identifiers, paths, bool(TEST_WORDS.search(query)), bool(DOC_WORDS.search(query))
-    )
-
-
-def _code_like(text: str, match: re.Match[str]) -> bool:
-    """`snake_case`, `camelCase`, `Name(` or a `backticked` word; plain English words are not."""
-    word = match.group()
-    if "_" in word.strip("_") or CAMEL.search(word):
-        return True
-    before = text[match.start() - 1 : match.start()]
-    after = text[match.end() : match.end() + 1]
-    return after == "(" or (before != "" and before in "`'\"")
-
-
 def is_test_path(path: str) -> bool:
     """tests/, test_x.py, x_test.go, conftest.py ..."""
     return bool(TEST_PATH.search(path))
@@ -247,10 +201,24 @@ def _path_matches(store: IndexStore, signals: QuerySignals) -> dict[str, float]:
     table = _symbols(store)
     scores: dict[str, float] = {}
     for mention in signals.paths:
-        candidates = table.by_path_key.get(mention, [])
+        candidates = _longest_known_suffix(table, mention)
         for path in candidates:
             scores[path] = max(scores.get(path, 0.0), 1.0 / len(candidates))
     return scores
+
+
+def _longest_known_suffix(table: _SymbolTable, mention: str) -> list[str]:
+    """Files named by `mention` or by its longest suffix of two parts or more: a traceback's
+    `/usr/lib/python3.9/site-packages/pkg/mod.py` names the workspace's `pkg/mod.py`."""
+    found = table.by_path_key.get(mention)
+    if found:
+        return found
+    parts = mention.split("/")
+    for start in range(1, len(parts) - 1):
+        found = table.by_path_key.get("/".join(parts[start:]))
+        if found:
+            return found
+    return []
 
 
 def _rrf(ranked: Sequence[int], weight: float, into: dict[int, float]) -> None:
@@ -307,8 +275,9 @@ def _collect(
     weights: RetrieveSettings = folder.settings.retrieve
     found = _Candidates()
     lists: list[tuple[str, list[int], float]] = []
+    words = search_text(query)
     if mode in ("lexical", "hybrid"):
-        lexical = [i for i, _ in folder.lexical.search(expand_query(query), limit)]
+        lexical = [i for i, _ in folder.lexical.search(expand_query(words), limit)]
         lists.append(("lexical", lexical, weights.lexical_weight))
         lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
     if mode in ("dense", "hybrid"):
@@ -324,7 +293,7 @@ def _collect(
         for chunk_id in ranked:
             found.found_by[chunk_id].append(name)
     if mode in ("lexical", "hybrid"):
-        files = folder.lexical.search_files(query, FILE_CANDIDATES)
+        files = folder.lexical.search_files(words, FILE_CANDIDATES)
         demoted = [(path, score * _demotion(folder, path, signals)) for path, score in files]
         demoted.sort(key=lambda item: item[1], reverse=True)
         found.file_rank = {path: rank for rank, (path, _) in enumerate(demoted)}
@@ -352,6 +321,8 @@ def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
             factor *= DEMOTION
     if VENDORED.search(path):
         factor *= DEMOTION
+    if not signals.about_docs and EXAMPLES.search(path) and _has_grammar(path):
+        factor *= DEMOTION  # doc/conf.py, examples/demo.py: illustrations, not the code itself
     return factor
 
 

@@ -1,0 +1,110 @@
+"""What a question says before any index is asked: identifiers, paths, intent, the text to search.
+
+Questions come in two shapes. A search typed by hand ("where are chunks embedded") means every
+word. A pasted report (an issue, a traceback, a log) is mostly context: environment dumps,
+template checklists and links add terms that match the wrong files (an `INSTALLED VERSIONS`
+block names every dependency, so the module that prints versions wins), and words like "test" or
+"docs" appear in passing while the answer is code. `search_text` drops the noise; `is_report`
+keeps incidental words from being read as intent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
+DOC_WORDS = re.compile(
+    r"\b(docs?|documentation|documented|readme|guide|tutorial|changelog|release notes)\b", re.I
+)
+DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
+FILE_MENTION = re.compile(r"[A-Za-z0-9_./\\-]+\.[A-Za-z0-9]{1,5}\b")
+IDENT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{2,}(?![A-Za-z0-9_])")
+CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+CODE_SUFFIXES = (".py", ".js", ".ts", ".go", ".rs", ".java", ".rb", ".c", ".h")
+#: Longer than this (characters or lines), a query is a report, not a typed search.
+REPORT_CHARS = 300
+REPORT_LINES = 2
+#: Report lines that carry no search terms: `numpy: 1.23.4` / `commit: None` / `pkg==1.2`
+#: version dumps, template checkboxes (`- [X] Minimal example — ...`) and unanswered fields.
+NOISE_LINE = re.compile(
+    r"^\s*[-*]?\s*[\w.-]{1,30}(:\s*|==)(None|v?\d+(\.[\w+-]+)*)(\s*[|(].*)?\s*$"
+    r"|^\s*[-*]\s*\[[ xX]\]\s"
+    r"|^\s*_?No response_?\s*$",
+)
+#: `key: value` with a one-word value (`OS: Linux`, `machine: x86_64`): noise in a run of them.
+DUMP_LINE = re.compile(r"^\s*[-*]?\s*[\w.-]{1,30}:\s*\S{1,40}\s*$")
+DUMP_RUN = 4
+#: Scheme and host of a link: the path part may name a file (`.../xarray/core/nanops.py#L35`).
+#: A Python traceback frame: the file and the function it was in.
+FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_][A-Za-z0-9_]*)')
+URL_HOST = re.compile(r"\bhttps?://[^/\s]+")
+
+
+@dataclass
+class QuerySignals:
+    """What a question text says about where to look."""
+
+    identifiers: set[str]
+    paths: list[str]
+    about_tests: bool
+    about_docs: bool
+
+
+def query_signals(query: str) -> QuerySignals:
+    """Identifiers, dotted module paths and file names in free text (issues, tracebacks)."""
+    identifiers = {m.group() for m in IDENT.finditer(query) if _code_like(query, m)}
+    paths: list[str] = []
+    for match in FILE_MENTION.finditer(query):
+        text = match.group().replace("\\", "/").strip("./")
+        if "/" in text or text.endswith(CODE_SUFFIXES):
+            paths.append(text)
+    for match in FRAME.finditer(query):
+        paths.append(match.group(1).replace("\\", "/").lstrip("/"))
+        identifiers.add(match.group(2))
+    for match in DOTTED.finditer(query):
+        parts = match.group().split(".")
+        identifiers.update(parts)
+        paths.append("/".join(parts))
+    if is_report(query):
+        return QuerySignals(identifiers, paths, about_tests=False, about_docs=False)
+    return QuerySignals(
+        identifiers, paths, bool(TEST_WORDS.search(query)), bool(DOC_WORDS.search(query))
+    )
+
+
+def is_report(query: str) -> bool:
+    """A pasted issue, traceback or log rather than a search typed by hand.
+
+    Such texts mention tests and docs in passing ("the docs say", "in my test", "pytest 6.1")
+    while the answer is code, so they carry no intent to find tests or docs: on the dev set
+    reading intent from them cost R@5 .536 → .664 (benchmarks/README.md)."""
+    return len(query) > REPORT_CHARS or query.count("\n") > REPORT_LINES
+
+
+def search_text(query: str) -> str:
+    """The words worth matching: a report without its version dumps, checkboxes and link hosts."""
+    if not is_report(query):
+        return query
+    lines = [line for line in query.splitlines() if not NOISE_LINE.match(line)]
+    kept: list[str] = []
+    run: list[str] = []
+    for line in [*lines, ""]:
+        if DUMP_LINE.match(line):
+            run.append(line)
+            continue
+        if len(run) < DUMP_RUN:
+            kept.extend(run)
+        run = []
+        kept.append(line)
+    return URL_HOST.sub(" ", "\n".join(kept[:-1]))
+
+
+def _code_like(text: str, match: re.Match[str]) -> bool:
+    """`snake_case`, `camelCase`, `Name(` or a `backticked` word; plain English words are not."""
+    word = match.group()
+    if "_" in word.strip("_") or CAMEL.search(word):
+        return True
+    before = text[match.start() - 1 : match.start()]
+    after = text[match.end() : match.end() + 1]
+    return after == "(" or (before != "" and before in "`'\"")

@@ -1,0 +1,97 @@
+"""Reading a pasted report: what is noise, what is intent, which files it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.unit.test_retrieve import make_folder
+
+from codeask.core.query import is_report, query_signals, search_text
+from codeask.core.retrieve import fused_candidates, rank_files
+
+REPORT = """merge(combine_attrs='override') references attrs of the first object
+**What happened**: the merged attrs change with the source; the docs say they are copied.
+The culprit is here: https://github.com/org/proj/blob/1be777f/proj/core/merge.py#L35
+- [X] Minimal example — the example is as focused as reasonably possible
+**Environment**:
+INSTALLED VERSIONS
+------------------
+commit: None
+python: 3.8.5 |Anaconda, Inc.| (default, Sep  4 2020, 07:30:14)
+OS: Linux
+machine: x86_64
+processor: x86_64
+LANG: en_US.UTF-8
+numpy: 1.19.1
+pandas==1.1.3
+index.rst:43: WARNING: more than one target found for cross-reference 'A'
+### Additional context
+_No response_
+"""
+
+
+def test_a_typed_search_is_not_a_report() -> None:
+    assert not is_report("where are chunks embedded")
+    assert is_report(REPORT)
+    assert search_text("where is numpy: 1.2 used") == "where is numpy: 1.2 used"
+
+
+def test_report_noise_is_dropped_and_the_substance_kept() -> None:
+    words = search_text(REPORT)
+    for noise in (
+        "numpy",
+        "pandas",
+        "x86_64",
+        "en_US",
+        "Anaconda",
+        "Minimal example",
+        "No response",
+        "https",
+        "github.com",
+    ):
+        assert noise not in words, noise
+    for kept in (
+        "combine_attrs",
+        "merged attrs",
+        "proj/core/merge.py",
+        "WARNING: more than one",
+        "INSTALLED VERSIONS",
+    ):
+        assert kept in words, kept
+
+
+def test_a_short_key_value_list_is_not_a_dump() -> None:
+    text = "x" * 400 + "\nKeyError: 'a'\nmode: strict\n"
+    assert "KeyError: 'a'" in search_text(text) and "mode: strict" in search_text(text)
+
+
+def test_words_in_passing_are_not_intent_in_a_report() -> None:
+    """'the docs say' inside an issue is context; in a typed search it is the request."""
+    assert not query_signals(REPORT).about_docs
+    assert query_signals("where is the merge documented").about_docs
+    assert not query_signals("pytest 6.1 fails to collect\n" + "x" * 400).about_tests
+
+
+def test_traceback_frames_name_files_and_functions() -> None:
+    signals = query_signals(
+        'Traceback (most recent call last):\n  File "/usr/lib/python3.9/site-packages/'
+        'pkg/lint/run.py", line 197, in check_parallel\n    pool = Pool()\n'
+    )
+    assert "usr/lib/python3.9/site-packages/pkg/lint/run.py" in signals.paths
+    assert "check_parallel" in signals.identifiers
+
+
+def test_an_absolute_or_url_path_finds_the_workspace_file(tmp_path: Path) -> None:
+    """A traceback's site-packages path or a GitHub link names `pkg/e/merge.py` by suffix,
+    even though four other `merge.py` files match the question's words better."""
+    busy = "def combine(a, b):\n    combine(b, a)\n    return combine(a, a)\n"
+    files = {f"pkg/{d}/merge.py": busy for d in "abcd"}
+    files["pkg/e/merge.py"] = "def combine(a, b):\n    return a\n"
+    folder = make_folder(tmp_path, files)
+    for question in (
+        "combine fails: https://github.com/o/pkg/blob/abc123/pkg/e/merge.py#L2 " + "x " * 200,
+        'combine fails\n  File "/opt/venv/lib/site-packages/pkg/e/merge.py", line 2, in combine',
+    ):
+        hits = fused_candidates([folder], question, mode="lexical")
+        assert rank_files(hits)[0][0] == "pkg/e/merge.py", question
+    folder.close()
