@@ -114,6 +114,9 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     gap while MiniLM fills in); `all`: every chunk, fused beside MiniLM (see benchmarks/README)."""
     lexical_weight: float = 1.0
     """Weight of the BM25 retriever in rank fusion."""
+    lead_weight: float = 1.0
+    """Weight of a second BM25 query made of a pasted report's summary line (an issue's
+    title) alone; 0 leaves it out. Typed searches have no separate lead."""
     symbol_weight: float = 1.0
     """Weight of exact symbol-name and path hits in rank fusion."""
     file_weight: float = 1.0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.unit.test_retrieve import make_folder
 
-from codeask.core.query import is_report, query_signals, search_text
+from codeask.core.query import is_report, lead, query_signals, search_text
 from codeask.core.retrieve import fused_candidates, rank_files
 
 REPORT = """merge(combine_attrs='override') references attrs of the first object
@@ -94,4 +94,36 @@ def test_an_absolute_or_url_path_finds_the_workspace_file(tmp_path: Path) -> Non
     ):
         hits = fused_candidates([folder], question, mode="lexical")
         assert rank_files(hits)[0][0] == "pkg/e/merge.py", question
+    folder.close()
+
+
+def test_the_lead_is_the_reports_summary_line() -> None:
+    assert lead(REPORT).startswith("merge(combine_attrs='override') references")
+    body = "x " * 200
+    templated = "### Describe the bug\n**To Reproduce**\n```\nTraceback (most recent call last):\n"
+    assert lead(templated + "Autodoc drops the return type of a property\n" + body) == (
+        "Autodoc drops the return type of a property"
+    )
+    assert lead("where are chunks embedded") == ""  # a typed search is all lead
+
+
+def test_the_lead_outweighs_a_long_body(tmp_path: Path) -> None:
+    """An issue whose body is mostly about another module still finds the one its title
+    names: the title is searched on its own beside the whole text."""
+    folder = make_folder(
+        tmp_path,
+        {
+            "pkg/extension.py": "def verify_needs_extensions(app, config):\n"
+            "    '''Check that each extension is new enough.'''\n",
+            "pkg/builder.py": "\n".join(
+                f"def build_step_{i}(app):\n    make_output_directory(app, 'html')\n"
+                for i in range(8)
+            ),
+        },
+    )
+    body = "make output directory html build step failed\n" * 20
+    question = f"needs_extensions checks versions using strings\n{body}"
+    assert rank_files(fused_candidates([folder], question, mode="lexical"))[0][0] == (
+        "pkg/extension.py"
+    )
     folder.close()

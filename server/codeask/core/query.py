@@ -39,6 +39,10 @@ DUMP_RUN = 4
 #: A Python traceback frame: the file and the function it was in.
 FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_][A-Za-z0-9_]*)')
 URL_HOST = re.compile(r"\bhttps?://[^/\s]+")
+#: Lines that open a report without summarising it: a fence, a traceback header, a comment,
+#: a template heading (`### Describe the bug`, `**To Reproduce**`).
+NOT_A_LEAD = re.compile(r"^\s*(```|~~~|<|#|\*\*[^*]+\*\*:?\s*$|Traceback \(most recent)")
+LEAD_CHARS = 300
 
 
 @dataclass
@@ -98,6 +102,20 @@ def search_text(query: str) -> str:
         run = []
         kept.append(line)
     return URL_HOST.sub(" ", "\n".join(kept[:-1]))
+
+
+def lead(query: str) -> str:
+    """A report's summary line (an issue's title): the densest statement of what is wrong.
+
+    Weighted as its own lexical query, it lifts the dev set's R@5 from .686 to .829
+    (benchmarks/README.md); the body's many incidental words no longer drown it.
+    '' for a typed search (it is all lead) or a report without one."""
+    if not is_report(query):
+        return ""
+    for line in query.splitlines():
+        if line.strip() and not NOT_A_LEAD.match(line) and len(line.split()) >= 2:
+            return line.strip()[:LEAD_CHARS]
+    return ""
 
 
 def _code_like(text: str, match: re.Match[str]) -> bool:

@@ -28,7 +28,7 @@ from codeask.config import RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
 from codeask.core.lexical import LexicalIndex, expand_query
-from codeask.core.query import QuerySignals, query_signals, search_text
+from codeask.core.query import QuerySignals, lead, query_signals, search_text
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.store import IndexStore
@@ -279,6 +279,10 @@ def _collect(
     if mode in ("lexical", "hybrid"):
         lexical = [i for i, _ in folder.lexical.search(expand_query(words), limit)]
         lists.append(("lexical", lexical, weights.lexical_weight))
+        summary = lead(query)
+        if summary and weights.lead_weight > 0:
+            ranked = [i for i, _ in folder.lexical.search(expand_query(summary), limit)]
+            lists.append(("lead", ranked, weights.lead_weight))
         lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
     if mode in ("dense", "hybrid"):
         vector = vectors.get(folder.settings.embed.model)
