@@ -109,21 +109,22 @@ def test_the_lead_is_the_reports_summary_line() -> None:
 
 def test_the_lead_outweighs_a_long_body(tmp_path: Path) -> None:
     """An issue whose body is mostly about another module still finds the one its title
-    names: the title is searched on its own beside the whole text."""
+    names: the title is searched on its own beside the whole text (`lead_weight` 0 shows
+    the body winning without it)."""
     folder = make_folder(
         tmp_path,
         {
             "pkg/extension.py": "def verify_needs_extensions(app, config):\n"
-            "    '''Check that each extension is new enough.'''\n",
-            "pkg/builder.py": "\n".join(
-                f"def build_step_{i}(app):\n    make_output_directory(app, 'html')\n"
-                for i in range(8)
-            ),
+            '    """Check that each extension is new enough."""\n',
+            "pkg/builder.py": "def build_step(app):\n    make_output_directory(app, 'html')\n",
+            "pkg/other.py": "def unrelated(x):\n    return x\n",
         },
     )
-    body = "make output directory html build step failed\n" * 20
+    body = "make output directory html build step failed\n" * 4 + "padding words here " * 20
     question = f"needs_extensions checks versions using strings\n{body}"
-    assert rank_files(fused_candidates([folder], question, mode="lexical"))[0][0] == (
-        "pkg/extension.py"
-    )
+    top = {}
+    for weight in (0.0, 1.0):
+        folder.settings.retrieve.lead_weight = weight
+        top[weight] = rank_files(fused_candidates([folder], question, mode="lexical"))[0][0]
+    assert top == {0.0: "pkg/builder.py", 1.0: "pkg/extension.py"}
     folder.close()
