@@ -103,6 +103,7 @@ describe("settings", () => {
       server: { hover: false },
     });
     assert.deepEqual(toServerSettings(() => undefined), {});
+    assert.deepEqual(toServerSettings((k) => (k === "embed.tiers" ? ["static"] : undefined)), { embed: { tiers: ["static"] } });
   });
 
   it("never sends client-only settings", () => {
