@@ -194,6 +194,7 @@ describe("format", () => {
     assert.match(statusView("running", indexState({ folders: [staticOnly] })).tooltip, /^\/ws: ready, 120 files · static 1500\/1500 ✓$/m);
     assert.equal(tierSummary(folder({ embedded: 1500, tiers: ["minilm"] })), "MiniLM 1500/1500 ✓");
     assert.equal(tierSummary(folder({ staticEmbedded: 700, tiers: ["static", "minilm", "future"] })), "static 700/1500 · MiniLM 300/1500");
+    assert.equal(tierSummary(folder({ staticEmbedded: 700, tiers: ["minilm", "static"] })), "static 700/1500 · MiniLM 300/1500");
   });
 
   it("says search improves as embeddings fill in until the static tier is complete", () => {

@@ -70,8 +70,7 @@ function warmingNote(state: IndexState): string {
 
 /** Every folder builds the static tier and has a static vector for each of its chunks. */
 function staticComplete(folders: FolderState[]): boolean {
-  const withChunks = folders.filter((f) => f.chunks > 0);
-  if (withChunks.length === 0) return false;
+  if (!folders.some((f) => f.chunks > 0)) return false;
   return folders.every((f) => (f.tiers?.includes("static") ?? false) && (f.staticEmbedded ?? 0) >= f.chunks);
 }
 
@@ -88,26 +87,21 @@ function folderLine(f: FolderState): string {
   return tiers ? `${head} · ${tiers}` : `${head}, ${f.embedded}/${f.chunks} chunks embedded`;
 }
 
-const TIER_LABELS: Record<string, string> = { static: "static", minilm: "MiniLM" };
+/** The tiers this client knows, fastest first: label and chunks done. */
+const TIERS: { name: string; label: string; done: (f: FolderState) => number }[] = [
+  { name: "static", label: "static", done: (f) => f.staticEmbedded ?? 0 },
+  { name: "minilm", label: "MiniLM", done: (f) => f.embedded },
+];
 
-/** Each configured tier's vectors, `static 1500/1500 ✓ · MiniLM 300/1500` (✓: complete);
- * empty when the server does not report tiers. Tiers this client does not know are left out. */
+/** Each configured tier's vectors, fastest first: `static 1500/1500 ✓ · MiniLM 300/1500`
+ * (✓: complete). Empty when the server does not report tiers; unknown tiers are left out. */
 export function tierSummary(f: FolderState): string {
-  const parts: string[] = [];
-  for (const tier of f.tiers ?? []) {
-    const done = tierDone(f, tier);
-    if (done === undefined) continue;
-    const mark = f.chunks > 0 && done >= f.chunks ? " ✓" : "";
-    parts.push(`${TIER_LABELS[tier]} ${done}/${f.chunks}${mark}`);
-  }
-  return parts.join(" · ");
+  const on = TIERS.filter((t) => f.tiers?.includes(t.name));
+  return on.map((t) => tierCount(t.label, t.done(f), f.chunks)).join(" · ");
 }
 
-/** Chunks with a vector in `tier`, undefined for a tier this client does not know. */
-function tierDone(f: FolderState, tier: string): number | undefined {
-  if (tier === "static") return f.staticEmbedded ?? 0;
-  if (tier === "minilm") return f.embedded;
-  return undefined;
+function tierCount(label: string, done: number, chunks: number): string {
+  return `${label} ${done}/${chunks}${chunks > 0 && done >= chunks ? " ✓" : ""}`;
 }
 
 /** How often to poll codeask/indexStatus: fast while warming, slow when settled. */
