@@ -18,7 +18,9 @@ import {
   relativePath,
   searchRow,
   statusView,
+  tierSummary,
 } from "../src/core/format";
+import type { FolderState } from "../src/core/protocol";
 import { explicitValue, initializationOptions, mostSpecific, needsRestart, toServerSettings } from "../src/core/settings";
 import { ManualClock, indexState } from "./fakes";
 
@@ -101,6 +103,7 @@ describe("settings", () => {
       server: { hover: false },
     });
     assert.deepEqual(toServerSettings(() => undefined), {});
+    assert.deepEqual(toServerSettings((k) => (k === "embed.tiers" ? ["static"] : undefined)), { embed: { tiers: ["static"] } });
   });
 
   it("never sends client-only settings", () => {
@@ -175,6 +178,37 @@ describe("format", () => {
     const failed = statusView("failed", undefined, "no server");
     assert.equal(failed.text, "$(error) codeask: error");
     assert.match(failed.tooltip, /no server/);
+  });
+
+  const folder = (over: Partial<FolderState> = {}): FolderState => ({
+    root: "/ws", state: "ready", files: 120, chunks: 1500, embedded: 300, model: "m", indexDir: "/ws/.codeask", ...over,
+  });
+
+  it("shows which vector tier is complete, per folder, in the tooltip", () => {
+    const both = folder({ staticEmbedded: 1500, tiers: ["static", "minilm"] });
+    const view = statusView("running", indexState({ warming: true, percent: 20, chunks: 1500, embedded: 300, folders: [both] }));
+    assert.match(view.tooltip, /^\/ws: ready, 120 files · static 1500\/1500 ✓ · MiniLM 300\/1500$/m);
+    assert.match(view.tooltip, /Dense search works already from the static tier\. MiniLM vectors fill in behind\./);
+    const staticOnly = folder({ embedded: 0, staticEmbedded: 1500, tiers: ["static"] });
+    assert.equal(tierSummary(staticOnly), "static 1500/1500 ✓");
+    assert.match(statusView("running", indexState({ folders: [staticOnly] })).tooltip, /^\/ws: ready, 120 files · static 1500\/1500 ✓$/m);
+    assert.equal(tierSummary(folder({ embedded: 1500, tiers: ["minilm"] })), "MiniLM 1500/1500 ✓");
+    assert.equal(tierSummary(folder({ staticEmbedded: 700, tiers: ["static", "minilm", "future"] })), "static 700/1500 · MiniLM 300/1500");
+    assert.equal(tierSummary(folder({ staticEmbedded: 700, tiers: ["minilm", "static"] })), "static 700/1500 · MiniLM 300/1500");
+  });
+
+  it("says search improves as embeddings fill in until the static tier is complete", () => {
+    const partial = folder({ staticEmbedded: 700, tiers: ["static", "minilm"] });
+    const view = statusView("running", indexState({ state: "indexing", percent: 40, folders: [partial] }));
+    assert.match(view.tooltip, /results improve as embeddings fill in/);
+    assert.doesNotMatch(view.tooltip, /static tier/);
+  });
+
+  it("keeps the one-count tooltip for a server that reports no tiers", () => {
+    const view = statusView("running", indexState({ warming: true, percent: 20, folders: [folder()] }));
+    assert.match(view.tooltip, /^\/ws: ready, 120 files, 300\/1500 chunks embedded$/m);
+    assert.match(view.tooltip, /results improve as embeddings fill in/);
+    assert.equal(tierSummary(folder()), "");
   });
 
   it("polls fast while warming, slowly when ready", () => {

@@ -51,6 +51,13 @@ describe("package.json", () => {
     for (const key of untrusted.restrictedConfigurations) assert.ok(key in props, `${key} is a declared setting`);
   });
 
+  it("offers the vector tiers as a list of static/minilm, not restricted", () => {
+    const tiers = props["codeask.embed.tiers"] as { default?: unknown; items?: { enum?: string[] } };
+    assert.deepEqual(tiers.default, ["static", "minilm"]);
+    assert.deepEqual(tiers.items?.enum, ["static", "minilm"]);
+    assert.ok(!pkg.capabilities.untrustedWorkspaces.restrictedConfigurations.includes("codeask.embed.tiers"));
+  });
+
   const python = join(root, "..", "..", ".venv", "bin", "python");
   const hasServer = existsSync(python) && spawnSync(python, ["-c", "import codeask.config"]).status === 0;
   it("restricts every setting the server protects", { skip: hasServer ? false : "no repo venv with codeask" }, () => {

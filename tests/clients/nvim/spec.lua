@@ -223,7 +223,64 @@ it('the index becomes ready and fully embedded (codeask/indexStatus)', function(
   end)
   truthy(state.files >= 4, 'files indexed: ' .. vim.inspect(state))
   eq(state.folders[1].root, root, 'folder root')
+  eq(state.folders[1].tiers, { 'static', 'minilm' }, 'the default tiers')
+  eq(state.folders[1].staticEmbedded, state.folders[1].chunks, 'static tier complete')
 end)
+
+it(
+  'the index note and health line show each configured tier, or one count from an older server',
+  function()
+    local ui, health = require('codeask.ui'), require('codeask.health')
+    local function folder(over)
+      local base = { root = root, state = 'ready', files = 120, chunks = 1500, embedded = 300 }
+      return vim.tbl_extend(
+        'force',
+        base,
+        { model = 'm', indexDir = root .. '/.codeask' },
+        over or {}
+      )
+    end
+    local function state(folders)
+      local s = { state = 'indexing', warming = true, percent = 20, files = 120 }
+      return vim.tbl_extend('force', s, { chunks = 1500, embedded = 300, folders = folders })
+    end
+    local both = folder({ staticEmbedded = 1500, tiers = { 'minilm', 'static' } })
+    eq(
+      ui.tier_summary({ both }),
+      'static 1500/1500 ✓ · MiniLM 300/1500',
+      'both tiers, fastest first'
+    )
+    eq(
+      ui.index_note(state({ both })),
+      ' (index indexing: static 1500/1500 ✓ · MiniLM 300/1500)',
+      'note'
+    )
+    eq(
+      health.index_line(state({ both })),
+      'indexing: 120 files, 1500 chunks · static 1500/1500 ✓ · MiniLM 300/1500 (20%)',
+      'health line'
+    )
+    truthy(ui.static_complete({ both }), 'static tier complete')
+    local static_only = folder({ embedded = 0, staticEmbedded = 700, tiers = { 'static' } })
+    eq(ui.tier_summary({ static_only }), 'static 700/1500', 'a tier not configured is left out')
+    truthy(not ui.static_complete({ static_only }), 'static tier not complete')
+    local other =
+      folder({ chunks = 500, embedded = 500, staticEmbedded = 500, tiers = { 'static' } })
+    eq(
+      ui.tier_summary({ both, other }),
+      'static 2000/2000 ✓ · MiniLM 300/1500',
+      'a tier counts the chunks of the folders that build it'
+    )
+    local old = folder()
+    eq(ui.tier_summary({ old }), '', 'an older server reports no tiers')
+    eq(ui.index_note(state({ old })), ' (index indexing: 300/1500 chunks embedded)', 'old note')
+    eq(
+      health.index_line(state({ old })),
+      'indexing: 120 files, 1500 chunks, 300 embedded (20%)',
+      'old health line'
+    )
+  end
+)
 
 it(':AskCodeSearch puts results into vim.ui.select and jumps to the chosen one', function()
   reset('README.md')
@@ -510,6 +567,10 @@ it(
     truthy(text:find('server found: ', 1, true), text)
     truthy(text:find('version: codeask %d+%.%d+'), 'version line:\n' .. text)
     truthy(text:find('index ready: %d+ files'), 'index line:\n' .. text)
+    truthy(
+      text:find('(%d+) chunks · static %1/%1 ✓ · MiniLM %1/%1 ✓ %(100%%%)'),
+      'tier counts in the index line:\n' .. text
+    )
     if llm_url ~= '' then
       truthy(
         text:find('LLM endpoint reachable: ' .. llm_url .. '/v1/models', 1, true),

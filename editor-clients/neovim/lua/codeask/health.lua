@@ -140,6 +140,72 @@ local function index_state(client)
   return client.request_sync('codeask/indexStatus', vim.empty_dict(), 5000)
 end
 
+---The index line: `ready: 4 files, 20 chunks · static 20/20 ✓ · MiniLM 12/20 (60%)`, or
+---`… 20 chunks, 12 embedded (60%)` from a server that does not report its tiers.
+---@param s codeask.IndexState
+---@return string
+function M.index_line(s)
+  local tiers = require('codeask.ui').tier_summary(s.folders or {})
+  local counts = tiers ~= '' and (' · ' .. tiers) or (', %d embedded'):format(s.embedded)
+  return ('%s: %d files, %d chunks%s (%d%%)'):format(
+    s.state,
+    s.files,
+    s.chunks,
+    counts,
+    s.percent or 0
+  )
+end
+
+---Why a warming index is not done yet, appended to its line.
+---@param s codeask.IndexState
+---@return string
+local function warming_note(s)
+  if not s.warming then
+    return ''
+  end
+  local folders = s.folders or {}
+  if require('codeask.ui').static_complete(folders) then
+    local minilm = vim.iter(folders):any(function(f)
+      return vim.tbl_contains(f.tiers or {}, 'minilm')
+    end)
+    return minilm and ' (dense search works from the static tier; MiniLM still filling in)'
+      or ' (dense search works from the static tier)'
+  end
+  return ' (dense results still filling in)'
+end
+
+---One folder's line; with several folders, each also gets its own tier counts.
+---@param folder codeask.FolderState
+---@param several boolean
+---@return string
+local function folder_line(folder, several)
+  local line = ('%s: %s, model %s, index %s'):format(
+    folder.root,
+    folder.state,
+    folder.model,
+    folder.indexDir
+  )
+  local tiers = several and require('codeask.ui').tier_summary({ folder }) or ''
+  return tiers ~= '' and (line .. ' · ' .. tiers) or line
+end
+
+---Report one client's index state and its folders.
+---@param s codeask.IndexState
+local function report_index(s)
+  local line = M.index_line(s)
+  if s.state == 'ready' and not s.warming then
+    health.ok('index ' .. line)
+  elseif s.state == 'error' then
+    health.error('index ' .. line)
+  else
+    health.warn('index ' .. line .. warming_note(s))
+  end
+  local folders = s.folders or {}
+  for _, folder in ipairs(folders) do
+    health.info(folder_line(folder, #folders > 1))
+  end
+end
+
 ---Report each running client's index.
 local function check_index()
   health.start('codeask: index')
@@ -155,31 +221,7 @@ local function check_index()
     if not response or response.err then
       health.error('codeask/indexStatus failed: ' .. tostring(err or response.err.message))
     else
-      local s = response.result
-      local line = ('%s: %d files, %d chunks, %d embedded (%d%%)'):format(
-        s.state,
-        s.files,
-        s.chunks,
-        s.embedded,
-        s.percent or 0
-      )
-      if s.state == 'ready' and not s.warming then
-        health.ok('index ' .. line)
-      elseif s.state == 'error' then
-        health.error('index ' .. line)
-      else
-        health.warn('index ' .. line .. (s.warming and ' (dense results still filling in)' or ''))
-      end
-      for _, folder in ipairs(s.folders or {}) do
-        health.info(
-          ('%s: %s, model %s, index %s'):format(
-            folder.root,
-            folder.state,
-            folder.model,
-            folder.indexDir
-          )
-        )
-      end
+      report_index(response.result)
     end
   end
 end

@@ -193,6 +193,9 @@ end
 ---@field embedded integer
 ---@field model string
 ---@field indexDir string
+---@field message? string Why the folder is in state `error` (or what it is doing).
+---@field staticEmbedded? integer Chunks with a static-tier vector (absent from older servers).
+---@field tiers? ('static'|'minilm')[] The vector tiers the folder builds (`embed.tiers`).
 
 ---@class codeask.IndexState
 ---@field state 'empty'|'indexing'|'ready'|'error'
@@ -200,7 +203,7 @@ end
 ---@field percent number
 ---@field files integer
 ---@field chunks integer
----@field embedded integer
+---@field embedded integer Chunks done by the slowest configured tier (MiniLM when it is on).
 ---@field folders codeask.FolderState[]
 
 ---Ask a question about the code; the answer streams into a window (see `:AskCode`).

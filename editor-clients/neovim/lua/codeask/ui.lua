@@ -489,6 +489,82 @@ function M.attach_hover_links(win)
   end
 end
 
+---The tiers this client knows, fastest first: label and chunks done in one folder.
+---@type { name: string, label: string, done: fun(folder: codeask.FolderState): integer }[]
+local TIERS = {
+  {
+    name = 'static',
+    label = 'static',
+    done = function(folder)
+      return folder.staticEmbedded or 0
+    end,
+  },
+  {
+    name = 'minilm',
+    label = 'MiniLM',
+    done = function(folder)
+      return folder.embedded
+    end,
+  },
+}
+
+---Whether `folder` builds `tier` (an older server reports no tiers: none).
+---@param folder codeask.FolderState
+---@param tier string
+---@return boolean
+local function builds(folder, tier)
+  return vim.tbl_contains(folder.tiers or {}, tier)
+end
+
+---Each configured tier's vectors, fastest first: `static 1500/1500 ✓ · MiniLM 300/1500`
+---(✓: complete). A tier counts the chunks of the folders that build it. Empty when no folder
+---reports its tiers (a server older than the tiers).
+---@param folders codeask.FolderState[]
+---@return string
+function M.tier_summary(folders)
+  local parts = {}
+  for _, tier in ipairs(TIERS) do
+    local on, done, total = false, 0, 0
+    for _, folder in ipairs(folders) do
+      if builds(folder, tier.name) then
+        on, done, total = true, done + tier.done(folder), total + folder.chunks
+      end
+    end
+    if on then
+      local mark = (total > 0 and done >= total) and ' ✓' or ''
+      table.insert(parts, ('%s %d/%d%s'):format(tier.label, done, total, mark))
+    end
+  end
+  return table.concat(parts, ' · ')
+end
+
+---Whether dense search already works from the static tier: every folder builds it and has a
+---static vector for each of its chunks (and there are chunks).
+---@param folders codeask.FolderState[]
+---@return boolean
+function M.static_complete(folders)
+  local chunks = 0
+  for _, folder in ipairs(folders) do
+    if not builds(folder, 'static') or (folder.staticEmbedded or 0) < folder.chunks then
+      return false
+    end
+    chunks = chunks + folder.chunks
+  end
+  return chunks > 0
+end
+
+---What an unfinished index means for results, for a search notification:
+---` (index indexing: static 20/20 ✓ · MiniLM 5/20)`, or the one-count form from older servers.
+---@param state codeask.IndexState
+---@return string
+function M.index_note(state)
+  local tiers = M.tier_summary(state.folders or {})
+  if tiers ~= '' then
+    return (' (index %s: %s)'):format(state.state, tiers)
+  end
+  return (' (index %s: %d/%d chunks embedded)'):format(state.state, state.embedded, state.chunks)
+end
+
 ---Search results: a `vim.ui.select` picker, or the quickfix list (with a preview line each).
 ---@param client vim.lsp.Client
 ---@param query string
@@ -507,7 +583,7 @@ function M.show_search(client, query, err, result, to_qf)
   local state = result and result.indexState
   local note = ''
   if state and (state.warming or state.state ~= 'ready') then
-    note = (' (index %s: %d/%d chunks embedded)'):format(state.state, state.embedded, state.chunks)
+    note = M.index_note(state)
   end
   if #results == 0 then
     vim.notify(('codeask: no results for %q%s'):format(query, note), vim.log.levels.WARN)

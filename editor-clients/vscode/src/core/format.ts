@@ -3,7 +3,7 @@
  * QuickPick rows, and the locations behind links. Pure functions.
  */
 
-import type { IndexState, Range, SearchItem } from "./protocol";
+import type { FolderState, IndexState, Range, SearchItem } from "./protocol";
 
 /** Convert a file URI to a relative path when it is under one of the workspace folders. */
 export function relativePath(uri: string, folders: string[]): string {
@@ -55,17 +55,53 @@ export function statusView(phase: ClientPhase, state: IndexState | undefined, de
   }
   if (state.state === "indexing" || state.state === "empty" || state.warming) {
     const pct = Math.max(0, Math.min(100, Math.round(state.percent)));
-    const note = state.state === "empty" ? "Waiting for the first index." : "Search works already; results improve as embeddings fill in.";
+    const note = state.state === "empty" ? "Waiting for the first index." : warmingNote(state);
     return { text: `$(sync~spin) codeask: warming up ${pct}%`, tooltip: `${note}\n${counts}\n${logs}`, severity: "normal" };
   }
   return { text: "$(check) codeask: ready", tooltip: `${counts}\n${logs}`, severity: "normal" };
 }
 
+/** What works while the index warms up: dense search from the static tier once it is complete. */
+function warmingNote(state: IndexState): string {
+  if (!staticComplete(state.folders)) return "Search works already; results improve as embeddings fill in.";
+  const behind = state.folders.some((f) => f.tiers?.includes("minilm")) ? " MiniLM vectors fill in behind." : "";
+  return `Dense search works already from the static tier.${behind}`;
+}
+
+/** Every folder builds the static tier and has a static vector for each of its chunks. */
+function staticComplete(folders: FolderState[]): boolean {
+  if (!folders.some((f) => f.chunks > 0)) return false;
+  return folders.every((f) => (f.tiers?.includes("static") ?? false) && (f.staticEmbedded ?? 0) >= f.chunks);
+}
+
 function folderSummary(state: IndexState): string {
-  const lines = state.folders.map(
-    (f) => `${f.root}: ${f.state}, ${f.files} files, ${f.embedded}/${f.chunks} chunks embedded`,
-  );
+  const lines = state.folders.map(folderLine);
   return lines.length > 0 ? lines.join("\n") : `${state.files} files, ${state.embedded}/${state.chunks} chunks embedded`;
+}
+
+/** `root: ready, 120 files · static 1500/1500 ✓ · MiniLM 300/1500`; the old one-count form for a
+ * server that does not report its tiers. */
+function folderLine(f: FolderState): string {
+  const head = `${f.root}: ${f.state}, ${f.files} files`;
+  const tiers = tierSummary(f);
+  return tiers ? `${head} · ${tiers}` : `${head}, ${f.embedded}/${f.chunks} chunks embedded`;
+}
+
+/** The tiers this client knows, fastest first: label and chunks done. */
+const TIERS: { name: string; label: string; done: (f: FolderState) => number }[] = [
+  { name: "static", label: "static", done: (f) => f.staticEmbedded ?? 0 },
+  { name: "minilm", label: "MiniLM", done: (f) => f.embedded },
+];
+
+/** Each configured tier's vectors, fastest first: `static 1500/1500 ✓ · MiniLM 300/1500`
+ * (✓: complete). Empty when the server does not report tiers; unknown tiers are left out. */
+export function tierSummary(f: FolderState): string {
+  const on = TIERS.filter((t) => f.tiers?.includes(t.name));
+  return on.map((t) => tierCount(t.label, t.done(f), f.chunks)).join(" · ");
+}
+
+function tierCount(label: string, done: number, chunks: number): string {
+  return `${label} ${done}/${chunks}${chunks > 0 && done >= chunks ? " ✓" : ""}`;
 }
 
 /** How often to poll codeask/indexStatus: fast while warming, slow when settled. */

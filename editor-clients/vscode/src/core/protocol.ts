@@ -39,6 +39,10 @@ export interface FolderState {
   model: string;
   indexDir: string;
   message?: string;
+  /** Chunks with a static-tier vector (servers before the tiers omit it). */
+  staticEmbedded?: number;
+  /** The vector tiers this folder builds (`embed.tiers`), e.g. ["static", "minilm"]. */
+  tiers?: string[];
 }
 
 export interface IndexState {

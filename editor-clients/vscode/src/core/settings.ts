@@ -21,6 +21,7 @@ export const SERVER_KEYS = [
   "index.location",
   "index.exclude",
   "embed.model",
+  "embed.tiers",
   "history.enabled",
   "server.hover",
   "server.logLevel",
