@@ -5,10 +5,11 @@
 
 Same corpora, indexes and settings as `benchmarks.retrieval`. For every question it ranks the
 files with the real retrieval (the final rank), then asks each retriever alone (chunk BM25,
-whole-file BM25, exact symbol names, path mentions, the static tier, MiniLM) where the gold
-file would be, and tags the miss with the facts a ranking fix could use: whether the question
-names the gold file or a symbol the gold file defines, what kind of file took the top places.
-Writes a markdown report: one row per miss, a tally of tags, the per-package table.
+the report's lead line alone, whole-file BM25, exact symbol names, path mentions, the static
+tier, MiniLM) where the gold file would be, and tags the miss with the facts a ranking fix
+could use: whether the question names the gold file or a symbol the gold file defines, what
+kind of file took the top places. Writes a markdown report: R@5 per package, one row per miss,
+a tally of tags.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from benchmarks.retrieval import (
 )
 from codeask.core.indexer import FolderIndex
 from codeask.core.lexical import expand_query
-from codeask.core.query import query_signals, search_text
+from codeask.core.query import lead, query_signals, search_text
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.retrieve import (
     CANDIDATES,
@@ -84,8 +85,11 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
     words = search_text(question)
     lexical = folder.lexical.search(expand_query(words), CANDIDATES)
     named = retrieve._path_matches(store, signals)
+    summary = lead(question)
+    by_lead = folder.lexical.search(expand_query(summary), CANDIDATES) if summary else []
     out = {
         "bm25": first_ranks(chunk_paths(folder, (i for i, _ in lexical))),
+        "lead": first_ranks(chunk_paths(folder, (i for i, _ in by_lead))),
         "file": first_ranks(p for p, _ in folder.lexical.search_files(words, FILE_CANDIDATES)),
         "symbol": first_ranks(chunk_paths(folder, retrieve._symbol_ranked(folder, signals))),
         "path": first_ranks(sorted(named, key=lambda p: -named[p])),
@@ -189,6 +193,16 @@ def report(rows: list[Row], args: argparse.Namespace) -> str:
         f"Mode `{args.mode}`, settings {args.set or 'default'}; {len(rows)} questions, "
         f"{len(misses)} with a gold file outside the top 5.",
         "",
+        "| package | questions | R@5 |",
+        "|---|---:|---:|",
+    ]
+    packages = sorted({r.package for r in rows})
+    for package in packages:
+        mine = [r for r in rows if r.package == package]
+        recall = sum(sum(v <= 5 for v in r.final.values()) / len(r.gold) for r in mine)
+        lines.append(f"| {package} | {len(mine)} | {recall / len(mine):.2f} |")
+    lines += [
+        "",
         "| question | gold file | final | " + " | ".join(names) + " | top 3 files | tags |",
         "|---|---|---:|" + "---:|" * len(names) + "---|---|",
     ]
@@ -216,7 +230,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-RETRIEVER_ORDER = ["bm25", "file", "symbol", "path", "static", "minilm"]
+RETRIEVER_ORDER = ["bm25", "lead", "file", "symbol", "path", "static", "minilm"]
 
 
 def main(argv: list[str] | None = None) -> int:

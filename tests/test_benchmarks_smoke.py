@@ -65,6 +65,32 @@ def test_retrieval_benchmark_on_the_vendored_sample(tmp_path: Path) -> None:
     assert "R@5" in result.stdout
 
 
+def test_miss_analysis_on_the_vendored_sample(tmp_path: Path) -> None:
+    """benchmarks.analysis ranks every question through each retriever and writes the report."""
+    out = tmp_path / "analysis.md"
+    result = run(
+        "benchmarks.analysis",
+        "--eval-dir",
+        str(SAMPLE),
+        "--corpus-root",
+        str(CORPUS),
+        "--no-fetch",
+        "--mode",
+        "lexical",
+        "--out",
+        str(out),
+        "--index-home",
+        str(tmp_path / "indexes"),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = out.read_text()
+    assert "12 questions" in report
+    assert "| package | questions | R@5 |" in report
+    assert "| codeask | 12 |" in report
+    header = next(line for line in report.splitlines() if line.startswith("| question"))
+    assert "| bm25 | lead | file | symbol | path |" in header
+
+
 @pytest.mark.slow
 def test_perf_benchmark_on_the_vendored_sample() -> None:
     result = run(
