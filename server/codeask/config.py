@@ -75,8 +75,9 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     model: str = DEFAULT_EMBED_MODEL
     """`codeask/all-MiniLM-L6-v2-int8` is packaged (offline); other fastembed models download."""
-    batch_size: int = 16
-    """Chunks per embedding batch (peak memory grows with it: ~0.9 GB at 16, ~1.1 GB at 32)."""
+    batch_size: int = 1
+    """Chunks per embedding batch. 1 is fastest and leanest on CPU (800 sphinx chunks, 2 cores:
+    25 chunks/s at a 390 MB peak vs 16 chunks/s at 1.0 GB with 16; benchmarks/README.md)."""
     threads: int = 0
     """ONNX runtime threads; 0 lets the runtime decide."""
     cache_dir: str = ""
