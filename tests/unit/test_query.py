@@ -128,3 +128,33 @@ def test_the_lead_outweighs_a_long_body(tmp_path: Path) -> None:
         top[weight] = rank_files(fused_candidates([folder], question, mode="lexical"))[0][0]
     assert top == {0.0: "pkg/builder.py", 1.0: "pkg/extension.py"}
     folder.close()
+
+
+def test_test_as_a_modifier_names_code_not_tests() -> None:
+    client = query_signals("how does the test client handle cookies")
+    assert client.about_tests and client.tests_as_modifier
+    both = query_signals("tests for the test client")
+    assert both.about_tests and not both.tests_as_modifier
+    assert not query_signals("where is the retry loop").tests_as_modifier
+
+
+def test_a_test_client_question_ranks_the_client_above_its_tests(tmp_path: Path) -> None:
+    """Its tests say "client" and "cookie" more often than the client does; they still show
+    up, below it (undemoted, as before, they came first)."""
+    test = (
+        "def test_client_cookie_{i}(client):\n    client.set_cookie('a', 'b')\n"
+        "    assert client.cookies['a'] == 'b'\n\n"
+    )
+    folder = make_folder(
+        tmp_path,
+        {
+            "pkg/testing.py": 'class TestClient:\n    """Sends requests, keeps cookies."""\n'
+            "    def set_cookie(self, key, value):\n        self.cookies[key] = value\n",
+            "tests/test_testing.py": test.format(i=1) + test.format(i=2),
+            "pkg/other.py": "def unrelated(x):\n    return x\n",
+        },
+    )
+    question = "how does the test client handle cookies"
+    ranked = [p for p, _ in rank_files(fused_candidates([folder], question, mode="lexical"))]
+    assert ranked[:2] == ["pkg/testing.py", "tests/test_testing.py"]
+    folder.close()

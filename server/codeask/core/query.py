@@ -14,6 +14,12 @@ import re
 from dataclasses import dataclass
 
 TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
+#: "test" naming a kind of code rather than asking for tests: the test client, a test server.
+TEST_MODIFIER = re.compile(
+    r"\btest\s+(client|runner|server|mode|request|response|app|application|harness|"
+    r"database|db|config|configuration|settings|environment|helper|helpers|utils?)\b",
+    re.I,
+)
 DOC_WORDS = re.compile(
     r"\b(docs?|documentation|documented|readme|guide|tutorial|changelog|release notes)\b", re.I
 )
@@ -53,6 +59,8 @@ class QuerySignals:
     paths: list[str]
     about_tests: bool
     about_docs: bool
+    tests_as_modifier: bool = False
+    """Every test word is a modifier ("the test client"): the question is about that code."""
 
 
 def query_signals(query: str) -> QuerySignals:
@@ -72,8 +80,13 @@ def query_signals(query: str) -> QuerySignals:
         paths.append("/".join(parts))
     if is_report(query):
         return QuerySignals(identifiers, paths, about_tests=False, about_docs=False)
+    test_words = len(TEST_WORDS.findall(query))
     return QuerySignals(
-        identifiers, paths, bool(TEST_WORDS.search(query)), bool(DOC_WORDS.search(query))
+        identifiers,
+        paths,
+        about_tests=test_words > 0,
+        about_docs=bool(DOC_WORDS.search(query)),
+        tests_as_modifier=0 < test_words == len(TEST_MODIFIER.findall(query)),
     )
 
 

@@ -49,6 +49,8 @@ VENDORED = re.compile(
 #: Code under these folders illustrates the project rather than implementing it.
 EXAMPLES = re.compile(r"(^|/)(docs?|examples?|samples?|demos?)/")
 DEMOTION = 0.5
+#: Test files when a question's test words name code ("the test client"): code wins a tie.
+TEST_MODIFIER_DEMOTION = 0.8
 
 
 class Searchable(Protocol):
@@ -311,11 +313,16 @@ def _has_grammar(path: str) -> bool:
 
 
 def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
-    """Tests and prose rank lower for code questions; never when the question asks for them."""
+    """Tests and prose rank lower for code questions, never when the question asks for them,
+    and only slightly when its test words name code ("how does the test client handle
+    cookies" means the client, which its tests mention far more often than it does)."""
     settings = folder.settings.retrieve
     factor = 1.0
-    if settings.demote_tests and not signals.about_tests and is_test_path(path):
-        factor *= DEMOTION
+    if settings.demote_tests and is_test_path(path):
+        if not signals.about_tests:
+            factor *= DEMOTION
+        elif signals.tests_as_modifier:
+            factor *= TEST_MODIFIER_DEMOTION
     record = folder.store.files.get(path)
     language = record.language if record else ""
     if settings.demote_prose and not signals.about_docs:
