@@ -427,7 +427,7 @@ def fused_candidates(
     signals = query_signals(query)
     limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
     if mode != "lexical" and vectors is None:
-        vectors = embed_query(folders, query)
+        vectors = embed_query(folders, search_text(query))
     glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
     hits: list[Hit] = []
     for folder in folders:
