@@ -32,6 +32,7 @@ from codeask.core.llm.errors import (
     StreamTruncated,
 )
 from codeask.core.llm.protocol import ChatProvider, ChatUsage, Health, Message
+from codeask.core.llm.registry import choices as provider_choices
 from codeask.core.llm.registry import get as _registered
 from codeask.core.llm.registry import names as provider_names
 from codeask.core.llm.transport import ERROR_BODY_BYTES
@@ -66,6 +67,7 @@ __all__ = [
     "list_models",
     "models_url",
     "probe",
+    "provider_choices",
     "provider_names",
     "stream_chat",
 ]

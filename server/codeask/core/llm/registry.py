@@ -19,6 +19,12 @@ def names() -> tuple[str, ...]:
     return tuple(PROVIDERS)
 
 
+def choices() -> str:
+    """The names as a hint says them: `ollama or openai`."""
+    *rest, last = names()
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
 def get(name: str) -> ChatProvider:
     """The provider registered as `name`; LLMError naming the known ones otherwise."""
     try:
