@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator
 from codeask.config import LLMSettings
 from codeask.core.llm.base import MODEL_LIST_BYTES, LineStreamProvider
 from codeask.core.llm.bounded import DECODE_PIECE, Deadline, bounded_lines, decoded_pieces
-from codeask.core.llm.bounded import _Inflater as _Inflater
+from codeask.core.llm.bounded import _Inflater as _Inflater  # the gzip-bomb unit tests use it
 from codeask.core.llm.errors import (
     EXCERPT_CHARS,
     AnswerTooLong,
