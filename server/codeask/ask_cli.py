@@ -20,6 +20,7 @@ from codeask.cli import EXIT_OK, EXIT_USER, UserError, _print_json, _roots
 from codeask.config import LLMSettings, user_config_path
 from codeask.core.ask import AskRequest, AskResult, ask, check_question, index_note, source_path
 from codeask.core.indexer import FolderIndex
+from codeask.core.llm import provider_choices
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.retrieve import Filters, Hit
 
@@ -80,7 +81,7 @@ def endpoint_help(llm: LLMSettings) -> str:
     return (
         f"  endpoint: llm.provider = {llm.provider}, llm.base_url = {llm.base_url}, "
         f"llm.model = {llm.model}\n"
-        "  to use another, set llm.base_url, llm.provider (ollama or openai) and llm.model\n"
+        f"  to use another, set llm.base_url, llm.provider ({provider_choices()}) and llm.model\n"
         f"    in the [llm] table of {user_config_path()}\n"
         "    (a project's .codeask.toml may set base_url and provider only in a trusted "
         "workspace: see docs/security.md)\n"

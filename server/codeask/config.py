@@ -127,6 +127,8 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The model that answers questions."""
 
+    # The registry's names (codeask.core.llm.registry), spelled out: config cannot import the
+    # engine. tests/test_provider_registry.py holds this and the two defaults below to it.
     provider: Literal["ollama", "openai"] = "ollama"
     """`ollama` (/api/chat) or `openai` (any OpenAI-compatible /v1/chat/completions)."""
     base_url: str = "http://127.0.0.1:11434"

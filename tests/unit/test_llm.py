@@ -40,6 +40,8 @@ from codeask.core.llm import (
     chat_url,
     is_loopback,
     list_models,
+    models_url,
+    probe,
     stream_chat,
 )
 
@@ -762,3 +764,28 @@ async def test_a_model_list_drip_stops_at_connect_plus_read_timeout() -> None:
         with pytest.raises(DeadlineExceeded) as err:
             await list_models(settings(srv.url, connect_timeout=0.3, read_timeout=0.5))
     assert err.value.message == f"no model list from {srv.url}/v1/models within 0.8 s; stopped"
+
+
+# ---------------------------------------------------------------- health probe (ChatProvider.probe)
+
+
+@pytest.mark.parametrize(("provider", "known"), [("ollama", True), ("openai", False)])
+async def test_probe_reports_the_model_list_and_whether_the_model_is_on_it(
+    provider: str, known: bool
+) -> None:
+    fake = ollama_fake([]) if provider == "ollama" else openai_server([])
+    async with running(fake) as srv:
+        s = settings(srv.url, provider, model="qwen2.5-coder:7b")
+        health = await probe(s)
+    assert health.ok and health.url == models_url(s)
+    assert health.models == (tuple(OLLAMA_MODELS) if provider == "ollama" else ("tiny",))
+    among = "among them" if known else "not among them"
+    assert health.detail == f"{len(health.models)} model(s); 'qwen2.5-coder:7b' {among}"
+
+
+async def test_probe_of_a_refused_port_is_not_ok_and_says_why() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    health = await probe(settings(url, "ollama"))
+    assert not health.ok and health.models == ()
+    assert health.detail.startswith(f"cannot connect to {url}/api/tags: connection refused")
+    assert health.detail.endswith("(start it with `ollama serve`)")

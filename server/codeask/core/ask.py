@@ -32,10 +32,10 @@ import logging
 import re
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import pygit2
 
@@ -474,9 +474,7 @@ async def _generate(
     try:
         # stream_chat is an async generator; aclosing closes it (and the HTTP stream) even
         # when on_delta raises.
-        stream = cast(
-            AsyncGenerator[str, None], stream_chat(settings, prompt.messages, usage=usage)
-        )
+        stream = stream_chat(settings, prompt.messages, usage=usage)
         async with contextlib.aclosing(stream) as deltas:
             async for delta in deltas:
                 parts.append(delta)

@@ -438,12 +438,16 @@ def editor_context(folders: Folders, params: AskCodeParams, text: str | None) ->
     )
 
 
-#: After an endpoint that cannot be reached (or lacks the model): where an editor user fixes it.
-ENDPOINT_HINT = (
-    " To use another endpoint, set llm.baseUrl, llm.provider (ollama or openai) and llm.model in"
-    " the editor's codeask settings (VS Code: codeask.llm.*; Neovim: settings.codeask.llm) or in"
-    " the [llm] table of ~/.config/codeask/config.toml."
-)
+def endpoint_hint() -> str:
+    """After an endpoint that cannot be reached (or lacks the model): where an editor user fixes
+    it. Imported here, like askCode's engine: the server runs without the LLM client."""
+    from codeask.core.llm import provider_choices
+
+    return (
+        f" To use another endpoint, set llm.baseUrl, llm.provider ({provider_choices()}) and"
+        " llm.model in the editor's codeask settings (VS Code: codeask.llm.*; Neovim:"
+        " settings.codeask.llm) or in the [llm] table of ~/.config/codeask/config.toml."
+    )
 
 
 def ask_result(result: Any, folders: Folders) -> Any:
@@ -465,7 +469,8 @@ def ask_result(result: Any, folders: Folders) -> Any:
             prompt_tokens=result.prompt_tokens,
             truncated=result.truncated,
             index_state=index_state(folders),
-            error=(result.error + ENDPOINT_HINT if result.endpoint_down else result.error) or None,
+            error=(result.error + endpoint_hint() if result.endpoint_down else result.error)
+            or None,
             incomplete=result.incomplete,
         )
     )

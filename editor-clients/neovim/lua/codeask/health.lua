@@ -39,6 +39,13 @@ function M.version_cmd(cmd)
   return out
 end
 
+---The server's default base URL of each provider (its provider modules, codeask.core.llm;
+---tests/test_provider_registry.py checks that the two agree).
+M.DEFAULT_BASE_URLS = {
+  ollama = 'http://127.0.0.1:11434',
+  openai = 'http://127.0.0.1:11434',
+}
+
 ---The LLM settings the client sends (the server may add a project file and environment).
 ---@return { provider: string, base_url: string }
 function M.llm_settings()
@@ -47,7 +54,7 @@ function M.llm_settings()
   settings = settings or require('codeask.config').options.settings or {}
   local llm = settings.llm or {}
   local provider = llm.provider or vim.env.CODEASK_LLM__PROVIDER or 'ollama'
-  local default = provider == 'ollama' and 'http://127.0.0.1:11434' or 'http://127.0.0.1:8080'
+  local default = M.DEFAULT_BASE_URLS[provider] or M.DEFAULT_BASE_URLS.ollama
   local base = llm.baseUrl or llm.base_url or vim.env.CODEASK_LLM__BASE_URL or default
   return { provider = provider, base_url = base }
 end

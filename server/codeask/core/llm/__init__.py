@@ -1,0 +1,109 @@
+"""Chat with the model that answers questions, through the provider `llm.provider` names.
+
+A leaf of the engine: imports nothing of ours except `config`. Callers use the functions below
+(or `get_provider(settings)` for the `ChatProvider` itself); each provider is one module
+(`ollama`, `openai`) registered by name in `registry`, and what every provider shares is written
+once: bounded reading and decoding (`bounded`), HTTP, redirects and error messages
+(`transport`), the answer cap and the incomplete marking (`stream`). docs/providers.md says how
+to add one.
+
+Every failure becomes an `LLMError` whose `.message` is one line the editor can show as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from codeask.config import LLMSettings
+from codeask.core.llm.base import MODEL_LIST_BYTES, LineStreamProvider
+from codeask.core.llm.bounded import DECODE_PIECE, Deadline, bounded_lines, decoded_pieces
+from codeask.core.llm.bounded import _Inflater as _Inflater  # the gzip-bomb unit tests use it
+from codeask.core.llm.errors import (
+    EXCERPT_CHARS,
+    AnswerTooLong,
+    AuthFailed,
+    BadResponse,
+    DeadlineExceeded,
+    EndpointTimeout,
+    EndpointUnreachable,
+    LLMError,
+    ModelNotFound,
+    ResponseTooLarge,
+    StreamTruncated,
+)
+from codeask.core.llm.protocol import ChatProvider, ChatUsage, Health, Message
+from codeask.core.llm.registry import choices as provider_choices
+from codeask.core.llm.registry import get as _registered
+from codeask.core.llm.registry import names as provider_names
+from codeask.core.llm.transport import ERROR_BODY_BYTES
+from codeask.core.llm.urls import is_loopback
+
+__all__ = [
+    "DECODE_PIECE",
+    "ERROR_BODY_BYTES",
+    "EXCERPT_CHARS",
+    "MODEL_LIST_BYTES",
+    "AnswerTooLong",
+    "AuthFailed",
+    "BadResponse",
+    "ChatProvider",
+    "ChatUsage",
+    "Deadline",
+    "DeadlineExceeded",
+    "EndpointTimeout",
+    "EndpointUnreachable",
+    "Health",
+    "LLMError",
+    "LineStreamProvider",
+    "Message",
+    "ModelNotFound",
+    "ResponseTooLarge",
+    "StreamTruncated",
+    "bounded_lines",
+    "chat_url",
+    "decoded_pieces",
+    "get_provider",
+    "is_loopback",
+    "list_models",
+    "models_url",
+    "probe",
+    "provider_choices",
+    "provider_names",
+    "stream_chat",
+]
+
+
+def get_provider(settings: LLMSettings) -> ChatProvider:
+    """The provider `llm.provider` names."""
+    return _registered(settings.provider)
+
+
+def chat_url(settings: LLMSettings) -> str:
+    """Where the configured provider sends a chat request."""
+    return get_provider(settings).chat_url(settings)
+
+
+def models_url(settings: LLMSettings) -> str:
+    """Where the configured provider lists its models."""
+    return get_provider(settings).models_url(settings)
+
+
+def stream_chat(
+    settings: LLMSettings, messages: list[Message], *, usage: ChatUsage | None = None
+) -> AsyncGenerator[str, None]:
+    """The answer's text deltas as they arrive, from the configured provider. Raises LLMError.
+
+    An async generator: cancel the task iterating it, or wrap it in `contextlib.aclosing`, to
+    close the HTTP stream promptly.
+    """
+    return get_provider(settings).stream_chat(settings, messages, usage=usage)
+
+
+async def list_models(settings: LLMSettings) -> list[str]:
+    """Model names the configured endpoint offers. Raises LLMError."""
+    return await get_provider(settings).list_models(settings)
+
+
+async def probe(settings: LLMSettings) -> Health:
+    """Whether the configured endpoint answers and knows `llm.model`."""
+    return await get_provider(settings).probe(settings)

@@ -1,0 +1,92 @@
+"""The LLM provider registry is the one list of providers: everything else that names them agrees.
+
+The settings schema (`LLMSettings.provider` is a Literal: config.py is below the engine and
+cannot import it), VS Code's setting enum and defaults, and Neovim's health check (its probe
+URLs) each hold a copy; these tests fail as soon as a copy drifts from the provider modules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+from pathlib import Path
+
+import pytest
+
+from codeask.config import LLMSettings
+from codeask.core.llm import ChatProvider, LineStreamProvider, LLMError, get_provider
+from codeask.core.llm.registry import PROVIDERS, get, names
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_JSON = ROOT / "editor-clients" / "vscode" / "package.json"
+HEALTH_LUA = ROOT / "editor-clients" / "neovim" / "lua" / "codeask" / "health.lua"
+#: The Lua table of default base URLs in health.lua and one `name = 'url'` entry of it.
+LUA_TABLE = re.compile(r"M\.DEFAULT_BASE_URLS\s*=\s*\{(?P<body>[^}]*)\}")
+LUA_ENTRY = re.compile(r"(?P<name>\w+)\s*=\s*'(?P<url>[^']*)'")
+
+
+def vscode_setting(key: str) -> dict[str, typing.Any]:
+    """One `codeask.*` setting's schema from the extension's manifest."""
+    manifest = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))
+    setting: dict[str, typing.Any] = manifest["contributes"]["configuration"]["properties"][key]
+    return setting
+
+
+def health_lua_defaults() -> dict[str, str]:
+    """health.lua's `M.DEFAULT_BASE_URLS`, provider → URL."""
+    table = LUA_TABLE.search(HEALTH_LUA.read_text(encoding="utf-8"))
+    assert table, f"no M.DEFAULT_BASE_URLS table in {HEALTH_LUA}"
+    return {m["name"]: m["url"] for m in LUA_ENTRY.finditer(table["body"])}
+
+
+def test_the_settings_literal_names_the_registered_providers() -> None:
+    provider_type = typing.get_type_hints(LLMSettings)["provider"]
+    assert typing.get_args(provider_type) == names()
+
+
+@pytest.mark.parametrize("name", names())
+def test_the_server_default_endpoint_is_the_provider_modules(name: str) -> None:
+    """Choosing only `llm.provider` talks to that provider's default endpoint and model."""
+    chosen = LLMSettings(provider=name)  # type: ignore[arg-type]
+    provider = get_provider(chosen)
+    assert (chosen.base_url, chosen.model) == (provider.default_base_url, provider.default_model)
+
+
+def test_every_provider_is_registered_under_its_own_name_and_satisfies_the_protocol() -> None:
+    methods = [m for m in vars(ChatProvider) if not m.startswith("_")]
+    members = [*ChatProvider.__annotations__, *methods]
+    for name, provider in PROVIDERS.items():
+        assert provider.name == name
+        missing = [m for m in members if not hasattr(provider, m)]
+        assert not missing, f"{name} lacks {missing}"
+        if isinstance(provider, LineStreamProvider):
+            assert provider.chat_path.startswith("/") and provider.models_path.startswith("/")
+
+
+def test_an_unknown_provider_is_a_clear_llm_error() -> None:
+    with pytest.raises(LLMError, match=r"unknown llm.provider 'nope' \(known: ollama, openai"):
+        get("nope")
+
+
+def test_vscode_enum_and_defaults_match_the_registry() -> None:
+    setting = vscode_setting("codeask.llm.provider")
+    assert tuple(setting["enum"]) == names()
+    assert len(setting["enumDescriptions"]) == len(names())
+    assert setting["default"] == LLMSettings().provider
+    default = PROVIDERS[setting["default"]]
+    assert vscode_setting("codeask.llm.baseUrl")["default"] == default.default_base_url
+    assert vscode_setting("codeask.llm.model")["default"] == default.default_model
+
+
+def test_neovim_health_probes_the_server_default_urls() -> None:
+    expected = {name: p.default_base_url for name, p in PROVIDERS.items()}
+    assert health_lua_defaults() == expected
+
+
+def test_neovim_health_knows_each_providers_model_list_path() -> None:
+    """health.lua probes the model list; its paths must be the provider modules'."""
+    text = HEALTH_LUA.read_text(encoding="utf-8")
+    for name, provider in PROVIDERS.items():
+        path = provider.models_url(LLMSettings(provider=name, base_url=""))  # type: ignore[arg-type]
+        assert f"'{path}'" in text, f"health.lua does not probe {name}'s {path}"
