@@ -16,14 +16,39 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TextIO
 
 import pygit2
 from pygit2.enums import FileMode
 
 from benchmarks.retrieval import corpus_roots, default_eval_dir, require
 from codeask.config import HistorySettings, build_settings
-from codeask.core.history import measure
+from codeask.core.git.sync import sync_history
 from codeask.core.indexer import FolderIndex
+
+
+def measure(
+    root: Path, settings: HistorySettings | None = None, out: TextIO = sys.stdout
+) -> dict[str, float]:
+    """Sync a repository from scratch and print commits/s and hunks/s."""
+    start = time.perf_counter()
+    delta = sync_history(root, settings or HistorySettings(), set())
+    seconds = max(time.perf_counter() - start, 1e-9)
+    commits = len(delta.added)
+    hunks = sum(len(chunks) - 1 for chunks in delta.added.values())
+    result = {
+        "commits": float(commits),
+        "hunks": float(hunks),
+        "seconds": seconds,
+        "commits_per_s": commits / seconds,
+        "hunks_per_s": hunks / seconds,
+    }
+    print(
+        f"history sync: {commits} commits, {hunks} hunks in {seconds:.2f}s "
+        f"({result['commits_per_s']:.0f} commits/s, {result['hunks_per_s']:.0f} hunks/s)",
+        file=out,
+    )
+    return result
 
 
 def _version_key(version: str) -> tuple[int, ...]:

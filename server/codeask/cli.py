@@ -262,7 +262,7 @@ def _check_history(roots: list[Path], scope: str) -> None:
     asked for; otherwise a note for each folder that is not one (its code is still searched)."""
     if scope == "code":
         return
-    from codeask.core.history import open_repo
+    from codeask.core.git.repo import open_repo
     from codeask.core.names import display_path
 
     missing = [display_path(str(root)) for root in roots if open_repo(root) is None]

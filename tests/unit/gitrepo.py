@@ -39,7 +39,7 @@ def signature(who: tuple[str, str], when: int, offset: int = 0) -> pygit2.Signat
 
 
 def iso(when: int) -> str:
-    """The ISO-8601 UTC form history.py reports for `when`."""
+    """The ISO-8601 UTC form codeask.core.git reports for `when`."""
     return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

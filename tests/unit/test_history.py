@@ -1,4 +1,4 @@
-"""codeask.core.history against real repositories built with pygit2 (see gitrepo.py)."""
+"""codeask.core.git and the ask router, against real repositories built with pygit2 (gitrepo.py)."""
 
 from __future__ import annotations
 
@@ -34,19 +34,16 @@ from gitrepo import (
 
 import codeask
 from codeask.config import HistorySettings, IndexSettings
-from codeask.core import history
-from codeask.core.history import (
-    HistoryDelta,
-    HistoryRouter,
-    blame_commits,
-    commit_diff,
-    keyword_prior,
-    open_repo,
-    recent_commits,
-    sync_history,
-    uncommitted_paths,
-    working_tree_diff,
-)
+from codeask.core import ask_router
+from codeask.core.ask_router import HistoryRouter, keyword_prior
+from codeask.core.git import diffs
+from codeask.core.git import hunks as git_hunks
+from codeask.core.git import sync as git_sync
+from codeask.core.git.blame import blame_commits
+from codeask.core.git.commits import recent_commits
+from codeask.core.git.diffs import commit_diff, working_tree_diff
+from codeask.core.git.repo import open_repo, uncommitted_paths
+from codeask.core.git.sync import HistoryDelta, sync_history
 from codeask.core.records import Chunk
 
 DAY = 86_400
@@ -134,7 +131,7 @@ def sync(
 ) -> HistoryDelta:
     settings = HistorySettings(max_commits=max_commits, max_hunk_lines=max_hunk_lines)
     # The 1.1 MB test files are over discovery's default 1 MiB cap, which history now obeys.
-    index = IndexSettings(max_file_bytes=history.MAX_BLOB_BYTES)
+    index = IndexSettings(max_file_bytes=diffs.MAX_BLOB_BYTES)
     return sync_history(path, settings, indexed or set(), index=index)
 
 
@@ -259,13 +256,13 @@ def test_incremental_sync_only_diffs_new_commits(
     repo = pygit2.Repository(str(repo_path))
     new = commit(repo, {"src/app.py": APP_V3 + "# done\n"}, "Tidy", CAROL, EPOCH + 9 * DAY)
     diffed: list[str] = []
-    real = history._commit_diff
+    real = git_sync.parent_diff
 
     def spy(c: pygit2.Commit, context_lines: int = 0) -> pygit2.Diff:
         diffed.append(str(c.id))
         return real(c, context_lines)
 
-    monkeypatch.setattr(history, "_commit_diff", spy)
+    monkeypatch.setattr(git_sync, "parent_diff", spy)
     second = sync(repo_path, set(first.added))
     assert diffed == [new]
     assert list(second.added) == [new]
@@ -439,8 +436,8 @@ def test_huge_generated_diff_is_capped_and_fast(tmp_path: Path) -> None:
     print(f"\nhuge commit (123 files, ~150k lines): synced in {seconds:.3f}s")
     chunks = delta.added[sha]
     hunks = by_kind(chunks, "hunk")
-    assert 0 < len(hunks) <= history.MAX_HUNKS
-    assert len({h.path for h in hunks}) <= history.MAX_FILES
+    assert 0 < len(hunks) <= git_hunks.MAX_HUNKS
+    assert len({h.path for h in hunks}) <= git_hunks.MAX_FILES
     assert all(h.text.count("\n") <= 2 + 50 for h in hunks)
     assert "(+113 more)" in chunks[0].text  # "Files:" lists 10 of 123
     assert any(n.startswith(sha[:10]) and "large commit (123 files)" in n for n in delta.notes)
@@ -450,7 +447,7 @@ def test_huge_generated_diff_is_capped_and_fast(tmp_path: Path) -> None:
     started = time.perf_counter()
     again = sync(tmp_path / "huge", set(delta.added))
     print(f"10,000-hunk file: synced in {time.perf_counter() - started:.3f}s")
-    assert len(by_kind(again.added[edit], "hunk")) == history.MAX_HUNKS_PER_FILE
+    assert len(by_kind(again.added[edit], "hunk")) == git_hunks.MAX_HUNKS_PER_FILE
     assert any("only the first 20 hunks of gen/huge.txt (10000 hunks)" in n for n in again.notes)
     shown = commit_diff(tmp_path / "huge", sha[:8], max_lines=30)
     assert shown.endswith("123 files changed in all)")
@@ -603,6 +600,8 @@ def test_workspace_in_a_subfolder(repo_path: Path) -> None:
 
 def test_measure_sync_of_2000_commits(tmp_path: Path) -> None:
     """Each commit edits three of 30 modules in two distant places (six hunks), by 3 authors."""
+    from benchmarks.history_bench import measure  # the benchmark's printer, on the repo's path
+
     repo = make_repo(tmp_path / "big")
     index = pygit2.Index()
     bodies = {
@@ -620,7 +619,7 @@ def test_measure_sync_of_2000_commits(tmp_path: Path) -> None:
         who = (ALICE, BOB, CAROL)[n % 3]
         commit_tree(repo, index, changed, f"Edit three modules ({n})", who, EPOCH + 60 * n)
     print(f"\ngenerated 2000 commits in {time.perf_counter() - started:.1f}s")
-    result = history.measure(tmp_path / "big", HistorySettings(max_commits=2000))
+    result = measure(tmp_path / "big", HistorySettings(max_commits=2000))
     assert result["commits"] == 2000
     assert result["hunks"] >= 5 * 2000  # 6 per commit, fewer while modules are first added
 
@@ -678,7 +677,7 @@ def test_labelled_set_is_balanced_and_unique() -> None:
     assert len(rows) >= 40
     assert len({q for q, _ in rows}) == len(rows)
     assert 0.4 <= sum(label for _, label in rows) / len(rows) <= 0.6
-    protos = {p.lower() for p in (*history.HISTORY_PROTOTYPES, *history.CODE_PROTOTYPES)}
+    protos = {p.lower() for p in (*ask_router.HISTORY_PROTOTYPES, *ask_router.CODE_PROTOTYPES)}
     assert not protos & {q.lower() for q, _ in rows}  # no test question is a prototype
 
 

@@ -40,8 +40,11 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from codeask.config import LLMSettings, Settings
-from codeask.core import history
+from codeask.core.ask_router import HistoryRouter, keyword_prior
 from codeask.core.embed import CachedEmbedder, EmbedError
+from codeask.core.git.commits import SHORT_SHA, recent_commits
+from codeask.core.git.diffs import commit_diff, working_tree_diff
+from codeask.core.git.repo import open_repo
 from codeask.core.llm import (
     ChatUsage,
     EndpointTimeout,
@@ -318,7 +321,7 @@ def _history_context(
     folders: Sequence[FolderIndex], question: str, filters: Filters, k: int
 ) -> _Gathered:
     """Commits, diffs and history hits when the question is about history; empty otherwise."""
-    repos = [f for f in folders if history.open_repo(f.root) is not None]
+    repos = [f for f in folders if open_repo(f.root) is not None]
     if not repos:
         return _Gathered()
     named = _named_commits(repos, question)
@@ -343,19 +346,17 @@ def _history_sections(
     rules = folder.settings.index  # the user's skip rules bind diffs as they bind the index
     sections: list[tuple[str, str]] = []
     if mine:
-        diff = history.working_tree_diff(folder.root, max_lines=WORKTREE_DIFF_LINES, index=rules)
+        diff = working_tree_diff(folder.root, max_lines=WORKTREE_DIFF_LINES, index=rules)
         sections.append((f"Uncommitted changes{where} (diff of HEAD to the working tree)", diff))
     for sha in named or []:
-        diff = history.commit_diff(folder.root, sha, max_lines=DIFF_LINES, index=rules)
-        sections.append((f"Commit {sha[: history.SHORT_SHA]}{where}", diff))
-    commits = history.recent_commits(folder.root, RECENT_COMMITS)
+        diff = commit_diff(folder.root, sha, max_lines=DIFF_LINES, index=rules)
+        sections.append((f"Commit {sha[:SHORT_SHA]}{where}", diff))
+    commits = recent_commits(folder.root, RECENT_COMMITS)
     if commits:
-        lines = [
-            f"- {c.sha[: history.SHORT_SHA]} {c.date[:10]} {c.author}: {c.subject}" for c in commits
-        ]
+        lines = [f"- {c.sha[:SHORT_SHA]} {c.date[:10]} {c.author}: {c.subject}" for c in commits]
         sections.append((f"Recent commits{where} (newest first)", "\n".join(lines)))
     if not named and not mine and commits:
-        diff = history.commit_diff(folder.root, "HEAD", max_lines=DIFF_LINES, index=rules)
+        diff = commit_diff(folder.root, "HEAD", max_lines=DIFF_LINES, index=rules)
         sections.append((f"Latest commit{where}", diff))
     return sections
 
@@ -365,7 +366,7 @@ def _named_commits(folders: Sequence[FolderIndex], question: str) -> dict[Path, 
     tokens = list(dict.fromkeys(m.group().lower() for m in SHA_TOKEN.finditer(question)))
     found: dict[Path, list[str]] = {}
     for folder in folders if tokens else []:
-        repo = history.open_repo(folder.root)
+        repo = open_repo(folder.root)
         shas = [sha for sha in (_resolve(repo, t) for t in tokens) if sha] if repo else []
         if shas:
             found[folder.root] = shas
@@ -381,18 +382,16 @@ def _resolve(repo: pygit2.Repository, token: str) -> str:
     return sha if sha.startswith(token) else ""
 
 
-_routers: weakref.WeakKeyDictionary[CachedEmbedder, history.HistoryRouter] = (
-    weakref.WeakKeyDictionary()
-)
+_routers: weakref.WeakKeyDictionary[CachedEmbedder, HistoryRouter] = weakref.WeakKeyDictionary()
 _routers_lock = threading.Lock()
 
 
-def router_for(embedder: CachedEmbedder) -> history.HistoryRouter:
+def router_for(embedder: CachedEmbedder) -> HistoryRouter:
     """One router per embedder: its prototype questions are embedded once, on first use."""
     with _routers_lock:
         router = _routers.get(embedder)
         if router is None:
-            router = _routers[embedder] = history.HistoryRouter(embedder.embed)
+            router = _routers[embedder] = HistoryRouter(embedder.embed)
         return router
 
 
@@ -402,7 +401,7 @@ def _routed_to_history(folder: FolderIndex, question: str) -> bool:
         return router_for(folder.embedder).is_history_question(question)
     except EmbedError as exc:
         log.warning("history routing by keywords only: %s", exc)
-        return history.keyword_prior(question) > 0
+        return keyword_prior(question) > 0
 
 
 # ---------------------------------------------------------------- prompt blocks and sources

@@ -20,10 +20,8 @@ from typing import Literal
 
 import msgspec
 import numpy as np
-import pygit2
 
 from codeask.config import Settings, cache_dir, load_settings
-from codeask.core import history as git_history
 from codeask.core import writer_lock
 from codeask.core.chunk import chunk_file
 from codeask.core.discover import (
@@ -34,6 +32,8 @@ from codeask.core.discover import (
     load_source,
 )
 from codeask.core.embed import CachedEmbedder, load_embedder, model_dim
+from codeask.core.git.repo import uncommitted_paths
+from codeask.core.git.sync import sync_history
 from codeask.core.lexical import LexicalIndex
 from codeask.core.names import display_path, is_utf8, scrub
 from codeask.core.records import Chunk, FileRecord
@@ -553,7 +553,7 @@ class FolderIndex:
 
     def _sync_history(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
         known = set(self.store.history.commits)
-        delta = git_history.sync_history(
+        delta = sync_history(
             self.root,
             self.settings.history,
             known,
@@ -581,7 +581,7 @@ class FolderIndex:
     def refresh_uncommitted(self) -> None:
         """Re-read which files have uncommitted changes (cheap: one git status)."""
         if self.settings.history.enabled:
-            self.uncommitted = frozenset(git_history.uncommitted_paths(self.root))
+            self.uncommitted = frozenset(uncommitted_paths(self.root))
 
     # ---- embedding ---------------------------------------------------------------------------
     def _embed_static(
@@ -848,36 +848,3 @@ class Workspace:
         """Save and close every folder."""
         for root in list(self.folders):
             self.remove(root)
-
-
-# ---- git HEAD: a branch switch re-checks exactly the files git says changed ----------------
-def git_head(root: Path) -> str:
-    """The HEAD commit of the repository holding `root`; '' without one (or unborn, broken)."""
-    repo = git_history.open_repo(root)
-    if repo is None:
-        return ""
-    try:
-        return "" if repo.head_is_unborn else str(repo.head.peel(pygit2.Commit).id)
-    except (pygit2.GitError, KeyError, ValueError, OSError):
-        return ""
-
-
-def changed_between(root: Path, old: str, new: str) -> list[str] | None:
-    """Workspace-relative paths that differ between two commits' trees; None if unknowable."""
-    repo = git_history.open_repo(root)
-    if repo is None or not old or not new:
-        return None
-    try:
-        old_tree = repo.revparse_single(old).peel(pygit2.Commit).tree
-        new_tree = repo.revparse_single(new).peel(pygit2.Commit).tree
-        diff = old_tree.diff_to_tree(new_tree)
-        prefix = root.resolve().relative_to(Path(repo.workdir).resolve()).as_posix()
-    except (pygit2.GitError, KeyError, ValueError, OSError):
-        return None
-    head = "" if prefix == "." else prefix + "/"
-    paths: set[str] = set()
-    for delta in diff.deltas:
-        for path in (delta.old_file.path, delta.new_file.path):
-            if path and path.startswith(head):
-                paths.add(path[len(head) :])
-    return sorted(paths)

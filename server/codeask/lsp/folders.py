@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from codeask.config import Settings, load_settings
+from codeask.core.git.repo import changed_between, head_sha
 from codeask.core.indexer import (
     CancelToken,
     FolderIndex,
@@ -26,8 +27,6 @@ from codeask.core.indexer import (
     Progress,
     RootRefused,
     Workspace,
-    changed_between,
-    git_head,
 )
 from codeask.core.writer_lock import holder, take_request
 from codeask.lsp.progress import WorkDone
@@ -273,7 +272,7 @@ class FolderWorker:
         for warning in folder.warnings:
             self._host.warn(f"codeask: {warning}")
         self.folder = folder
-        self.head = git_head(self.root)
+        self.head = head_sha(self.root)
         chunks = len(folder.store.chunks)
         self.state, self.message = ("ready" if chunks else "empty"), ""
         log.info("opened index of %s: %d chunks (%s)", self.root, chunks, folder.folder)
@@ -345,7 +344,7 @@ class FolderWorker:
             return
         if not self._follow_or_own(self.folder):
             return
-        head = git_head(self.root)
+        head = head_sha(self.root)
         if head != self.head:
             old, self.head = self.head, head
             log.info("HEAD of %s moved %s → %s", self.root, old[:10] or "-", head[:10] or "-")
@@ -367,7 +366,7 @@ class FolderWorker:
                 return False
             self.message = ""
             log.info("%s: now the writer of its index", self.root)
-            self.head = git_head(self.root)
+            self.head = head_sha(self.root)
             self.request_full("initial")
         if take_request(folder.folder, "rebuild"):
             log.info("%s: rebuild requested by `codeask index --rebuild`", self.root)

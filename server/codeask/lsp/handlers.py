@@ -20,7 +20,7 @@ from pygls.uris import from_fs_path
 
 from codeask.config import ChunkSettings
 from codeask.core.chunk import chunk_file
-from codeask.core.history import BlameInfo
+from codeask.core.git.commits import BlameInfo
 from codeask.core.indexer import FolderIndex
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.retrieve import Filters, Hit, Mode, related, search

@@ -37,7 +37,8 @@ from pygls.protocol.json_rpc import JsonRPCRequestMessage
 
 from codeask import __version__
 from codeask.config import Settings, build_settings, read_env
-from codeask.core.history import BlameInfo, blame_commits
+from codeask.core.git.blame import blame_commits
+from codeask.core.git.commits import BlameInfo
 from codeask.lsp import handlers
 from codeask.lsp.folders import Folders
 from codeask.lsp.framing import FramedStdin, Framer, LockedWriter

@@ -1,0 +1,148 @@
+"""Opening the repository that holds a workspace folder, and what it says about its files.
+
+The workspace folder may sit below the working tree's top (monorepos): `Scope` maps paths
+between the two, and files outside the workspace folder are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import FileStatus
+
+#: What a missing, corrupt or unreadable repository raises; callers turn it into "no history".
+GIT_ERRORS = (pygit2.GitError, KeyError, ValueError, OSError)
+
+_UNCOMMITTED = (
+    FileStatus.INDEX_NEW
+    | FileStatus.INDEX_MODIFIED
+    | FileStatus.INDEX_RENAMED
+    | FileStatus.INDEX_TYPECHANGE
+    | FileStatus.WT_NEW
+    | FileStatus.WT_MODIFIED
+    | FileStatus.WT_RENAMED
+    | FileStatus.WT_TYPECHANGE
+    | FileStatus.CONFLICTED
+)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where the workspace folder sits inside the repository's working tree."""
+
+    prefix: str
+    """POSIX path of the workspace folder relative to the working tree ('' at the top)."""
+
+    def to_workspace(self, repo_path: str) -> str | None:
+        """A repository path as a workspace path, None when outside the workspace."""
+        if not self.prefix:
+            return repo_path
+        head = self.prefix + "/"
+        return repo_path[len(head) :] if repo_path.startswith(head) else None
+
+    def to_repo(self, rel_path: str) -> str:
+        """A workspace path as a repository path."""
+        rel = rel_path.replace("\\", "/").strip("/")
+        if not self.prefix:
+            return rel
+        return f"{self.prefix}/{rel}" if rel else self.prefix
+
+
+def open_repo(root: Path) -> pygit2.Repository | None:
+    """The repository containing `root`, or None (not a repo, bare, broken): history off."""
+    opened = open_scoped(root)
+    return opened[0] if opened else None
+
+
+def open_scoped(root: Path) -> tuple[pygit2.Repository, Scope] | None:
+    """The repository containing `root` and where `root` sits in it; None as for `open_repo`."""
+    try:
+        found = pygit2.discover_repository(str(root))
+        if not found:
+            return None
+        repo = pygit2.Repository(found)
+        if repo.is_bare or not repo.workdir:
+            return None
+        rel = Path(root).resolve().relative_to(Path(repo.workdir).resolve()).as_posix()
+    except GIT_ERRORS:
+        return None
+    return repo, Scope("" if rel == "." else rel)
+
+
+def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
+    """HEAD as a commit; None when unborn or unreadable (broken ref)."""
+    try:
+        if repo.head_is_unborn:
+            return None
+        return repo.head.peel(pygit2.Commit)
+    except GIT_ERRORS:
+        return None
+
+
+def head_sha(root: Path) -> str:
+    """The HEAD commit of the repository holding `root`; '' without one (or unborn, broken)."""
+    repo = open_repo(root)
+    commit = head_commit(repo) if repo is not None else None
+    return str(commit.id) if commit is not None else ""
+
+
+def resolve(repo: pygit2.Repository, rev: str) -> pygit2.Commit | None:
+    """The commit a revision names (sha, ref, `HEAD~2`); None when it names none."""
+    try:
+        return repo.revparse_single(rev).peel(pygit2.Commit)
+    except (*GIT_ERRORS, pygit2.InvalidSpecError):
+        return None
+
+
+def shallow_boundary(repo: pygit2.Repository) -> set[str]:
+    """Commits whose parents were cut off by a shallow clone (.git/shallow)."""
+    if not repo.is_shallow:
+        return set()
+    try:
+        text = (Path(repo.path) / "shallow").read_text(encoding="ascii")
+    except OSError:
+        return set()
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+def changed_between(root: Path, old: str, new: str) -> list[str] | None:
+    """Workspace-relative paths that differ between two commits' trees; None if unknowable.
+
+    A branch switch then re-checks exactly the files git says changed."""
+    opened = open_scoped(root)
+    if opened is None or not old or not new:
+        return None
+    repo, scope = opened
+    try:
+        old_tree = repo.revparse_single(old).peel(pygit2.Commit).tree
+        new_tree = repo.revparse_single(new).peel(pygit2.Commit).tree
+        diff = old_tree.diff_to_tree(new_tree)
+    except GIT_ERRORS:
+        return None
+    paths: set[str] = set()
+    for delta in diff.deltas:
+        for path in (delta.old_file.path, delta.new_file.path):
+            rel = scope.to_workspace(path) if path else None
+            if rel is not None:
+                paths.add(rel)
+    return sorted(paths)
+
+
+def uncommitted_paths(root: Path) -> set[str]:
+    """Files modified, staged or new (not ignored) relative to HEAD; deleted files left out."""
+    opened = open_scoped(root)
+    if opened is None:
+        return set()
+    repo, scope = opened
+    try:
+        status = repo.status(untracked_files="all", ignored=False)
+    except GIT_ERRORS:
+        return set()
+    paths: set[str] = set()
+    for repo_path, flags in status.items():
+        rel = scope.to_workspace(repo_path)
+        if rel is not None and flags & _UNCOMMITTED and not flags & FileStatus.WT_DELETED:
+            paths.add(rel)
+    return paths
