@@ -110,6 +110,14 @@ class Filters:
             (self.language, self.path_glob, self.kind, self.author, self.since, self.until)
         )
 
+    @classmethod
+    def from_options(cls, options: object) -> Filters:
+        """The filters `options` carries as attributes of the same names (the CLI's parsed
+        arguments, the language server's SearchFilters): one place lists the fields, so a new
+        filter reaches every front end. An attribute it lacks keeps its default."""
+        names = [name for name in cls.__dataclass_fields__ if hasattr(options, name)]
+        return cls(**{name: getattr(options, name) for name in names})
+
 
 @dataclass
 class Hit:

@@ -153,17 +153,7 @@ def _load(folder: FolderIndex) -> None:
 # ---- search ------------------------------------------------------------------------------------
 def to_filters(filters: SearchFilters | None) -> Filters | None:
     """Protocol filters → core filters."""
-    if filters is None:
-        return None
-    return Filters(
-        language=filters.language,
-        path_glob=filters.path_glob,
-        kind=filters.kind,
-        scope=filters.scope,
-        author=filters.author,
-        since=filters.since,
-        until=filters.until,
-    )
+    return None if filters is None else Filters.from_options(filters)
 
 
 def search_item(hit: Hit) -> SearchItem:
