@@ -64,7 +64,7 @@ def test_the_wheel_carries_the_model_files_notices_and_licence(dist: Path) -> No
     static = "codeask/models/potion-base-8M/"
     for file in ("model.safetensors", "tokenizer.json", "config.json", "NOTICE.md"):
         assert static + file in names
-    assert "codeask/py.typed" in names and "codeask/cli.py" in names
+    assert "codeask/py.typed" in names and "codeask/cli/__init__.py" in names
     licenses = {n for n in names if "/licenses/" in n}
     assert f"{NAME}.dist-info/licenses/LICENSE" in licenses
     assert any(n.endswith("all-minilm-l6-v2/NOTICE.md") for n in licenses), licenses

@@ -87,3 +87,16 @@ def test_serve_accepts_the_stdio_flag_language_clients_add() -> None:
 
     args = build_parser().parse_args(["serve", "--stdio"])
     assert args.stdio and args.tcp is None
+
+
+def test_search_and_ask_flags_become_filters_in_one_place() -> None:
+    from codeask.cli import build_parser
+    from codeask.core.retrieve import Filters
+
+    flags = ["--lang", "go", "--path", "src/**", "--history", "--author", "ann", "--until", "2024"]
+    args = build_parser().parse_args(["search", "retry", *flags])
+    assert Filters.from_options(args) == Filters(
+        language="go", path_glob="src/**", scope="history", author="ann", until="2024"
+    )
+    ask = build_parser().parse_args(["ask", "why?", "--lang", "go", "--path", "src/**"])
+    assert Filters.from_options(ask) == Filters(language="go", path_glob="src/**")

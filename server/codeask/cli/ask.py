@@ -16,7 +16,14 @@ import asyncio
 import sys
 from typing import Any
 
-from codeask.cli import EXIT_OK, EXIT_USER, UserError, _print_json, _roots
+from codeask.cli.common import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_USER,
+    UserError,
+    print_json,
+    roots,
+)
 from codeask.config import LLMSettings, user_config_path
 from codeask.core.ask import AskRequest, AskResult, ask, check_question, index_note, source_path
 from codeask.core.indexer import FolderIndex
@@ -24,25 +31,22 @@ from codeask.core.llm import provider_choices
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.retrieve import Filters, Hit
 
-#: Exit code of an answer cut short (partial answer on stdout, the reason on stderr).
-EXIT_INCOMPLETE = 3
 
-
-def run_ask(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Open the folders' indexes, ask, print; the folders are closed again either way."""
     try:
         check_question(args.question)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    folders = [FolderIndex.open(root, mode="read") for root in _roots(args.root)]
+    folders = [FolderIndex.open(root, mode="read") for root in roots(args.root)]
     try:
-        return _run(args, folders)
+        return _ask(args, folders)
     finally:
         for folder in folders:
             folder.lexical.close()
 
 
-def _run(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
+def _ask(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
     """Ask with the opened folders; exit code 1 when there is no index or the LLM failed."""
     if not any(f.store.files for f in folders):
         raise UserError("no index here yet: run `codeask index` first")
@@ -53,14 +57,14 @@ def _run(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
         question=args.question,
         folders=folders,
         k=args.k,
-        filters=Filters(language=args.lang, path_glob=args.path),
+        filters=Filters.from_options(args),
         prompt_only=args.prompt_only,
     )
     stream = _Stdout() if not args.json and not args.prompt_only else None
     result = asyncio.run(ask(request, stream.write if stream else None))
     multi = len(folders) > 1
     if args.json:
-        _print_json(_result_json(result, multi, args.prompt_only))
+        print_json(_result_json(result, multi, args.prompt_only))
     elif args.prompt_only:
         _print_prompt(result, multi)
     else:

@@ -1,0 +1,150 @@
+"""`codeask index`: index (or update) folders as their one writer, with a progress line.
+
+It waits for another `codeask index` on the same index (or exits at once with --no-wait) and
+defers to a running language server, which keeps the index current itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codeask.cli.common import EXIT_BUSY, EXIT_OK, UserError, print_json, roots
+from codeask.core.indexer import (
+    CancelToken,
+    FolderIndex,
+    IndexBusy,
+    IndexReport,
+    IndexStatus,
+    RootRefused,
+)
+from codeask.core.names import display_path
+from codeask.core.writer_lock import request
+from codeask.progress_view import ProgressOutput, progress_interval
+
+#: How often a waiting `codeask index` retries the writer lock.
+WAIT_POLL_SECONDS = 0.5
+
+
+class IndexBusyError(UserError):
+    """Another writer has the index and --no-wait was given."""
+
+    exit_code = EXIT_BUSY
+
+
+def run(args: argparse.Namespace) -> int:
+    """Index every folder named (or this project), then one summary per folder."""
+    reports = []
+    for root in roots(args.paths):
+        folder = _open_writer(root, args)
+        if folder is None:
+            continue
+        token = CancelToken()
+        try:
+            with _progress_bar(args, root) as progress:
+                refresh = folder.rebuild if args.rebuild else folder.refresh
+                report = refresh(progress=progress, cancel=token, embed=not args.lexical_only)
+        except KeyboardInterrupt:
+            token.cancel()
+            folder.close()
+            raise UserError(
+                "interrupted; the index keeps what was done and resumes next run"
+            ) from None
+        status = folder.status()
+        folder.close()
+        reports.append((root, report, status))
+    if args.json:
+        print_json([_index_summary(root, report, status) for root, report, status in reports])
+    else:
+        for root, report, status in reports:
+            _print_index_summary(root, report, status, verbose=args.verbose > 0)
+    return EXIT_OK
+
+
+def _open_writer(root: Path, args: argparse.Namespace) -> FolderIndex | None:
+    """The folder's index as its one writer: waits for another `codeask index`; defers to a
+    running server (None), which keeps the index current and honours a rebuild request."""
+    announced = False
+    while True:
+        try:
+            return FolderIndex.open(
+                root, mode="write", kind="index", allow_broad_root=args.allow_broad_root
+            )
+        except RootRefused as exc:
+            raise UserError(str(exc)) from None
+        except IndexBusy as busy:
+            if busy.holder is not None and busy.holder.kind == "serve":
+                _defer_to_server(busy, rebuild=args.rebuild)
+                return None
+            if args.no_wait:
+                raise IndexBusyError(f"{busy}; not waiting (--no-wait)") from None
+            if not announced:
+                sys.stderr.write(f"codeask: {busy}; waiting… (Ctrl-C to stop)\n")
+                sys.stderr.flush()
+                announced = True
+        time.sleep(WAIT_POLL_SECONDS)
+
+
+def _defer_to_server(busy: IndexBusy, *, rebuild: bool) -> None:
+    """A language server owns the folder: it keeps the index current; a rebuild is asked of it."""
+    who = busy.holder.describe() if busy.holder is not None else "another process"
+    if rebuild:
+        request(busy.folder, "rebuild")
+        sys.stderr.write(
+            f"codeask: index at {busy.folder} is owned by {who}; asked it to rebuild the index "
+            "(it picks the request up within seconds)\n"
+        )
+    else:
+        sys.stderr.write(
+            f"codeask: index at {busy.folder} is owned by {who}, which keeps it current; "
+            "nothing to do\n"
+        )
+
+
+def _index_summary(root: Path, report: IndexReport, status: IndexStatus) -> dict[str, Any]:
+    return {
+        "root": str(root),
+        "files_seen": report.files_seen,
+        "files_indexed": report.files_indexed,
+        "files_unchanged": report.files_unchanged,
+        "files_removed": report.files_removed,
+        "files_skipped": len(report.skipped),
+        "chunks_added": report.chunks_added,
+        "chunks_embedded": report.chunks_embedded,
+        "vectors_computed": report.vectors_computed,
+        "commits_added": report.commits_added,
+        "seconds_lexical": round(report.seconds_lexical, 3),
+        "seconds_total": round(report.seconds_total, 3),
+        "cancelled": report.cancelled,
+        "chunks": status.chunks,
+        "embedded": status.embedded,
+        "static_embedded": status.static_embedded,
+        "static_computed": report.static_computed,
+        "index_dir": status.index_dir,
+    }
+
+
+def _print_index_summary(
+    root: Path, report: IndexReport, status: IndexStatus, *, verbose: bool
+) -> None:
+    err = sys.stderr
+    err.write(
+        f"{root}: {report.files_seen} files ({report.files_indexed} indexed, "
+        f"{report.files_unchanged} unchanged, {report.files_removed} removed, "
+        f"{len(report.skipped)} skipped), {status.chunks} chunks, "
+        f"{status.embedded_percent:.0f}% embedded ({report.vectors_computed} computed), "
+        f"searchable after {report.seconds_lexical:.1f}s, done in {report.seconds_total:.1f}s\n"
+    )
+    if report.skipped and not verbose:  # with -v they were logged one by one above
+        err.write("  skipped files are listed with -v\n")
+
+
+def _progress_bar(args: argparse.Namespace, root: Path) -> ProgressOutput:
+    """The indexing progress on stderr (see progress_view): a line updated in place on a
+    terminal, a plain line per phase and every few seconds otherwise; none with --json."""
+    mode = "off" if args.json else "tty" if sys.stderr.isatty() else "plain"
+    label = display_path(root.name or str(root))
+    return ProgressOutput(label, mode, sys.stderr, interval=progress_interval())

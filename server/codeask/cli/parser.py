@@ -1,0 +1,94 @@
+"""The `codeask` command line: every subcommand and its flags, in one place.
+
+It imports no command module, so `codeask --help` stays fast; `codeask.cli.main` runs the
+module named after the chosen subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from codeask import __version__
+from codeask.cli.common import EXIT_BUSY
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to document the CLI)."""
+    parser = argparse.ArgumentParser(
+        prog="codeask", description="Index, search and ask about code, offline."
+    )
+    parser.add_argument("--version", action="version", version=f"codeask {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    index = sub.add_parser("index", help="index (or update) workspace folders")
+    index.add_argument("paths", nargs="*", help="folders to index (default: this project)")
+    index.add_argument("--rebuild", action="store_true", help="forget the index and rebuild it")
+    index.add_argument(
+        "--lexical-only", action="store_true", help="skip embedding (search is lexical)"
+    )
+    index.add_argument(
+        "--no-wait",
+        action="store_true",
+        help=f"if another `codeask index` is writing this index, exit {EXIT_BUSY} at once",
+    )
+    index.add_argument(
+        "--allow-broad-root",
+        action="store_true",
+        help="allow indexing your home folder or / (refused by default)",
+    )
+    index.add_argument("--json", action="store_true")
+
+    search = sub.add_parser("search", help="hybrid semantic + lexical search")
+    search.add_argument("query")
+    _add_query_options(search)
+    search.add_argument("--mode", choices=("hybrid", "lexical", "dense"), default="hybrid")
+    search.add_argument("--scope", choices=("code", "history", "all"), default="code")
+    search.add_argument(
+        "--history",
+        dest="scope",
+        action="store_const",
+        const="history",
+        help="search git history (commits and diff hunks)",
+    )
+    search.add_argument(
+        "--kind", help="function, method, class, module, section, window, commit, hunk"
+    )
+    search.add_argument("--author", help="history: author name or email contains this")
+    search.add_argument("--since", help="history: on or after this date (YYYY-MM-DD)")
+    search.add_argument("--until", help="history: on or before this date (YYYY-MM-DD)")
+
+    status = sub.add_parser("status", help="what is indexed")
+    status.add_argument("--root", action="append", help="workspace folder (repeatable)")
+    status.add_argument("--json", action="store_true")
+
+    ask = sub.add_parser("ask", help="ask a question; the answer streams from the configured LLM")
+    ask.add_argument("question")
+    _add_query_options(ask)
+    ask.add_argument("--prompt-only", action="store_true", help="print the prompt, call no model")
+
+    serve = sub.add_parser("serve", help="run the language server (stdio)")
+    serve.add_argument("--tcp", type=int, metavar="PORT", help="listen on TCP instead (debugging)")
+    serve.add_argument(
+        "--stdio", action="store_true", help="use stdio (the default; accepted for LSP clients)"
+    )
+    return parser
+
+
+def _add_query_options(parser: argparse.ArgumentParser) -> None:
+    """Options `search` and `ask` share. The filters' dests are `Filters` field names, so
+    `Filters.from_options(args)` reads them."""
+    parser.add_argument("-k", type=int, default=None, help="number of results")
+    parser.add_argument(
+        "--lang", dest="language", metavar="LANG", help="only this language (python, go, ...)"
+    )
+    parser.add_argument(
+        "--path",
+        dest="path_glob",
+        metavar="PATH",
+        help="only paths matching this glob (gitignore syntax)",
+    )
+    parser.add_argument("--root", action="append", help="workspace folder (repeatable)")
+    parser.add_argument("--json", action="store_true")

@@ -1,0 +1,108 @@
+"""`codeask search`: hybrid search of the index, hits as `path:lines kind symbol` or JSON.
+
+Exit code 1 when nothing is found, so scripts can tell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json, roots
+from codeask.core.git.repo import open_repo
+from codeask.core.indexer import FolderIndex
+from codeask.core.names import display_path
+from codeask.core.retrieve import Filters, Hit, SearchResult, search
+
+
+def run(args: argparse.Namespace) -> int:
+    """Search the folders' indexes; exit code 1 when there are no hits."""
+    if not args.query.strip():
+        raise UserError("empty query")
+    folder_roots = roots(args.root)
+    _check_history(folder_roots, args.scope)
+    folders = [FolderIndex.open(root, mode="read") for root in folder_roots]
+    if not any(f.store.files for f in folders):
+        damaged = [f for f in folders if f.damage]
+        if damaged:
+            raise UserError(
+                f"the index at {damaged[0].folder} is damaged ({damaged[0].damage}); "
+                "`codeask index` (or the running editor server) rebuilds it"
+            )
+        raise UserError("no index here yet: run `codeask index` first")
+    filters = Filters.from_options(args)
+    started = time.perf_counter()
+    result = search(folders, args.query, k=args.k, filters=filters, mode=args.mode)
+    elapsed = time.perf_counter() - started
+    if args.json:
+        print_json(
+            {
+                "query": args.query,
+                "warming": result.warming,
+                "seconds": round(elapsed, 4),
+                "results": [_hit_json(hit) for hit in result.hits],
+            }
+        )
+    else:
+        _print_hits(result, elapsed)
+    return EXIT_OK if result.hits else EXIT_USER
+
+
+def _check_history(folder_roots: list[Path], scope: str) -> None:
+    """History needs a git repository: an error when no folder is one and only history was
+    asked for; otherwise a note for each folder that is not one (its code is still searched)."""
+    if scope == "code":
+        return
+    missing = [display_path(str(root)) for root in folder_roots if open_repo(root) is None]
+    if scope == "history" and len(missing) == len(folder_roots):
+        raise UserError(
+            f"{missing[0]} is not a git repository: no history to search; "
+            "index a git checkout or drop --history"
+        )
+    for root in missing:
+        sys.stderr.write(f"codeask: {root} is not a git repository: no history to search there\n")
+
+
+def _hit_json(hit: Hit) -> dict[str, Any]:
+    chunk = hit.chunk
+    return {
+        "path": str(hit.abs_path),
+        "relative_path": chunk.path,
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "symbol": chunk.symbol,
+        "parent": chunk.parent,
+        "kind": chunk.kind,
+        "language": chunk.language,
+        "score": round(hit.score, 6),
+        "retrievers": hit.retrievers,
+        "preview": hit.preview(),
+        "meta": chunk.meta,
+        "uncommitted": getattr(hit, "uncommitted", False),
+    }
+
+
+def _print_hits(result: SearchResult, elapsed: float) -> None:
+    out = sys.stdout
+    if not result.hits:
+        sys.stderr.write("no results\n")
+        return
+    for hit in result.hits:
+        chunk = hit.chunk
+        name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
+        path = display_path(chunk.path)  # a newline in a name must not split a hit
+        out.write(
+            f"{path}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} {name}  "
+            f"[{hit.score:.4f} {'+'.join(hit.retrievers)}]\n"
+        )
+        for line in hit.preview(2).splitlines():
+            out.write(f"    {line[:120]}\n")
+    note = (
+        f"  (dense results filling in: {result.embedded}/{result.chunks} embedded)"
+        if result.warming
+        else ""
+    )
+    sys.stderr.write(f"{len(result.hits)} results in {elapsed * 1000:.0f} ms{note}\n")
