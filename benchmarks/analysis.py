@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchmarks.retrieval import (
-    corpus_roots,
+    corpora,
     default_eval_dir,
     load_instances,
     open_corpus,
@@ -148,16 +147,8 @@ def analyse(args: argparse.Namespace) -> list[Row]:
     instances = load_instances(require(args.instances, "the questions file"))
     if args.package:
         instances = [i for i in instances if i["package"] == args.package]
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for instance in instances:
-        groups[(instance["package"], instance["version"])].append(instance)
-    roots = corpus_roots(args.eval_dir, args.instances, not args.no_fetch, args.corpus_root)
     rows: list[Row] = []
-    for key, questions in sorted(groups.items()):
-        root = roots.get(key)
-        if root is None or not root.is_dir():
-            print(f"skipping {key[0]}=={key[1]}: corpus not available", file=sys.stderr)
-            continue
+    for key, root, questions in corpora(instances, args):
         folder = open_corpus(root, args)
         folder.refresh(embed=args.mode != "lexical")
         for instance in questions:

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,23 +148,32 @@ def metrics(instances: list[dict[str, Any]], ranked: dict[str, list[str]]) -> di
     return {"n": len(per), **{k: sum(p[k] for p in per) / len(per) for k in keys}}
 
 
+def corpora(
+    instances: list[dict[str, Any]], args: argparse.Namespace
+) -> Iterator[tuple[tuple[str, str], Path, list[dict[str, Any]]]]:
+    """((package, version), corpus folder, its questions), one corpus at a time; a corpus
+    that is not available is skipped with one line on stderr."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for instance in instances:
+        groups[(instance["package"], instance["version"])].append(instance)
+    roots = corpus_roots(args.eval_dir, args.instances, not args.no_fetch, args.corpus_root)
+    for key, questions in sorted(groups.items()):
+        root = roots.get(key)
+        if root is None or not root.is_dir():
+            print(f"skipping {key[0]}=={key[1]}: corpus not available", file=sys.stderr)
+            continue
+        yield key, root, questions
+
+
 def run(args: argparse.Namespace) -> int:
     instances = load_instances(require(args.instances, "the questions file"))
     if args.package:
         instances = [i for i in instances if i["package"] == args.package]
     if args.limit:
         instances = instances[: args.limit]
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for instance in instances:
-        groups[(instance["package"], instance["version"])].append(instance)
-    roots = corpus_roots(args.eval_dir, args.instances, not args.no_fetch, args.corpus_root)
     predictions, timings = [], []
     started = time.perf_counter()
-    for key, questions in sorted(groups.items()):
-        root = roots.get(key)
-        if root is None or not root.is_dir():
-            print(f"skipping {key[0]}=={key[1]}: corpus not available", file=sys.stderr)
-            continue
+    for key, root, questions in corpora(instances, args):
         folder = open_corpus(root, args)
         report = folder.refresh(embed=args.mode != "lexical")
         t0 = time.perf_counter()
