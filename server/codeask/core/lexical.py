@@ -15,8 +15,9 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from codeask.core.bm25 import Postings
 from codeask.core.records import Chunk
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ STOPWORDS = frozenset(
 MAX_QUERY_TERMS = 48
 #: A term in more than this share of the chunks is left out of a query (see `_informative`).
 MAX_DF_SHARE = 0.2
+#: FTS5 queries at one table version before the in-memory copy is built (see `_in_memory`).
+MEMORY_AFTER_QUERIES = 3
 #: ... but a term in at most this many chunks is always kept (small folders need no trimming).
 MIN_DF_CEILING = 500
 #: A plain prose word of a question (not part of an identifier, a path or a call).
@@ -134,6 +137,9 @@ class LexicalIndex:
 
     #: bm25 column weights: body, symbol (name + parent), path.
     WEIGHTS = (1.0, 4.0, 2.0)
+    #: The whole-file table's weights as FTS5 applies `bm25(files_fts, 1.0, 2.0)`: the first
+    #: weight goes to the unindexed `file` column, so body counts 2.0 and path the default 1.0.
+    FILE_WEIGHTS = (2.0, 1.0)
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -166,6 +172,10 @@ class LexicalIndex:
         self._dirty = False
         self._version = 0
         self._rows: tuple[int, int] = (-1, 0)
+        #: The tables in memory (version, chunks, files), once built for the current version.
+        self._memory: tuple[int, Postings, Postings] | None = None
+        self._fts_queries = (-1, 0)
+        self._building = False
         #: An immutable view's file identity at open, and where to turn when it changes.
         self._file_id: tuple[int, int, int] | None = None
         self._fallback: Callable[[], LexicalIndex] | None = None
@@ -332,6 +342,9 @@ class LexicalIndex:
             terms = self._informative(terms)
             if not terms:
                 return []
+            memory = self._in_memory()
+            if memory is not None:
+                return [(str(f), s) for f, s in memory[2].search(terms, limit)]
             match = " OR ".join(f'"{t}"' for t in terms)
             sql = (
                 "SELECT file, -bm25(files_fts, 1.0, 2.0) FROM files_fts WHERE files_fts MATCH ? "
@@ -381,9 +394,15 @@ class LexicalIndex:
         folder (their idf is near zero, and each costs FTS5 a scan of its long posting list;
         dropping them left the dev set's R@5 unchanged), at most the
         rarest MAX_QUERY_TERMS (long issue texts stay fast); the rarest one if all are common."""
-        freq = self._doc_frequencies(terms)
+        memory = self._memory if self._memory and self._memory[0] == self._version else None
+        if memory is not None:
+            found = ((t, memory[1].doc_frequency(t)) for t in terms)
+            freq = {t: n for t, n in found if n}
+            rows = len(memory[1].keys)
+        else:
+            freq, rows = self._doc_frequencies(terms), self._row_count()
         present = sorted((t for t in terms if t in freq), key=lambda t: freq[t])
-        ceiling = max(MAX_DF_SHARE * self._row_count(), MIN_DF_CEILING)
+        ceiling = max(MAX_DF_SHARE * rows, MIN_DF_CEILING)
         kept = [t for t in present if freq[t] <= ceiling] or present[:1]
         return kept[:MAX_QUERY_TERMS]
 
@@ -412,6 +431,9 @@ class LexicalIndex:
             terms = self._informative(terms)
             if not terms:
                 return []
+            memory = self._in_memory()
+            if memory is not None:
+                return [(int(cast(int, r)), s) for r, s in memory[1].search(terms, limit)]
             match = " OR ".join(f'"{t}"' for t in terms)
             weights = ", ".join(str(w) for w in self.WEIGHTS)
             sql = (
@@ -420,7 +442,51 @@ class LexicalIndex:
             )
             return [(int(r), float(s)) for r, s in self._read(sql, (match, limit))]
 
+    def _in_memory(self) -> tuple[int, Postings, Postings] | None:
+        """The tables in memory if they match the current version; else None, and after a few
+        FTS5 queries at one version a background build starts (a one-shot CLI search never
+        pays for it; a server or benchmark does once per change). Caller holds the lock."""
+        memory = self._memory
+        if memory is not None and memory[0] == self._version:
+            return memory
+        version, queries = self._fts_queries
+        queries = queries + 1 if version == self._version else 1
+        self._fts_queries = (self._version, queries)
+        if queries >= MEMORY_AFTER_QUERIES and not self._building:
+            self._building = True
+            threading.Thread(target=self._build_memory, name="lexical-memory", daemon=True).start()
+        return None
+
+    def warm_up(self) -> None:
+        """Build the in-memory copy now, in this thread, unless it is current or being built
+        (a server's indexing thread calls this when a run ends, so the next search is fast)."""
+        with self._lock:
+            current = self._memory is not None and self._memory[0] == self._version
+            if current or self._building:
+                return
+            self._building = True
+        self._build_memory()
+
+    def _build_memory(self) -> None:
+        """Read both tables at one version and index them in memory; dropped if a write
+        lands meanwhile (the next queries start another build)."""
+        try:
+            with self._lock:
+                version = self._version
+                chunk_rows = self._read("SELECT rowid, body, symbol, path FROM fts")
+                file_rows = self._read("SELECT file, body, path FROM files_fts")
+            chunks = Postings.build(chunk_rows, self.WEIGHTS)
+            files = Postings.build(file_rows, self.FILE_WEIGHTS)
+            with self._lock:
+                if self._version == version:
+                    self._memory = (version, chunks, files)
+        except (sqlite3.Error, ValueError) as exc:  # closed meanwhile, or a torn read
+            log.debug("lexical index %s: no in-memory copy: %s", self.path, exc)
+        finally:
+            self._building = False
+
     def close(self) -> None:
         """Release the database."""
         with self._lock:
+            self._memory = None
             self._db.close()

@@ -325,23 +325,30 @@ def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
     and only slightly when its test words name code ("how does the test client handle
     cookies" means the client, which its tests mention far more often than it does)."""
     settings = folder.settings.retrieve
-    factor = 1.0
-    if settings.demote_tests and is_test_path(path):
-        if not signals.about_tests:
-            factor *= DEMOTION
-        elif signals.tests_as_modifier:
-            factor *= TEST_MODIFIER_DEMOTION
     record = folder.store.files.get(path)
-    language = record.language if record else ""
-    if settings.demote_prose and not signals.about_docs:
+    if not settings.demote_tests:
+        tests = 1.0
+    elif not signals.about_tests:
+        tests = DEMOTION
+    else:
+        tests = TEST_MODIFIER_DEMOTION if signals.tests_as_modifier else 1.0
+    prose = settings.demote_prose and not signals.about_docs
+    return _path_demotion(path, record.language if record else "", tests, prose)
+
+
+@functools.lru_cache(maxsize=65536)
+def _path_demotion(path: str, language: str, tests: float, prose: bool) -> float:
+    """The path's demotion (cached: it runs for every candidate chunk of every query)."""
+    factor = tests if is_test_path(path) else 1.0
+    if prose:
         if language in PROSE_LANGUAGES:
             factor *= DEMOTION
         if not _has_grammar(path):
             factor *= DEMOTION
+        if EXAMPLES.search(path) and _has_grammar(path):
+            factor *= DEMOTION  # doc/conf.py, examples/demo.py: illustrations, not the code
     if VENDORED.search(path):
         factor *= DEMOTION
-    if not signals.about_docs and EXAMPLES.search(path) and _has_grammar(path):
-        factor *= DEMOTION  # doc/conf.py, examples/demo.py: illustrations, not the code itself
     return factor
 
 

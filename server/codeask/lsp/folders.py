@@ -449,6 +449,8 @@ class FolderWorker:
             self._settle(folder)
             log.info("stopped indexing %s", self.root)
             return
+        # the lexical tables in memory, off this queue: the first searches are fast at once
+        threading.Thread(target=folder.lexical.warm_up, name="codeask-bm25", daemon=True).start()
         self._embed_in_background(folder, bar, quiet=quiet)
 
     def _lexical_pass(self, folder: FolderIndex, bar: WorkDone, *, rebuild: bool) -> bool:

@@ -1,0 +1,101 @@
+"""FTS5's own BM25, answered from memory: the same scores, a hundredth of the time.
+
+SQLite's FTS5 ranks an OR-query by walking every matching row, so a query of common terms
+costs 5–15 ms on a 15k-chunk folder and three of them (chunks, the report's lead, files) are
+most of a search. This index holds the same table as numpy postings (term → rows and their
+column-weighted frequencies) and scores with FTS5's formula (fts5_aux.c, `fts5Bm25Function`):
+
+    idf(t) = max(log((N - n_t + 0.5) / (n_t + 0.5)), 1e-6)
+    score  = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 − b + b·|D| / avgdl)),   f = Σ_col w_col·tf_col
+
+with k1 = 1.2, b = 0.75, |D| the row's tokens over all columns. It is built from the table's
+rows (already tokenized, space-separated) and is only ever used for the table version it was
+built from; the lexical index falls back to FTS5 whenever it is missing or stale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+MIN_IDF = 1e-6
+
+
+@dataclass(frozen=True)
+class Postings:
+    """One FTS5 table in memory, as compressed rows: term → a slice of (row, weighted tf)."""
+
+    keys: list[object]
+    lengths: np.ndarray
+    average: float
+    slices: dict[str, tuple[int, int]]
+    rows: np.ndarray
+    freqs: np.ndarray
+
+    @classmethod
+    def build(cls, rows: Iterable[Sequence[object]], weights: Sequence[float]) -> Postings:
+        """`rows`: (key, column text, column text, ...); each text is space-separated tokens.
+
+        Vectorised: one pass maps tokens to ids, numpy sums the weighted (term, row) counts
+        (15k chunks, 1.5M tokens: ~1 s)."""
+        keys: list[object] = []
+        vocab: dict[str, int] = {}
+        token_ids: list[int] = []
+        token_rows: list[int] = []
+        token_weights: list[float] = []
+        lengths: list[int] = []
+        for row in rows:
+            position = len(keys)
+            keys.append(row[0])
+            size = 0
+            for text, weight in zip(row[1:], weights, strict=True):
+                tokens = str(text or "").split()
+                size += len(tokens)
+                token_ids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
+                token_rows.extend([position] * len(tokens))
+                token_weights.extend([weight] * len(tokens))
+            lengths.append(size)
+        count = max(len(keys), 1)
+        pair = np.asarray(token_ids, dtype=np.int64) * count + np.asarray(token_rows, np.int64)
+        unique, inverse = np.unique(pair, return_inverse=True)
+        freqs = np.bincount(inverse, weights=np.asarray(token_weights, dtype=np.float64))
+        term_of, row_of = np.divmod(unique, count)
+        starts = np.searchsorted(term_of, np.arange(len(vocab) + 1)).tolist()
+        slices = {token: (starts[tid], starts[tid + 1]) for token, tid in vocab.items()}
+        average = float(sum(lengths)) / count
+        return cls(
+            keys, np.asarray(lengths, np.float64), average, slices, row_of.astype(np.int32), freqs
+        )
+
+    def doc_frequency(self, term: str) -> int:
+        """Rows containing the term (FTS5's fts5vocab `doc`)."""
+        start, end = self.slices.get(term, (0, 0))
+        return end - start
+
+    def search(self, terms: Sequence[str], limit: int) -> list[tuple[object, float]]:
+        """(key, score) of the best `limit` rows matching any term, best first."""
+        count = len(self.keys)
+        if not count or limit <= 0:
+            return []
+        scores = np.zeros(count, dtype=np.float64)
+        hit = np.zeros(count, dtype=bool)
+        norm = K1 * (1 - B + B * self.lengths / max(self.average, 1e-9))
+        for term in dict.fromkeys(terms):
+            start, end = self.slices.get(term, (0, 0))
+            if start == end:
+                continue
+            rows, freq = self.rows[start:end], self.freqs[start:end]
+            idf = max(math.log((count - len(rows) + 0.5) / (len(rows) + 0.5)), MIN_IDF)
+            scores[rows] += idf * (freq * (K1 + 1)) / (freq + norm[rows])
+            hit[rows] = True
+        matched = np.flatnonzero(hit)
+        if matched.size > limit:  # keep every row tied with the last place, then cut
+            cut = np.partition(-scores[matched], limit - 1)[limit - 1]
+            matched = matched[-scores[matched] <= cut]
+        ordered = matched[np.lexsort((matched, -scores[matched]))][:limit]
+        return [(self.keys[i], float(scores[i])) for i in ordered]

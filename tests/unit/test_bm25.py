@@ -1,0 +1,95 @@
+"""The in-memory BM25 answers exactly as FTS5 does, and never from a stale table."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from tests.unit.test_lexical import make_chunk
+
+from codeask.core.bm25 import Postings
+from codeask.core.lexical import LexicalIndex
+
+WORDS = [f"w{i}" for i in range(60)] + ["parse", "request", "cookie", "session", "embed"]
+
+
+def corpus(count: int, seed: int = 3) -> list:  # type: ignore[type-arg]
+    rng = random.Random(seed)
+    chunks = []
+    for i in range(1, count + 1):
+        body = " ".join(rng.choices(WORDS, k=rng.randint(3, 60)))
+        symbol = rng.choice(WORDS) + "_" + rng.choice(WORDS)
+        path = f"pkg/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py"
+        chunks.append(make_chunk(i, path, symbol, f"def {symbol}():\n    {body}\n"))
+    return chunks
+
+
+def test_postings_rank_exactly_as_fts5(tmp_path: Path) -> None:
+    """Same rows, same order, same scores for random OR-queries (ties broken by row order)."""
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    index.upsert(corpus(400))
+    rows = index._read("SELECT rowid, body, symbol, path FROM fts")
+    memory = Postings.build(rows, LexicalIndex.WEIGHTS)
+    rng = random.Random(9)
+    for _ in range(60):
+        query = " ".join(rng.sample(WORDS, rng.randint(1, 8)))
+        terms = index._informative(query.split())
+        fts = index.search(query, 50)  # three queries or fewer: FTS5 answers
+        assert index._memory is None
+        mine = [(int(str(k)), s) for k, s in memory.search(terms, 50)]
+        assert [i for i, _ in mine] == [i for i, _ in fts], query
+        assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(mine, fts, strict=True))
+        index._fts_queries = (-1, 0)  # keep the background build out of this comparison
+    index.close()
+
+
+def test_search_uses_memory_only_for_the_version_it_was_built_from(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    index.upsert(corpus(200))
+    before = index.search("parse request cookie", 20)
+    index.warm_up()
+    assert index._memory is not None and index._memory[0] == index._version
+    after = index.search("parse request cookie", 20)
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(after, before, strict=True))
+    fresh = make_chunk(999, "pkg/new.py", "uniqueword", "def uniqueword():\n    pass\n")
+    index.upsert([fresh])  # a write: the copy in memory is stale from here on
+    assert index.search("uniqueword", 5)[0][0] == 999
+    index.remove([999])
+    assert index.search("uniqueword", 5) == []
+    index.close()
+
+
+def test_a_write_during_a_build_discards_it(tmp_path: Path) -> None:
+    """The build reads at version N; a write makes N+1; the finished copy must not be used."""
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    index.upsert(corpus(100))
+    original = Postings.build
+
+    def slow_build(rows: object, weights: object) -> Postings:
+        index.upsert([make_chunk(500, "pkg/late.py", "lateword", "def lateword():\n    x\n")])
+        return original(rows, weights)  # type: ignore[arg-type]
+
+    Postings.build = slow_build  # type: ignore[method-assign, assignment]
+    try:
+        index.warm_up()
+    finally:
+        Postings.build = original  # type: ignore[method-assign]
+    assert index._memory is None
+    assert index.search("lateword", 5)[0][0] == 500
+    index.close()
+
+
+def test_files_table_in_memory_matches_fts5(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    chunks = corpus(120)
+    index.upsert(chunks)  # the query's terms are picked by their frequency in the chunk table
+    for path in sorted({c.path for c in chunks}):
+        index.upsert_file(path, [c for c in chunks if c.path == path])
+    fts = index.search_files("parse session embed w3", 30)
+    index.warm_up()
+    memory = index.search_files("parse session embed w3", 30)
+    assert index._memory is not None
+    assert [p for p, _ in memory] == [p for p, _ in fts] and len(fts) > 5
+    assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(memory, fts, strict=True))
+    index.close()
