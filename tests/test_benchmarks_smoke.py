@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+#: Each test runs a benchmark as its own process.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "data" / "mini_eval"
 CORPUS = SAMPLE / "corpus"
@@ -91,7 +94,6 @@ def test_miss_analysis_on_the_vendored_sample(tmp_path: Path) -> None:
     assert "| bm25 | lead | file | symbol | path |" in header
 
 
-@pytest.mark.slow
 def test_perf_benchmark_on_the_vendored_sample() -> None:
     result = run(
         "benchmarks.perf",

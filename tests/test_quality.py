@@ -37,6 +37,7 @@ def test_ruff_format() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy() -> None:
     result = _run(_tool("mypy"))
     assert result.returncode == 0, result.stdout + result.stderr

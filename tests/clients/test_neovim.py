@@ -36,7 +36,7 @@ import gitrepo  # noqa: E402
 
 import llama_server  # noqa: E402
 
-pytestmark = pytest.mark.nvim
+pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
 NVIM_TIMEOUT = 400.0
 ASK_SPECS = (":AskCode streams", ":AskCode with a visual range", "<C-c> and q cancel")

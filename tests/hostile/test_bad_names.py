@@ -93,6 +93,7 @@ def test_display_path_is_one_line_of_valid_utf8(name: str, shown: str) -> None:
     assert "\n" not in shown and "\r" not in shown and is_utf8(shown)
 
 
+@pytest.mark.slow
 def test_index_skips_names_that_are_not_utf8_and_says_which(workspace: Path) -> None:
     run = _indexed(workspace)
     assert f"skipped bad\\xff\\xfe.py: {NOT_UTF8}" in run.stderr
@@ -103,6 +104,7 @@ def test_index_skips_names_that_are_not_utf8_and_says_which(workspace: Path) -> 
     assert "bad_name_function" not in missing.stdout
 
 
+@pytest.mark.slow
 def test_special_files_are_skipped_never_opened(workspace: Path) -> None:
     run = _indexed(workspace)
     for name in ("pipe.py", "link_to_pipe.py", "sock.py", "zero.py"):
@@ -115,6 +117,7 @@ def _hit_lines(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if not line.startswith("    ")]
 
 
+@pytest.mark.slow
 def test_search_prints_one_line_per_hit_with_names_escaped(workspace: Path) -> None:
     _indexed(workspace)
     query = "newline_function control_function good_function"
@@ -130,6 +133,7 @@ def test_search_prints_one_line_per_hit_with_names_escaped(workspace: Path) -> N
     assert "\x1b" not in text.stdout and "\r" not in text.stdout
 
 
+@pytest.mark.slow
 def test_ask_sources_and_prompt_escape_names(workspace: Path) -> None:
     _indexed(workspace)
     question = "what does newline_function return?"
@@ -190,6 +194,7 @@ def _only(keep: list[str], inside: Path) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
 def test_indexing_slash_skips_special_filesystems(workspace: Path, tmp_path: Path) -> None:
     """`codeask index /` (with the opt-in) walks /proc, /sys, /dev and /run only as far as
@@ -209,6 +214,7 @@ def test_indexing_slash_skips_special_filesystems(workspace: Path, tmp_path: Pat
     assert f"{str(workspace)[1:]}/good.py:1-2" in found.stdout
 
 
+@pytest.mark.slow
 def test_a_workspace_folder_whose_path_is_not_utf8_is_refused_clearly(tmp_path: Path) -> None:
     root = tmp_path / os.fsdecode(b"proj\xff")
     root.mkdir()
@@ -220,6 +226,7 @@ def test_a_workspace_folder_whose_path_is_not_utf8_is_refused_clearly(tmp_path: 
         assert "Traceback" not in run.stderr and "UnicodeEncodeError" not in run.stderr
 
 
+@pytest.mark.slow
 async def test_language_server_indexes_past_bad_names(workspace: Path, tmp_path: Path) -> None:
     """The folder reaches `ready` (it used to end in `error`); results carry real names."""
     async with session([workspace], tmp_path / "cache") as lsp:
@@ -236,6 +243,7 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
 
 
+@pytest.mark.slow
 def test_history_with_a_non_utf8_name_indexes_and_prints_escaped(tmp_path: Path) -> None:
     """git keeps names as bytes: a commit touching one used to make every save fail."""
     root = tmp_path / "repo"

@@ -185,6 +185,7 @@ def _index_and_ask(env: Env) -> tuple[subprocess.CompletedProcess[str], str]:
 
 
 # ---- the CLI ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_untrusted_project_file_cannot_redirect_the_llm_or_its_key(
     hostile: Env, attacker: Endpoint, users_endpoint: Endpoint
 ) -> None:
@@ -203,6 +204,7 @@ def test_untrusted_project_file_cannot_redirect_the_llm_or_its_key(
     assert "llm.provider" not in stderr  # the same value as the user's: nothing to refuse
 
 
+@pytest.mark.slow
 def test_trusted_folder_lets_the_project_file_apply(
     hostile: Env, attacker: Endpoint, users_endpoint: Endpoint
 ) -> None:
@@ -214,6 +216,7 @@ def test_trusted_folder_lets_the_project_file_apply(
     assert "tried to set" not in stderr
 
 
+@pytest.mark.slow
 def test_trust_from_the_environment(
     hostile: Env, attacker: Endpoint, users_endpoint: Endpoint
 ) -> None:
@@ -223,6 +226,7 @@ def test_trust_from_the_environment(
     assert len(attacker.requests) == 1 and users_endpoint.requests == []
 
 
+@pytest.mark.slow
 def test_untrusted_project_file_cannot_index_secret_files(hostile: Env) -> None:
     index = codeask(hostile, "index", "--lexical-only", str(hostile.root))
     assert index.returncode == 0, index.stderr
@@ -233,6 +237,7 @@ def test_untrusted_project_file_cannot_index_secret_files(hostile: Env) -> None:
     assert billing.returncode == 0 and "billing.py:" in billing.stdout
 
 
+@pytest.mark.slow
 def test_trusted_project_file_may_index_secret_files(hostile: Env, tmp_path: Path) -> None:
     user = Endpoint(url="http://127.0.0.1:9")
     _user_config(hostile.config_home, user, trusted=[hostile.root])
@@ -242,6 +247,7 @@ def test_trusted_project_file_may_index_secret_files(hostile: Env, tmp_path: Pat
     assert found.returncode == 0 and ".env:" in found.stdout
 
 
+@pytest.mark.slow
 def test_trust_of_a_sibling_folder_does_not_count(hostile: Env, tmp_path: Path) -> None:
     """`/a/repo-evil` is not below a trusted `/a/repo`; a prefix test would say it is."""
     user = Endpoint(url="http://127.0.0.1:9")
@@ -251,6 +257,7 @@ def test_trust_of_a_sibling_folder_does_not_count(hostile: Env, tmp_path: Path) 
     assert "tried to set index.skip_secrets" in index.stderr
 
 
+@pytest.mark.slow
 def test_project_file_cannot_grant_itself_trust(hostile: Env, attacker: Endpoint) -> None:
     toml = hostile.root / ".codeask.toml"
     toml.write_text("trusted_folders = ['/']\ntrust_workspace = true\n" + toml.read_text())
@@ -341,6 +348,7 @@ def _opened(status: dict[str, Any]) -> bool:
     return status["state"] in ("ready", "empty") and status["folders"][0]["state"] != "loading"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("client", ["visual-studio-code", "neovim"])
 async def test_language_server_ignores_protected_project_settings(
     hostile: Env, attacker: Endpoint, monkeypatch: pytest.MonkeyPatch, client: str
@@ -360,6 +368,7 @@ async def test_language_server_ignores_protected_project_settings(
     assert not (hostile.root / "stolen").exists() and not (hostile.root / "elsewhere").exists()
 
 
+@pytest.mark.slow
 async def test_language_server_trusts_the_workspace_when_the_editor_says_so(
     hostile: Env, attacker: Endpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:

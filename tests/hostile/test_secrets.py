@@ -33,6 +33,9 @@ from _secret_formats import (
     token_formats,
 )
 
+#: Every test here runs the real `codeask` CLI on a corpus of planted secrets.
+pytestmark = pytest.mark.slow
+
 CODEASK = Path(sys.executable).with_name("codeask")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Alice",

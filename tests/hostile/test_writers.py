@@ -79,6 +79,7 @@ def assert_consistent(index_folder: Path) -> None:
 
 
 # ---- two CLI writers ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_second_index_waits_with_a_clear_message(project: Path, env: dict[str, str]) -> None:
     index_folder = project / ".codeask"
     holder = hold_lock(index_folder, "index", env)
@@ -99,6 +100,7 @@ def test_second_index_waits_with_a_clear_message(project: Path, env: dict[str, s
     assert_consistent(index_folder)
 
 
+@pytest.mark.slow
 def test_no_wait_fails_fast(project: Path, env: dict[str, str]) -> None:
     holder = hold_lock(project / ".codeask", "index", env)
     try:
@@ -113,6 +115,7 @@ def test_no_wait_fails_fast(project: Path, env: dict[str, str]) -> None:
     assert not (project / ".codeask" / "CURRENT").exists()
 
 
+@pytest.mark.slow
 def test_two_index_runs_at_once_stay_consistent(tmp_path: Path, env: dict[str, str]) -> None:
     """Both finish (one after the other); the lexical table never holds unknown ids."""
     root = tmp_path / "big"
@@ -136,6 +139,7 @@ def test_two_index_runs_at_once_stay_consistent(tmp_path: Path, env: dict[str, s
 
 
 # ---- readers create nothing, see whole snapshots -------------------------------------------
+@pytest.mark.slow
 def test_search_and_status_in_a_folder_without_index_create_nothing(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -151,6 +155,7 @@ def test_search_and_status_in_a_folder_without_index_create_nothing(
     assert tree_state(root) == before, "a reader created or changed files"
 
 
+@pytest.mark.slow
 def test_readers_of_an_existing_index_write_nothing(project: Path, env: dict[str, str]) -> None:
     assert codeask("index", "--lexical-only", cwd=project, env=env).returncode == 0
     before = tree_state(project / ".codeask")
@@ -162,6 +167,7 @@ def test_readers_of_an_existing_index_write_nothing(project: Path, env: dict[str
     assert tree_state(project / ".codeask") == before
 
 
+@pytest.mark.slow
 def test_reader_sees_whole_snapshots_while_a_writer_runs(
     project: Path, env: dict[str, str]
 ) -> None:
@@ -186,6 +192,7 @@ def test_reader_sees_whole_snapshots_while_a_writer_runs(
 
 
 # ---- roots -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_upward_search_only_for_an_index_whose_root_contains_cwd(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -211,6 +218,7 @@ def test_upward_search_only_for_an_index_whose_root_contains_cwd(
     assert not (repo / ".codeask").exists()
 
 
+@pytest.mark.slow
 def test_home_and_filesystem_root_are_refused(tmp_path: Path, env: dict[str, str]) -> None:
     home = make_topic_project(tmp_path / "home")
     home_env = dict(env, HOME=str(home))
@@ -224,6 +232,7 @@ def test_home_and_filesystem_root_are_refused(tmp_path: Path, env: dict[str, str
     assert allowed.returncode == 0, allowed.stderr
 
 
+@pytest.mark.slow
 def test_server_refuses_home_as_a_root(tmp_path: Path, env: dict[str, str]) -> None:
     home = make_topic_project(tmp_path / "home")
     server = LspPipe([home], dict(env, HOME=str(home)), tmp_path / "serve.log").start()

@@ -585,6 +585,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
+@pytest.mark.slow
 def test_cli_prompt_only_prints_messages_and_sources(dense: FolderIndex) -> None:
     done = run_cli(
         "how are chunks embedded into vectors?", "--root", str(dense.root), "--prompt-only"
@@ -599,6 +600,7 @@ def test_cli_prompt_only_prints_messages_and_sources(dense: FolderIndex) -> None
     assert re.fullmatch(r"  pkg/embedding\.py:\d+ embed_chunks", sources[0])
 
 
+@pytest.mark.slow
 def test_cli_json_prompt_only(dense: FolderIndex) -> None:
     done = run_cli(
         "vector store query",
@@ -624,6 +626,7 @@ def test_cli_json_prompt_only(dense: FolderIndex) -> None:
     assert [m["role"] for m in payload["messages"]] == ["system", "user"]
 
 
+@pytest.mark.slow
 def test_cli_streams_the_answer_then_the_sources(dense: FolderIndex) -> None:
     with OpenAIFake(WORDS) as fake:
         env = {"CODEASK_LLM__PROVIDER": "openai", "CODEASK_LLM__BASE_URL": fake.url}
@@ -634,6 +637,7 @@ def test_cli_streams_the_answer_then_the_sources(dense: FolderIndex) -> None:
     assert re.search(r"^  pkg/embedding\.py:\d+ embed_chunks$", sources, re.M)
 
 
+@pytest.mark.slow
 def test_cli_llm_error_keeps_the_sources_and_says_how_to_point_elsewhere(
     dense: FolderIndex,
 ) -> None:
@@ -648,6 +652,7 @@ def test_cli_llm_error_keeps_the_sources_and_says_how_to_point_elsewhere(
     assert "CODEASK_LLM__BASE_URL=" in done.stderr and "--prompt-only" in done.stderr
 
 
+@pytest.mark.slow
 def test_cli_json_with_llm_error(dense: FolderIndex) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     env = {"CODEASK_LLM__PROVIDER": "openai", "CODEASK_LLM__BASE_URL": url}
@@ -657,6 +662,7 @@ def test_cli_json_with_llm_error(dense: FolderIndex) -> None:
     assert payload["answer"] == "" and url in payload["error"] and payload["sources"]
 
 
+@pytest.mark.slow
 def test_cli_empty_question_and_missing_index_exit_1(tmp_path: Path) -> None:
     empty = run_cli("  ", "--root", str(tmp_path))
     assert empty.returncode == 1 and "empty question" in empty.stderr

@@ -32,6 +32,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_index_search_status_json(project: Path) -> None:
     indexed = codeask("index", "--lexical-only", "--json", str(project), cwd=project)
     assert indexed.returncode == 0, indexed.stderr
@@ -50,6 +51,7 @@ def test_index_search_status_json(project: Path) -> None:
     assert json.loads(status.stdout)[0]["files"] == 2
 
 
+@pytest.mark.slow
 def test_human_output_lists_path_line_symbol(project: Path) -> None:
     codeask("index", "--lexical-only", str(project), cwd=project)
     found = codeask("search", "invoice pdf", "--mode", "lexical", cwd=project)
@@ -57,6 +59,7 @@ def test_human_output_lists_path_line_symbol(project: Path) -> None:
     assert "billing/invoice.py:1-3  function render_invoice_pdf" in found.stdout
 
 
+@pytest.mark.slow
 def test_no_results_exit_1(project: Path) -> None:
     codeask("index", "--lexical-only", str(project), cwd=project)
     missing = codeask("search", "zzqxv", "--mode", "lexical", cwd=project)
@@ -64,6 +67,7 @@ def test_no_results_exit_1(project: Path) -> None:
     assert "no results" in missing.stderr
 
 
+@pytest.mark.slow
 def test_no_index_is_one_clear_line(tmp_path: Path) -> None:
     result = codeask("search", "anything", cwd=tmp_path)
     assert result.returncode == 1
@@ -76,6 +80,7 @@ def test_bad_usage_exit_2(tmp_path: Path) -> None:
     assert codeask("frobnicate", cwd=tmp_path).returncode == 2
 
 
+@pytest.mark.slow
 def test_missing_folder_is_a_user_error(tmp_path: Path) -> None:
     result = codeask("index", str(tmp_path / "nope"), cwd=tmp_path)
     assert result.returncode == 1

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+#: Every test here starts the real CLI (one indexes 900 files): out of the `not slow` loop.
+pytestmark = pytest.mark.slow
+
 SUMMARY = re.compile(
     r"^/.+: \d+ files \(\d+ indexed, \d+ unchanged, \d+ removed, \d+ skipped\), \d+ chunks, "
     r"\d+% embedded \(\d+ computed\), searchable after [\d.]+s, done in [\d.]+s$"

@@ -598,6 +598,7 @@ def test_workspace_in_a_subfolder(repo_path: Path) -> None:
 # --------------------------------------------------------------------------- throughput
 
 
+@pytest.mark.slow
 def test_measure_sync_of_2000_commits(tmp_path: Path) -> None:
     """Each commit edits three of 30 modules in two distant places (six hunks), by 3 authors."""
     from benchmarks.history_bench import measure  # the benchmark's printer, on the repo's path

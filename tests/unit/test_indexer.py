@@ -271,6 +271,7 @@ def test_cancel_keeps_a_consistent_index(tmp_path: Path) -> None:
     assert len(resumed.store.files) == 200
 
 
+@pytest.mark.slow
 def test_kill_9_during_indexing_then_restart(tmp_path: Path) -> None:
     """A real `codeask index` process is SIGKILLed mid-run; the index must load consistent."""
     files = {

@@ -29,7 +29,7 @@ import {
   type SemanticSearchParams,
   type SemanticSearchResult,
 } from "./core/protocol";
-import { type SettingsTree, initializationOptions, toServerSettings } from "./core/settings";
+import { type SettingsTree, initializationOptions, interpreterChangeRestarts, toServerSettings } from "./core/settings";
 import type { VsCodeHost } from "./host";
 import type { CancelToken, Disposable, Server } from "./ports";
 import type { IndexStatusBar } from "./views";
@@ -104,10 +104,12 @@ export class CodeaskClient implements Server {
     await this.start(true);
   }
 
-  /** Restart when the Python extension now selects another interpreter than at the last start. */
+  /** Restart when the Python extension now selects another interpreter than at the last start
+   * and codeask runs on it (no codeask.serverPath / codeask.pythonPath). */
   async interpreterChanged(): Promise<void> {
-    const now = await this.host.pythonExtensionInterpreter(this.host.folders()[0]);
-    if (now === this.lastInterpreter) return;
+    const input = await this.discoveryInput();
+    const now = input.pythonExtensionInterpreter;
+    if (!interpreterChangeRestarts({ ...input, previous: this.lastInterpreter, current: now })) return;
     this.host.log.appendLine(`Python interpreter changed (${this.lastInterpreter ?? "none"} → ${now ?? "none"}): restarting`);
     await this.restart();
   }

@@ -21,7 +21,14 @@ import {
   tierSummary,
 } from "../src/core/format";
 import type { FolderState } from "../src/core/protocol";
-import { explicitValue, initializationOptions, mostSpecific, needsRestart, toServerSettings } from "../src/core/settings";
+import {
+  explicitValue,
+  initializationOptions,
+  interpreterChangeRestarts,
+  mostSpecific,
+  needsRestart,
+  toServerSettings,
+} from "../src/core/settings";
 import { ManualClock, indexState } from "./fakes";
 
 const input = (over: Partial<DiscoveryInput> = {}): DiscoveryInput => ({
@@ -123,7 +130,21 @@ describe("settings", () => {
 
   it("restarts only for server discovery settings", () => {
     assert.equal(needsRestart((k) => k === "pythonPath"), true);
+    assert.equal(needsRestart((k) => k === "serverPath"), true);
     assert.equal(needsRestart((k) => k === "llm.model" || k === ""), false);
+  });
+
+  it("restarts on another active interpreter only when codeask runs on it", () => {
+    const unset = { serverPath: "", pythonPath: "" };
+    const change = { previous: "/usr/bin/python3", current: "/venv/bin/python" };
+    assert.equal(interpreterChangeRestarts({ ...unset, ...change }), true);
+    assert.equal(interpreterChangeRestarts({ ...unset, previous: undefined, current: "/venv/bin/python" }), true);
+    assert.equal(interpreterChangeRestarts({ ...unset, previous: "/venv/bin/python", current: undefined }), true);
+    // The same interpreter (the event also fires for a re-selection): nothing to do.
+    assert.equal(interpreterChangeRestarts({ ...unset, previous: "/venv/bin/python", current: "/venv/bin/python" }), false);
+    // An explicit setting wins over the Python extension: its interpreter is not codeask's.
+    assert.equal(interpreterChangeRestarts({ ...unset, ...change, pythonPath: "/opt/py/bin/python" }), false);
+    assert.equal(interpreterChangeRestarts({ ...unset, ...change, serverPath: "/opt/codeask" }), false);
   });
 
   it("sends the workspace trust with every tree, never a setting's value for it", () => {

@@ -85,9 +85,27 @@ export function initializationOptions(
   return folders.map((scopeUri) => ({ scopeUri, settings: settingsFor(scopeUri) }));
 }
 
-/** Whether a changed setting needs a new server process rather than a settings push. */
+/** Whether a changed setting needs a new server process rather than a settings push
+ * (`codeask.serverPath`, `codeask.pythonPath`: another program; `autoInstallServer`). */
 export function needsRestart(changed: (key: string) => boolean): boolean {
   return CLIENT_ONLY_KEYS.some((key) => changed(key));
+}
+
+/** What an interpreter change is judged on: the settings at the time of the event, and the
+ * Python extension's interpreter at the last start and now. */
+export interface InterpreterChange {
+  serverPath: string;
+  pythonPath: string;
+  previous: string | undefined;
+  current: string | undefined;
+}
+
+/** Whether the Python extension's active interpreter changing needs a new server: only when
+ * codeask may run on that interpreter (neither `codeask.serverPath` nor `codeask.pythonPath`
+ * set: those win over it, core/discovery.ts) and it really is another interpreter. */
+export function interpreterChangeRestarts(change: InterpreterChange): boolean {
+  if (change.serverPath || change.pythonPath) return false;
+  return change.current !== change.previous;
 }
 
 type Inspected = { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown } | undefined;
