@@ -26,6 +26,7 @@ CMD_RELATED = "codeask.related"
 
 Kind = Literal["function", "method", "class", "module", "section", "window", "commit", "hunk"]
 Scope = Literal["code", "history", "all"]
+IndexPhase = Literal["empty", "indexing", "ready", "error"]
 K = Annotated[int, msgspec.Meta(ge=1, le=200)]
 
 
@@ -167,7 +168,7 @@ class FolderState(msgspec.Struct, rename="camel"):
 class IndexState(msgspec.Struct, rename="camel"):
     """What every result carries: is the index usable yet, and how far along."""
 
-    state: Annotated[str, _doc("`empty`, `indexing`, `ready` or `error`.")]
+    state: Annotated[IndexPhase, _doc("`indexing` while any folder loads or indexes.")]
     warming: Annotated[bool, _doc("Searches are lexical until every chunk has a vector.")]
     percent: int
     files: int

@@ -38,7 +38,7 @@
 ---@field character integer
 
 ---@class codeask.IndexState
----@field state string `empty`, `indexing`, `ready` or `error`.
+---@field state 'empty'|'error'|'indexing'|'ready' `indexing` while any folder loads or indexes.
 ---@field warming boolean Searches are lexical until every chunk has a vector.
 ---@field percent integer
 ---@field files integer

@@ -56,8 +56,8 @@ export interface Position {
 
 /** What every result carries: is the index usable yet, and how far along. */
 export interface IndexState {
-  /** `empty`, `indexing`, `ready` or `error`. */
-  state: string;
+  /** `indexing` while any folder loads or indexes. */
+  state: "empty" | "error" | "indexing" | "ready";
   /** Searches are lexical until every chunk has a vector. */
   warming: boolean;
   percent: number;
