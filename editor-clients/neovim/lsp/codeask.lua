@@ -40,7 +40,7 @@ return {
   end,
   handlers = {
     ---Streamed answer text of workspace/askCode (only for requests that carry a streamToken).
-    ['codeask/answerDelta'] = function(err, result, ctx)
+    [require('codeask.protocol').ANSWER_DELTA] = function(err, result, ctx)
       require('codeask.ui').on_answer_delta(err, result, ctx)
     end,
   },

@@ -31,6 +31,7 @@ from codeask.lsp.messages import (
     AskCodeResult,
     AskSource,
     FolderState,
+    IndexPhase,
     IndexState,
     InvalidParams,
     Position,
@@ -112,6 +113,7 @@ def index_state(folders: Folders) -> IndexState:
     embedded = sum(r.dense_done for r in rows)
     states = {r.state for r in rows}
     busy = bool(states & {"loading", "indexing"})
+    state: IndexPhase
     if busy:
         state = "indexing"
     elif "error" in states:

@@ -7,6 +7,7 @@ malformed request fails with msgspec's precise reason, e.g. "Expected `str`, got
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -25,7 +26,13 @@ CMD_RELATED = "codeask.related"
 
 Kind = Literal["function", "method", "class", "module", "section", "window", "commit", "hunk"]
 Scope = Literal["code", "history", "all"]
+IndexPhase = Literal["empty", "indexing", "ready", "error"]
 K = Annotated[int, msgspec.Meta(ge=1, le=200)]
+
+
+def _doc(text: str) -> msgspec.Meta:
+    """A field's description: it reaches the JSON schema, hence the generated clients and docs."""
+    return msgspec.Meta(description=text)
 
 
 # Strings bounded by their entry in limits.MAX_CHARS (a longer one is InvalidParams).
@@ -126,8 +133,9 @@ class SearchItem(msgspec.Struct, rename="camel", omit_defaults=True):
     score: float
     preview: str
     retrievers: list[str]
-    meta: dict[str, str] = msgspec.field(default_factory=dict)
-    """History hits only: sha, author, date, subject."""
+    meta: Annotated[
+        dict[str, str], _doc("History hits only: sha, author, email, date, subject.")
+    ] = msgspec.field(default_factory=dict)
 
 
 class FolderState(msgspec.Struct, rename="camel"):
@@ -140,14 +148,16 @@ class FolderState(msgspec.Struct, rename="camel"):
     embedded: int
     model: str
     index_dir: str
-    message: str = ""
-    """Why the folder is in state `error` (or what it is doing)."""
-    updates: int = 0
-    """Single-file reindex runs (saves, watcher events) since the server started."""
-    static_embedded: int = 0
-    """Chunks with a static-tier vector (complete right after the first pass)."""
-    tiers: list[str] = msgspec.field(default_factory=list)
-    """The vector tiers this folder builds (`embed.tiers`)."""
+    message: Annotated[str, _doc("Why the folder is in state `error` (or what it is doing).")] = ""
+    updates: Annotated[
+        int, _doc("Single-file reindex runs (saves, watcher events) since the server started.")
+    ] = 0
+    static_embedded: Annotated[
+        int, _doc("Chunks with a static-tier vector (servers before the tiers omit it).")
+    ] = 0
+    tiers: Annotated[list[str], _doc("The vector tiers this folder builds (`embed.tiers`).")] = (
+        msgspec.field(default_factory=list)
+    )
 
     @property
     def dense_done(self) -> int:
@@ -158,12 +168,12 @@ class FolderState(msgspec.Struct, rename="camel"):
 class IndexState(msgspec.Struct, rename="camel"):
     """What every result carries: is the index usable yet, and how far along."""
 
-    state: str
-    warming: bool
+    state: Annotated[IndexPhase, _doc("`indexing` while any folder loads or indexes.")]
+    warming: Annotated[bool, _doc("Searches are lexical until every chunk has a vector.")]
     percent: int
     files: int
     chunks: int
-    embedded: int
+    embedded: Annotated[int, _doc("Chunks done by the slowest configured tier.")]
     folders: list[FolderState]
 
 
@@ -192,9 +202,38 @@ class AskCodeResult(msgspec.Struct, rename="camel", omit_defaults=True):
     prompt_tokens: int
     truncated: bool
     index_state: IndexState
-    error: str | None = None
-    incomplete: bool = False
-    """`answer` is the part that arrived before `error` stopped it (a cap, the deadline)."""
+    error: Annotated[
+        str | None, _doc("Set when the LLM call failed or was stopped; sources are still there.")
+    ] = None
+    incomplete: Annotated[
+        bool, _doc("`answer` is what arrived before `error` stopped it (a cap, a deadline).")
+    ] = False
+
+
+class AnswerDelta(msgspec.Struct, rename="camel"):
+    """`codeask/answerDelta` notification: more answer text of a streamed askCode."""
+
+    stream_token: Annotated[str | int, _doc("The `streamToken` the askCode request carried.")]
+    delta: str
+
+
+@dataclass(frozen=True)
+class Message:
+    """One custom message; protocol_gen builds the clients' types and the docs from these."""
+
+    method: str
+    params: type[msgspec.Struct]
+    result: type[msgspec.Struct] | None
+    """None for a notification (server → client)."""
+
+
+#: Every custom message, in the order docs/protocol.md lists them.
+MESSAGES: tuple[Message, ...] = (
+    Message(SEMANTIC_SEARCH, SemanticSearchParams, SemanticSearchResult),
+    Message(ASK_CODE, AskCodeParams, AskCodeResult),
+    Message(INDEX_STATUS, IndexStatusParams, IndexState),
+    Message(ANSWER_DELTA, AnswerDelta, None),
+)
 
 
 def to_json(value: msgspec.Struct | list[Any]) -> Any:

@@ -53,6 +53,7 @@ from codeask.lsp.messages import (
     CUSTOM_PARAMS,
     INDEX_STATUS,
     SEMANTIC_SEARCH,
+    AnswerDelta,
     AskCodeParams,
     IndexStatusParams,
     InvalidParams,
@@ -664,7 +665,8 @@ async def on_ask_code(ls: CodeaskServer, params: AskCodeParams) -> Any:
     token = params.stream_token
 
     def on_delta(delta: str) -> None:
-        ls.notify(ANSWER_DELTA, {"streamToken": token, "delta": delta})
+        assert token is not None  # on_delta is passed only when the client gave a token
+        ls.notify(ANSWER_DELTA, to_json(AnswerDelta(stream_token=token, delta=delta)))
 
     ask_request = AskRequest(
         question=params.question,

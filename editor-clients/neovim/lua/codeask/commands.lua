@@ -1,5 +1,7 @@
 -- :AskCode and :AskCodeSearch: build the request, hand the result to codeask.ui.
 
+local protocol = require('codeask.protocol')
+
 local M = {}
 
 ---@class codeask.LineRange
@@ -83,7 +85,7 @@ function M.ask(opts)
     end)
     return
   end
-  ---@type table
+  ---@type codeask.AskCodeParams
   local params = { question = question, streamToken = next_token() }
   if opts.range then
     params.uri = vim.uri_from_bufnr(bufnr)
@@ -92,7 +94,7 @@ function M.ask(opts)
   params.k = opts.k
   local ui = require('codeask.ui')
   local view = ui.open_answer({ question = question, client = client, token = params.streamToken })
-  local ok, request_id = codeask.request(client, 'workspace/askCode', params, function(err, result)
+  local ok, request_id = codeask.request(client, protocol.ASK_CODE, params, function(err, result)
     ui.finish_answer(view, err, result)
   end, bufnr)
   if not ok then
@@ -123,9 +125,10 @@ function M.search(query, opts)
     return
   end
   local k = opts.k or require('codeask.config').options.search_k
+  ---@type codeask.SemanticSearchParams
   local params = { query = query, k = k }
   M.last_search = { params = params }
-  codeask.request(client, 'workspace/semanticSearch', params, function(err, result)
+  codeask.request(client, protocol.SEMANTIC_SEARCH, params, function(err, result)
     M.last_search.result = result
     M.last_search.err = err
     require('codeask.ui').show_search(client, query, err, result, opts.qf)

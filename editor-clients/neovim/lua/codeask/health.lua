@@ -1,5 +1,7 @@
 -- :checkhealth codeask — server found, its version, index state, LLM endpoint reachable.
 
+local protocol = require('codeask.protocol')
+
 local M = {}
 
 local health = vim.health
@@ -142,9 +144,9 @@ end
 ---@return table? response, string? err
 local function index_state(client)
   if vim.fn.has('nvim-0.11') == 1 then
-    return client:request_sync('codeask/indexStatus', vim.empty_dict(), 5000)
+    return client:request_sync(protocol.INDEX_STATUS, vim.empty_dict(), 5000)
   end
-  return client.request_sync('codeask/indexStatus', vim.empty_dict(), 5000)
+  return client.request_sync(protocol.INDEX_STATUS, vim.empty_dict(), 5000)
 end
 
 ---The index line: `ready: 4 files, 20 chunks · static 20/20 ✓ · MiniLM 12/20 (60%)`, or

@@ -2,6 +2,7 @@
 -- Thin on purpose: ranking, prompts and the LLM live in the server.
 
 local config = require('codeask.config')
+local protocol = require('codeask.protocol')
 
 local M = {}
 
@@ -180,31 +181,10 @@ function M.index_status(callback, bufnr)
   if not client then
     return
   end
-  M.request(client, 'codeask/indexStatus', vim.empty_dict(), function(err, result)
+  M.request(client, protocol.INDEX_STATUS, vim.empty_dict(), function(err, result)
     callback(err, result)
   end, bufnr)
 end
-
----@class codeask.FolderState
----@field root string
----@field state string
----@field files integer
----@field chunks integer
----@field embedded integer
----@field model string
----@field indexDir string
----@field message? string Why the folder is in state `error` (or what it is doing).
----@field staticEmbedded? integer Chunks with a static-tier vector (absent from older servers).
----@field tiers? ('static'|'minilm')[] The vector tiers the folder builds (`embed.tiers`).
-
----@class codeask.IndexState
----@field state 'empty'|'indexing'|'ready'|'error'
----@field warming boolean
----@field percent number
----@field files integer
----@field chunks integer
----@field embedded integer Chunks done by the slowest configured tier (MiniLM when it is on).
----@field folders codeask.FolderState[]
 
 ---Ask a question about the code; the answer streams into a window (see `:AskCode`).
 ---@param opts codeask.AskOptions

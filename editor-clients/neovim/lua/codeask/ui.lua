@@ -25,7 +25,7 @@ local M = {}
 ---@field token string The streamToken of the request.
 ---@field request_id? integer
 ---@field deltas integer How many `codeask/answerDelta` notifications arrived.
----@field result? table The askCode result, once it arrived.
+---@field result? codeask.AskCodeResult The askCode result, once it arrived.
 ---@field response_error? table The error response (e.g. RequestCancelled), if any.
 ---@field locations table<integer, codeask.Location> Buffer line (1-based) → where <CR> jumps.
 
@@ -333,7 +333,7 @@ end
 ---Handler of the askCode response: final text, sources (also to quickfix), errors.
 ---@param view codeask.AnswerView
 ---@param err? lsp.ResponseError
----@param result? table
+---@param result? codeask.AskCodeResult
 function M.finish_answer(view, err, result)
   M.streams[view.token] = nil
   view.response_error = err
@@ -569,7 +569,7 @@ end
 ---@param client vim.lsp.Client
 ---@param query string
 ---@param err? lsp.ResponseError
----@param result? { results: table[], indexState: codeask.IndexState }
+---@param result? codeask.SemanticSearchResult
 ---@param to_qf? boolean
 function M.show_search(client, query, err, result, to_qf)
   if err then

@@ -1,0 +1,99 @@
+-- Generated from server/codeask/lsp/messages.py by `python -m codeask.lsp.protocol_gen --write`: do not edit.
+-- The codeask wire protocol (docs/protocol.md): method names and types.
+
+---@class codeask.SemanticSearchParams
+---@field query string
+---@field k? integer
+---@field filters? codeask.SearchFilters
+
+---@class codeask.SearchFilters
+---@field language? string
+---@field pathGlob? string
+---@field kind? 'class'|'commit'|'function'|'hunk'|'method'|'module'|'section'|'window'
+---@field scope? 'all'|'code'|'history'
+---@field author? string
+---@field since? string
+---@field until? string
+
+---@class codeask.SemanticSearchResult
+---@field results codeask.SearchItem[]
+---@field indexState codeask.IndexState
+
+---@class codeask.SearchItem
+---@field uri string
+---@field range codeask.Range
+---@field symbol string
+---@field kind string
+---@field score number
+---@field preview string
+---@field retrievers string[]
+---@field meta? table<string, string> History hits only: sha, author, email, date, subject.
+
+---@class codeask.Range
+---@field start codeask.Position
+---@field end codeask.Position
+
+---@class codeask.Position
+---@field line integer
+---@field character integer
+
+---@class codeask.IndexState
+---@field state 'empty'|'error'|'indexing'|'ready' `indexing` while any folder loads or indexes.
+---@field warming boolean Searches are lexical until every chunk has a vector.
+---@field percent integer
+---@field files integer
+---@field chunks integer
+---@field embedded integer Chunks done by the slowest configured tier.
+---@field folders codeask.FolderState[]
+
+---@class codeask.FolderState
+---@field root string
+---@field state string
+---@field files integer
+---@field chunks integer
+---@field embedded integer
+---@field model string
+---@field indexDir string
+---@field message? string Why the folder is in state `error` (or what it is doing).
+---@field updates? integer Single-file reindex runs (saves, watcher events) since the server started.
+---@field staticEmbedded? integer Chunks with a static-tier vector (servers before the tiers omit it).
+---@field tiers? string[] The vector tiers this folder builds (`embed.tiers`).
+
+---@class codeask.AskCodeParams
+---@field question string
+---@field uri? string
+---@field range? codeask.Range
+---@field k? integer
+---@field filters? codeask.SearchFilters
+---@field streamToken? string|integer
+
+---@class codeask.AskCodeResult
+---@field answer string
+---@field sources codeask.AskSource[]
+---@field model string
+---@field promptTokens integer
+---@field truncated boolean
+---@field indexState codeask.IndexState
+---@field error? string Set when the LLM call failed or was stopped; sources are still there.
+---@field incomplete? boolean `answer` is what arrived before `error` stopped it (a cap, a deadline).
+
+---@class codeask.AskSource
+---@field uri string
+---@field range codeask.Range
+---@field symbol string
+---@field score number
+
+---@class codeask.IndexStatusParams
+
+---@class codeask.AnswerDelta
+---@field streamToken string|integer The `streamToken` the askCode request carried.
+---@field delta string
+
+local M = {}
+
+M.SEMANTIC_SEARCH = 'workspace/semanticSearch'
+M.ASK_CODE = 'workspace/askCode'
+M.INDEX_STATUS = 'codeask/indexStatus'
+M.ANSWER_DELTA = 'codeask/answerDelta'
+
+return M

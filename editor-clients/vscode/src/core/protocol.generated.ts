@@ -1,0 +1,130 @@
+/* Generated from server/codeask/lsp/messages.py by `python -m codeask.lsp.protocol_gen --write`: do not edit. */
+
+export const SEMANTIC_SEARCH = "workspace/semanticSearch";
+export const ASK_CODE = "workspace/askCode";
+export const INDEX_STATUS = "codeask/indexStatus";
+export const ANSWER_DELTA = "codeask/answerDelta";
+
+/** `workspace/semanticSearch` and the `codeask.search` command. */
+export interface SemanticSearchParams {
+  query: string;
+  k?: number;
+  filters?: SearchFilters;
+}
+
+/** Narrow a search; every field optional (see codeask.core.retrieve.Filters). */
+export interface SearchFilters {
+  language?: string;
+  pathGlob?: string;
+  kind?: "class" | "commit" | "function" | "hunk" | "method" | "module" | "section" | "window";
+  scope?: "all" | "code" | "history";
+  author?: string;
+  since?: string;
+  until?: string;
+}
+
+/** `workspace/semanticSearch` result. */
+export interface SemanticSearchResult {
+  results: SearchItem[];
+  indexState: IndexState;
+}
+
+/** One search result. */
+export interface SearchItem {
+  uri: string;
+  range: Range;
+  symbol: string;
+  kind: string;
+  score: number;
+  preview: string;
+  retrievers: string[];
+  /** History hits only: sha, author, email, date, subject. */
+  meta?: Record<string, string>;
+}
+
+/** LSP range (end exclusive). */
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+/** LSP position (0-based). */
+export interface Position {
+  line: number;
+  character: number;
+}
+
+/** What every result carries: is the index usable yet, and how far along. */
+export interface IndexState {
+  /** `indexing` while any folder loads or indexes. */
+  state: "empty" | "error" | "indexing" | "ready";
+  /** Searches are lexical until every chunk has a vector. */
+  warming: boolean;
+  percent: number;
+  files: number;
+  chunks: number;
+  /** Chunks done by the slowest configured tier. */
+  embedded: number;
+  folders: FolderState[];
+}
+
+/** One workspace folder's index. */
+export interface FolderState {
+  root: string;
+  state: string;
+  files: number;
+  chunks: number;
+  embedded: number;
+  model: string;
+  indexDir: string;
+  /** Why the folder is in state `error` (or what it is doing). */
+  message?: string;
+  /** Single-file reindex runs (saves, watcher events) since the server started. */
+  updates?: number;
+  /** Chunks with a static-tier vector (servers before the tiers omit it). */
+  staticEmbedded?: number;
+  /** The vector tiers this folder builds (`embed.tiers`). */
+  tiers?: string[];
+}
+
+/** `workspace/askCode`. */
+export interface AskCodeParams {
+  question: string;
+  uri?: string;
+  range?: Range;
+  k?: number;
+  filters?: SearchFilters;
+  streamToken?: string | number;
+}
+
+/** `workspace/askCode` result; `error` only when the LLM call failed or was stopped. */
+export interface AskCodeResult {
+  answer: string;
+  sources: AskSource[];
+  model: string;
+  promptTokens: number;
+  truncated: boolean;
+  indexState: IndexState;
+  /** Set when the LLM call failed or was stopped; sources are still there. */
+  error?: string;
+  /** `answer` is what arrived before `error` stopped it (a cap, a deadline). */
+  incomplete?: boolean;
+}
+
+/** A source an answer cites. */
+export interface AskSource {
+  uri: string;
+  range: Range;
+  symbol: string;
+  score: number;
+}
+
+/** `codeask/indexStatus` takes no params ({}, null, or [] — what Lua encodes `{}` as). */
+export type IndexStatusParams = Record<string, never>;
+
+/** `codeask/answerDelta` notification: more answer text of a streamed askCode. */
+export interface AnswerDelta {
+  /** The `streamToken` the askCode request carried. */
+  streamToken: string | number;
+  delta: string;
+}
