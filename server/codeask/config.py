@@ -122,6 +122,9 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Weight of exact symbol-name and path hits in rank fusion."""
     file_weight: float = 1.0
     """Weight of whole-file BM25 (a prior on every chunk of a matching file)."""
+    call_weight: float = 0.3
+    """Share of a top candidate's score given to the functions it calls (0 turns it off; 0.3:
+    dev R@5 .843 → .857 and MRR .694 → .686 with MiniLM, benchmarks/README.md)."""
 
 
 class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

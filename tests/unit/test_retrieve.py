@@ -7,7 +7,7 @@ from pathlib import Path
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.query import query_signals
-from codeask.core.retrieve import is_test_path, path_keys, rank_files, search
+from codeask.core.retrieve import fused_candidates, is_test_path, path_keys, rank_files, search
 
 
 def test_code_like_identifiers_only() -> None:
@@ -96,3 +96,28 @@ def test_warming_flag_until_vectors_exist(tmp_path: Path) -> None:
     result = search([folder], "alpha")
     assert result.warming and result.hits, "lexical answers while dense results fill in"
     assert result.embedded == 0 < result.chunks
+
+
+def test_the_functions_a_top_hit_calls_are_lifted(tmp_path: Path) -> None:
+    """A report names what the user ran; the fault is often in what that calls. With
+    `call_weight` 0 the callee's file is not found at all; with the default it is."""
+    folder = make_folder(
+        tmp_path,
+        {
+            "pkg/directive.py": "def render_literal_include(node):\n"
+            "    '''Render a literalinclude directive with its dedent option.'''\n"
+            "    return trim_common_indent(node.lines)\n",
+            "pkg/textwrap_util.py": "def trim_common_indent(lines):\n"
+            "    return [line[4:] for line in lines]\n",
+            "pkg/other.py": "def unrelated_helper(x):\n    return x\n",
+        },
+    )
+    question = "literalinclude directive dedent option renders wrongly"
+    found = {}
+    for weight in (0.0, 0.3):
+        folder.settings.retrieve.call_weight = weight
+        hits = fused_candidates([folder], question, mode="lexical")
+        found[weight] = [path for path, _ in rank_files(hits)]
+    assert "pkg/textwrap_util.py" not in found[0.0]
+    assert found[0.3][:2] == ["pkg/directive.py", "pkg/textwrap_util.py"]
+    folder.close()

@@ -49,6 +49,10 @@ VENDORED = re.compile(
 #: Code under these folders illustrates the project rather than implementing it.
 EXAMPLES = re.compile(r"(^|/)(docs?|examples?|samples?|demos?)/")
 DEMOTION = 0.5
+#: Call propagation: the callers considered, calls read per caller, definitions per name.
+CALLERS = 20
+CALLS_PER_CHUNK = 30
+CALLEE_DEFINITIONS = 2
 #: Test files when a question's test words name code ("the test client"): code wins a tie.
 TEST_MODIFIER_DEMOTION = 0.8
 
@@ -388,6 +392,37 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
             if chunk.path not in factors:
                 factors[chunk.path] = _demotion(folder, chunk.path, signals)
             found.fused[chunk_id] *= factors[chunk.path]
+    if mode != "dense" and settings.call_weight > 0:
+        _propagate_calls(folder, found, signals, settings.call_weight)
+
+
+def _propagate_calls(
+    folder: Searchable, found: _Candidates, signals: QuerySignals, weight: float
+) -> None:
+    """The functions the best candidates call are lifted by a share of their caller's score:
+    a report describes what the user called, and the fault is often one call further down
+    (a directive that renders wrongly, the parser it calls). Only names with at most
+    CALLEE_DEFINITIONS definitions count: `get` or `run` would lift half the project."""
+    table = _symbols(folder.store)
+    best = sorted(found.fused.items(), key=lambda item: item[1], reverse=True)[:CALLERS]
+    lift: dict[int, float] = {}
+    for chunk_id, score in best:
+        chunk = folder.store.chunks.get(chunk_id)
+        for name in chunk.calls[:CALLS_PER_CHUNK] if chunk is not None else []:
+            callees = table.by_name.get(name.rsplit(".", 1)[-1], [])
+            if len(callees) > CALLEE_DEFINITIONS:
+                continue
+            for callee in callees:
+                if callee != chunk_id:
+                    lift[callee] = max(lift.get(callee, 0.0), weight * score)
+    for callee, bonus in lift.items():
+        chunk = folder.store.chunks.get(callee)
+        if chunk is None:
+            continue
+        found.fused[callee] = found.fused.get(callee, 0.0) + bonus * _demotion(
+            folder, chunk.path, signals
+        )
+        found.found_by[callee].append("calls")
 
 
 def _diversify(hits: list[Hit], k: int, per_file_cap: int) -> list[Hit]:
