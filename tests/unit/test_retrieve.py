@@ -100,7 +100,8 @@ def test_warming_flag_until_vectors_exist(tmp_path: Path) -> None:
 
 def test_the_functions_a_top_hit_calls_are_lifted(tmp_path: Path) -> None:
     """A report names what the user ran; the fault is often in what that calls. With
-    `call_weight` 0 the callee's file is not found at all; with the default it is."""
+    `call_weight` 0 the callee's file is not found at all; with the default it is. A typed
+    search names the thing itself and lifts nothing."""
     folder = make_folder(
         tmp_path,
         {
@@ -112,7 +113,7 @@ def test_the_functions_a_top_hit_calls_are_lifted(tmp_path: Path) -> None:
             "pkg/other.py": "def unrelated_helper(x):\n    return x\n",
         },
     )
-    question = "literalinclude directive dedent option renders wrongly"
+    question = "literalinclude directive dedent option renders wrongly\n" + "steps: " * 60
     found = {}
     for weight in (0.0, 0.3):
         folder.settings.retrieve.call_weight = weight
@@ -120,4 +121,6 @@ def test_the_functions_a_top_hit_calls_are_lifted(tmp_path: Path) -> None:
         found[weight] = [path for path, _ in rank_files(hits)]
     assert "pkg/textwrap_util.py" not in found[0.0]
     assert found[0.3][:2] == ["pkg/directive.py", "pkg/textwrap_util.py"]
+    typed = fused_candidates([folder], "literalinclude dedent", mode="lexical")
+    assert "pkg/textwrap_util.py" not in [path for path, _ in rank_files(typed)]
     folder.close()

@@ -61,6 +61,8 @@ class QuerySignals:
     about_docs: bool
     tests_as_modifier: bool = False
     """Every test word is a modifier ("the test client"): the question is about that code."""
+    report: bool = False
+    """A pasted report rather than a typed search (see `is_report`)."""
 
 
 def query_signals(query: str) -> QuerySignals:
@@ -79,7 +81,7 @@ def query_signals(query: str) -> QuerySignals:
         identifiers.update(parts)
         paths.append("/".join(parts))
     if is_report(query):
-        return QuerySignals(identifiers, paths, about_tests=False, about_docs=False)
+        return QuerySignals(identifiers, paths, about_tests=False, about_docs=False, report=True)
     test_words = len(TEST_WORDS.findall(query))
     return QuerySignals(
         identifiers,

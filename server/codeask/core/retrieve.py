@@ -392,7 +392,7 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
             if chunk.path not in factors:
                 factors[chunk.path] = _demotion(folder, chunk.path, signals)
             found.fused[chunk_id] *= factors[chunk.path]
-    if mode != "dense" and settings.call_weight > 0:
+    if mode != "dense" and settings.call_weight > 0 and signals.report:
         _propagate_calls(folder, found, signals, settings.call_weight)
 
 
@@ -401,7 +401,9 @@ def _propagate_calls(
 ) -> None:
     """The functions the best candidates call are lifted by a share of their caller's score:
     a report describes what the user called, and the fault is often one call further down
-    (a directive that renders wrongly, the parser it calls). Only names with at most
+    (a directive that renders wrongly, the parser it calls). Reports only: a typed search
+    names the thing itself ("how are chunks embedded" wants `embed_chunks`, not what it
+    calls). Only names with at most
     CALLEE_DEFINITIONS definitions count: `get` or `run` would lift half the project."""
     table = _symbols(folder.store)
     best = sorted(found.fused.items(), key=lambda item: item[1], reverse=True)[:CALLERS]
