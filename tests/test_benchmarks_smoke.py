@@ -37,24 +37,22 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
+def on_sample(tmp_path: Path, out: Path) -> list[str]:
+    """Arguments that point a benchmark at the vendored sample, lexical, indexes in tmp."""
+    return [
+        *("--eval-dir", str(SAMPLE), "--corpus-root", str(CORPUS), "--no-fetch"),
+        *("--mode", "lexical", "--out", str(out), "--index-home", str(tmp_path / "indexes")),
+    ]
+
+
 def test_retrieval_benchmark_on_the_vendored_sample(tmp_path: Path) -> None:
     out = tmp_path / "preds.jsonl"
     metrics_json = tmp_path / "metrics.json"
     result = run(
         "benchmarks.retrieval",
-        "--eval-dir",
-        str(SAMPLE),
-        "--corpus-root",
-        str(CORPUS),
-        "--no-fetch",
-        "--mode",
-        "lexical",
-        "--out",
-        str(out),
+        *on_sample(tmp_path, out),
         "--metrics-json",
         str(metrics_json),
-        "--index-home",
-        str(tmp_path / "indexes"),
     )
     assert result.returncode == 0, result.stderr[-2000:]
     questions = (SAMPLE / "dev.jsonl").read_text().splitlines()
@@ -71,20 +69,7 @@ def test_retrieval_benchmark_on_the_vendored_sample(tmp_path: Path) -> None:
 def test_miss_analysis_on_the_vendored_sample(tmp_path: Path) -> None:
     """benchmarks.analysis ranks every question through each retriever and writes the report."""
     out = tmp_path / "analysis.md"
-    result = run(
-        "benchmarks.analysis",
-        "--eval-dir",
-        str(SAMPLE),
-        "--corpus-root",
-        str(CORPUS),
-        "--no-fetch",
-        "--mode",
-        "lexical",
-        "--out",
-        str(out),
-        "--index-home",
-        str(tmp_path / "indexes"),
-    )
+    result = run("benchmarks.analysis", *on_sample(tmp_path, out))
     assert result.returncode == 0, result.stderr[-2000:]
     report = out.read_text()
     assert "12 questions" in report
