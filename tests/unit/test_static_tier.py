@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_indexer import FILES, make_tree
+from test_store import window_chunks
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.records import Chunk, FileRecord
+from codeask.core.records import FileRecord
 from codeask.core.retrieve import search
 from codeask.core.store import IndexStore
 
@@ -126,18 +127,7 @@ def test_a_static_model_change_costs_only_the_static_tier(tmp_path: Path) -> Non
     folder = tmp_path / "idx"
     store = IndexStore(folder, tmp_path, "model-a", 4, ("static-a", 4))
     ids = store.new_ids(2)
-    chunks = [
-        Chunk(
-            id=i,
-            path="a.py",
-            language="python",
-            kind="window",
-            start_line=1,
-            end_line=1,
-            text=str(i),
-        )
-        for i in ids
-    ]
+    chunks = window_chunks(ids)
     store.replace_file(FileRecord(path="a.py", size=1, mtime_ns=1, sha256="x"), chunks)
     rows = np.eye(4, dtype=np.float32)[:2]
     store.add_vectors(ids, rows)
