@@ -394,7 +394,7 @@ class LexicalIndex:
         folder (their idf is near zero, and each costs FTS5 a scan of its long posting list;
         dropping them left the dev set's R@5 unchanged), at most the
         rarest MAX_QUERY_TERMS (long issue texts stay fast); the rarest one if all are common."""
-        memory = self._memory if self._memory and self._memory[0] == self._version else None
+        memory = self._current_memory()
         if memory is not None:
             found = ((t, memory[1].doc_frequency(t)) for t in terms)
             freq = {t: n for t, n in found if n}
@@ -442,12 +442,17 @@ class LexicalIndex:
             )
             return [(int(r), float(s)) for r, s in self._read(sql, (match, limit))]
 
+    def _current_memory(self) -> tuple[int, Postings, Postings] | None:
+        """The in-memory copy if it was built from the table as it is now, else None."""
+        memory = self._memory
+        return memory if memory is not None and memory[0] == self._version else None
+
     def _in_memory(self) -> tuple[int, Postings, Postings] | None:
         """The tables in memory if they match the current version; else None, and after a few
         FTS5 queries at one version a background build starts (a one-shot CLI search never
         pays for it; a server or benchmark does once per change). Caller holds the lock."""
-        memory = self._memory
-        if memory is not None and memory[0] == self._version:
+        memory = self._current_memory()
+        if memory is not None:
             return memory
         version, queries = self._fts_queries
         queries = queries + 1 if version == self._version else 1
@@ -461,8 +466,7 @@ class LexicalIndex:
         """Build the in-memory copy now, in this thread, unless it is current or being built
         (a server's indexing thread calls this when a run ends, so the next search is fast)."""
         with self._lock:
-            current = self._memory is not None and self._memory[0] == self._version
-            if current or self._building:
+            if self._current_memory() is not None or self._building:
                 return
             self._building = True
         self._build_memory()

@@ -63,6 +63,10 @@ class QuerySignals:
     """Every test word is a modifier ("the test client"): the question is about that code."""
     report: bool = False
     """A pasted report rather than a typed search (see `is_report`)."""
+    text: str = ""
+    """The words worth matching (`search_text`), for the lexical query and the query vector."""
+    lead: str = ""
+    """The report's summary line (`lead`), searched on its own; '' for a typed search."""
 
 
 def query_signals(query: str) -> QuerySignals:
@@ -81,7 +85,15 @@ def query_signals(query: str) -> QuerySignals:
         identifiers.update(parts)
         paths.append("/".join(parts))
     if is_report(query):
-        return QuerySignals(identifiers, paths, about_tests=False, about_docs=False, report=True)
+        return QuerySignals(
+            identifiers,
+            paths,
+            about_tests=False,
+            about_docs=False,
+            report=True,
+            text=search_text(query),
+            lead=lead(query),
+        )
     test_words = len(TEST_WORDS.findall(query))
     return QuerySignals(
         identifiers,
@@ -89,6 +101,7 @@ def query_signals(query: str) -> QuerySignals:
         about_tests=test_words > 0,
         about_docs=bool(DOC_WORDS.search(query)),
         tests_as_modifier=0 < test_words == len(TEST_MODIFIER.findall(query)),
+        text=query,
     )
 
 

@@ -28,7 +28,7 @@ from codeask.config import RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
 from codeask.core.lexical import LexicalIndex, expand_query
-from codeask.core.query import QuerySignals, lead, query_signals, search_text
+from codeask.core.query import QuerySignals, query_signals
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.store import IndexStore
@@ -280,7 +280,6 @@ def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
 
 def _collect(
     folder: Searchable,
-    query: str,
     vectors: dict[str, np.ndarray],
     mode: Mode,
     signals: QuerySignals,
@@ -289,13 +288,11 @@ def _collect(
     weights: RetrieveSettings = folder.settings.retrieve
     found = _Candidates()
     lists: list[tuple[str, list[int], float]] = []
-    words = search_text(query)
     if mode in ("lexical", "hybrid"):
-        lexical = [i for i, _ in folder.lexical.search(expand_query(words), limit)]
+        lexical = [i for i, _ in folder.lexical.search(expand_query(signals.text), limit)]
         lists.append(("lexical", lexical, weights.lexical_weight))
-        summary = lead(query)
-        if summary and weights.lead_weight > 0:
-            ranked = [i for i, _ in folder.lexical.search(expand_query(summary), limit)]
+        if signals.lead and weights.lead_weight > 0:
+            ranked = [i for i, _ in folder.lexical.search(expand_query(signals.lead), limit)]
             lists.append(("lead", ranked, weights.lead_weight))
         lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
     if mode in ("dense", "hybrid"):
@@ -311,7 +308,7 @@ def _collect(
         for chunk_id in ranked:
             found.found_by[chunk_id].append(name)
     if mode in ("lexical", "hybrid"):
-        files = folder.lexical.search_files(words, FILE_CANDIDATES)
+        files = folder.lexical.search_files(signals.text, FILE_CANDIDATES)
         demoted = [(path, score * _demotion(folder, path, signals)) for path, score in files]
         demoted.sort(key=lambda item: item[1], reverse=True)
         found.file_rank = {path: rank for rank, (path, _) in enumerate(demoted)}
@@ -479,11 +476,11 @@ def fused_candidates(
     signals = query_signals(query)
     limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
     if mode != "lexical" and vectors is None:
-        vectors = embed_query(folders, search_text(query))
+        vectors = embed_query(folders, signals.text)
     glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
     hits: list[Hit] = []
     for folder in folders:
-        found = _collect(folder, query, vectors or {}, mode, signals, limit)
+        found = _collect(folder, vectors or {}, mode, signals, limit)
         _adjust(folder, found, signals, mode)
         for chunk_id, score in found.fused.items():
             chunk = folder.store.chunks.get(chunk_id)
