@@ -30,7 +30,7 @@ from benchmarks.retrieval import (
 )
 from codeask.core.indexer import FolderIndex
 from codeask.core.lexical import expand_query
-from codeask.core.query import lead, query_signals, search_text
+from codeask.core.query import query_signals
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.retrieve import (
     CANDIDATES,
@@ -81,11 +81,11 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
 
     signals = query_signals(question)
     store = folder.store
-    words = search_text(question)
+    words = signals.text
     lexical = folder.lexical.search(expand_query(words), CANDIDATES)
     named = retrieve._path_matches(store, signals)
-    summary = lead(question)
-    by_lead = folder.lexical.search(expand_query(summary), CANDIDATES) if summary else []
+    lead = signals.lead
+    by_lead = folder.lexical.search(expand_query(lead), CANDIDATES) if lead else []
     out = {
         "bm25": first_ranks(chunk_paths(folder, (i for i, _ in lexical))),
         "lead": first_ranks(chunk_paths(folder, (i for i, _ in by_lead))),
