@@ -82,8 +82,7 @@ class Postings:
         count = len(self.keys)
         if not count or limit <= 0:
             return []
-        scores = np.zeros(count, dtype=np.float64)
-        hit = np.zeros(count, dtype=bool)
+        scores = np.zeros(count, dtype=np.float64)  # a matching row scores > 0 (idf ≥ MIN_IDF)
         norm = K1 * (1 - B + B * self.lengths / max(self.average, 1e-9))
         for term in dict.fromkeys(terms):
             start, end = self.slices.get(term, (0, 0))
@@ -92,8 +91,7 @@ class Postings:
             rows, freq = self.rows[start:end], self.freqs[start:end]
             idf = max(math.log((count - len(rows) + 0.5) / (len(rows) + 0.5)), MIN_IDF)
             scores[rows] += idf * (freq * (K1 + 1)) / (freq + norm[rows])
-            hit[rows] = True
-        matched = np.flatnonzero(hit)
+        matched = np.flatnonzero(scores)
         if matched.size > limit:  # keep every row tied with the last place, then cut
             cut = np.partition(-scores[matched], limit - 1)[limit - 1]
             matched = matched[-scores[matched] <= cut]
