@@ -1,6 +1,7 @@
 """The language server: a thin pygls 2 layer over `codeask.core` (see docs/protocol.md).
 
-server.py: the pygls server, its features and `run()`; handlers.py: adapters from LSP params
-to core calls; messages.py: typed custom params/results; settings.py: editor settings shapes;
-folders.py: the background indexing threads; progress.py: `$/progress` sessions.
+server.py: the server's state and plumbing and `run()`; features/: one module per LSP
+feature, each registering its own handlers; gate.py + framing.py: what reaches pygls;
+messages.py: typed custom params/results; settings.py: editor settings shapes; folders.py:
+the background indexing threads; progress.py: `$/progress` sessions.
 """

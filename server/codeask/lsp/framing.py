@@ -5,7 +5,8 @@ pygls reads `Content-Length` frames from any object with `readline()`/`read(n)` 
 MemoryError, a wrong one desyncs the stream forever, and a body that is not a JSON-RPC object
 gets no reply. `FramedStdin` sits in between: it parses raw stdin itself, answers broken
 messages with a JSON-RPC error (id null unless the message had a usable id), skips what it
-cannot use, and hands pygls only well-formed frames of valid JSON-RPC 2.0 objects.
+cannot use, and hands pygls only well-formed frames of valid JSON-RPC 2.0 objects that the
+lifecycle and params gate (gate.py) admits.
 
 Resynchronisation rests on one fact: a valid JSON body can never contain
 `Content-Length: <digits>\\r\\n` (a raw CR/LF is not allowed inside a JSON string and the
@@ -20,6 +21,8 @@ import re
 import threading
 from collections import deque
 from typing import Any, BinaryIO
+
+from codeask.lsp.gate import INVALID_REQUEST, MessageGate, Rejected
 
 log = logging.getLogger("codeask.lsp")
 
@@ -40,7 +43,6 @@ OTHER_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]*:[^\r\n]*")
 TAIL = 64
 
 PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
 
 
 class LockedWriter:
@@ -75,42 +77,47 @@ def _valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or type(value) is int
 
 
-def check_message(body: bytes) -> tuple[int, str, Any] | None:
-    """None when `body` is a JSON-RPC 2.0 object pygls can take; else (code, reason, id)."""
+def parse_message(body: bytes) -> dict[str, Any]:
+    """The JSON-RPC 2.0 object in `body`; `Rejected` says why it is not one."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return PARSE_ERROR, f"Parse error: the body is not valid UTF-8 (byte {exc.start})", None
+        raise Rejected(
+            PARSE_ERROR, f"Parse error: the body is not valid UTF-8 (byte {exc.start})"
+        ) from None
     try:
         message = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        return PARSE_ERROR, f"Parse error: the body is not valid JSON ({exc})"[:300], None
+        raise Rejected(
+            PARSE_ERROR, f"Parse error: the body is not valid JSON ({exc})"[:300]
+        ) from None
     if isinstance(message, list):
         reason = "Invalid Request: batches (JSON arrays) are not supported; LSP has none"
-        return INVALID_REQUEST, reason, None
+        raise Rejected(INVALID_REQUEST, reason)
     if not isinstance(message, dict):
-        return INVALID_REQUEST, "Invalid Request: a message must be a JSON object", None
+        raise Rejected(INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
     msg_id = message.get("id")
     reply_id = msg_id if _valid_id(msg_id) else None
     if message.get("jsonrpc") != "2.0":
-        return INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', reply_id
+        raise Rejected(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', reply_id)
     if not _valid_id(msg_id):
-        return INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer', None
+        raise Rejected(INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
     if "method" in message:
         if not isinstance(message["method"], str):
-            return INVALID_REQUEST, 'Invalid Request: "method" must be a string', reply_id
+            raise Rejected(INVALID_REQUEST, 'Invalid Request: "method" must be a string', reply_id)
     elif "id" not in message or not ("result" in message or "error" in message):
         reason = 'Invalid Request: neither a request/notification ("method") nor a response'
-        return INVALID_REQUEST, reason, reply_id
-    return None
+        raise Rejected(INVALID_REQUEST, reason, reply_id)
+    return message
 
 
 class Framer:
     """Raw bytes → bodies of well-formed JSON-RPC messages; answers the broken ones itself."""
 
-    def __init__(self, raw: BinaryIO, out: LockedWriter) -> None:
+    def __init__(self, raw: BinaryIO, out: LockedWriter, gate: MessageGate | None = None) -> None:
         self._read = getattr(raw, "read1", raw.read)
         self._out = out
+        self._gate = gate
         self._buf = bytearray()
         self._eof = False
 
@@ -247,10 +254,12 @@ class Framer:
                 if self._eof and not self._buf:
                     return None
                 continue
-            problem = check_message(body)
-            if problem is None:
-                return body
-            self.reply_error(*problem)
+            try:
+                message = parse_message(body)
+                if self._gate is None or self._gate.admit(message):
+                    return body
+            except Rejected as rejected:
+                self.reply_error(rejected.code, rejected.reason, rejected.msg_id)
 
 
 class FramedStdin:

@@ -1,0 +1,96 @@
+"""What every feature shares: error mapping, typed custom params, documents and positions."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.uris import from_fs_path
+
+from codeask.core.records import Chunk
+from codeask.lsp.base import CodeaskServer
+from codeask.lsp.messages import InvalidParams, Position, Range, decode_params
+from codeask.lsp.paths import document_text
+
+log = logging.getLogger("codeask.lsp")
+
+Handler = Callable[..., Awaitable[Any]]
+
+#: languageId → file extension, so an untitled buffer still gets its grammar.
+EXTENSIONS = {"python": "py", "javascript": "js", "typescript": "ts", "rust": "rs", "ruby": "rb"}
+
+
+def request(fn: Handler) -> Handler:
+    """InvalidParams → -32602 with the reason; anything unexpected → -32603 with a message.
+
+    pygls sends a JsonRpcException raised by a handler as that request's error (its public
+    handler path), so the reason reaches the editor without touching pygls internals.
+    """
+
+    @functools.wraps(fn)
+    async def wrapped(ls: CodeaskServer, *args: Any) -> Any:
+        try:
+            return await fn(ls, *args)
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except InvalidParams as exc:
+            raise JsonRpcInvalidParams(message=str(exc)) from None
+        except Exception as exc:
+            log.exception("%s failed", fn.__name__)
+            raise JsonRpcInternalError(message=f"codeask: {type(exc).__name__}: {exc}") from None
+
+    return wrapped
+
+
+def custom_request(method: str) -> Callable[[Handler], Handler]:
+    """A custom request's handler receives its params decoded into the msgspec type of
+    `messages.CUSTOM_PARAMS` (pygls hands custom params over as raw JSON, see server.py)."""
+
+    def decorate(fn: Handler) -> Handler:
+        @functools.wraps(fn)
+        async def typed(ls: CodeaskServer, raw: Any = None) -> Any:
+            return await fn(ls, decode_params(method, raw))
+
+        return request(typed)
+
+    return decorate
+
+
+# ---- documents --------------------------------------------------------------------------------
+def doc_text(ls: CodeaskServer, uri: str) -> str | None:
+    """Editor-sent text, or a disk read inside a workspace folder (paths.py); None if neither."""
+    return document_text(ls.workspace, ls.folders, uri)
+
+
+def doc_name(ls: CodeaskServer, uri: str, path: Path | None) -> str:
+    """The file name the chunker sees (untitled buffers get one from their language)."""
+    if path is not None:
+        return path.name
+    document = ls.workspace.text_documents.get(unquote(uri))
+    language = (document.language_id if document is not None else None) or "text"
+    return f"untitled.{EXTENSIONS.get(language, language)}"
+
+
+# ---- paths and positions ----------------------------------------------------------------------
+def file_uri(path: Path) -> str:
+    """An absolute path as a file URI."""
+    return from_fs_path(str(path)) or path.as_uri()
+
+
+def chunk_range(chunk: Chunk) -> Range:
+    """The LSP range of a chunk (0-based lines, end at the end of its last line)."""
+    last = chunk.text.rsplit("\n", 1)[-1] if chunk.text else ""
+    start = max(0, chunk.start_line - 1)
+    end = max(start, chunk.end_line - 1)
+    return Range(Position(start, 0), Position(end, len(last)))
+
+
+def qualified(chunk: Chunk) -> str:
+    """`Class.method` or `function`."""
+    return f"{chunk.parent}.{chunk.symbol}" if chunk.parent and chunk.symbol else chunk.symbol

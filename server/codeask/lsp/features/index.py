@@ -1,0 +1,129 @@
+"""Index state: `codeask/indexStatus`, the state every result carries, reindex and cancel."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from codeask.core.indexer import FolderIndex
+from codeask.lsp.base import CodeaskServer
+from codeask.lsp.features.common import custom_request, request
+from codeask.lsp.folders import Folders
+from codeask.lsp.messages import (
+    CMD_CANCEL,
+    CMD_REINDEX,
+    INDEX_STATUS,
+    FolderState,
+    IndexPhase,
+    IndexState,
+    IndexStatusParams,
+    to_json,
+)
+from codeask.lsp.paths import workspace_path
+
+_loading: set[int] = set()
+_loading_lock = threading.Lock()
+
+
+def index_state(folders: Folders) -> IndexState:
+    """Counts without locks or disk walks: cheap enough to attach to every result."""
+    rows: list[FolderState] = []
+    for worker in list(folders.workers.values()):
+        folder = worker.folder
+        if folder is None:
+            rows.append(
+                FolderState(
+                    str(worker.root), worker.state, 0, 0, 0, "", "", worker.message, worker.updates
+                )
+            )
+            continue
+        store = folder.store
+        files = sum(1 for record in list(store.files.values()) if not record.skipped)
+        rows.append(
+            FolderState(
+                root=str(worker.root),
+                state=worker.state,
+                files=files,
+                chunks=len(store.chunks),
+                embedded=len(store.vectors.live),
+                model=store.model,
+                index_dir=str(folder.folder),
+                message=worker.message,
+                updates=worker.updates,
+                static_embedded=len(store.static_vectors.live),
+                tiers=list(folder.settings.embed.tiers),
+            )
+        )
+    chunks = sum(r.chunks for r in rows)
+    embedded = sum(r.dense_done for r in rows)
+    states = {r.state for r in rows}
+    busy = bool(states & {"loading", "indexing"})
+    state: IndexPhase
+    if busy:
+        state = "indexing"
+    elif "error" in states:
+        state = "error"
+    elif chunks == 0:
+        state = "empty"
+    else:
+        state = "ready"
+    if busy:
+        workers = [w for w in folders.workers.values() if w.state in ("loading", "indexing")]
+        percent = min(w.percent for w in workers)
+    else:
+        percent = int(100 * embedded / chunks) if chunks else (0 if state == "empty" else 100)
+    loaded = all(f.embedder_loaded or not f.minilm_tier for f in folders.ready())
+    warming = busy or embedded < chunks or not loaded
+    return IndexState(state, warming, percent, sum(r.files for r in rows), chunks, embedded, rows)
+
+
+def dense_ready(folders: Sequence[FolderIndex]) -> bool:
+    """Whether dense queries can run now; if not, load the model in the background (~1 s)."""
+    waiting = [f for f in folders if f.store.vectors.live and not f.embedder_loaded]
+    for folder in waiting:
+        with _loading_lock:
+            if id(folder) in _loading:
+                continue
+            _loading.add(id(folder))
+        threading.Thread(target=_load, args=(folder,), name="codeask-model", daemon=True).start()
+    return not waiting
+
+
+def _load(folder: FolderIndex) -> None:
+    try:
+        _ = folder.embedder
+    finally:
+        with _loading_lock:
+            _loading.discard(id(folder))
+
+
+@custom_request(INDEX_STATUS)
+async def on_index_status(ls: CodeaskServer, params: IndexStatusParams) -> Any:
+    """`codeask/indexStatus`."""
+    return to_json(index_state(ls.folders))
+
+
+@request
+async def cmd_reindex(ls: CodeaskServer, *args: Any) -> Any:
+    """`codeask.reindex` [uri?]: full rebuild (vectors come back from the cache)."""
+    target = workspace_path(ls.folders, args[0]) if args and isinstance(args[0], str) else None
+    worker = ls.folders.worker_for(target) if target is not None else None
+    for each in [worker] if worker else list(ls.folders.workers.values()):
+        each.request_full("rebuild")
+    return to_json(index_state(ls.folders))
+
+
+@request
+async def cmd_cancel(ls: CodeaskServer, *args: Any) -> Any:
+    """`codeask.cancelIndexing`: stop full passes, keep what is done."""
+    for worker in list(ls.folders.workers.values()):
+        worker.cancel_indexing()
+    return to_json(index_state(ls.folders))
+
+
+def register(ls: CodeaskServer) -> None:
+    """indexStatus and the reindex / cancel commands."""
+    ls.feature(INDEX_STATUS)(on_index_status)
+    ls.command(CMD_REINDEX)(cmd_reindex)
+    ls.command(CMD_CANCEL)(cmd_cancel)

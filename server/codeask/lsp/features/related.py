@@ -1,0 +1,148 @@
+"""Related code for a cursor position: what hover, code lens and `codeask.related` show."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from codeask.config import ChunkSettings
+from codeask.core.chunk import chunk_file
+from codeask.core.indexer import FolderIndex
+from codeask.core.records import Chunk
+from codeask.core.retrieve import Hit, related
+from codeask.lsp.base import CodeaskServer
+from codeask.lsp.features.common import doc_name, doc_text, request
+from codeask.lsp.features.index import dense_ready
+from codeask.lsp.features.search import search_item
+from codeask.lsp.folders import Folders
+from codeask.lsp.limits import MAX_CHARS
+from codeask.lsp.messages import CMD_RELATED, InvalidParams, to_json
+from codeask.lsp.paths import workspace_path
+from codeask.lsp.window import Window, window
+
+HOVER_LINKS = 5
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class HoverPlan:
+    """What hover shows: related hits, and where the hovered chunk lives (for blame)."""
+
+    hits: list[Hit]
+    chunk: Chunk
+    folder: FolderIndex | None
+    rel: str | None
+    multi_root: bool
+
+
+def enclosing_chunk(folder: FolderIndex, rel: str, line: int) -> Chunk | None:
+    """The innermost indexed chunk of a file containing 1-based `line`."""
+    store = folder.store
+    with store.lock:
+        record = store.files.get(rel)
+        ids = list(record.chunk_ids) if record else []
+        chunks = [store.chunks[i] for i in ids if i in store.chunks]
+    inside = [c for c in chunks if c.start_line <= line <= c.end_line]
+    return min(inside, key=lambda c: c.end_line - c.start_line, default=None)
+
+
+def chunk_of_text(
+    name: str, text: str, line: int, settings: ChunkSettings, first_line: int = 0
+) -> Chunk | None:
+    """Read-only: the chunk of an open text around `line` (1-based, within `text`, whose first
+    line is document line `first_line`, 0-based), never stored in any index."""
+    if not text.strip():
+        return None
+    chunks = chunk_file(name, text, settings).chunks
+    inside = [c for c in chunks if c.start_line <= line <= c.end_line]
+    best = min(inside, key=lambda c: c.end_line - c.start_line, default=None)
+    if best is not None:
+        return msgspec.structs.replace(
+            best, start_line=best.start_line + first_line, end_line=best.end_line + first_line
+        )
+    lines = text.splitlines()
+    start, end = max(1, line - 10), min(len(lines), line + 10)
+    body = "\n".join(lines[start - 1 : end])
+    if not body.strip():
+        return None
+    return Chunk(
+        path=name,
+        language="text",
+        kind="window",
+        start_line=start + first_line,
+        end_line=end + first_line,
+        text=body,
+    )
+
+
+def word_at(text: str, line: int, character: int) -> str:
+    """The identifier under a 0-based position ('' when none)."""
+    lines = text.splitlines()
+    if not 0 <= line < len(lines):
+        return ""
+    for match in IDENTIFIER.finditer(lines[line]):
+        if match.start() <= character <= match.end():
+            return match.group()
+    return ""
+
+
+def plan_hover(folders: Folders, path: Path | None, name: str, view: Window) -> HoverPlan | None:
+    """Related chunks for the code at the cursor of a document window (None: nothing to show).
+
+    `path` is the guarded workspace path (None outside every folder or for other schemes).
+    """
+    ready = folders.ready()
+    if not ready:
+        return None
+    worker = folders.worker_for(path) if path is not None else None
+    folder = worker.folder if worker is not None else None
+    rel = folder.relative(path) if folder is not None and path is not None else None
+    line = view.first_line + view.line
+    chunk = enclosing_chunk(folder, rel, line + 1) if folder is not None and rel else None
+    owner = folder if chunk is not None else None
+    if chunk is None:
+        settings = folders.settings().chunk
+        chunk = chunk_of_text(name, view.text, view.line + 1, settings, view.first_line)
+    if chunk is None:
+        return None
+    root = owner.root if owner is not None else None
+    word = word_at(view.text, view.line, view.character)
+    hits = related(ready, chunk, root=root, k=HOVER_LINKS, dense=dense_ready(ready), word=word)
+    if not hits:
+        return None
+    return HoverPlan(hits, chunk, owner, rel if owner else None, len(folders.workers) > 1)
+
+
+def plan_at(ls: CodeaskServer, uri: str, path: Path | None, line: int, character: int) -> Any:
+    """Off the loop (the text may be read from disk); a huge document is seen through a
+    bounded window around the cursor (window.py)."""
+    text, name = doc_text(ls, uri) or "", doc_name(ls, uri, path)
+    return plan_hover(ls.folders, path, name, window(text, line, character))
+
+
+def _related_items(ls: CodeaskServer, uri: str, path: Path | None, line: int) -> Any:
+    plan = plan_at(ls, uri, path, line, 0)
+    return to_json([search_item(hit) for hit in plan.hits] if plan else [])
+
+
+@request
+async def cmd_related(ls: CodeaskServer, *args: Any) -> Any:
+    """`codeask.related` [uri, line]: the hover's links as result items (code lens target)."""
+    if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], int):
+        raise InvalidParams("codeask.related: arguments must be [uri, line]")
+    uri, line = args
+    if len(uri) > MAX_CHARS["uri"] or line < 0:
+        raise InvalidParams(
+            f"codeask.related: uri must be at most {MAX_CHARS['uri']} characters, line >= 0"
+        )
+    path = workspace_path(ls.folders, uri)
+    return await ls.in_thread(_related_items, ls, uri, path, line)
+
+
+def register(ls: CodeaskServer) -> None:
+    """The `codeask.related` command (hover and lens have modules of their own)."""
+    ls.command(CMD_RELATED)(cmd_related)

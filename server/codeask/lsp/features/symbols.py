@@ -1,0 +1,66 @@
+"""`workspace/symbol` from the chunk index."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from codeask.lsp.base import CodeaskServer
+from codeask.lsp.features.common import chunk_range, file_uri, request
+from codeask.lsp.folders import Folders
+from codeask.lsp.limits import LimitError, check_length
+from codeask.lsp.messages import InvalidParams
+
+SYMBOL_LIMIT = 200
+SYMBOL_KINDS = {
+    "function": types.SymbolKind.Function,
+    "method": types.SymbolKind.Method,
+    "class": types.SymbolKind.Class,
+    "module": types.SymbolKind.Module,
+    "section": types.SymbolKind.String,
+}
+
+
+def workspace_symbols(folders: Folders, query: str) -> list[types.SymbolInformation]:
+    """Symbols of the chunk index whose name contains `query` (exact, prefix, then substring)."""
+    try:
+        check_length("symbolQuery", query)
+    except LimitError as exc:
+        raise InvalidParams(f"workspace/symbol: {exc}") from None
+    wanted = query.strip().lower()
+    found: list[tuple[tuple[int, int, str], types.SymbolInformation]] = []
+    for folder in folders.ready():
+        with folder.store.lock:
+            chunks = list(folder.store.chunks.values())
+        for chunk in chunks:
+            kind = SYMBOL_KINDS.get(chunk.kind)
+            name = chunk.symbol.lower()
+            if kind is None or not chunk.symbol or chunk.part > 1 or wanted not in name:
+                continue
+            rank = 0 if name == wanted else 1 if name.startswith(wanted) else 2
+            rng = chunk_range(chunk)
+            location = types.Location(
+                uri=file_uri(folder.root / chunk.path),
+                range=types.Range(
+                    types.Position(rng.start.line, rng.start.character),
+                    types.Position(rng.end.line, rng.end.character),
+                ),
+            )
+            info = types.SymbolInformation(
+                name=chunk.symbol, kind=kind, location=location, container_name=chunk.parent or None
+            )
+            found.append(((rank, len(name), chunk.path), info))
+    found.sort(key=lambda item: item[0])
+    return [info for _, info in found[:SYMBOL_LIMIT]]
+
+
+@request
+async def on_workspace_symbol(
+    ls: CodeaskServer, params: types.WorkspaceSymbolParams
+) -> list[types.SymbolInformation]:
+    """Symbols from the chunk index."""
+    return await ls.in_thread(workspace_symbols, ls.folders, params.query)
+
+
+def register(ls: CodeaskServer) -> None:
+    """`workspace/symbol`."""
+    ls.feature(types.WORKSPACE_SYMBOL)(on_workspace_symbol)
