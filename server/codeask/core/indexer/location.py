@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from codeask.config import Settings, cache_dir
 from codeask.core import writer_lock
@@ -21,6 +21,14 @@ Mode = Literal["write", "read", "auto"]
 
 #: Set to 1 to allow indexing `$HOME` or `/` as a workspace root (CLI: --allow-broad-root).
 ALLOW_BROAD_ROOT_ENV = "CODEASK_ALLOW_BROAD_ROOT"
+
+
+class OpenOptions(TypedDict, total=False):
+    """How a folder index is opened, passed on unchanged by whoever opens one for a caller."""
+
+    mode: Mode
+    kind: str
+    """Who writes (`index`, `serve`), as the writer lock tells other processes."""
 
 
 class IndexBusy(Exception):

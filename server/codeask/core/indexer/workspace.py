@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Unpack
 
 from codeask.core.indexer.folder import FolderIndex
-from codeask.core.indexer.location import Mode
+from codeask.core.indexer.location import OpenOptions
 
 
 class Workspace:
@@ -17,18 +18,13 @@ class Workspace:
         self._lock = threading.Lock()
 
     def add(
-        self,
-        root: Path,
-        editor: dict[str, object] | None = None,
-        *,
-        mode: Mode = "write",
-        kind: str = "index",
+        self, root: Path, editor: dict[str, object] | None = None, **options: Unpack[OpenOptions]
     ) -> FolderIndex:
-        """Open (or return) the index of a folder."""
+        """Open (or return) the index of a folder; `options` (mode, kind) as FolderIndex.open."""
         root = root.resolve()
         with self._lock:
             if root not in self.folders:
-                self.folders[root] = FolderIndex.open(root, editor, mode=mode, kind=kind)
+                self.folders[root] = FolderIndex.open(root, editor, **options)
             return self.folders[root]
 
     def remove(self, root: Path) -> None:
