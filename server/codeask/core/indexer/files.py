@@ -91,7 +91,7 @@ def index_file(
         sha256=loaded.sha256,
         language=result.language,
     )
-    rows = index.vectors.static_rows(result.chunks, report) if static_now else None
+    rows = index.embedding.static_rows(result.chunks, report) if static_now else None
     with index.store.lock:
         removed = index.store.replace_file(record, result.chunks)
         if rows is not None:

@@ -57,7 +57,8 @@ class FolderIndex:
         )
         #: Held by whole runs (refresh, update_paths, rebuild, promotion), not by the backlog.
         self.run_lock = threading.Lock()
-        self.vectors = VectorTiers(self, embedder)
+        #: The dense tiers: static vectors, the MiniLM backlog and the lazily loaded model.
+        self.embedding = VectorTiers(self, embedder)
         #: Files that differ from HEAD (git status); hits in them are flagged `uncommitted`.
         self.uncommitted: frozenset[str] = frozenset()
         self.state = "loading"
@@ -137,17 +138,17 @@ class FolderIndex:
     @property
     def embedder(self) -> CachedEmbedder:
         """The (shared, cached) embedding model; loaded once per process."""
-        return self.vectors.embedder
+        return self.embedding.embedder
 
     @property
     def minilm_tier(self) -> bool:
         """Whether this index builds vectors with the configured model (`embed.tiers`)."""
-        return self.vectors.minilm_tier
+        return self.embedding.minilm_tier
 
     @property
     def embedder_loaded(self) -> bool:
         """Whether the model is in memory: the editor searches lexically until it is (~1 s)."""
-        return self.vectors.embedder_loaded
+        return self.embedding.embedder_loaded
 
     # ---- runs ----------------------------------------------------------------------------------
     def refresh(
@@ -163,14 +164,14 @@ class FolderIndex:
 
     def prioritize(self, rels: Iterable[str]) -> None:
         """Files the user is looking at: their chunks are embedded before the backlog."""
-        self.vectors.prioritize(rels)
+        self.embedding.prioritize(rels)
 
     def embed_pending(
         self, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None
     ) -> IndexReport:
         """Embed whatever has no vector yet (after lexical-only runs); update_paths may run
         concurrently (the editor's saves do not wait for the backlog)."""
-        return self.vectors.fill_backlog(progress or no_progress, cancel or CancelToken())
+        return self.embedding.fill_backlog(progress or no_progress, cancel or CancelToken())
 
     def update_paths(self, rels: Iterable[str], *, embed: bool = True) -> IndexReport:
         """Re-check named files (changed, created or deleted); their chunks embed first."""

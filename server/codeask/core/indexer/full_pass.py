@@ -36,20 +36,20 @@ def full_pass(
     started = time.perf_counter()
     emit = progress or no_progress
     token = cancel or CancelToken()
-    vectors = index.vectors
+    embedding = index.embedding
     with index.run_lock:
         index.state = "indexing"
         try:
             files.scan_and_chunk(index, report, emit, token)
-            vectors.embed_static(index.store.static_pending_ids(), report, emit, token)
+            embedding.embed_static(index.store.static_pending_ids(), report, emit, token)
             report.seconds_lexical = time.perf_counter() - started
             index.checkpoint()
             if index.settings.history.enabled if history_on is None else history_on:
                 history.sync_into(index, report, emit, token)
-                vectors.embed_static(index.store.static_pending_ids(), report, emit, token)
+                embedding.embed_static(index.store.static_pending_ids(), report, emit, token)
             history.refresh_uncommitted(index)
-            if embed and vectors.minilm_tier:
-                vectors.embed_pending(report, emit, token)
+            if embed and embedding.minilm_tier:
+                embedding.embed_pending(report, emit, token)
         except Cancelled:
             report.cancelled = True
         finally:

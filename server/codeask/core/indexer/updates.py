@@ -23,7 +23,7 @@ def update_paths(index: FolderIndex, rels: Iterable[str], *, embed: bool) -> Ind
     report = IndexReport()
     started = time.perf_counter()
     rels = list(dict.fromkeys(rels))
-    vectors = index.vectors
+    embedding = index.embedding
     with index.run_lock:
         for rel in rels:
             found = check_file(index.root, rel, index.settings.index)
@@ -35,12 +35,12 @@ def update_paths(index: FolderIndex, rels: Iterable[str], *, embed: bool) -> Ind
                 files.remove_file(index, rel, report)
         report.seconds_lexical = time.perf_counter() - started
         history.refresh_uncommitted(index)
-        missing_static = vectors.without_vector(rels, index.store.static_vectors.live)
-        vectors.embed_static(missing_static, report, no_progress, CancelToken())
-        if embed and vectors.minilm_tier:
-            fresh = vectors.without_vector(rels, index.store.vectors.live)
+        missing_static = embedding.without_vector(rels, index.store.static_vectors.live)
+        embedding.embed_static(missing_static, report, no_progress, CancelToken())
+        if embed and embedding.minilm_tier:
+            fresh = embedding.without_vector(rels, index.store.vectors.live)
             if fresh:
-                vectors.embed_ids(fresh, vectors.embedder, report)
+                embedding.embed_ids(fresh, embedding.embedder, report)
         index.checkpoint()
     report.seconds_total = time.perf_counter() - started
     return report
