@@ -1,0 +1,63 @@
+"""The one orchestrator of indexing: discover → chunk → (lexical at once) → embed → store.
+
+Incremental by construction: size+mtime, then the content hash, decide whether a file changed;
+chunk vectors come from the content-hash cache when the text was seen before. Lexical search
+works as soon as a file is chunked; dense results fill in as embeddings land. Long runs report
+progress, can be cancelled between batches, and checkpoint a consistent snapshot.
+
+One module per job; callers import from here:
+
+- `folder`: `FolderIndex`, the façade that owns a folder's state and locks.
+- `workspace`: `Workspace`, the folders of one editor window.
+- `location`: where an index lives, which roots are refused, who may write (`Mode`).
+- `snapshot`: loading a snapshot with a matching lexical table, saving a consistent one.
+- `full_pass` and `files`: the full pass, and the lexical pass over files within it.
+- `updates`: single-file updates (editor saves, watcher events).
+- `vectors`: the static tier and the MiniLM backlog.
+- `history`: git history chunks and the uncommitted files.
+- `run`: cancel tokens, progress events and reports; `status`: what status bars show.
+"""
+
+from codeask.core.indexer.folder import FolderIndex
+from codeask.core.indexer.location import (
+    ALLOW_BROAD_ROOT_ENV,
+    IndexBusy,
+    Mode,
+    OpenOptions,
+    RootRefused,
+    check_root,
+    has_index,
+    index_dir_for,
+)
+from codeask.core.indexer.run import (
+    Cancelled,
+    CancelToken,
+    IndexReport,
+    Progress,
+    ProgressFn,
+)
+from codeask.core.indexer.status import IndexStatus
+from codeask.core.indexer.vectors import EMBED_STEP, LOADING, STATIC_STEP
+from codeask.core.indexer.workspace import Workspace
+
+__all__ = [
+    "ALLOW_BROAD_ROOT_ENV",
+    "EMBED_STEP",
+    "LOADING",
+    "STATIC_STEP",
+    "CancelToken",
+    "Cancelled",
+    "FolderIndex",
+    "IndexBusy",
+    "IndexReport",
+    "IndexStatus",
+    "Mode",
+    "OpenOptions",
+    "Progress",
+    "ProgressFn",
+    "RootRefused",
+    "Workspace",
+    "check_root",
+    "has_index",
+    "index_dir_for",
+]

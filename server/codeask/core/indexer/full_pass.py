@@ -1,0 +1,60 @@
+"""A full pass, in the order that makes search useful soonest: files chunked (lexical search
+works), static vectors (dense search works), a checkpoint, history, then the MiniLM backlog.
+
+Safe to run again at any time: unchanged files cost a stat. Cancelling keeps what was done.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from codeask.core.indexer import files, history
+from codeask.core.indexer.run import (
+    Cancelled,
+    CancelToken,
+    IndexReport,
+    Progress,
+    ProgressFn,
+    no_progress,
+)
+
+if TYPE_CHECKING:
+    from codeask.core.indexer.folder import FolderIndex
+
+
+def full_pass(
+    index: FolderIndex,
+    *,
+    progress: ProgressFn | None,
+    cancel: CancelToken | None,
+    embed: bool,
+    history_on: bool | None,
+) -> IndexReport:
+    """Bring `index` up to date with its folder; `history_on` None follows the settings."""
+    report = IndexReport()
+    started = time.perf_counter()
+    emit = progress or no_progress
+    token = cancel or CancelToken()
+    embedding = index.embedding
+    with index.run_lock:
+        index.state = "indexing"
+        try:
+            files.scan_and_chunk(index, report, emit, token)
+            embedding.embed_static(index.store.static_pending_ids(), report, emit, token)
+            report.seconds_lexical = time.perf_counter() - started
+            index.checkpoint()
+            if index.settings.history.enabled if history_on is None else history_on:
+                history.sync_into(index, report, emit, token)
+                embedding.embed_static(index.store.static_pending_ids(), report, emit, token)
+            history.refresh_uncommitted(index)
+            if embed and embedding.minilm_tier:
+                embedding.embed_pending(report, emit, token)
+        except Cancelled:
+            report.cancelled = True
+        finally:
+            index.checkpoint()
+            index.state = "ready"
+    report.seconds_total = time.perf_counter() - started
+    emit(Progress("done", report.files_seen, report.files_seen, *index.embedded_counts()))
+    return report

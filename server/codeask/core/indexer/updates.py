@@ -1,0 +1,46 @@
+"""Single-file updates (editor saves, watcher events): the named files are re-checked and
+their chunks get both tiers' vectors at once, so the snapshot saved right after has them.
+
+Runs while a long MiniLM backlog embeds: the backlog takes its own lock, not the run lock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from codeask.core.discover import SkippedFile, SourceFile, check_file
+from codeask.core.indexer import files, history
+from codeask.core.indexer.run import CancelToken, IndexReport, no_progress
+
+if TYPE_CHECKING:
+    from codeask.core.indexer.folder import FolderIndex
+
+
+def update_paths(index: FolderIndex, rels: Iterable[str], *, embed: bool) -> IndexReport:
+    """Re-check named files (changed, created or deleted); their chunks embed first."""
+    report = IndexReport()
+    started = time.perf_counter()
+    rels = list(dict.fromkeys(rels))
+    embedding = index.embedding
+    with index.run_lock:
+        for rel in rels:
+            found = check_file(index.root, rel, index.settings.index)
+            if isinstance(found, SourceFile):
+                files.index_file(index, found, report, static_now=True)
+            else:
+                if isinstance(found, SkippedFile):
+                    report.skipped.append(found)
+                files.remove_file(index, rel, report)
+        report.seconds_lexical = time.perf_counter() - started
+        history.refresh_uncommitted(index)
+        missing_static = embedding.without_vector(rels, index.store.static_vectors.live)
+        embedding.embed_static(missing_static, report, no_progress, CancelToken())
+        if embed and embedding.minilm_tier:
+            fresh = embedding.without_vector(rels, index.store.vectors.live)
+            if fresh:
+                embedding.embed_ids(fresh, embedding.embedder, report)
+        index.checkpoint()
+    report.seconds_total = time.perf_counter() - started
+    return report

@@ -1,0 +1,206 @@
+"""The dense tiers of one folder index: static vectors for every chunk within seconds, then the
+MiniLM backlog, files the user looks at first. Both come from the content-hash cache when the
+text was embedded before; the model loads only when a vector must really be computed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from codeask.core.embed import CachedEmbedder, load_embedder
+from codeask.core.indexer.run import (
+    Cancelled,
+    CancelToken,
+    IndexReport,
+    Progress,
+    ProgressFn,
+)
+from codeask.core.records import Chunk
+from codeask.core.static_embed import load_static_embedder
+from codeask.core.store import IndexStore
+
+if TYPE_CHECKING:
+    from codeask.core.indexer.folder import FolderIndex
+
+#: Chunks embedded between cancellation checks: one model batch, so a cancel (or an editor
+#: save preempting the backlog) waits ~1-2 s at most, not a whole 256-chunk step.
+EMBED_STEP = 32
+#: The message of the `embed` progress event sent while the embedding model loads.
+LOADING = "loading the embedding model"
+#: Chunks per static-tier batch: ~0.2 s of work, so a cancel is honoured quickly.
+STATIC_STEP = 1024
+#: History chunks: embedded after the code they explain.
+HISTORY_KINDS = ("commit", "hunk")
+
+
+class VectorTiers:
+    """Fills the static and MiniLM vectors of one folder index's chunks.
+
+    Reads the index's store and settings at each call: a reload swaps the store, and tests
+    swap the settings.
+    """
+
+    def __init__(self, index: FolderIndex, embedder: CachedEmbedder | None = None) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        #: fill_backlog() takes only this lock: single-file updates (editor saves) can run
+        #: while a long backlog embeds; both sides tolerate the other's removed chunks.
+        self._backlog_lock = threading.Lock()
+        self._priority: set[str] = set()
+
+    @property
+    def _store(self) -> IndexStore:
+        """The index's store as it is now (a reader's reload replaces it)."""
+        return self._index.store
+
+    # ---- the embedder is loaded on first need: lexical search never waits for it ------------
+    @property
+    def embedder(self) -> CachedEmbedder:
+        """The (shared, cached) embedding model; loaded once per process."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = load_embedder(self._index.settings)
+            return self._embedder
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """Whether the model is in memory."""
+        return self._embedder is not None
+
+    @property
+    def static_tier(self) -> bool:
+        """Whether this index builds static-tier vectors (`embed.tiers`)."""
+        return "static" in self._index.settings.embed.tiers
+
+    @property
+    def minilm_tier(self) -> bool:
+        """Whether this index builds vectors with the configured model (`embed.tiers`)."""
+        return "minilm" in self._index.settings.embed.tiers
+
+    # ---- static tier -------------------------------------------------------------------------
+    def embed_static(
+        self, ids: list[int], report: IndexReport, emit: ProgressFn, token: CancelToken
+    ) -> None:
+        """The static tier, during the first pass: every chunk in seconds (cached by hash)."""
+        if not self.static_tier or not ids:
+            return
+        total = len(self._store.chunks)
+        done = total - len(ids)
+        for start in range(0, len(ids), STATIC_STEP):
+            token.check()
+            found = (self._store.chunks.get(i) for i in ids[start : start + STATIC_STEP])
+            chunks = [c for c in found if c is not None]
+            rows = self.static_rows(chunks, report)
+            if rows is not None:
+                self._store.add_static_vectors([c.id for c in chunks], rows)
+            done += len(chunks)
+            emit(Progress("static", chunks_embedded=done, chunks_total=total))
+
+    def static_rows(self, chunks: list[Chunk], report: IndexReport) -> np.ndarray | None:
+        """Static-tier vectors of `chunks` (content-hash cached); None when the tier is off."""
+        if not self.static_tier or not chunks:
+            return None
+        embedder = load_static_embedder(self._index.settings)
+        before = embedder.computed
+        rows = embedder.embed_keyed(
+            [c.content_hash() for c in chunks], [c.embed_text() for c in chunks]
+        )
+        report.static_computed += embedder.computed - before
+        return rows
+
+    # ---- MiniLM tier ---------------------------------------------------------------------------
+    def prioritize(self, rels: Iterable[str]) -> None:
+        """Files the user is looking at: their chunks are embedded before the backlog."""
+        self._priority.update(rels)
+
+    def fill_backlog(self, emit: ProgressFn, token: CancelToken) -> IndexReport:
+        """Embed whatever has no vector yet, checkpointing at the end even when cancelled."""
+        report = IndexReport()
+        with self._backlog_lock:
+            try:
+                self.embed_pending(report, emit, token)
+            except Cancelled:
+                report.cancelled = True
+            finally:
+                self._index.checkpoint()
+        return report
+
+    def embed_pending(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
+        """The MiniLM backlog in order, cache hits at once, checkpointing now and then."""
+        if not self.minilm_tier:
+            return
+        pending = self._pending_in_order()
+        total = len(self._store.chunks)
+        embedded = total - len(pending)
+        if not pending:
+            return
+        if not self.embedder_loaded:  # the model loads first (seconds; a download the first time)
+            emit(Progress("embed", chunks_embedded=embedded, chunks_total=total, message=LOADING))
+        embedder = self.embedder
+        self._fill_from_cache(pending, embedder)
+        pending = [i for i in pending if i not in self._store.vectors.live]
+        embedded = total - len(pending)
+        emit(Progress("embed", chunks_embedded=embedded, chunks_total=total))
+        last_save = time.monotonic()
+        for start in range(0, len(pending), EMBED_STEP):
+            token.check()
+            step = [i for i in pending[start : start + EMBED_STEP] if i in self._store.chunks]
+            embedded += self.embed_ids(step, embedder, report)
+            emit(Progress("embed", chunks_embedded=embedded, chunks_total=total))
+            if time.monotonic() - last_save > self._index.settings.index.checkpoint_seconds:
+                self._index.checkpoint()
+                last_save = time.monotonic()
+
+    def _pending_in_order(self) -> list[int]:
+        """Chunks without a vector: prioritized files, then code (short first), then history."""
+        pending = self._store.pending_ids()
+        chunks = self._store.chunks
+
+        def rank(chunk_id: int) -> tuple[int, int]:
+            chunk = chunks.get(chunk_id)
+            if chunk is None:
+                return (3, 0)
+            if chunk.path in self._priority and chunk.kind not in HISTORY_KINDS:
+                return (0, 0)
+            return (2 if chunk.kind in HISTORY_KINDS else 1, len(chunk.text))
+
+        return sorted(pending, key=rank)
+
+    def _fill_from_cache(self, ids: list[int], embedder: CachedEmbedder) -> None:
+        """Warm runs: everything the cache knows lands at once, without touching the model."""
+        chunks = [c for c in (self._store.chunks.get(i) for i in ids) if c is not None]
+        keys = [c.content_hash() for c in chunks]
+        cached = embedder.cache.get_many(keys)
+        hits = [(c.id, cached[k]) for c, k in zip(chunks, keys, strict=True) if k in cached]
+        if hits:
+            rows = np.stack([v for _, v in hits])
+            self._store.add_vectors([i for i, _ in hits], rows)
+            embedder.reused += len(hits)
+
+    def embed_ids(self, ids: list[int], embedder: CachedEmbedder, report: IndexReport) -> int:
+        """MiniLM vectors of these chunks (those still there); how many were embedded."""
+        found = (self._store.chunks.get(i) for i in ids)
+        chunks = [c for c in found if c is not None]  # an update may have just removed some
+        if not chunks:
+            return 0
+        before = embedder.computed
+        rows = embedder.embed_keyed(
+            [c.content_hash() for c in chunks], [c.embed_text() for c in chunks]
+        )
+        self._store.add_vectors([c.id for c in chunks], rows)
+        report.vectors_computed += embedder.computed - before
+        report.chunks_embedded += len(chunks)
+        return len(chunks)
+
+    def without_vector(self, rels: Iterable[str], live: set[int]) -> list[int]:
+        """Chunk ids of these files that have no vector in a tier (`live` is its id set)."""
+        files = self._store.files
+        return [
+            cid for rel in rels if rel in files for cid in files[rel].chunk_ids if cid not in live
+        ]
