@@ -51,7 +51,7 @@ def problems(report: HealthReport) -> list[str]:
 def render(report: HealthReport) -> str:
     """The human-readable report: one block per part, `ok`/`!!` marking each check."""
     llm = report.llm
-    where = "this machine" if llm.local else "remote"
+    where = "this machine" if llm.loopback else "remote"
     lines = [
         f"codeask {report.version} on Python {report.python}",
         f"LLM       {llm.provider} at {llm.endpoint} ({where}), model {llm.model}",

@@ -13,10 +13,10 @@ and its query, and the API key or password is scrubbed from the error text.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,7 +37,7 @@ PROBE_TIMEOUT = 2.0
 REDACTED = "***"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class LLMHealth:
     """The chat endpoint `llm.*` names, as the probe found it."""
 
@@ -56,11 +56,11 @@ class LLMHealth:
     """How many models the endpoint offers (0 when unreachable)."""
     error: str = ""
     """Why the endpoint is unreachable, one line; '' when it answered."""
-    local: bool = True
+    loopback: bool = True
     """The endpoint is this machine (a remote one gets secrets redacted from prompts)."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class TierHealth:
     """One vector tier `embed.tiers` turns on."""
 
@@ -72,7 +72,7 @@ class TierHealth:
     detail: str
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class EmbeddingHealth:
     """`embed.model` and the tiers built with it."""
 
@@ -80,7 +80,7 @@ class EmbeddingHealth:
     tiers: tuple[TierHealth, ...]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class HealthReport:
     """Everything `:checkhealth`, the status bar and `codeask health` show."""
 
@@ -152,38 +152,36 @@ async def llm_health(settings: LLMSettings, timeout: float = PROBE_TIMEOUT) -> L
         connect_timeout=min(settings.connect_timeout, timeout),
         read_timeout=min(settings.read_timeout, timeout),
     )
-    endpoint = redact_url(settings.base_url)
-    local = is_loopback(settings.base_url)
+    down = LLMHealth(
+        provider=settings.provider,
+        endpoint=redact_url(settings.base_url),
+        models_url="",
+        model=settings.model,
+        reachable=False,
+        model_present=False,
+        models=0,
+        loopback=is_loopback(settings.base_url),
+    )
     try:
         provider = get_provider(settings)
     except LLMError as exc:
-        return LLMHealth(
-            settings.provider, endpoint, "", settings.model, False, False, 0, exc.message, local
-        )
+        return dataclasses.replace(down, error=exc.message)
     raw_url = provider.models_url(settings)
-    models_url = redact_url(raw_url)
+    down = dataclasses.replace(down, models_url=redact_url(raw_url))
     try:
         async with asyncio.timeout(timeout + 0.25):  # the phases above are bounded already
             found = await provider.probe(bounded)
     except TimeoutError:
-        error = f"no model list from {models_url} within {timeout:g} s"
-        return LLMHealth(
-            settings.provider, endpoint, models_url, settings.model, False, False, 0, error, local
-        )
+        error = f"no model list from {down.models_url} within {timeout:g} s"
+        return dataclasses.replace(down, error=error)
     if not found.ok:
-        error = _scrub(found.detail, settings, raw_url, models_url) or "no answer"
-        return LLMHealth(
-            settings.provider, endpoint, models_url, settings.model, False, False, 0, error, local
-        )
-    return LLMHealth(
-        provider=settings.provider,
-        endpoint=endpoint,
-        models_url=models_url,
-        model=settings.model,
+        error = _scrub(found.detail, settings, raw_url, down.models_url)
+        return dataclasses.replace(down, error=error or "no answer")
+    return dataclasses.replace(
+        down,
         reachable=True,
         model_present=model_present(settings.model, found.models),
         models=len(found.models),
-        local=local,
     )
 
 

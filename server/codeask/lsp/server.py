@@ -40,6 +40,7 @@ from codeask.config import Settings, build_settings, read_env
 from codeask.core.git.blame import blame_commits
 from codeask.core.git.commits import BlameInfo
 from codeask.lsp import handlers
+from codeask.lsp.features import health
 from codeask.lsp.folders import Folders
 from codeask.lsp.framing import FramedStdin, Framer, LockedWriter
 from codeask.lsp.limits import MAX_CHARS
@@ -757,6 +758,7 @@ def build_server() -> CodeaskServer:
         (CMD_RELATED, cmd_related),
     ):
         ls.command(name)(fn)
+    health.register(ls)
     return ls
 
 

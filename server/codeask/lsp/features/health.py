@@ -1,0 +1,56 @@
+"""`codeask/health`: the engine's health report (codeask.core.health) plus the live index state.
+
+The editors' `:checkhealth codeask` and status bar render this answer; they no longer resolve
+settings or probe the LLM endpoint themselves. The report uses the settings askCode uses (the
+first open folder's), and the probe runs on a request thread, bounded by 2 s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from codeask.core.health import HealthReport, check
+from codeask.lsp import handlers
+from codeask.lsp.messages import (
+    HEALTH,
+    EmbeddingHealth,
+    HealthParams,
+    HealthResult,
+    IndexState,
+    LlmHealth,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from codeask.lsp.server import CodeaskServer
+
+
+def health_result(report: HealthReport, index_state: IndexState) -> HealthResult:
+    """The engine's report as the wire type."""
+    return HealthResult(
+        version=report.version,
+        python=report.python,
+        llm=msgspec.convert(report.llm, LlmHealth, from_attributes=True),
+        embedding=msgspec.convert(report.embedding, EmbeddingHealth, from_attributes=True),
+        index_state=index_state,
+    )
+
+
+def server_health(ls: CodeaskServer) -> HealthResult:
+    """Off the event loop: probe the endpoint askCode would call, read the index counts."""
+    report = check(ls.folders.settings())  # askCode's settings: the first open folder's
+    return health_result(report, handlers.index_state(ls.folders))
+
+
+def register(ls: CodeaskServer) -> None:
+    """Register `codeask/health` on the server."""
+    from codeask.lsp.server import request  # server.py imports this module: import when called
+
+    @request
+    async def on_health(ls: CodeaskServer, params: HealthParams) -> Any:
+        """`codeask/health` → HealthResult."""
+        return to_json(await ls.in_thread(server_health, ls))
+
+    ls.feature(HEALTH)(on_health)
