@@ -40,7 +40,9 @@ def health_result(report: HealthReport, index_state: IndexState) -> HealthResult
 
 def server_health(ls: CodeaskServer) -> HealthResult:
     """Off the event loop: probe the endpoint askCode would call, read the index counts."""
-    report = check(ls.folders.settings())  # askCode's settings: the first open folder's
+    opened = ls.folders.opened()
+    # askCode's settings: the first open folder's; while folders still load, the editor's + env
+    report = check(opened[0].settings if opened else ls.settings)
     return health_result(report, handlers.index_state(ls.folders))
 
 
