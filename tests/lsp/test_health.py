@@ -11,6 +11,7 @@ import pytest
 from lsp_harness import raw_request, session, wait_for
 from lsprotocol import types
 from models_endpoint import closed_port, models_endpoint
+from pygls.exceptions import JsonRpcException
 
 from codeask import __version__
 
@@ -63,6 +64,9 @@ async def test_health_reports_the_endpoint_the_model_tiers_and_index(
             # null params as Lua sends them, like codeask/indexStatus
             again = await raw_request(lsp.client, "codeask/health", [])
             assert again["llm"]["reachable"] is True
+            with pytest.raises(JsonRpcException) as bad:
+                await raw_request(lsp.client, "codeask/health", "all of it")
+            assert bad.value.code == -32602 and "params must be an object" in str(bad.value)
 
             # settings change: a dead endpoint with credentials in its URL
             port = closed_port()
