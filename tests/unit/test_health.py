@@ -144,3 +144,10 @@ def test_codeask_health_cli(tmp_path: Path) -> None:
     assert report["folders"][0]["root"] == str(tmp_path.resolve())
     assert missing.returncode == 1 and "'absent' is not among them" in missing.stdout
     assert not (tmp_path / ".codeask").exists()  # health only reads
+
+
+async def test_a_one_letter_password_is_redacted_without_mangling_the_message() -> None:
+    port = closed_port()
+    health = await llm_health(llm(port, base_url=f"http://u:p@127.0.0.1:{port}"))
+    assert health.error.startswith(f"cannot connect to http://***@127.0.0.1:{port}/v1/models: ")
+    assert "u:p@" not in health.error and "refused" in health.error

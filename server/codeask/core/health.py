@@ -113,30 +113,29 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
-def _secrets(settings: LLMSettings) -> list[str]:
-    """What must never appear in a report: the URL's userinfo, its password, the API key."""
+def _secrets(settings: LLMSettings) -> list[tuple[str, str]]:
+    """(text, shown instead) for what must never appear in a report: the URL's `userinfo@`,
+    its `?query`, the API key. Whole pieces only, so a one-letter password mangles nothing."""
     found = []
     try:
         parts = urlsplit(settings.base_url.strip())
-        if "@" in parts.netloc:
-            found.append(parts.netloc.rsplit("@", 1)[0])
-        if parts.password:
-            found.append(parts.password)
-        if parts.query:
-            found.append(parts.query)
     except ValueError:
-        pass
+        parts = None
+    if parts is not None and "@" in parts.netloc:
+        found.append((parts.netloc.rsplit("@", 1)[0] + "@", f"{REDACTED}@"))
+    if parts is not None and parts.query:
+        found.append(("?" + parts.query, f"?{REDACTED}"))
     key = api_key(settings)
     if key:
-        found.append(key)
-    return sorted((s for s in found if s), key=len, reverse=True)
+        found.append((key, REDACTED))
+    return sorted(found, key=lambda pair: len(pair[0]), reverse=True)
 
 
 def _scrub(text: str, settings: LLMSettings, models_url: str, shown_url: str) -> str:
     """The error line with the probed URL shown redacted and every secret replaced."""
     text = text.replace(models_url, shown_url)
-    for secret in _secrets(settings):
-        text = text.replace(secret, REDACTED)
+    for secret, shown in _secrets(settings):
+        text = text.replace(secret, shown)
     return " ".join(text.split())
 
 
