@@ -1,8 +1,9 @@
 """The LLM provider registry is the one list of providers: everything else that names them agrees.
 
 The settings schema (`LLMSettings.provider` is a Literal: config.py is below the engine and
-cannot import it), VS Code's setting enum and defaults, and Neovim's health check (its probe
-URLs) each hold a copy; these tests fail as soon as a copy drifts from the provider modules.
+cannot import it) and VS Code's setting enum and defaults each hold a copy; these tests fail as
+soon as a copy drifts from the provider modules. Neovim's health check holds none: it asks the
+server (`codeask/health`), and a test below keeps it that way.
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ from codeask.core.llm.registry import PROVIDERS, get, names
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_JSON = ROOT / "editor-clients" / "vscode" / "package.json"
 HEALTH_LUA = ROOT / "editor-clients" / "neovim" / "lua" / "codeask" / "health.lua"
-#: The Lua table of default base URLs in health.lua and one `name = 'url'` entry of it.
-LUA_TABLE = re.compile(r"M\.DEFAULT_BASE_URLS\s*=\s*\{(?P<body>[^}]*)\}")
-LUA_ENTRY = re.compile(r"(?P<name>\w+)\s*=\s*'(?P<url>[^']*)'")
 
 
 def vscode_setting(key: str) -> dict[str, typing.Any]:
@@ -31,13 +29,6 @@ def vscode_setting(key: str) -> dict[str, typing.Any]:
     manifest = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))
     setting: dict[str, typing.Any] = manifest["contributes"]["configuration"]["properties"][key]
     return setting
-
-
-def health_lua_defaults() -> dict[str, str]:
-    """health.lua's `M.DEFAULT_BASE_URLS`, provider → URL."""
-    table = LUA_TABLE.search(HEALTH_LUA.read_text(encoding="utf-8"))
-    assert table, f"no M.DEFAULT_BASE_URLS table in {HEALTH_LUA}"
-    return {m["name"]: m["url"] for m in LUA_ENTRY.finditer(table["body"])}
 
 
 def test_the_settings_literal_names_the_registered_providers() -> None:
@@ -79,14 +70,15 @@ def test_vscode_enum_and_defaults_match_the_registry() -> None:
     assert vscode_setting("codeask.llm.model")["default"] == default.default_model
 
 
-def test_neovim_health_probes_the_server_default_urls() -> None:
-    expected = {name: p.default_base_url for name, p in PROVIDERS.items()}
-    assert health_lua_defaults() == expected
-
-
-def test_neovim_health_knows_each_providers_model_list_path() -> None:
-    """health.lua probes the model list; its paths must be the provider modules'."""
+def test_neovim_health_holds_no_copy_of_the_providers() -> None:
+    """health.lua renders the server's `codeask/health` answer: no default URL, no model-list
+    path, no probe of its own (the copies that drifted before the server was asked)."""
     text = HEALTH_LUA.read_text(encoding="utf-8")
+    assert "protocol.HEALTH" in text
+    copies = {p.default_base_url for p in PROVIDERS.values()}
     for name, provider in PROVIDERS.items():
-        path = provider.models_url(LLMSettings(provider=name, base_url=""))  # type: ignore[arg-type]
-        assert f"'{path}'" in text, f"health.lua does not probe {name}'s {path}"
+        settings = LLMSettings(provider=name, base_url="")  # type: ignore[arg-type]
+        copies.add(provider.models_url(settings))
+    found = sorted(c for c in copies if c in text)
+    assert not found, f"health.lua holds a copy of {found}; render the server's answer instead"
+    assert not re.search(r"\b(curl|new_tcp|getaddrinfo)\b", text), "health.lua probes by itself"

@@ -23,6 +23,8 @@ import {
   type AnswerDelta,
   type AskCodeParams,
   type AskCodeResult,
+  HEALTH,
+  type HealthResult,
   INDEX_STATUS,
   type IndexState,
   SEMANTIC_SEARCH,
@@ -136,6 +138,7 @@ export class CodeaskClient implements Server {
   async settingsChanged(): Promise<void> {
     if (!this.ready || !this.client) return;
     await this.client.sendNotification("workspace/didChangeConfiguration", { settings: this.settingsFor(undefined) });
+    this.status.refreshHealth(); // the endpoint or model may have changed: ask the server again
   }
 
   search(params: SemanticSearchParams, token: CancelToken): Promise<SemanticSearchResult> {
@@ -148,6 +151,10 @@ export class CodeaskClient implements Server {
 
   indexStatus(): Promise<IndexState> {
     return this.request<IndexState>(INDEX_STATUS, {}, undefined);
+  }
+
+  health(): Promise<HealthResult> {
+    return this.request<HealthResult>(HEALTH, {}, undefined);
   }
 
   onAnswerDelta(fn: (token: string | number, delta: string) => void): Disposable {

@@ -14,7 +14,12 @@ let client: CodeaskClient | undefined;
 
 export async function activate(context: ExtensionContext): Promise<void> {
   const host = new VsCodeHost();
-  const status = new IndexStatusBar(host, () => (client?.ready ? client.indexStatus() : undefined));
+  const status = new IndexStatusBar(
+    host,
+    () => (client?.ready ? client.indexStatus() : undefined),
+    undefined,
+    () => (client?.ready ? client.health() : undefined),
+  );
   const answers = new AnswerView(host);
   const codeask = new CodeaskClient(host, status, {
     extensionDir: context.extensionPath,

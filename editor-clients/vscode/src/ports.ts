@@ -7,6 +7,7 @@
 import type {
   AskCodeParams,
   AskCodeResult,
+  HealthResult,
   IndexState,
   Range,
   SemanticSearchParams,
@@ -109,5 +110,7 @@ export interface Server {
   search(params: SemanticSearchParams, token: CancelToken): Promise<SemanticSearchResult>;
   ask(params: AskCodeParams, token: CancelToken): Promise<AskCodeResult>;
   indexStatus(): Promise<IndexState>;
+  /** codeask/health: versions, the LLM endpoint as the server probed it, tiers, index. */
+  health(): Promise<HealthResult>;
   onAnswerDelta(fn: (streamToken: string | number, delta: string) => void): Disposable;
 }

@@ -16,8 +16,8 @@ import {
   renderAnswerBody,
 } from "./core/answer";
 import { type Timers, realTimers } from "./core/debounce";
-import { type ClientPhase, parseLocationHref, pollInterval, statusView } from "./core/format";
-import type { AskCodeResult, IndexState } from "./core/protocol";
+import { type ClientPhase, HEALTH_INTERVAL_MS, parseLocationHref, pollInterval, statusView } from "./core/format";
+import type { AskCodeResult, HealthResult, IndexState, LlmHealth } from "./core/protocol";
 import type { Disposable, Host, PanelMessage, PanelPort, StatusBarPort } from "./ports";
 
 /** Updates for one question's answer. */
@@ -128,19 +128,23 @@ export class AnswerView implements Disposable {
   }
 }
 
-/** The status bar item: client phase + index state, polled from codeask/indexStatus. */
+/** The status bar item: client phase + index state, polled from codeask/indexStatus, and the
+ * LLM endpoint from codeask/health (asked at start, after a settings change, then every minute). */
 export class IndexStatusBar implements Disposable {
   private readonly item: StatusBarPort;
   private phase: ClientPhase = "starting";
   private state: IndexState | undefined;
+  private llm: LlmHealth | undefined;
   private detail = "";
   private pollHandle: unknown;
+  private healthHandle: unknown;
   private disposed = false;
 
   constructor(
     host: Host,
     private readonly fetch: () => Promise<IndexState> | undefined,
     private readonly timers: Timers = realTimers,
+    private readonly fetchHealth: () => Promise<HealthResult> | undefined = () => undefined,
   ) {
     this.item = host.createStatusBar("codeask.showLogs");
     this.render();
@@ -149,10 +153,29 @@ export class IndexStatusBar implements Disposable {
   setPhase(phase: ClientPhase, detail = ""): void {
     this.phase = phase;
     this.detail = detail;
-    if (phase !== "running") this.state = undefined;
+    if (phase !== "running") {
+      this.state = undefined;
+      this.llm = undefined;
+    }
     this.render();
-    if (phase === "running") this.poll(0);
-    else this.stopPolling();
+    if (phase === "running") {
+      this.poll(0);
+      this.refreshHealth(0);
+    } else {
+      this.stopPolling();
+      this.stopHealth();
+    }
+  }
+
+  /** Ask codeask/health after `delay` ms (settings changed: the server applies them first). */
+  refreshHealth(delay = 1000): void {
+    this.stopHealth();
+    if (this.disposed || this.phase !== "running") return;
+    this.healthHandle = this.timers.set(() => void this.healthTick(), delay);
+  }
+
+  get llmHealth(): LlmHealth | undefined {
+    return this.llm;
   }
 
   /** Any result carrying an indexState (search, ask) refreshes the item at once. */
@@ -168,6 +191,7 @@ export class IndexStatusBar implements Disposable {
   dispose(): void {
     this.disposed = true;
     this.stopPolling();
+    this.stopHealth();
     this.item.dispose();
   }
 
@@ -188,13 +212,35 @@ export class IndexStatusBar implements Disposable {
     if (this.phase === "running") this.poll(pollInterval(this.state));
   }
 
+  private async healthTick(): Promise<void> {
+    this.healthHandle = undefined;
+    try {
+      const pending = this.fetchHealth();
+      if (pending) {
+        const health = await pending;
+        if (this.phase === "running") {
+          this.llm = health.llm;
+          this.update(health.indexState);
+        }
+      }
+    } catch {
+      // An older server without codeask/health, or a restart: keep the last answer.
+    }
+    if (this.phase === "running" && this.healthHandle === undefined) this.refreshHealth(HEALTH_INTERVAL_MS);
+  }
+
   private stopPolling(): void {
     if (this.pollHandle !== undefined) this.timers.clear(this.pollHandle);
     this.pollHandle = undefined;
   }
 
+  private stopHealth(): void {
+    if (this.healthHandle !== undefined) this.timers.clear(this.healthHandle);
+    this.healthHandle = undefined;
+  }
+
   private render(): void {
-    const view = statusView(this.phase, this.state, this.detail);
+    const view = statusView(this.phase, this.state, this.detail, this.llm);
     this.item.update(view.text, view.tooltip, view.severity);
   }
 }

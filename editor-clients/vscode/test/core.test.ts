@@ -13,6 +13,7 @@ import { candidates, discover, expandHome, pathCandidates, type DiscoveryInput }
 import {
   locationLabel,
   parseLocationHref,
+  llmLine,
   pollInterval,
   previewLine,
   relativePath,
@@ -29,7 +30,7 @@ import {
   needsRestart,
   toServerSettings,
 } from "../src/core/settings";
-import { ManualClock, indexState } from "./fakes";
+import { ManualClock, indexState, llmHealth } from "./fakes";
 
 const input = (over: Partial<DiscoveryInput> = {}): DiscoveryInput => ({
   serverPath: "",
@@ -199,6 +200,17 @@ describe("format", () => {
     const failed = statusView("failed", undefined, "no server");
     assert.equal(failed.text, "$(error) codeask: error");
     assert.match(failed.tooltip, /no server/);
+  });
+
+  it("shows the LLM endpoint the server reported (codeask/health) in the tooltip", () => {
+    const ok = statusView("running", indexState(), "", llmHealth());
+    assert.equal(ok.text, "$(check) codeask: ready");
+    assert.match(ok.tooltip, /^LLM ollama at http:\/\/127\.0\.0\.1:11434, model qwen2\.5-coder:7b ✓$/m);
+    const down = llmHealth({ reachable: false, modelPresent: false, models: 0, error: "cannot connect to http://127.0.0.1:11434/api/tags: connection refused" });
+    assert.equal(llmLine(down), "LLM not reachable (ollama at http://127.0.0.1:11434, model qwen2.5-coder:7b): cannot connect to http://127.0.0.1:11434/api/tags: connection refused. Search works; Ask Code needs it.");
+    assert.match(llmLine(llmHealth({ modelPresent: false })), /not among the endpoint's 3 models/);
+    assert.equal(statusView("running", indexState(), "", down).severity, "normal", "search still works");
+    assert.doesNotMatch(statusView("running", indexState()).tooltip, /LLM/, "nothing until the server answered");
   });
 
   const folder = (over: Partial<FolderState> = {}): FolderState => ({

@@ -4,7 +4,9 @@ import type { Timers } from "../src/core/debounce";
 import type {
   AskCodeParams,
   AskCodeResult,
+  HealthResult,
   IndexState,
+  LlmHealth,
   Range,
   SemanticSearchParams,
   SemanticSearchResult,
@@ -256,7 +258,9 @@ export class FakeServer implements Server {
   searches: Pending<SemanticSearchResult>[] = [];
   asks: Pending<AskCodeResult>[] = [];
   statusCalls = 0;
+  healthCalls = 0;
   state: IndexState = indexState();
+  llm: LlmHealth = llmHealth();
   private deltaFns = new Set<(token: string | number, delta: string) => void>();
 
   search(params: SemanticSearchParams, token: CancelToken): Promise<SemanticSearchResult> {
@@ -269,6 +273,16 @@ export class FakeServer implements Server {
     this.statusCalls++;
     return this.state;
   }
+  async health(): Promise<HealthResult> {
+    this.healthCalls++;
+    return {
+      version: "0.1.0",
+      python: "3.11.9 (CPython)",
+      llm: this.llm,
+      embedding: { model: "codeask/all-MiniLM-L6-v2-int8", tiers: [] },
+      indexState: this.state,
+    };
+  }
   onAnswerDelta(fn: (token: string | number, delta: string) => void): Disposable {
     this.deltaFns.add(fn);
     return { dispose: () => this.deltaFns.delete(fn) };
@@ -279,6 +293,22 @@ export class FakeServer implements Server {
   get listeners(): number {
     return this.deltaFns.size;
   }
+}
+
+/** An LLM endpoint as codeask/health reports it: reachable, with the model, unless overridden. */
+export function llmHealth(over: Partial<LlmHealth> = {}): LlmHealth {
+  return {
+    provider: "ollama",
+    endpoint: "http://127.0.0.1:11434",
+    modelsUrl: "http://127.0.0.1:11434/api/tags",
+    model: "qwen2.5-coder:7b",
+    reachable: true,
+    modelPresent: true,
+    models: 3,
+    loopback: true,
+    error: "",
+    ...over,
+  };
 }
 
 /** Let pending promise callbacks run. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { AnswerView, IndexStatusBar } from "../src/views";
-import { FakeHost, FakeServer, ManualClock, flush, indexState } from "./fakes";
+import { FakeHost, FakeServer, ManualClock, flush, indexState, llmHealth } from "./fakes";
 
 describe("IndexStatusBar", () => {
   it("polls codeask/indexStatus while running: fast while warming, slow once ready", async () => {
@@ -45,6 +45,49 @@ describe("IndexStatusBar", () => {
     clock.advance(1000);
     await flush();
     assert.equal(host.lastStatus(), "$(check) codeask: ready");
+    bar.dispose();
+  });
+
+  it("asks codeask/health at start, after a settings change and every minute; shows its LLM line", async () => {
+    const host = new FakeHost();
+    const clock = new ManualClock();
+    const server = new FakeServer();
+    const bar = new IndexStatusBar(host, () => server.indexStatus(), clock, () => server.health());
+    bar.setPhase("running");
+    clock.advance(0);
+    await flush();
+    assert.equal(server.healthCalls, 1);
+    assert.match(host.status[host.status.length - 1].tooltip, /^LLM ollama at .* ✓$/m);
+    server.llm = llmHealth({ reachable: false, modelPresent: false, error: "connection refused" });
+    bar.refreshHealth();
+    clock.advance(999);
+    await flush();
+    assert.equal(server.healthCalls, 1, "a settings change is asked about after the server applied it");
+    clock.advance(1);
+    await flush();
+    assert.equal(server.healthCalls, 2);
+    assert.match(host.status[host.status.length - 1].tooltip, /LLM not reachable .*connection refused/);
+    clock.advance(59999);
+    await flush();
+    assert.equal(server.healthCalls, 2);
+    clock.advance(1);
+    await flush();
+    assert.equal(server.healthCalls, 3);
+    bar.setPhase("stopped");
+    assert.equal(clock.size, 0, "no polling while stopped");
+    assert.equal(bar.llmHealth, undefined);
+    bar.dispose();
+  });
+
+  it("keeps working with a server that does not know codeask/health", async () => {
+    const host = new FakeHost();
+    const clock = new ManualClock();
+    const bar = new IndexStatusBar(host, () => Promise.resolve(indexState()), clock, () => Promise.reject(new Error("-32601")));
+    bar.setPhase("running");
+    clock.advance(0);
+    await flush();
+    assert.equal(host.lastStatus(), "$(check) codeask: ready");
+    assert.doesNotMatch(host.status[host.status.length - 1].tooltip, /LLM/);
     bar.dispose();
   });
 

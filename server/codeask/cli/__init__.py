@@ -1,5 +1,5 @@
-"""`codeask index | search | status | ask | serve`: one module per command, `common` for what
-they share, `parser` for the flags.
+"""`codeask index | search | status | health | ask | serve`: one module per command, `common`
+for what they share, `parser` for the flags.
 
 Human output (`index` shows a progress line: see progress_view), `--json` for machines. Logs go to
 stderr: under `serve`, stdout is the LSP channel. Exit codes: 0 ok, 1 no results or a user
@@ -25,6 +25,7 @@ COMMANDS = {
     "index": "codeask.cli.index",
     "search": "codeask.cli.search",
     "status": "codeask.cli.status",
+    "health": "codeask.cli.health",
     "ask": "codeask.cli.ask",
     "serve": "codeask.cli.serve",
 }

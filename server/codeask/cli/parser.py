@@ -64,6 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--root", action="append", help="workspace folder (repeatable)")
     status.add_argument("--json", action="store_true")
 
+    health = sub.add_parser(
+        "health", help="LLM endpoint, model, embedding tiers and index: what the editors check"
+    )
+    health.add_argument("--root", action="append", help="workspace folder (repeatable)")
+    health.add_argument(
+        "--timeout", type=float, default=2.0, help="seconds to wait for the endpoint (default 2)"
+    )
+    health.add_argument("--json", action="store_true")
+
     ask = sub.add_parser("ask", help="ask a question; the answer streams from the configured LLM")
     ask.add_argument("question")
     _add_query_options(ask)

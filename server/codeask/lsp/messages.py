@@ -17,6 +17,7 @@ from codeask.lsp.limits import MAX_CHARS, LimitError, check_text
 SEMANTIC_SEARCH = "workspace/semanticSearch"
 ASK_CODE = "workspace/askCode"
 INDEX_STATUS = "codeask/indexStatus"
+HEALTH = "codeask/health"
 ANSWER_DELTA = "codeask/answerDelta"
 
 CMD_SEARCH = "codeask.search"
@@ -95,11 +96,19 @@ class IndexStatusParams(msgspec.Struct):
     """`codeask/indexStatus` takes no params ({}, null, or [] — what Lua encodes `{}` as)."""
 
 
-#: Custom request → its params type; the protocol decodes params with these before dispatch.
+class HealthParams(msgspec.Struct):
+    """`codeask/health` takes no params ({}, null, or [])."""
+
+
+#: Requests without params: `null` and `[]` (Lua's empty table) are read as `{}`.
+NO_PARAMS: tuple[type[msgspec.Struct], ...] = (IndexStatusParams, HealthParams)
+
+#: Custom request → its params type; the features decode their params with these.
 CUSTOM_PARAMS: dict[str, type[msgspec.Struct]] = {
     SEMANTIC_SEARCH: SemanticSearchParams,
     ASK_CODE: AskCodeParams,
     INDEX_STATUS: IndexStatusParams,
+    HEALTH: HealthParams,
 }
 
 
@@ -110,7 +119,7 @@ class InvalidParams(ValueError):
 def decode_params(method: str, raw: Any) -> msgspec.Struct:
     """Validate raw JSON params of a custom request; InvalidParams says what is wrong."""
     kind = CUSTOM_PARAMS[method]
-    if raw in (None, []) and kind is IndexStatusParams:
+    if raw in (None, []) and kind in NO_PARAMS:
         raw = {}
     if not isinstance(raw, dict):
         raise InvalidParams(f"{method}: params must be an object, got {type(raw).__name__}")
@@ -217,6 +226,46 @@ class AnswerDelta(msgspec.Struct, rename="camel"):
     delta: str
 
 
+class LlmHealth(msgspec.Struct, rename="camel"):
+    """The LLM endpoint as the server's probe found it (the settings askCode uses)."""
+
+    provider: Annotated[str, _doc("`llm.provider`.")]
+    endpoint: Annotated[str, _doc("`llm.baseUrl` without credentials (`user:pass@` → `***@`).")]
+    models_url: Annotated[str, _doc("The address probed: the provider's model list.")]
+    model: Annotated[str, _doc("`llm.model`.")]
+    reachable: Annotated[bool, _doc("The model list came back within the probe's 2 s.")]
+    model_present: Annotated[bool, _doc("`model` is in that list (false when unreachable).")]
+    models: Annotated[int, _doc("How many models the endpoint offers.")]
+    loopback: Annotated[bool, _doc("The endpoint is this machine (localhost, 127/8, ::1).")]
+    error: Annotated[str, _doc("Why it is unreachable, one line; empty when it answered.")] = ""
+
+
+class EmbeddingTier(msgspec.Struct, rename="camel"):
+    """One vector tier of `embed.tiers`."""
+
+    name: Annotated[str, _doc("`static` or `minilm`.")]
+    model: str
+    available: Annotated[bool, _doc("The model can be loaded without a download.")]
+    detail: str
+
+
+class EmbeddingHealth(msgspec.Struct, rename="camel"):
+    """`embed.model` and the tiers built with it."""
+
+    model: str
+    tiers: list[EmbeddingTier]
+
+
+class HealthResult(msgspec.Struct, rename="camel"):
+    """`codeask/health` result: what `:checkhealth` and the status bar show."""
+
+    version: Annotated[str, _doc("codeask's version.")]
+    python: Annotated[str, _doc("The server's Python, e.g. `3.11.9 (CPython)`.")]
+    llm: LlmHealth
+    embedding: EmbeddingHealth
+    index_state: Annotated[IndexState, _doc("What `codeask/indexStatus` answers.")]
+
+
 @dataclass(frozen=True)
 class Message:
     """One custom message; protocol_gen builds the clients' types and the docs from these."""
@@ -232,6 +281,7 @@ MESSAGES: tuple[Message, ...] = (
     Message(SEMANTIC_SEARCH, SemanticSearchParams, SemanticSearchResult),
     Message(ASK_CODE, AskCodeParams, AskCodeResult),
     Message(INDEX_STATUS, IndexStatusParams, IndexState),
+    Message(HEALTH, HealthParams, HealthResult),
     Message(ANSWER_DELTA, AnswerDelta, None),
 )
 

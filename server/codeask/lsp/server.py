@@ -20,6 +20,7 @@ from codeask.lsp.features import (
     ask,
     configuration,
     documents,
+    health,
     hover,
     index,
     lens,
@@ -35,7 +36,19 @@ from codeask.lsp.logs import setup_logging
 log = logging.getLogger("codeask.lsp")
 
 #: Every feature module; each registers its own handlers.
-FEATURES = (lifecycle, configuration, documents, hover, related, lens, symbols, search, index, ask)
+FEATURES = (
+    lifecycle,
+    configuration,
+    documents,
+    hover,
+    related,
+    lens,
+    symbols,
+    search,
+    index,
+    ask,
+    health,
+)
 
 
 def build_server() -> CodeaskServer:

@@ -170,6 +170,18 @@ it('a stray .codeask in a parent folder does not capture a git project below it'
   vim.fn.delete(outer, 'rf')
 end)
 
+it(':checkhealth codeask without a server checks only the client and says so', function()
+  eq(#vim.lsp.get_clients({ name = 'codeask' }), 0, 'no server yet')
+  vim.cmd('checkhealth codeask')
+  local text = buf_text(0)
+  truthy(text:find('Neovim 0%.%d+%.%d+'), 'Neovim version line:\n' .. text)
+  truthy(text:find('no codeask client is running', 1, true), 'no-server line:\n' .. text)
+  -- The endpoint is the server's to resolve and probe: nothing about it without one.
+  truthy(not text:find('reachable', 1, true), 'no client-side probe:\n' .. text)
+  eq(require('codeask.health').probe, nil, 'health.lua has no probe of its own')
+  vim.cmd('bwipe!')
+end)
+
 it("vim.lsp.enable('codeask') attaches to a file and the server initializes", function()
   -- The plain path of the README: only vim.lsp.config + vim.lsp.enable, no setup().
   vim.lsp.config('codeask', { cmd = server_cmd, settings = { codeask = settings } })
@@ -558,31 +570,39 @@ it('a function added and saved with :w becomes findable', function()
   vim.cmd('cclose')
 end)
 
-it(
-  ':checkhealth codeask reports the server, its version, the index and the LLM endpoint',
-  function()
-    reset('src/shop/cart.py')
-    vim.cmd('checkhealth codeask')
-    local text = buf_text(0)
-    truthy(text:find('server found: ', 1, true), text)
-    truthy(text:find('version: codeask %d+%.%d+'), 'version line:\n' .. text)
-    truthy(text:find('index ready: %d+ files'), 'index line:\n' .. text)
+it(':checkhealth codeask renders the server answer: version, index, LLM endpoint, tiers', function()
+  reset('src/shop/cart.py')
+  local response = codeask_client():request_sync('codeask/health', vim.empty_dict(), 20000, 0)
+  local h = truthy(response and response.result, 'codeask/health: ' .. vim.inspect(response))
+  eq(h.llm.provider, 'openai', 'the settings the client sent')
+  eq(h.llm.modelsUrl, (llm_url ~= '' and llm_url or 'http://127.0.0.1:9') .. '/v1/models', 'url')
+  vim.cmd('checkhealth codeask')
+  local text = buf_text(0)
+  truthy(text:find('server found: ', 1, true), text)
+  truthy(text:find('version: codeask ' .. h.version .. ' (Python ', 1, true), 'version:\n' .. text)
+  truthy(text:find('index ready: %d+ files'), 'index line:\n' .. text)
+  truthy(
+    text:find('(%d+) chunks · static %1/%1 ✓ · MiniLM %1/%1 ✓ %(100%%%)'),
+    'tier counts in the index line:\n' .. text
+  )
+  if h.llm.reachable then
+    truthy(llm_url ~= '', 'reachable only with a real endpoint')
     truthy(
-      text:find('(%d+) chunks · static %1/%1 ✓ · MiniLM %1/%1 ✓ %(100%%%)'),
-      'tier counts in the index line:\n' .. text
+      text:find('LLM endpoint reachable: ' .. llm_url .. '/v1/models', 1, true),
+      'LLM line:\n' .. text
     )
-    if llm_url ~= '' then
-      truthy(
-        text:find('LLM endpoint reachable: ' .. llm_url .. '/v1/models', 1, true),
-        'LLM line:\n' .. text
-      )
-    else
-      truthy(text:find('LLM endpoint not reachable', 1, true), 'LLM line:\n' .. text)
-    end
-    truthy(not text:find('ERROR', 1, true), 'no error:\n' .. text)
-    vim.cmd('bwipe!')
+  else
+    eq(llm_url, '', 'the real endpoint is reachable: ' .. vim.inspect(h.llm))
+    truthy(
+      text:find('LLM endpoint not reachable: http://127.0.0.1:9/v1/models', 1, true),
+      'LLM line:\n' .. text
+    )
+    truthy(text:find(h.llm.error, 1, true), 'the server reason:\n' .. text)
   end
-)
+  truthy(text:find('static tier (', 1, true), 'tiers:\n' .. text)
+  truthy(not text:find('ERROR', 1, true), 'no error:\n' .. text)
+  vim.cmd('bwipe!')
+end)
 
 -- ---- run ----------------------------------------------------------------------------------------
 local passed, failed, skipped = 0, 0, 0

@@ -1,4 +1,7 @@
--- :checkhealth codeask — server found, its version, index state, LLM endpoint reachable.
+-- :checkhealth codeask — what the running server answers to `codeask/health` (its version, the
+-- LLM endpoint it would call and whether it offers the model, the embedding tiers, the index),
+-- plus what only the client can tell: the Neovim version and whether the server command exists.
+-- The endpoint is never probed from here: the server resolves the settings and probes it.
 
 local protocol = require('codeask.protocol')
 
@@ -41,81 +44,13 @@ function M.version_cmd(cmd)
   return out
 end
 
----The server's default base URL of each provider (its provider modules, codeask.core.llm;
----tests/test_provider_registry.py checks that the two agree).
-M.DEFAULT_BASE_URLS = {
-  ollama = 'http://127.0.0.1:11434',
-  openai = 'http://127.0.0.1:11434',
-}
-
----The LLM settings the client sends (the server may add a project file and environment).
----@return { provider: string, base_url: string }
-function M.llm_settings()
-  local client = require('codeask').client()
-  local settings = client and client.settings and client.settings.codeask
-  settings = settings or require('codeask.config').options.settings or {}
-  local llm = settings.llm or {}
-  local provider = llm.provider or vim.env.CODEASK_LLM__PROVIDER or 'ollama'
-  local default = M.DEFAULT_BASE_URLS[provider] or M.DEFAULT_BASE_URLS.ollama
-  local base = llm.baseUrl or llm.base_url or vim.env.CODEASK_LLM__BASE_URL or default
-  return { provider = provider, base_url = base }
-end
-
----The model-list URL of an endpoint (`/api/tags` for Ollama, `/v1/models` otherwise).
----@param llm { provider: string, base_url: string }
----@return string
-function M.models_url(llm)
-  local base = llm.base_url:gsub('/+$', ''):gsub('/v1$', ''):gsub('/api$', '')
-  return base .. (llm.provider == 'ollama' and '/api/tags' or '/v1/models')
-end
-
----Whether `url` answers: an HTTP status via curl, else a TCP connection to its host:port.
----@param url string
----@return boolean ok, string detail
-function M.probe(url)
-  if vim.fn.executable('curl') == 1 then
-    local res = vim
-      .system(
-        { 'curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '3', url },
-        { text = true }
-      )
-      :wait(5000)
-    local status = tonumber(vim.trim(res.stdout or '')) or 0
-    if status == 0 then
-      return false, 'no answer (curl exit ' .. tostring(res.code) .. ')'
-    end
-    return status < 500, 'HTTP ' .. status
-  end
-  local host, port = url:match('^%a+://%[?([^/%]]-)%]?:(%d+)')
-  if not host then
-    host = url:match('^%a+://([^/:]+)')
-    port = url:match('^https') and 443 or 80
-  end
-  local tcp = vim.uv.new_tcp()
-  local done, ok, detail = false, false, ''
-  local addr = vim.uv.getaddrinfo(host, nil, { socktype = 'stream' })
-  local ip = addr and addr[1] and addr[1].addr
-  if not ip then
-    return false, 'cannot resolve ' .. host
-  end
-  tcp:connect(ip, tonumber(port), function(err)
-    ok, detail, done = err == nil, err or ('TCP connect to ' .. host .. ':' .. port), true
-  end)
-  vim.wait(3000, function()
-    return done
-  end, 20)
-  tcp:close()
-  return ok, done and detail or 'timed out'
-end
-
----Report the server binary and its version.
----@return boolean found
-local function check_server()
-  health.start('codeask: server')
+---The server command's executable, or nil with an error reported.
+---@return string[]?
+local function found_cmd()
   local cmd = M.server_cmd()
   if type(cmd) ~= 'table' then
     health.info('cmd is a function (custom transport); not checked')
-    return false
+    return nil
   end
   local exe = cmd[1]
   if vim.fn.executable(exe) ~= 1 then
@@ -125,28 +60,45 @@ local function check_server()
       "not on PATH (a venv's bin is not, unless activated)? give its full path:"
         .. " require('codeask').setup({ cmd = { '/path/to/venv/bin/codeask', 'serve' } })",
     })
-    return false
+    return nil
   end
   health.ok(('server found: %s (cmd: %s)'):format(vim.fn.exepath(exe), table.concat(cmd, ' ')))
-  local ok, res = pcall(function()
-    return vim.system(M.version_cmd(cmd), { text = true }):wait(20000)
-  end)
-  if ok and res.code == 0 then
-    health.ok('version: ' .. vim.trim(res.stdout ~= '' and res.stdout or res.stderr))
-  else
-    health.warn('`--version` failed: ' .. vim.trim(ok and (res.stderr or '') or tostring(res)))
-  end
-  return true
+  return cmd
 end
 
----Request the index state synchronously (0.10 and 0.11 client APIs).
+---What only the client can check: Neovim itself and the server command.
+local function check_client()
+  health.start('codeask: client')
+  local v = vim.version()
+  local version = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.10') == 1 then
+    health.ok('Neovim ' .. version)
+  else
+    health.error('Neovim ' .. version .. ' is too old', { 'codeask needs Neovim 0.10 or later' })
+  end
+  local cmd = found_cmd()
+  if cmd and #require('codeask').clients() == 0 then
+    -- No server to ask: at least say which version the command would start.
+    local ok, res = pcall(function()
+      return vim.system(M.version_cmd(cmd), { text = true }):wait(20000)
+    end)
+    if ok and res.code == 0 then
+      health.ok('version: ' .. vim.trim(res.stdout ~= '' and res.stdout or res.stderr))
+    else
+      health.warn('`--version` failed: ' .. vim.trim(ok and (res.stderr or '') or tostring(res)))
+    end
+  end
+end
+
+---Ask a running server for its health report (0.10 and 0.11 client APIs); the server bounds
+---its endpoint probe by 2 s.
 ---@param client vim.lsp.Client
 ---@return table? response, string? err
-local function index_state(client)
+local function request_health(client)
   if vim.fn.has('nvim-0.11') == 1 then
-    return client:request_sync(protocol.INDEX_STATUS, vim.empty_dict(), 5000)
+    return client:request_sync(protocol.HEALTH, vim.empty_dict(), 10000)
   end
-  return client.request_sync(protocol.INDEX_STATUS, vim.empty_dict(), 5000)
+  return client.request_sync(protocol.HEALTH, vim.empty_dict(), 10000)
 end
 
 ---The index line: `ready: 4 files, 20 chunks · static 20/20 ✓ · MiniLM 12/20 (60%)`, or
@@ -215,48 +167,91 @@ local function report_index(s)
   end
 end
 
----Report each running client's index.
-local function check_index()
-  health.start('codeask: index')
-  local clients = require('codeask').clients()
-  if #clients == 0 then
-    health.warn('no codeask client is running', {
-      "open a file inside a project after vim.lsp.enable('codeask') or require('codeask').setup()",
-    })
-    return
-  end
-  for _, client in ipairs(clients) do
-    local response, err = index_state(client)
-    if not response or response.err then
-      health.error('codeask/indexStatus failed: ' .. tostring(err or response.err.message))
-    else
-      report_index(response.result)
-    end
-  end
-end
-
----Report whether the LLM endpoint answers.
-local function check_llm()
-  health.start('codeask: LLM endpoint')
-  local llm = M.llm_settings()
-  local url = M.models_url(llm)
-  local ok, detail = M.probe(url)
-  if ok then
-    health.ok(('LLM endpoint reachable: %s (%s, %s)'):format(url, llm.provider, detail))
-  else
-    health.warn(('LLM endpoint not reachable: %s (%s)'):format(url, detail), {
+---The LLM endpoint as the server found it.
+---@param llm codeask.LlmHealth
+function M.report_llm(llm)
+  local where = ('%s (%s, model %s)'):format(llm.modelsUrl, llm.provider, llm.model)
+  if not llm.reachable then
+    health.warn(('LLM endpoint not reachable: %s: %s'):format(where, llm.error or ''), {
       'start Ollama (`ollama serve`) or your OpenAI-compatible server',
       "or set settings.llm.baseUrl in require('codeask').setup({ settings = { llm = {...} } })",
       'search and hover work without it; only :AskCode needs it',
     })
+  elseif not llm.modelPresent then
+    health.warn(
+      ('LLM endpoint reachable: %s, but model %s is not among its %d models'):format(
+        where,
+        llm.model,
+        llm.models
+      ),
+      {
+        ('list them: GET %s; set settings.llm.model to one, or pull %s'):format(
+          llm.modelsUrl,
+          llm.model
+        ),
+      }
+    )
+  else
+    health.ok(('LLM endpoint reachable: %s, %d models'):format(where, llm.models))
+  end
+end
+
+---The embedding tiers as the server found them.
+---@param embedding codeask.EmbeddingHealth
+local function report_embedding(embedding)
+  for _, tier in ipairs(embedding.tiers or {}) do
+    local line = ('%s tier (%s): %s'):format(tier.name, tier.model, tier.detail)
+    if tier.available then
+      health.ok(line)
+    else
+      health.error(line)
+    end
+  end
+end
+
+---Render one server's `codeask/health` answer.
+---@param h codeask.HealthResult
+function M.report(h)
+  health.start('codeask: server')
+  health.ok(('version: codeask %s (Python %s)'):format(h.version, h.python))
+  health.start('codeask: index')
+  report_index(h.indexState)
+  health.start('codeask: LLM endpoint')
+  M.report_llm(h.llm)
+  health.start('codeask: embedding')
+  report_embedding(h.embedding)
+end
+
+---Ask each running server; without one, say so (the checks below need it).
+local function check_servers()
+  local clients = require('codeask').clients()
+  if #clients == 0 then
+    health.start('codeask: server')
+    health.warn(
+      'no codeask client is running: the index, LLM endpoint and embedding checks ask it',
+      {
+        "open a file inside a project after vim.lsp.enable('codeask') or require('codeask').setup()",
+      }
+    )
+    return
+  end
+  for _, client in ipairs(clients) do
+    local response, err = request_health(client)
+    if not response or response.err then
+      health.start('codeask: server')
+      health.error('codeask/health failed: ' .. tostring(err or response.err.message), {
+        'a server older than this plugin? update both from the same clone',
+      })
+    else
+      M.report(response.result)
+    end
   end
 end
 
 ---Entry point of `:checkhealth codeask`.
 function M.check()
-  check_server()
-  check_index()
-  check_llm()
+  check_client()
+  check_servers()
 end
 
 return M

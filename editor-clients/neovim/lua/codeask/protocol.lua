@@ -85,6 +85,36 @@
 
 ---@class codeask.IndexStatusParams
 
+---@class codeask.HealthParams
+
+---@class codeask.HealthResult
+---@field version string codeask's version.
+---@field python string The server's Python, e.g. `3.11.9 (CPython)`.
+---@field llm codeask.LlmHealth
+---@field embedding codeask.EmbeddingHealth
+---@field indexState codeask.IndexState What `codeask/indexStatus` answers.
+
+---@class codeask.LlmHealth
+---@field provider string `llm.provider`.
+---@field endpoint string `llm.baseUrl` without credentials (`user:pass@` → `***@`).
+---@field modelsUrl string The address probed: the provider's model list.
+---@field model string `llm.model`.
+---@field reachable boolean The model list came back within the probe's 2 s.
+---@field modelPresent boolean `model` is in that list (false when unreachable).
+---@field models integer How many models the endpoint offers.
+---@field loopback boolean The endpoint is this machine (localhost, 127/8, ::1).
+---@field error? string Why it is unreachable, one line; empty when it answered.
+
+---@class codeask.EmbeddingHealth
+---@field model string
+---@field tiers codeask.EmbeddingTier[]
+
+---@class codeask.EmbeddingTier
+---@field name string `static` or `minilm`.
+---@field model string
+---@field available boolean The model can be loaded without a download.
+---@field detail string
+
 ---@class codeask.AnswerDelta
 ---@field streamToken string|integer The `streamToken` the askCode request carried.
 ---@field delta string
@@ -94,6 +124,7 @@ local M = {}
 M.SEMANTIC_SEARCH = 'workspace/semanticSearch'
 M.ASK_CODE = 'workspace/askCode'
 M.INDEX_STATUS = 'codeask/indexStatus'
+M.HEALTH = 'codeask/health'
 M.ANSWER_DELTA = 'codeask/answerDelta'
 
 return M

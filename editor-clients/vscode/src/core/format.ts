@@ -3,7 +3,7 @@
  * QuickPick rows, and the locations behind links. Pure functions.
  */
 
-import type { FolderState, IndexState, Range, SearchItem } from "./protocol";
+import type { FolderState, IndexState, LlmHealth, Range, SearchItem } from "./protocol";
 
 /** Convert a file URI to a relative path when it is under one of the workspace folders. */
 export function relativePath(uri: string, folders: string[]): string {
@@ -34,9 +34,10 @@ export interface StatusView {
 
 export type ClientPhase = "starting" | "installing" | "missing" | "running" | "stopped" | "failed";
 
-/** The status bar item for the client's phase and the server's index state. */
-export function statusView(phase: ClientPhase, state: IndexState | undefined, detail = ""): StatusView {
-  const logs = "Click to show the codeask logs.";
+/** The status bar item for the client's phase, the server's index state and, once the server
+ * answered codeask/health, its LLM endpoint (a line of the tooltip). */
+export function statusView(phase: ClientPhase, state: IndexState | undefined, detail = "", llm?: LlmHealth): StatusView {
+  const logs = (llm ? `${llmLine(llm)}\n` : "") + "Click to show the codeask logs.";
   if (phase === "failed") {
     return { text: "$(error) codeask: error", tooltip: `${detail || "The server could not start."}\n${logs}`, severity: "error" };
   }
@@ -59,6 +60,14 @@ export function statusView(phase: ClientPhase, state: IndexState | undefined, de
     return { text: `$(sync~spin) codeask: warming up ${pct}%`, tooltip: `${note}\n${counts}\n${logs}`, severity: "normal" };
   }
   return { text: "$(check) codeask: ready", tooltip: `${counts}\n${logs}`, severity: "normal" };
+}
+
+/** The LLM endpoint as the server found it (codeask/health); the client never probes it itself. */
+export function llmLine(llm: LlmHealth): string {
+  const where = `${llm.provider} at ${llm.endpoint}, model ${llm.model}`;
+  if (!llm.reachable) return `LLM not reachable (${where}): ${llm.error}. Search works; Ask Code needs it.`;
+  if (!llm.modelPresent) return `LLM ${where}: not among the endpoint's ${llm.models} models. Ask Code needs it.`;
+  return `LLM ${where} ✓`;
 }
 
 /** What works while the index warms up: dense search from the static tier once it is complete. */
@@ -103,6 +112,9 @@ export function tierSummary(f: FolderState): string {
 function tierCount(label: string, done: number, chunks: number): string {
   return `${label} ${done}/${chunks}${chunks > 0 && done >= chunks ? " ✓" : ""}`;
 }
+
+/** How often to ask codeask/health again (it probes the LLM endpoint, bounded by 2 s). */
+export const HEALTH_INTERVAL_MS = 60000;
 
 /** How often to poll codeask/indexStatus: fast while warming, slow when settled. */
 export function pollInterval(state: IndexState | undefined): number {

@@ -3,6 +3,7 @@
 export const SEMANTIC_SEARCH = "workspace/semanticSearch";
 export const ASK_CODE = "workspace/askCode";
 export const INDEX_STATUS = "codeask/indexStatus";
+export const HEALTH = "codeask/health";
 export const ANSWER_DELTA = "codeask/answerDelta";
 
 /** `workspace/semanticSearch` and the `codeask.search` command. */
@@ -121,6 +122,59 @@ export interface AskSource {
 
 /** `codeask/indexStatus` takes no params ({}, null, or [] — what Lua encodes `{}` as). */
 export type IndexStatusParams = Record<string, never>;
+
+/** `codeask/health` takes no params ({}, null, or []). */
+export type HealthParams = Record<string, never>;
+
+/** `codeask/health` result: what `:checkhealth` and the status bar show. */
+export interface HealthResult {
+  /** codeask's version. */
+  version: string;
+  /** The server's Python, e.g. `3.11.9 (CPython)`. */
+  python: string;
+  llm: LlmHealth;
+  embedding: EmbeddingHealth;
+  /** What `codeask/indexStatus` answers. */
+  indexState: IndexState;
+}
+
+/** The LLM endpoint as the server's probe found it (the settings askCode uses). */
+export interface LlmHealth {
+  /** `llm.provider`. */
+  provider: string;
+  /** `llm.baseUrl` without credentials (`user:pass@` → `***@`). */
+  endpoint: string;
+  /** The address probed: the provider's model list. */
+  modelsUrl: string;
+  /** `llm.model`. */
+  model: string;
+  /** The model list came back within the probe's 2 s. */
+  reachable: boolean;
+  /** `model` is in that list (false when unreachable). */
+  modelPresent: boolean;
+  /** How many models the endpoint offers. */
+  models: number;
+  /** The endpoint is this machine (localhost, 127/8, ::1). */
+  loopback: boolean;
+  /** Why it is unreachable, one line; empty when it answered. */
+  error?: string;
+}
+
+/** `embed.model` and the tiers built with it. */
+export interface EmbeddingHealth {
+  model: string;
+  tiers: EmbeddingTier[];
+}
+
+/** One vector tier of `embed.tiers`. */
+export interface EmbeddingTier {
+  /** `static` or `minilm`. */
+  name: string;
+  model: string;
+  /** The model can be loaded without a download. */
+  available: boolean;
+  detail: string;
+}
 
 /** `codeask/answerDelta` notification: more answer text of a streamed askCode. */
 export interface AnswerDelta {
