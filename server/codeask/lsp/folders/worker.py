@@ -30,7 +30,11 @@ log = logging.getLogger("codeask.lsp")
 
 
 class FolderWorker(FolderStatus):
-    """The indexing threads of one workspace folder, and its status for `indexState`."""
+    """The indexing threads of one workspace folder, and its status for `indexState`.
+
+    It is its own `FolderStatus` (requests read `worker.state`, `worker.folder`, ... as
+    before); the parts it builds get that status, never the worker.
+    """
 
     def __init__(
         self,
@@ -109,6 +113,7 @@ class FolderWorker(FolderStatus):
 
     # ---- the thread ----------------------------------------------------------------------------
     def _main(self) -> None:
+        """Open the index, then run one action at a time until stopped."""
         self._guarded(self._slot.open)
         last_poll = time.monotonic()
         while (action := self._schedule.next_action(last_poll)) is not None:
