@@ -1,0 +1,149 @@
+"""The two indexing actions: single-file updates and the lexical phase of full passes.
+
+Both run on the worker's thread. A full pass ends by handing its vectors to the embedding
+thread (`Backlog`); an update embeds its own files unless that thread is running, which
+then restarts with them first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from codeask.core.indexer import FolderIndex, IndexReport
+from codeask.lsp.folders import reporting
+from codeask.lsp.folders.backlog import Backlog
+from codeask.lsp.folders.common import FullKind, Host, summary
+from codeask.lsp.folders.schedule import Schedule
+from codeask.lsp.folders.slot import IndexSlot
+from codeask.lsp.folders.status import FolderStatus
+from codeask.lsp.folders.writer import writable
+from codeask.lsp.progress import WorkDone
+
+log = logging.getLogger("codeask.lsp")
+
+
+class Indexing:
+    """Runs `Update` and `Full` against the open index (writers only; followers skip)."""
+
+    def __init__(
+        self,
+        status: FolderStatus,
+        slot: IndexSlot,
+        schedule: Schedule,
+        backlog: Backlog,
+        host: Host,
+        on_cancel: Callable[[], None],
+    ) -> None:
+        self._status = status
+        self._slot = slot
+        self._schedule = schedule
+        self._backlog = backlog
+        self._host = host
+        self._on_cancel = on_cancel  # the progress bar's cancel button
+
+    def update(self, rels: list[str]) -> None:
+        """Reindex these files now: searchable at once, embedded here or by the backlog."""
+        folder = self._slot.present()
+        if folder is None or not writable(folder):
+            return
+        rels = self._expand(folder, rels)
+        if not rels:
+            return
+        folder.prioritize(rels)
+        started = time.perf_counter()
+        if self._backlog.running():
+            # searchable now; the embedding thread restarts with these files first (the
+            # engine orders prioritized files ahead of the backlog)
+            report = folder.update_paths(rels, embed=False)
+            self._backlog.restart()
+        else:
+            report = folder.update_paths(rels)
+        status = self._status
+        status.updates += 1
+        changed = report.files_indexed or report.files_removed
+        log.log(
+            logging.INFO if changed else logging.DEBUG,
+            "reindexed %s in %.0f ms: %d chunks new, %d removed, %d embedded",
+            summary(rels),
+            1000 * (time.perf_counter() - started),
+            report.chunks_added,
+            report.chunks_removed,
+            report.chunks_embedded,
+        )
+        if status.state == "empty" and folder.store.chunks:
+            status.state = "ready"
+
+    def _expand(self, folder: FolderIndex, rels: list[str]) -> list[str]:
+        """A deleted folder → the files known under it; a new folder → a quiet rescan."""
+        with folder.store.lock:
+            known = list(folder.store.files)
+        present = set(known)
+        out: list[str] = []
+        for rel in rels:
+            path = self._status.root / rel
+            if path.is_dir():
+                self._schedule.request_full("rescan")
+            elif rel in present or path.exists():
+                out.append(rel)
+            else:
+                under = [k for k in known if k.startswith(rel + "/")]
+                out.extend(under or [rel])
+        return list(dict.fromkeys(out))
+
+    def full(self, kind: FullKind) -> None:
+        """The lexical phase of a full pass here; the embedding goes to the backlog thread."""
+        folder = self._slot.present()
+        if folder is None or not writable(folder):
+            return  # the writer keeps it current; on promotion a full pass is queued
+        if kind == "rebuild":
+            self._backlog.stop()  # the rebuild clears the store under it
+        schedule, status = self._schedule, self._status
+        schedule.last_full = time.monotonic()
+        schedule.user_cancelled = False
+        schedule.lexical_running = True
+        status.state, status.percent = "indexing", 0
+        quiet = kind == "rescan"
+        title = f"codeask: indexing {status.root.name}"
+        bar = WorkDone(None, title) if quiet else self._host.work_done(title, self._on_cancel)
+        bar.__enter__()
+        try:
+            completed = self._lexical_pass(folder, bar, rebuild=kind == "rebuild")
+        except BaseException as exc:
+            schedule.lexical_running = False
+            bar.__exit__(type(exc), exc, None)
+            raise
+        finally:
+            schedule.clear_token()
+        schedule.lexical_running = False
+        if not completed:
+            bar.final_message = "cancelled"
+            bar.__exit__(None, None, None)
+            status.settle(folder, busy=schedule.lexical_running or self._backlog.running())
+            log.info("stopped indexing %s", status.root)
+            return
+        # the lexical tables in memory, off this queue: the first searches are fast at once
+        threading.Thread(target=folder.lexical.warm_up, name="codeask-bm25", daemon=True).start()
+        self._backlog.start(folder, bar, quiet=quiet)
+
+    def _lexical_pass(self, folder: FolderIndex, bar: WorkDone, *, rebuild: bool) -> bool:
+        """Files → chunks → lexical index (searchable at once); False if stopped."""
+        first = True
+        while True:
+            run = folder.rebuild if rebuild and first else folder.refresh
+            first = False
+            token = self._schedule.new_token()
+            report: IndexReport = run(
+                progress=lambda event: reporting.report(event, bar, self._status, self._schedule),
+                cancel=token,
+                embed=False,
+            )
+            if not report.cancelled:
+                return True
+            due = self._schedule.resume_after_cancel()
+            if due is None:
+                return False
+            if due:
+                self.update(due)

@@ -1,0 +1,64 @@
+"""The idle poll: the folder's comings and goings, HEAD moves, the writer lock, rescans.
+
+Git changes arrive without editor events (branch switch, pull, commit), so HEAD is polled;
+without a client-side file watcher a quiet rescan catches everything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from codeask.core.git.repo import changed_between, head_sha
+from codeask.lsp.folders import common
+from codeask.lsp.folders.schedule import Schedule
+from codeask.lsp.folders.slot import IndexSlot
+from codeask.lsp.folders.status import FolderStatus
+from codeask.lsp.folders.writer import follow_or_own
+
+log = logging.getLogger("codeask.lsp")
+
+
+class Poller:
+    """Runs `Poll`: turns what changed on disk since the last poll into queued work."""
+
+    def __init__(
+        self,
+        status: FolderStatus,
+        slot: IndexSlot,
+        schedule: Schedule,
+        watched: Callable[[], bool],
+    ) -> None:
+        self._status = status
+        self._slot = slot
+        self._schedule = schedule
+        self._watched = watched  # the client watches files: no periodic rescan needed
+
+    def poll(self) -> None:
+        """One look: missing or back, follower or writer, HEAD moved, rescan due."""
+        status, schedule = self._status, self._schedule
+        root = status.root
+        if not root.is_dir():
+            if status.message != common.MISSING:
+                self._slot.missing()
+            return
+        if status.message == common.MISSING:  # it came back
+            log.info("workspace folder %s is back", root)
+            self._slot.open()
+            schedule.request_full("initial")
+            return
+        if status.folder is None:
+            return
+        if not follow_or_own(status, status.folder, schedule):
+            return
+        head = head_sha(root)
+        if head != status.head:
+            old, status.head = status.head, head
+            log.info("HEAD of %s moved %s → %s", root, old[:10] or "-", head[:10] or "-")
+            changed = changed_between(root, old, head)
+            if changed:
+                schedule.add(changed, 0.0)
+            schedule.request_full("rescan")  # history, and anything the diff cannot tell
+        elif not self._watched() and time.monotonic() - schedule.last_full > common.RESCAN_SECONDS:
+            schedule.request_full("rescan")

@@ -1,0 +1,149 @@
+"""One folder's worker: the public face the server calls, the thread loop, the dispatch.
+
+The parts do the work (`Schedule` queues, `Indexing` and `Poller` run actions, `IndexSlot`
+opens and closes, `Backlog` embeds); this class wires them and routes each action with a
+`match` over the action types, so every path is visible to grep and mypy.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, assert_never
+
+from codeask.config import load_settings
+from codeask.core.indexer import Workspace
+from codeask.lsp.folders.actions import Action, Full, Poll, Reopen, Update
+from codeask.lsp.folders.backlog import Backlog
+from codeask.lsp.folders.common import INDEX_SECTIONS, FullKind, Host, serving
+from codeask.lsp.folders.indexing import Indexing
+from codeask.lsp.folders.poll import Poller
+from codeask.lsp.folders.schedule import Schedule
+from codeask.lsp.folders.slot import IndexSlot
+from codeask.lsp.folders.status import FolderStatus
+
+log = logging.getLogger("codeask.lsp")
+
+
+class FolderWorker(FolderStatus):
+    """The indexing threads of one workspace folder, and its status for `indexState`.
+
+    It is its own `FolderStatus` (requests read `worker.state`, `worker.folder`, ... as
+    before); the parts it builds get that status, never the worker.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        editor: dict[str, Any],
+        workspace: Workspace,
+        host: Host,
+        *,
+        watched: Callable[[], bool] = lambda: False,
+    ) -> None:
+        super().__init__(root, editor)
+        self._schedule = Schedule()
+        self._backlog = Backlog(self, self._schedule)
+        self._slot = IndexSlot(self, workspace, host, self._backlog)
+        self._indexing = Indexing(
+            self, self._slot, self._schedule, self._backlog, host, self.cancel_indexing
+        )
+        self._poller = Poller(self, self._slot, self._schedule, watched)
+        self.thread = threading.Thread(
+            target=self._main, name=f"codeask-index-{root.name}", daemon=True
+        )
+
+    # ---- called from the event loop ----------------------------------------------------------
+    def start(self) -> None:
+        """Open the index (in the thread); nothing is indexed until `request_full`."""
+        self.thread.start()
+
+    def schedule(self, rels: Iterable[str], delay: float) -> None:
+        """Reindex these files after `delay` s of quiet; repeated calls coalesce per file."""
+        self._schedule.add(rels, delay)
+
+    def request_full(self, kind: FullKind = "initial") -> None:
+        """Queue a full pass; a stronger kind (rebuild > initial > rescan) wins."""
+        self._schedule.request_full(kind)
+
+    def cancel_indexing(self) -> None:
+        """The user cancelled (progress UI or command): stop the full pass, keep what is done."""
+        with self._schedule.cond:
+            self._schedule.cancel_by_user()
+            self._backlog.cancel()
+
+    def reconfigure(self, editor: dict[str, Any]) -> list[str]:
+        """New editor settings: applied in place, or the index is reopened; returns warnings."""
+        settings, warnings = load_settings(self.root, editor)
+        settings = serving(settings)
+        folder = self.folder
+        if folder is None:  # still opening (or gone): reopen only if the settings differ
+            if editor != self.editor:
+                self._schedule.request_reopen(editor, interrupt=False)
+            return warnings
+        if all(getattr(folder.settings, s) == getattr(settings, s) for s in INDEX_SECTIONS):
+            folder.settings = settings
+            self.editor = editor
+            return warnings
+        self._schedule.request_reopen(editor, interrupt=True)
+        return warnings
+
+    def stop(self) -> None:
+        """Stop after the current step (a file or one embedding batch)."""
+        with self._schedule.cond:
+            self._schedule.stop()
+            self._backlog.cancel()
+
+    def join(self, timeout: float) -> bool:
+        """Wait for both threads; True when they have ended."""
+        deadline = time.monotonic() + timeout
+        threads = [self.thread, *self._backlog.threads]
+        for thread in threads:
+            if thread.is_alive():
+                thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in threads)
+
+    def release(self) -> None:
+        """Save and close the index (after `join`: nothing else touches it any more)."""
+        self._slot.release()
+
+    # ---- the thread ----------------------------------------------------------------------------
+    def _main(self) -> None:
+        """Open the index, then run one action at a time until stopped."""
+        self._guarded(self._slot.open)
+        last_poll = time.monotonic()
+        while (action := self._schedule.next_action(last_poll)) is not None:
+            if isinstance(action, Poll):
+                last_poll = time.monotonic()
+            self._guarded(functools.partial(self._run, action))
+
+    def _run(self, action: Action) -> None:
+        """The dispatch: one case per action type (mypy checks that none is missing)."""
+        match action:
+            case Update(rels=rels):
+                self._indexing.update(list(rels))
+            case Full(kind=kind):
+                self._indexing.full(kind)
+            case Reopen(editor=editor):
+                self._slot.reopen(editor)
+                if self.folder is not None:
+                    self._schedule.request_full("initial")
+            case Poll():
+                self._poller.poll()
+            case _:
+                assert_never(action)
+
+    def _guarded(self, step: Callable[[], None]) -> None:
+        """A worker never dies: errors are logged and shown in the folder's state."""
+        try:
+            step()
+        except Exception as exc:
+            if not self.root.is_dir():
+                self._slot.missing()
+                return
+            log.exception("indexing %s failed", self.root)
+            self.state, self.message = "error", f"{type(exc).__name__}: {exc}"
