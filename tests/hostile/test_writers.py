@@ -73,7 +73,7 @@ def assert_consistent(index_folder: Path) -> None:
         index_folder / "lexical.sqlite", manifest.generation, len(chunks)
     )
     if lexical is not None:  # stamped consistent: then its rows must be exactly these ids
-        rows = {r[0] for r in lexical._db.execute("SELECT rowid FROM fts")}
+        rows = {r[0] for r in lexical.tables.db.execute("SELECT rowid FROM fts")}
         lexical.close()
         assert rows == set(ids), "lexical table stamped consistent holds unknown ids"
 

@@ -28,18 +28,18 @@ def test_postings_rank_exactly_as_fts5(tmp_path: Path) -> None:
     """Same rows, same order, same scores for random OR-queries (ties broken by row order)."""
     index = LexicalIndex(tmp_path / "lexical.sqlite")
     index.upsert(corpus(400))
-    rows = index._read("SELECT rowid, body, symbol, path FROM fts")
+    rows = index.tables.read("SELECT rowid, body, symbol, path FROM fts")
     memory = Postings.build(rows, LexicalIndex.WEIGHTS)
     rng = random.Random(9)
     for _ in range(60):
         query = " ".join(rng.sample(WORDS, rng.randint(1, 8)))
         terms = index._informative(query.split())
         fts = index.search(query, 50)  # three queries or fewer: FTS5 answers
-        assert index._memory is None
+        assert index.memory.built is None
         mine = [(int(str(k)), s) for k, s in memory.search(terms, 50)]
         assert [i for i, _ in mine] == [i for i, _ in fts], query
         assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(mine, fts, strict=True))
-        index._fts_queries = (-1, 0)  # keep the background build out of this comparison
+        index.memory.fts_queries = (-1, 0)  # keep the background build out of this comparison
     index.close()
 
 
@@ -48,7 +48,7 @@ def test_search_uses_memory_only_for_the_version_it_was_built_from(tmp_path: Pat
     index.upsert(corpus(200))
     before = index.search("parse request cookie", 20)
     index.warm_up()
-    assert index._memory is not None and index._memory[0] == index._version
+    assert index.memory.built is not None and index.memory.built[0] == index.tables.version
     after = index.search("parse request cookie", 20)
     assert [i for i, _ in after] == [i for i, _ in before]
     assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(after, before, strict=True))
@@ -75,7 +75,7 @@ def test_a_write_during_a_build_discards_it(tmp_path: Path) -> None:
         index.warm_up()
     finally:
         Postings.build = original  # type: ignore[method-assign]
-    assert index._memory is None
+    assert index.memory.built is None
     assert index.search("lateword", 5)[0][0] == 500
     index.close()
 
@@ -89,7 +89,7 @@ def test_files_table_in_memory_matches_fts5(tmp_path: Path) -> None:
     fts = index.search_files("parse session embed w3", 30)
     index.warm_up()
     memory = index.search_files("parse session embed w3", 30)
-    assert index._memory is not None
+    assert index.memory.built is not None
     assert [p for p, _ in memory] == [p for p, _ in fts] and len(fts) > 5
     assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(memory, fts, strict=True))
     index.close()

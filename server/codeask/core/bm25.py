@@ -10,20 +10,30 @@ column-weighted frequencies) and scores with FTS5's formula (fts5_aux.c, `fts5Bm
 
 with k1 = 1.2, b = 0.75, |D| the row's tokens over all columns. It is built from the table's
 rows (already tokenized, space-separated) and is only ever used for the table version it was
-built from; the lexical index falls back to FTS5 whenever it is missing or stale.
+built from; the lexical index falls back to FTS5 whenever it is missing or stale. `MemoryCopy`
+keeps that promise: it decides when a copy is built and drops it at the first change.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from codeask.core.fts import CHUNK_WEIGHTS, FILE_WEIGHTS, FtsTables
+
+log = logging.getLogger(__name__)
+
 K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
+#: FTS5 queries at one table version before the in-memory copy is built (see `MemoryCopy`).
+MEMORY_AFTER_QUERIES = 3
 
 
 @dataclass(frozen=True)
@@ -97,3 +107,62 @@ class Postings:
             matched = matched[-scores[matched] <= cut]
         ordered = matched[np.lexsort((matched, -scores[matched]))][:limit]
         return [(self.keys[i], float(scores[i])) for i in ordered]
+
+
+class MemoryCopy:
+    """Both lexical tables as Postings, used only at the table version they were read at.
+
+    After MEMORY_AFTER_QUERIES FTS5 queries at one version a background build starts (a one-shot
+    CLI search never pays for it; a server or benchmark does once per change), or `warm_up`
+    builds it at once; a write landing during a build discards it.
+    """
+
+    def __init__(self, tables: FtsTables) -> None:
+        self.tables = tables
+        #: (table version, chunk postings, file postings) of the last finished build.
+        self.built: tuple[int, Postings, Postings] | None = None
+        #: (table version, FTS5 queries answered at it): counts toward a background build.
+        self.fts_queries = (-1, 0)
+        self.building = False
+
+    def current(self) -> tuple[int, Postings, Postings] | None:
+        """The copy if it was built from the tables as they are now, else None."""
+        built = self.built
+        return built if built is not None and built[0] == self.tables.version else None
+
+    def for_query(self) -> tuple[int, Postings, Postings] | None:
+        """The current copy; else None (FTS5 answers), counting toward a background build.
+        Caller holds the tables' lock."""
+        built = self.current()
+        if built is not None:
+            return built
+        version, queries = self.fts_queries
+        queries = queries + 1 if version == self.tables.version else 1
+        self.fts_queries = (self.tables.version, queries)
+        if queries >= MEMORY_AFTER_QUERIES and not self.building:
+            self.building = True
+            threading.Thread(target=self.build, name="lexical-memory", daemon=True).start()
+        return None
+
+    def warm_up(self) -> None:
+        """Build the copy now, in this thread, unless it is current or being built."""
+        with self.tables.lock:
+            if self.current() is not None or self.building:
+                return
+            self.building = True
+        self.build()
+
+    def build(self) -> None:
+        """Read both tables at one version and index them; dropped if a write lands meanwhile
+        (the next queries start another build). The caller has set `building`."""
+        try:
+            version, chunk_rows, file_rows = self.tables.snapshot_rows()
+            chunks = Postings.build(chunk_rows, CHUNK_WEIGHTS)
+            files = Postings.build(file_rows, FILE_WEIGHTS)
+            with self.tables.lock:
+                if self.tables.version == version:
+                    self.built = (version, chunks, files)
+        except (sqlite3.Error, ValueError) as exc:  # closed meanwhile, or a torn read
+            log.debug("lexical index %s: no in-memory copy: %s", self.tables.path, exc)
+        finally:
+            self.building = False
