@@ -21,10 +21,10 @@ def test_redact_removes_passwords_in_both_dsn_forms() -> None:
     text = (
         "tried postgresql://ci:hunter2x@db.example:5432/codeask and "
         "host=db user=ci password=hunter2x dbname=codeask and password = 'two words' and "
-        "postgres://bob:p%40ss@h/db?sslmode=require&password=q1w2e3"
+        "postgres://bob:p%40ss@h/db?sslmode=require&password=q1w2e3 PGPASSWORD=zz9plural"
     )
     out = redact(text)
-    for secret in ("hunter2x", "two words", "p%40ss", "q1w2e3"):
+    for secret in ("hunter2x", "two words", "p%40ss", "q1w2e3", "zz9plural"):
         assert secret not in out
     assert "postgresql://ci:***@db.example:5432/codeask" in out
     assert "user=ci password=*** dbname=codeask" in out

@@ -37,8 +37,11 @@ def test_migrate_creates_the_vector_extension_when_allowed(
         assert found.fetchone() == ("0.8.6",)
 
 
-def test_concurrent_migrations_apply_once(pg_dsn: str) -> None:
-    """Several processes starting at once: one migrates, the others wait and find it done."""
+def test_concurrent_migrations_apply_once(pg_server: PgServer, pg_dsn: str) -> None:
+    """Several processes starting at once: one migrates (creating the extension too), the others
+    wait and find it done."""
+    with pg_server.admin(pg_dsn.rsplit("/", 1)[1]) as admin:
+        admin.execute("DROP EXTENSION vector")
     barrier = threading.Barrier(4)
     results: list[int] = []
     errors: list[BaseException] = []
@@ -83,3 +86,13 @@ def test_a_read_only_role_cannot_migrate_and_is_told_to_use_the_writer(
         migrate(conn)
     assert f"needs schema version {LATEST} (it has 0)" in str(caught.value)
     assert "writer role" in str(caught.value)
+
+
+def test_a_role_that_may_not_read_the_schema_is_told_what_to_grant(
+    pg_dsn: str, pg_db: str, make_role
+) -> None:
+    with connect(pg_dsn) as conn:
+        migrate(conn)
+    dsn = make_role(pg_db, ["GRANT USAGE ON SCHEMA public TO {role}"])
+    with connect(dsn) as conn, pytest.raises(PgPermissionDenied, match="grant it SELECT"):
+        migrate(conn)

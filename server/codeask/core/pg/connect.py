@@ -25,9 +25,10 @@ REDACTED = "***"
 
 # postgresql://user:secret@host → postgresql://user:***@host (also postgres:// and any scheme).
 _URI_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):(?P<pw>[^@/\s]*)@")
-# password=secret, password = 'se cret', password="x" (key=value DSNs) and ?password=x in a URI.
+# password=secret, password = 'se cret', password="x" (key=value DSNs), ?password=x in a URI,
+# PGPASSWORD=x.
 _KV_PASSWORD = re.compile(
-    r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&;]+)",
+    r"(?P<head>\b(?:pg)?password\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&;]+)",
     re.IGNORECASE,
 )
 

@@ -96,7 +96,7 @@ def _ensure_vector_extension(conn: psycopg.Connection) -> None:
     if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
         return
     try:
-        with conn.transaction():
+        with conn.transaction():  # a savepoint: the caller's transaction holds the lock
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.errors.InsufficientPrivilege as exc:
         raise PgPermissionDenied(
@@ -119,16 +119,22 @@ def migrate(conn: psycopg.Connection, migrations: tuple[Migration, ...] = MIGRAT
     import psycopg
 
     known = migrations[-1].version
-    found = current_version(conn)
+    try:
+        found = current_version(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise PgPermissionDenied(
+            f"this role may not read {SCHEMA_TABLE}: grant it SELECT on the codeask tables "
+            f"(docs/postgres.md, Roles) ({exc.diag.message_primary or exc})"
+        ) from None
     if found > known:
         raise SchemaTooNew(found, known)
     if found == known:
         return found  # the common case: no lock, no write (a read-only role gets here)
-    _ensure_vector_extension(conn)
     before = found
     try:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+            _ensure_vector_extension(conn)  # under the lock: two CREATE EXTENSIONs would race
             conn.execute(
                 f"""CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (
                     id integer PRIMARY KEY CHECK (id = 1),
