@@ -307,10 +307,29 @@ class EmbeddingCache:
             self._db.close()
 
 
+class VectorCache(Protocol):
+    """What `CachedEmbedder` needs of a cache: the local `EmbeddingCache` (SQLite) or the team's
+    `codeask.core.pg.cache.PgEmbeddingCache` (PostgreSQL)."""
+
+    dim: int
+
+    def get_many(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among `hashes`."""
+        ...
+
+    def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store vectors."""
+        ...
+
+    def close(self) -> None:
+        """Release the file or connection."""
+        ...
+
+
 class CachedEmbedder:
     """Embeds only what the cache does not know; the cache key is the text's hash."""
 
-    def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
+    def __init__(self, embedder: Embedder, cache: VectorCache) -> None:
         self.inner = embedder
         self.cache = cache
         self.name = embedder.name

@@ -1,0 +1,179 @@
+"""Connecting to the team database: the DSN comes from an environment variable (never a file),
+passwords never reach a message or a log, failures say what to do, start-up retries with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psycopg
+
+log = logging.getLogger(__name__)
+
+#: Seconds libpq waits for a server to answer before giving up (per host; the minimum it honours
+#: is 2). Kept short: an editor must not hang on an unreachable team database.
+CONNECT_TIMEOUT = 5
+#: The default name of the environment variable holding the DSN (`index.dsn_env` will name it).
+DEFAULT_DSN_ENV = "CODEASK_PG_DSN"
+REDACTED = "***"
+
+# postgresql://user:secret@host → postgresql://user:***@host (also postgres:// and any scheme).
+_URI_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):(?P<pw>[^@/\s]*)@")
+# password=secret, password = 'se cret', password="x" (key=value DSNs), ?password=x in a URI,
+# PGPASSWORD=x.
+_KV_PASSWORD = re.compile(
+    r"(?P<head>\b(?:pg)?password\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s&;]+)",
+    re.IGNORECASE,
+)
+
+
+class PgError(Exception):
+    """A problem with the team database; the message never holds a password and says what to do."""
+
+
+class PgConfigError(PgError):
+    """The team database is not configured (the DSN variable is unset or empty)."""
+
+
+class PgUnavailable(PgError):
+    """The team database cannot be reached or refused the login (or the connection was lost).
+
+    `transient` is False for a refusal that waiting will not fix (wrong password, unknown role or
+    database): `connect_with_retry` gives up on those at once.
+    """
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class PgPermissionDenied(PgError):
+    """The role may not do this (a read-only role writing, or creating the pgvector extension)."""
+
+
+def redact(text: str, dsn: str | None = None) -> str:
+    """`text` without passwords: URI `user:pw@`, `password=...`, and the DSN's own password
+    wherever else it appears (a driver message might quote it)."""
+    out = _URI_PASSWORD.sub(lambda m: f"{m['head']}:{REDACTED}@" if m["pw"] else m[0], text)
+    out = _KV_PASSWORD.sub(lambda m: f"{m['head']}{REDACTED}", out)
+    secret = _password_of(dsn) if dsn else ""
+    if len(secret) >= 3:  # a one- or two-letter password would blank out ordinary words
+        out = out.replace(secret, REDACTED)
+    return out
+
+
+def _password_of(dsn: str) -> str:
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        value = conninfo_to_dict(dsn).get("password")
+    except Exception:  # unparsable DSN or psycopg missing: the regexes still apply
+        return ""
+    return str(value) if value else ""
+
+
+def dsn_from_env(env_name: str = DEFAULT_DSN_ENV) -> str:
+    """The DSN held by the environment variable `env_name` (the setting names the variable)."""
+    dsn = os.environ.get(env_name, "").strip()
+    if not dsn:
+        raise PgConfigError(
+            f"the team index needs a PostgreSQL DSN in the environment variable {env_name} "
+            f"(e.g. {env_name}=postgresql://user:password@host:5432/codeask); it is read from "
+            "the environment only, never from a settings file"
+        )
+    return dsn
+
+
+def describe(dsn: str) -> str:
+    """`user@host:port/dbname` for messages: where we tried to go, without the password."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(dsn)
+    except Exception:
+        return redact(dsn)
+    user = parts.get("user") or os.environ.get("PGUSER") or "?"
+    host = parts.get("host") or os.environ.get("PGHOST") or "localhost"
+    port = parts.get("port") or os.environ.get("PGPORT") or "5432"
+    db = parts.get("dbname") or user
+    return f"{user}@{host}:{port}/{db}"
+
+
+_LOGIN_REFUSED = ("password authentication failed", "no password supplied", "does not exist")
+
+
+def _hint(message: str) -> str:
+    lowered = message.lower()
+    if "password authentication failed" in lowered or "no password supplied" in lowered:
+        return "check the user name and password in the DSN"
+    if "does not exist" in lowered:
+        return "check the database and role names in the DSN"
+    if "timeout" in lowered or "timed out" in lowered:
+        return "the server did not answer in time: check the host, port and firewall"
+    if "connection refused" in lowered or "no such file" in lowered:
+        return "is PostgreSQL running and listening on that host and port?"
+    return "check the DSN and that the server is up"
+
+
+def unavailable(exc: BaseException, dsn: str, doing: str = "connect to") -> PgUnavailable:
+    """A `PgUnavailable` for `exc`: where, why (redacted) and what to do."""
+    reason = redact(str(exc).strip() or type(exc).__name__, dsn)
+    refused = any(marker in reason.lower() for marker in _LOGIN_REFUSED)
+    return PgUnavailable(
+        f"cannot {doing} the team database {describe(dsn)}: {reason} ({_hint(reason)})",
+        transient=not refused,
+    )
+
+
+def connect(
+    dsn: str, *, timeout: int = CONNECT_TIMEOUT, autocommit: bool = True
+) -> psycopg.Connection:
+    """An open connection (autocommit by default), or `PgUnavailable` with a redacted message."""
+    import psycopg
+
+    try:
+        return psycopg.connect(
+            dsn,
+            connect_timeout=max(2, int(timeout)),
+            autocommit=autocommit,
+            application_name="codeask",
+        )
+    except psycopg.Error as exc:
+        raise unavailable(exc, dsn) from None
+
+
+def connect_with_retry(
+    dsn: str,
+    *,
+    attempts: int = 5,
+    base_delay: float = 0.5,
+    max_delay: float = 8.0,
+    timeout: int = CONNECT_TIMEOUT,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: Callable[[int, float, PgUnavailable], None] | None = None,
+) -> psycopg.Connection:
+    """`connect`, retried with exponential backoff (start-up: the database may still be coming up).
+
+    A login refusal (wrong password, unknown role or database) is raised at once: waiting does
+    not fix it. `on_retry(attempt, delay, error)` lets a caller show "team index unreachable,
+    retrying in N s" in its status.
+    """
+    delay = base_delay
+    for attempt in range(1, max(1, attempts) + 1):
+        try:
+            return connect(dsn, timeout=timeout)
+        except PgUnavailable as exc:
+            if attempt >= attempts or not exc.transient:
+                raise
+            log.warning("%s; retrying in %.1f s (attempt %d of %d)", exc, delay, attempt, attempts)
+            if on_retry is not None:
+                on_retry(attempt, delay, exc)
+            sleep(delay)
+            delay = min(max_delay, delay * 2)
+    raise AssertionError("unreachable")  # pragma: no cover
