@@ -57,6 +57,11 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Skip files that usually hold secrets (.env*, *.pem, *.key, id_rsa*)."""
     checkpoint_seconds: float = 10.0
     """How often a long index run saves a consistent snapshot to disk."""
+    backend: Literal["local", "postgres"] = "local"
+    """`postgres`: MiniLM vectors are shared through the team database (docs/postgres.md); the
+    index itself stays local for now."""
+    dsn_env: str = "CODEASK_PG_DSN"
+    """Name of the environment variable holding the PostgreSQL DSN (never the DSN itself)."""
 
 
 class ChunkSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -210,6 +215,8 @@ PROTECTED_FIELDS = frozenset(
         "llm.api_key_env",
         "index.skip_secrets",
         "index.location",
+        "index.backend",
+        "index.dsn_env",
         "embed.cache_dir",
         "embed.model",
     }

@@ -360,7 +360,7 @@ class CachedEmbedder:
         return self.inner.embed(texts)
 
 
-_shared: dict[tuple[str, int, int, str], CachedEmbedder] = {}
+_shared: dict[tuple[str, int, int, str, str, str], CachedEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
@@ -371,13 +371,19 @@ def load_embedder(settings: Settings) -> CachedEmbedder:
         settings.embed.batch_size,
         settings.embed.threads,
         str(cache_dir(settings)),
+        settings.index.backend,
+        settings.index.dsn_env,
     )
     with _shared_lock:
         if key not in _shared:
             root = cache_dir(settings)
             model = FastEmbedder(settings.embed, root / "models")
-            cache = EmbeddingCache(
+            cache: VectorCache = EmbeddingCache(
                 root / "embeddings" / f"{model_slug(model.name)}.sqlite", model.dim
             )
+            if settings.index.backend == "postgres":
+                from codeask.core.pg.layered import team_cache  # psycopg: an optional extra
+
+                cache = team_cache(cache, settings.index.dsn_env, model.name, model.dim)
             _shared[key] = CachedEmbedder(model, cache)
         return _shared[key]
