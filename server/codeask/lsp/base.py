@@ -37,6 +37,7 @@ from codeask.lsp.settings import EditorSettings
 
 log = logging.getLogger("codeask.lsp")
 
+#: How long a request to the client (configuration, progress token, registration) may take.
 CLIENT_TIMEOUT = 5.0
 T = TypeVar("T")
 

@@ -8,12 +8,11 @@ import logging
 from lsprotocol import types
 
 from codeask.config import build_settings, read_env
-from codeask.lsp.base import CodeaskServer
+from codeask.lsp.base import CLIENT_TIMEOUT, CodeaskServer
 from codeask.lsp.features.common import file_uri
 from codeask.lsp.settings import SECTION, EditorSettings
 
 log = logging.getLogger("codeask.lsp")
-CLIENT_TIMEOUT = 5.0
 LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,

@@ -8,11 +8,10 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from codeask.lsp.base import CodeaskServer
+from codeask.lsp.base import CLIENT_TIMEOUT, CodeaskServer
 from codeask.lsp.paths import workspace_path
 
 log = logging.getLogger("codeask.lsp")
-CLIENT_TIMEOUT = 5.0
 
 
 def debounce(ls: CodeaskServer, root: Path | None = None) -> float:
