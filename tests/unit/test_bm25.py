@@ -60,14 +60,16 @@ def test_search_uses_memory_only_for_the_version_it_was_built_from(tmp_path: Pat
     index.close()
 
 
-def test_a_write_during_a_build_discards_it(tmp_path: Path) -> None:
-    """The build reads at version N; a write makes N+1; the finished copy must not be used."""
+def test_a_write_during_a_build_is_replayed_onto_it(tmp_path: Path) -> None:
+    """The build reads at version N; a write makes N+1 meanwhile; the copy catches up to N+1."""
     index = LexicalIndex(tmp_path / "lexical.sqlite")
     index.upsert(corpus(100))
     original = Postings.build
+    late = make_chunk(500, "pkg/late.py", "lateword", "def lateword():\n    x\n")
 
     def slow_build(rows: object, weights: object) -> Postings:
-        index.upsert([make_chunk(500, "pkg/late.py", "lateword", "def lateword():\n    x\n")])
+        if not index.search("lateword", 5):
+            index.upsert([late])
         return original(rows, weights)  # type: ignore[arg-type]
 
     Postings.build = slow_build  # type: ignore[method-assign, assignment]
@@ -75,8 +77,68 @@ def test_a_write_during_a_build_discards_it(tmp_path: Path) -> None:
         index.warm_up()
     finally:
         Postings.build = original  # type: ignore[method-assign]
-    assert index.memory.built is None
+    assert index.memory.current() is not None
     assert index.search("lateword", 5)[0][0] == 500
+    index.close()
+
+
+def fts5_and_memory(index: LexicalIndex, query: str, table: str) -> tuple[list, list]:  # type: ignore[type-arg]
+    """The same query answered by FTS5 and by the copy in memory (same informative terms)."""
+    terms = index._informative(query.split())
+    memory = index.memory.current()
+    assert memory is not None
+    live = memory[1] if table == "fts" else memory[2]
+    return index.tables.top_k(table, terms, 40), live.search(terms, 40)
+
+
+def test_writes_replayed_in_memory_rank_exactly_as_fts5(tmp_path: Path) -> None:
+    """Random saves (chunks replaced, added, removed; file rows replaced and dropped) replayed
+    onto the copy: after each one both tables rank exactly as FTS5 does, with no rebuild."""
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    chunks = {c.id: c for c in corpus(300)}
+    index.upsert(chunks.values())
+    for path in sorted({c.path for c in chunks.values()}):
+        index.upsert_file(path, [c for c in chunks.values() if c.path == path])
+    index.warm_up()
+    copy = index.memory.built
+    assert copy is not None
+    rng = random.Random(5)
+    fresh = iter(range(1000, 2000))
+    for step in range(40):
+        replaced = rng.sample(sorted(chunks), 3)
+        gone = rng.choice(sorted(chunks))
+        new = [next(fresh) for _ in range(rng.randint(0, 3))]
+        written = [c for c in corpus(1000, seed=step) if c.id <= 4]
+        for cid, template in zip([*replaced, *new], written * 2, strict=False):
+            path = chunks[cid].path if cid in chunks else template.path
+            chunks[cid] = make_chunk(cid, path, template.symbol, template.text)
+        index.upsert([chunks[c] for c in [*replaced, *new]])
+        index.remove([gone])
+        touched = chunks.pop(gone).path
+        index.upsert_file(touched, [c for c in chunks.values() if c.path == touched])
+        assert index.memory.built is not None and index.memory.built[1] is copy[1], "rebuilt"
+        for table in ("fts", "files_fts"):
+            query = " ".join(rng.sample(WORDS, rng.randint(1, 6)))
+            fts, mine = fts5_and_memory(index, query, table)
+            assert [k for k, _ in mine] == [k for k, _ in fts], (step, table, query)
+            assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(mine, fts, strict=True))
+    assert len(copy[1].segments) <= 9  # small segments merged as they accumulate
+    index.close()
+
+
+def test_a_large_write_drops_the_copy_and_clear_too(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    index.upsert(corpus(100))
+    index.warm_up()
+    assert index.memory.current() is not None
+    index.upsert(
+        [make_chunk(5000 + i, "pkg/big.py", f"s{i}", "def f():\n    x\n") for i in range(2100)]
+    )
+    assert index.memory.built is None  # rebuilt from the tables on demand, not replayed
+    assert index.search("s7", 5)[0][0] == 5007
+    index.warm_up()
+    index.clear()
+    assert index.memory.built is None and index.search("s7", 5) == []
     index.close()
 
 

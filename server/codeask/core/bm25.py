@@ -10,30 +10,25 @@ column-weighted frequencies) and scores with FTS5's formula (fts5_aux.c, `fts5Bm
 
 with k1 = 1.2, b = 0.75, |D| the row's tokens over all columns. It is built from the table's
 rows (already tokenized, space-separated) and is only ever used for the table version it was
-built from; the lexical index falls back to FTS5 whenever it is missing or stale. `MemoryCopy`
-keeps that promise: it decides when a copy is built and drops it at the first change.
+built from, plus the writes made since (`LiveTable`: rows replaced or removed are masked, new
+rows sit in small extra segments), so a save costs a few milliseconds instead of a rebuild of the
+whole table. `lexical_memory.MemoryCopy` decides when a copy is built and replays the writes.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
-
-from codeask.core.fts import CHUNK_WEIGHTS, FILE_WEIGHTS, FtsTables
-
-log = logging.getLogger(__name__)
 
 K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
-#: FTS5 queries at one table version before the in-memory copy is built (see `MemoryCopy`).
-MEMORY_AFTER_QUERIES = 3
+#: Extra segments a LiveTable keeps before merging them into one (each costs a little per query).
+MAX_SEGMENTS = 8
 
 
 @dataclass(frozen=True)
@@ -51,33 +46,38 @@ class Postings:
     def build(cls, rows: Iterable[Sequence[object]], weights: Sequence[float]) -> Postings:
         """`rows`: (key, column text, column text, ...); each text is space-separated tokens.
 
-        Vectorised: one pass maps tokens to ids, numpy sums the weighted (term, row) counts
-        (15k chunks, 1.5M tokens: ~1 s)."""
-        keys: list[object] = []
+        Column by column: C-level splitting and id lookups (`map`), a Python loop only over
+        distinct tokens, numpy sums the weighted (term, row) counts (15k chunks, 1.5M tokens:
+        ~0.3 s; a per-token Python loop took ~1 s, all of it holding the GIL that hover and
+        search threads need)."""
+        table = list(rows)
+        keys: list[object] = [row[0] for row in table]
         vocab: dict[str, int] = {}
-        token_ids: list[int] = []
-        token_rows: list[int] = []
-        token_weights: list[float] = []
-        lengths: list[int] = []
-        for row in rows:
-            position = len(keys)
-            keys.append(row[0])
-            size = 0
-            for text, weight in zip(row[1:], weights, strict=True):
-                tokens = str(text or "").split()
-                size += len(tokens)
-                token_ids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
-                token_rows.extend([position] * len(tokens))
-                token_weights.extend([weight] * len(tokens))
-            lengths.append(size)
+        id_parts: list[np.ndarray] = []
+        row_parts: list[np.ndarray] = []
+        weight_parts: list[np.ndarray] = []
+        lengths = np.zeros(len(table), dtype=np.int64)
+        for column, weight in enumerate(weights, start=1):
+            split = [str(row[column] or "").split() for row in table]
+            counts = np.fromiter(map(len, split), dtype=np.int64, count=len(table))
+            flat = list(chain.from_iterable(split))
+            for token in dict.fromkeys(flat):
+                vocab.setdefault(token, len(vocab))
+            id_parts.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
+            row_parts.append(np.repeat(np.arange(len(table), dtype=np.int64), counts))
+            weight_parts.append(np.full(len(flat), weight, dtype=np.float64))
+            lengths += counts
+        token_ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
+        token_rows = np.concatenate(row_parts) if row_parts else np.zeros(0, np.int64)
+        token_weights = np.concatenate(weight_parts) if weight_parts else np.zeros(0)
         count = max(len(keys), 1)
-        pair = np.asarray(token_ids, dtype=np.int64) * count + np.asarray(token_rows, np.int64)
+        pair = token_ids * count + token_rows
         unique, inverse = np.unique(pair, return_inverse=True)
-        freqs = np.bincount(inverse, weights=np.asarray(token_weights, dtype=np.float64))
+        freqs = np.bincount(inverse, weights=token_weights)
         term_of, row_of = np.divmod(unique, count)
         starts = np.searchsorted(term_of, np.arange(len(vocab) + 1)).tolist()
         slices = {token: (starts[tid], starts[tid + 1]) for token, tid in vocab.items()}
-        average = float(sum(lengths)) / count
+        average = float(lengths.sum()) / count
         return cls(
             keys, np.asarray(lengths, np.float64), average, slices, row_of.astype(np.int32), freqs
         )
@@ -89,80 +89,162 @@ class Postings:
 
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[object, float]]:
         """(key, score) of the best `limit` rows matching any term, best first."""
-        count = len(self.keys)
-        if not count or limit <= 0:
-            return []
-        scores = np.zeros(count, dtype=np.float64)  # a matching row scores > 0 (idf ≥ MIN_IDF)
-        norm = K1 * (1 - B + B * self.lengths / max(self.average, 1e-9))
-        for term in dict.fromkeys(terms):
-            start, end = self.slices.get(term, (0, 0))
-            if start == end:
-                continue
-            rows, freq = self.rows[start:end], self.freqs[start:end]
-            idf = max(math.log((count - len(rows) + 0.5) / (len(rows) + 0.5)), MIN_IDF)
-            scores[rows] += idf * (freq * (K1 + 1)) / (freq + norm[rows])
-        matched = np.flatnonzero(scores)
-        if matched.size > limit:  # keep every row tied with the last place, then cut
-            cut = np.partition(-scores[matched], limit - 1)[limit - 1]
-            matched = matched[-scores[matched] <= cut]
-        ordered = matched[np.lexsort((matched, -scores[matched]))][:limit]
-        return [(self.keys[i], float(scores[i])) for i in ordered]
+        return LiveTable(self).search(terms, limit)
 
 
-class MemoryCopy:
-    """Both lexical tables as Postings, used only at the table version they were read at.
+@dataclass
+class Segment:
+    """Postings of some rows, and which of them a later write replaced or removed."""
 
-    After MEMORY_AFTER_QUERIES FTS5 queries at one version a background build starts (a one-shot
-    CLI search never pays for it; a server or benchmark does once per change), or `warm_up`
-    builds it at once; a write landing during a build discards it.
+    postings: Postings
+    #: Tie order of each row (FTS5 breaks ties by rowid: chunk ids, or insertion order).
+    order: np.ndarray
+    #: Source rows, kept for the small segments only (merging them re-reads nothing).
+    rows: list[tuple[object, ...]] | None = None
+    masked: np.ndarray | None = None
+    masked_count: int = 0
+    masked_length: float = 0.0
+    total_length: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.total_length = float(self.postings.lengths.sum())
+
+    def live(self) -> int:
+        return len(self.postings.keys) - self.masked_count
+
+    def mask(self, position: int) -> None:
+        if self.masked is None:
+            self.masked = np.zeros(len(self.postings.keys), dtype=bool)
+        if not self.masked[position]:
+            self.masked[position] = True
+            self.masked_count += 1
+            self.masked_length += float(self.postings.lengths[position])
+
+    def matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, weighted tf) of the live rows holding the term."""
+        start, end = self.postings.slices.get(term, (0, 0))
+        rows, freqs = self.postings.rows[start:end], self.postings.freqs[start:end]
+        if self.masked is not None and len(rows):
+            keep = ~self.masked[rows]
+            rows, freqs = rows[keep], freqs[keep]
+        return rows, freqs
+
+
+class LiveTable:
+    """One table in memory as it is now: the Postings it was built from plus later writes.
+
+    A write masks the rows it replaces or removes and adds its new rows as a small segment, so
+    scores stay FTS5's over the current table (N, average length and document frequencies
+    count live rows only). Past MAX_SEGMENTS the small segments are merged into one.
     """
 
-    def __init__(self, tables: FtsTables) -> None:
-        self.tables = tables
-        #: (table version, chunk postings, file postings) of the last finished build.
-        self.built: tuple[int, Postings, Postings] | None = None
-        #: (table version, FTS5 queries answered at it): counts toward a background build.
-        self.fts_queries = (-1, 0)
-        self.building = False
+    def __init__(
+        self,
+        base: Postings,
+        weights: Sequence[float] = (),
+        *,
+        tie_by_key: bool = False,
+    ) -> None:
+        self.weights = tuple(weights)
+        self.tie_by_key = tie_by_key
+        order = np.asarray(base.keys, np.int64) if tie_by_key else np.arange(len(base.keys))
+        self.segments = [Segment(base, order)]
+        self._where: dict[object, tuple[int, int]] | None = None
+        self._next_order = len(base.keys)
+        #: Rows added since the base was built (the caller rebuilds when this grows large).
+        self.added = 0
 
-    def current(self) -> tuple[int, Postings, Postings] | None:
-        """The copy if it was built from the tables as they are now, else None."""
-        built = self.built
-        return built if built is not None and built[0] == self.tables.version else None
+    @property
+    def where(self) -> dict[object, tuple[int, int]]:
+        """key → (segment, row) of every live row (built on the first write)."""
+        if self._where is None:
+            self._where = {k: (0, i) for i, k in enumerate(self.segments[0].postings.keys)}
+        return self._where
 
-    def for_query(self) -> tuple[int, Postings, Postings] | None:
-        """The current copy; else None (FTS5 answers), counting toward a background build.
-        Caller holds the tables' lock."""
-        built = self.current()
-        if built is not None:
-            return built
-        version, queries = self.fts_queries
-        queries = queries + 1 if version == self.tables.version else 1
-        self.fts_queries = (self.tables.version, queries)
-        if queries >= MEMORY_AFTER_QUERIES and not self.building:
-            self.building = True
-            threading.Thread(target=self.build, name="lexical-memory", daemon=True).start()
-        return None
+    def row_count(self) -> int:
+        """Live rows (FTS5's N)."""
+        return sum(s.live() for s in self.segments)
 
-    def warm_up(self) -> None:
-        """Build the copy now, in this thread, unless it is current or being built."""
-        with self.tables.lock:
-            if self.current() is not None or self.building:
-                return
-            self.building = True
-        self.build()
+    def doc_frequency(self, term: str) -> int:
+        """Live rows containing the term."""
+        return sum(len(s.matches(term)[0]) for s in self.segments)
 
-    def build(self) -> None:
-        """Read both tables at one version and index them; dropped if a write lands meanwhile
-        (the next queries start another build). The caller has set `building`."""
-        try:
-            version, chunk_rows, file_rows = self.tables.snapshot_rows()
-            chunks = Postings.build(chunk_rows, CHUNK_WEIGHTS)
-            files = Postings.build(file_rows, FILE_WEIGHTS)
-            with self.tables.lock:
-                if self.tables.version == version:
-                    self.built = (version, chunks, files)
-        except (sqlite3.Error, ValueError) as exc:  # closed meanwhile, or a torn read
-            log.debug("lexical index %s: no in-memory copy: %s", self.tables.path, exc)
-        finally:
-            self.building = False
+    def apply(self, added: Sequence[tuple[object, ...]], removed: Iterable[object] = ()) -> None:
+        """Replay a write: `removed` keys and the keys of `added` rows lose their old row,
+        `added` rows (key, column texts...) become a new segment."""
+        where = self.where
+        for key in [*removed, *(row[0] for row in added)]:
+            found = where.pop(key, None)
+            if found is not None:
+                self.segments[found[0]].mask(found[1])
+        if added:
+            self.added += len(added)
+            self._add_segment(list(added))
+        if len(self.segments) > 1 + MAX_SEGMENTS:
+            self._merge_small_segments()
+
+    def _add_segment(self, rows: list[tuple[object, ...]]) -> None:
+        postings = Postings.build(rows, self.weights)
+        if self.tie_by_key:
+            order = np.asarray(postings.keys, np.int64)
+        else:
+            order = np.arange(self._next_order, self._next_order + len(rows))
+            self._next_order += len(rows)
+        index = len(self.segments)
+        self.segments.append(Segment(postings, order, rows=rows))
+        for position, key in enumerate(postings.keys):
+            self.where[key] = (index, position)
+
+    def _merge_small_segments(self) -> None:
+        """All segments after the base become one (live rows only, in their order)."""
+        small, self.segments = self.segments[1:], self.segments[:1]
+        rows = [
+            row
+            for segment in small
+            for position, row in enumerate(segment.rows or ())
+            if segment.masked is None or not segment.masked[position]
+        ]
+        if rows:  # renumbered after every order handed out so far: insertion order holds
+            self._add_segment(rows)
+
+    def search(self, terms: Sequence[str], limit: int) -> list[tuple[object, float]]:
+        """(key, score) of the best `limit` live rows matching any term, best first."""
+        count = self.row_count()
+        if not count or limit <= 0:
+            return []
+        live_length = sum(s.total_length - s.masked_length for s in self.segments)
+        average = max(live_length / count, 1e-9)
+        scores: dict[int, np.ndarray] = {}
+        for term in dict.fromkeys(terms):
+            hits = [(i, *s.matches(term)) for i, s in enumerate(self.segments)]
+            found = sum(len(rows) for _, rows, _ in hits)
+            if not found:
+                continue
+            idf = max(math.log((count - found + 0.5) / (found + 0.5)), MIN_IDF)
+            for i, rows, freq in hits:
+                if not len(rows):
+                    continue
+                postings = self.segments[i].postings
+                if i not in scores:
+                    scores[i] = np.zeros(len(postings.keys), dtype=np.float64)
+                norm = K1 * (1 - B + B * postings.lengths[rows] / average)
+                scores[i][rows] += idf * (freq * (K1 + 1)) / (freq + norm)
+        return self._best(scores, limit)
+
+    def _best(self, scores: dict[int, np.ndarray], limit: int) -> list[tuple[object, float]]:
+        """The top rows of every segment's scores (a matching row scores > 0), ties in FTS5's
+        rowid order."""
+        parts = [(i, np.flatnonzero(s)) for i, s in scores.items()]
+        if not parts:
+            return []
+        value = np.concatenate([scores[i][rows] for i, rows in parts])
+        order = np.concatenate([self.segments[i].order[rows] for i, rows in parts])
+        segment_of = np.concatenate([np.full(len(rows), i) for i, rows in parts])
+        row_of = np.concatenate([rows for _, rows in parts])
+        picked = np.arange(len(value))
+        if picked.size > limit:  # keep every row tied with the last place, then cut
+            cut = np.partition(-value, limit - 1)[limit - 1]
+            picked = picked[-value <= cut]
+        ordered = picked[np.lexsort((order[picked], -value[picked]))][:limit]
+        keys = [self.segments[i].postings.keys for i in range(len(self.segments))]
+        return [(keys[segment_of[k]][row_of[k]], float(value[k])) for k in ordered]

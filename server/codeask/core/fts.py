@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,21 @@ _TOP_K = {
 Rows = list[tuple[Any, ...]]
 #: Where an immutable view turns when its file changes: the reader's own tables, in memory.
 Fallback = Callable[[], "FtsTables"]
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """One committed write, as a copy in memory replays it (lexical_memory.MemoryCopy)."""
+
+    chunk_rows: tuple[tuple[Any, ...], ...] = ()
+    """Chunk rows added or replaced: (id, body, symbol, path)."""
+    chunk_removed: tuple[int, ...] = ()
+    """Chunk ids dropped."""
+    file: str | None = None
+    """The file whose whole-file row was replaced (or dropped when `file_row` is None)."""
+    file_row: tuple[str, str] | None = None
+    cleared: bool = False
+    """Both tables emptied."""
 
 
 def _file_id(path: Path | None) -> tuple[int, int, int] | None:
@@ -145,6 +161,8 @@ class FtsTables:
         #: An immutable view's file identity at open, and where to turn when it changes.
         self._file_id = _file_id(path) if immutable else None
         self._fallback = fallback if immutable else None
+        #: Told of every committed write, under `lock`, with the version it made.
+        self.on_write: Callable[[int, TableWrite], None] | None = None
 
     @classmethod
     def open(cls, path: Path | None) -> FtsTables:
@@ -210,6 +228,10 @@ class FtsTables:
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),)
         )
 
+    def _written(self, write: TableWrite) -> None:
+        if self.on_write is not None:
+            self.on_write(self.version, write)
+
     def _mark_dirty(self) -> None:
         """A change: a new version, and the stamp no longer claims any snapshot."""
         self.version += 1
@@ -227,6 +249,7 @@ class FtsTables:
                 "INSERT INTO fts (rowid, body, symbol, path) VALUES (?, ?, ?, ?)", rows
             )
             self.db.commit()
+            self._written(TableWrite(chunk_rows=tuple(rows)))
 
     def replace_file(self, path: str, row: tuple[str, str] | None) -> None:
         """Set a file's whole-file row (body, path tokens); None just drops it."""
@@ -238,6 +261,7 @@ class FtsTables:
                     "INSERT INTO files_fts (file, body, path) VALUES (?, ?, ?)", (path, *row)
                 )
             self.db.commit()
+            self._written(TableWrite(file=path, file_row=row))
 
     def remove(self, keys: list[tuple[int]]) -> None:
         """Drop chunk rows by id."""
@@ -245,6 +269,7 @@ class FtsTables:
             self._mark_dirty()
             self.db.executemany("DELETE FROM fts WHERE rowid = ?", keys)
             self.db.commit()
+            self._written(TableWrite(chunk_removed=tuple(k[0] for k in keys)))
 
     def clear(self) -> None:
         """Empty both tables."""
@@ -253,6 +278,7 @@ class FtsTables:
             self.db.execute("DELETE FROM fts")
             self.db.execute("DELETE FROM files_fts")
             self.db.commit()
+            self._written(TableWrite(cleared=True))
 
     # ---- reads ---------------------------------------------------------------------------
     def count(self) -> int:

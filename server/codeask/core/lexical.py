@@ -4,7 +4,7 @@ Tokens are code-aware: `parseHttpRequest` and `parse_http_request` both index as
 `http`, `request` and the whole identifier (`parsehttprequest`), so a query may name either the
 identifier or its words. We tokenize in Python and hand FTS5 plain `[a-z0-9]+` words, which keeps
 its own tokenizer out of the way. The tables live in SQLite FTS5 (fts.py); the same tables in
-memory (bm25.py) answer repeated queries with the same scores, much faster.
+memory (bm25.py, lexical_memory.py) answer repeated queries with the same scores, much faster.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from codeask.core.bm25 import MEMORY_AFTER_QUERIES as MEMORY_AFTER_QUERIES  # moved there
-from codeask.core.bm25 import MemoryCopy
 from codeask.core.fts import CHUNK_WEIGHTS, FILE_WEIGHTS, FtsTables
 from codeask.core.fts import SCHEMA as SCHEMA  # moved there
+from codeask.core.lexical_memory import MemoryCopy
 from codeask.core.records import Chunk
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
@@ -261,7 +260,7 @@ class LexicalIndex:
         if memory is not None:
             found = ((t, memory[1].doc_frequency(t)) for t in terms)
             freq = {t: n for t, n in found if n}
-            rows = len(memory[1].keys)
+            rows = memory[1].row_count()
         else:
             freq, rows = self.tables.doc_frequencies(terms), self.tables.row_count()
         present = sorted((t for t in terms if t in freq), key=lambda t: freq[t])

@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 
+from codeask.core import background
 from codeask.core.indexer import CancelToken, FolderIndex
 from codeask.lsp.folders import reporting
 from codeask.lsp.folders.schedule import Schedule
@@ -80,7 +81,9 @@ class Backlog:
                 thread.join(timeout)
 
     def _loop(self, folder: FolderIndex, bar: WorkDone, quiet: bool) -> None:
-        """Embed until nothing is pending (new chunks may arrive meanwhile), then load the model."""
+        """Embed until nothing is pending (new chunks may arrive meanwhile), then load the model.
+        At background priority: the editor's requests win the cores (core/background.py)."""
+        background.lower_this_thread()
         started = time.perf_counter()
         completed, failure = False, None
         schedule = self._schedule

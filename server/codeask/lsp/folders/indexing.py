@@ -8,10 +8,10 @@ then restarts with them first.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
+from codeask.core import background
 from codeask.core.indexer import FolderIndex, IndexReport
 from codeask.lsp.folders import reporting
 from codeask.lsp.folders.backlog import Backlog
@@ -125,7 +125,7 @@ class Indexing:
             log.info("stopped indexing %s", status.root)
             return
         # the lexical tables in memory, off this queue: the first searches are fast at once
-        threading.Thread(target=folder.lexical.warm_up, name="codeask-bm25", daemon=True).start()
+        background.start(folder.lexical.warm_up, name="codeask-bm25")
         self._backlog.start(folder, bar, quiet=quiet)
 
     def _lexical_pass(self, folder: FolderIndex, bar: WorkDone, *, rebuild: bool) -> bool:
