@@ -1,9 +1,10 @@
 """The LLM provider registry is the one list of providers: everything else that names them agrees.
 
 The settings schema (`LLMSettings.provider` is a Literal: config.py is below the engine and
-cannot import it) and VS Code's setting enum and defaults each hold a copy; these tests fail as
-soon as a copy drifts from the provider modules. Neovim's health check holds none: it asks the
-server (`codeask/health`), and a test below keeps it that way.
+cannot import it) and VS Code's setting enum each hold a copy of the names; these tests fail as
+soon as a copy drifts from the registry. The default endpoint and model live in the provider
+modules only (the settings say "" for "the provider's"). Neovim's health check holds none: it
+asks the server (`codeask/health`), and a test below keeps it that way.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from codeask.config import LLMSettings
-from codeask.core.llm import ChatProvider, LineStreamProvider, LLMError, get_provider
+from codeask.core.llm import (
+    ChatProvider,
+    LineStreamProvider,
+    LLMError,
+    chat_url,
+    get_provider,
+    resolve,
+)
 from codeask.core.llm.registry import PROVIDERS, get, names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,10 +46,16 @@ def test_the_settings_literal_names_the_registered_providers() -> None:
 
 @pytest.mark.parametrize("name", names())
 def test_the_server_default_endpoint_is_the_provider_modules(name: str) -> None:
-    """Choosing only `llm.provider` talks to that provider's default endpoint and model."""
+    """Choosing only `llm.provider` talks to that provider's default endpoint and model, which
+    live in its module only: the settings hold no copy (empty means "the provider's")."""
     chosen = LLMSettings(provider=name)  # type: ignore[arg-type]
+    assert (chosen.base_url, chosen.model) == ("", "")
     provider = get_provider(chosen)
-    assert (chosen.base_url, chosen.model) == (provider.default_base_url, provider.default_model)
+    used = resolve(chosen)
+    assert (used.base_url, used.model) == (provider.default_base_url, provider.default_model)
+    assert provider.chat_url(used) == chat_url(chosen)
+    mine = resolve(LLMSettings(provider=name, base_url="http://h:1", model="m"))  # type: ignore[arg-type]
+    assert (mine.base_url, mine.model) == ("http://h:1", "m")
 
 
 def test_every_provider_is_registered_under_its_own_name_and_satisfies_the_protocol() -> None:
@@ -65,9 +79,9 @@ def test_vscode_enum_and_defaults_match_the_registry() -> None:
     assert tuple(setting["enum"]) == names()
     assert len(setting["enumDescriptions"]) == len(names())
     assert setting["default"] == LLMSettings().provider
-    default = PROVIDERS[setting["default"]]
-    assert vscode_setting("codeask.llm.baseUrl")["default"] == default.default_base_url
-    assert vscode_setting("codeask.llm.model")["default"] == default.default_model
+    # no copy of the provider's endpoint or model: empty means "the provider's default"
+    assert vscode_setting("codeask.llm.baseUrl")["default"] == ""
+    assert vscode_setting("codeask.llm.model")["default"] == ""
 
 
 def test_neovim_health_holds_no_copy_of_the_providers() -> None:

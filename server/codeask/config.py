@@ -136,13 +136,16 @@ class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The model that answers questions."""
 
     # The registry's names (codeask.core.llm.registry), spelled out: config cannot import the
-    # engine. tests/test_provider_registry.py holds this and the two defaults below to it.
+    # engine. tests/test_provider_registry.py holds this list to it. The endpoint and model
+    # defaults live in each provider's module only (an empty value here means "the provider's").
     provider: Literal["ollama", "openai"] = "ollama"
     """`ollama` (/api/chat) or `openai` (any OpenAI-compatible /v1/chat/completions)."""
-    base_url: str = "http://127.0.0.1:11434"
-    """Endpoint base URL. A non-loopback URL gets secrets redacted from the context."""
-    model: str = "qwen2.5-coder:7b"
-    """Model name as the endpoint knows it."""
+    base_url: str = ""
+    """Endpoint base URL; empty: the provider's default (`codeask health` shows it). A
+    non-loopback URL gets secrets redacted from the context."""
+    model: str = ""
+    """Model name as the endpoint knows it; empty: the provider's default (`codeask health`
+    shows it)."""
     api_key_env: str = ""
     """Name of the environment variable holding the API key (never the key itself)."""
     temperature: float = 0.1

@@ -31,6 +31,7 @@ from codeask.core.ask import AskRequest, AskResult, ask, prepare
 from codeask.core.indexer import FolderIndex
 from codeask.core.lexical import expand_query as retrieval_query
 from codeask.core.lexical import stems
+from codeask.core.llm import resolve
 from codeask.core.prompt import EditorContext
 from codeask.core.retrieve import Filters
 
@@ -198,7 +199,8 @@ async def test_prompt_only_holds_the_right_block_under_a_path_line_header(
         AskRequest("how are chunks embedded into vectors?", [dense], prompt_only=True)
     )
     assert result.answer == "" and result.error is None
-    assert result.model == dense.settings.llm.model
+    # the model the provider would be asked for: an empty llm.model means the provider's default
+    assert result.model == resolve(dense.settings.llm).model != ""
     top = result.sources[0].chunk
     assert (top.path, top.symbol) == ("pkg/embedding.py", "embed_chunks")
     text = user_message(result)

@@ -27,7 +27,7 @@ from codeask.cli.common import (
 from codeask.config import LLMSettings, user_config_path
 from codeask.core.ask import AskRequest, AskResult, ask, check_question, index_note, source_path
 from codeask.core.indexer import FolderIndex
-from codeask.core.llm import provider_choices
+from codeask.core.llm import provider_choices, resolve
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.retrieve import Filters, Hit
 
@@ -82,6 +82,7 @@ def _ask(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
 
 def endpoint_help(llm: LLMSettings) -> str:
     """After a failed LLM call: the endpoint used, and how to point codeask at another one."""
+    llm = resolve(llm)
     return (
         f"  endpoint: llm.provider = {llm.provider}, llm.base_url = {llm.base_url}, "
         f"llm.model = {llm.model}\n"

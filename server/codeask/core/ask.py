@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 import pygit2
 
 from codeask.config import LLMSettings, Settings
@@ -54,6 +55,7 @@ from codeask.core.llm import (
     is_loopback,
     stream_chat,
 )
+from codeask.core.llm import resolve as resolve_llm
 from codeask.core.names import display_path
 from codeask.core.prompt import ContextBlock, EditorContext, Prompt, build_prompt
 from codeask.core.records import HISTORY_KINDS, Chunk
@@ -177,6 +179,7 @@ def prepare(request: AskRequest) -> Prepared:
     """Retrieve, add editor and git context, and build the prompt (blocking; no model call)."""
     check_question(request.question)
     settings = request.folders[0].settings if request.folders else Settings()
+    settings = msgspec.structs.replace(settings, llm=resolve_llm(settings.llm))
     gathered, note = _gather(request, settings)
     multi = len(request.folders) > 1
     pairs = [

@@ -24,7 +24,7 @@ import msgspec
 
 from codeask import __version__
 from codeask.config import DEFAULT_EMBED_MODEL, LLMSettings, Settings
-from codeask.core.llm import LLMError, get_provider, is_loopback
+from codeask.core.llm import LLMError, get_provider, is_loopback, resolve
 from codeask.core.llm.transport import api_key
 from codeask.core.static_embed import STATIC_FILES_SHA256, STATIC_MODEL_DIR, STATIC_MODEL_NAME
 
@@ -146,6 +146,7 @@ def model_present(model: str, models: Sequence[str]) -> bool:
 
 async def llm_health(settings: LLMSettings, timeout: float = PROBE_TIMEOUT) -> LLMHealth:
     """Probe the model list of the configured endpoint, `timeout` seconds at most in all."""
+    settings = resolve(settings)
     bounded = msgspec.structs.replace(
         settings,
         connect_timeout=min(settings.connect_timeout, timeout),

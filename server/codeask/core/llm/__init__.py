@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
+import msgspec
+
 from codeask.config import LLMSettings
 from codeask.core.llm.base import MODEL_LIST_BYTES, LineStreamProvider
 from codeask.core.llm.bounded import DECODE_PIECE, Deadline, bounded_lines, decoded_pieces
@@ -69,6 +71,7 @@ __all__ = [
     "probe",
     "provider_choices",
     "provider_names",
+    "resolve",
     "stream_chat",
 ]
 
@@ -78,14 +81,30 @@ def get_provider(settings: LLMSettings) -> ChatProvider:
     return _registered(settings.provider)
 
 
+def resolve(settings: LLMSettings) -> LLMSettings:
+    """The settings with an empty `base_url` / `model` filled from the provider's defaults
+    (they live in its module only); unchanged for an unknown provider (its calls fail later)."""
+    if settings.base_url.strip() and settings.model.strip():
+        return settings
+    try:
+        provider = get_provider(settings)
+    except LLMError:
+        return settings
+    return msgspec.structs.replace(
+        settings,
+        base_url=settings.base_url.strip() or provider.default_base_url,
+        model=settings.model.strip() or provider.default_model,
+    )
+
+
 def chat_url(settings: LLMSettings) -> str:
     """Where the configured provider sends a chat request."""
-    return get_provider(settings).chat_url(settings)
+    return get_provider(settings).chat_url(resolve(settings))
 
 
 def models_url(settings: LLMSettings) -> str:
     """Where the configured provider lists its models."""
-    return get_provider(settings).models_url(settings)
+    return get_provider(settings).models_url(resolve(settings))
 
 
 def stream_chat(
@@ -96,14 +115,14 @@ def stream_chat(
     An async generator: cancel the task iterating it, or wrap it in `contextlib.aclosing`, to
     close the HTTP stream promptly.
     """
-    return get_provider(settings).stream_chat(settings, messages, usage=usage)
+    return get_provider(settings).stream_chat(resolve(settings), messages, usage=usage)
 
 
 async def list_models(settings: LLMSettings) -> list[str]:
     """Model names the configured endpoint offers. Raises LLMError."""
-    return await get_provider(settings).list_models(settings)
+    return await get_provider(settings).list_models(resolve(settings))
 
 
 async def probe(settings: LLMSettings) -> Health:
     """Whether the configured endpoint answers and knows `llm.model`."""
-    return await get_provider(settings).probe(settings)
+    return await get_provider(settings).probe(resolve(settings))
