@@ -27,6 +27,8 @@ import numpy as np
 K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
+#: Rows tokenized at a time by Postings.build (bounds the Python token lists alive at once).
+BUILD_BATCH = 1024
 #: Extra segments a LiveTable keeps before merging them into one (each costs a little per query).
 MAX_SEGMENTS = 8
 
@@ -57,16 +59,19 @@ class Postings:
         row_parts: list[np.ndarray] = []
         weight_parts: list[np.ndarray] = []
         lengths = np.zeros(len(table), dtype=np.int64)
-        for column, weight in enumerate(weights, start=1):
-            split = [str(row[column] or "").split() for row in table]
-            counts = np.fromiter(map(len, split), dtype=np.int64, count=len(table))
-            flat = list(chain.from_iterable(split))
-            for token in dict.fromkeys(flat):
-                vocab.setdefault(token, len(vocab))
-            id_parts.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
-            row_parts.append(np.repeat(np.arange(len(table), dtype=np.int64), counts))
-            weight_parts.append(np.full(len(flat), weight, dtype=np.float64))
-            lengths += counts
+        for first in range(0, len(table), BUILD_BATCH):  # batches: only a few token lists alive
+            batch = table[first : first + BUILD_BATCH]
+            positions = np.arange(first, first + len(batch), dtype=np.int64)
+            for column, weight in enumerate(weights, start=1):
+                split = [str(row[column] or "").split() for row in batch]
+                counts = np.fromiter(map(len, split), dtype=np.int64, count=len(batch))
+                flat = list(chain.from_iterable(split))
+                for token in dict.fromkeys(flat):
+                    vocab.setdefault(token, len(vocab))
+                id_parts.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
+                row_parts.append(np.repeat(positions, counts))
+                weight_parts.append(np.full(len(flat), weight, dtype=np.float64))
+                lengths[first : first + len(batch)] += counts
         token_ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
         token_rows = np.concatenate(row_parts) if row_parts else np.zeros(0, np.int64)
         token_weights = np.concatenate(weight_parts) if weight_parts else np.zeros(0)
