@@ -17,7 +17,7 @@ import {
 } from "./core/answer";
 import { type Timers, realTimers } from "./core/debounce";
 import { type ClientPhase, HEALTH_INTERVAL_MS, parseLocationHref, pollInterval, statusView } from "./core/format";
-import type { AskCodeResult, HealthResult, IndexState, LlmHealth } from "./core/protocol";
+import type { AskCodeResult, HealthResult, IndexState, LlmHealth, TeamHealth } from "./core/protocol";
 import type { Disposable, Host, PanelMessage, PanelPort, StatusBarPort } from "./ports";
 
 /** Updates for one question's answer. */
@@ -135,6 +135,7 @@ export class IndexStatusBar implements Disposable {
   private phase: ClientPhase = "starting";
   private state: IndexState | undefined;
   private llm: LlmHealth | undefined;
+  private team: TeamHealth | undefined;
   private detail = "";
   private pollHandle: unknown;
   private healthHandle: unknown;
@@ -156,6 +157,7 @@ export class IndexStatusBar implements Disposable {
     if (phase !== "running") {
       this.state = undefined;
       this.llm = undefined;
+      this.team = undefined;
     }
     this.render();
     if (phase === "running") {
@@ -220,6 +222,7 @@ export class IndexStatusBar implements Disposable {
         const health = await pending;
         if (this.phase === "running") {
           this.llm = health.llm;
+          this.team = health.team;
           this.update(health.indexState);
         }
       }
@@ -240,7 +243,7 @@ export class IndexStatusBar implements Disposable {
   }
 
   private render(): void {
-    const view = statusView(this.phase, this.state, this.detail, this.llm);
+    const view = statusView(this.phase, this.state, this.detail, this.llm, this.team);
     this.item.update(view.text, view.tooltip, view.severity);
   }
 }

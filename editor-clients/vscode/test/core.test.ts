@@ -14,6 +14,7 @@ import {
   locationLabel,
   parseLocationHref,
   llmLine,
+  teamLine,
   pollInterval,
   previewLine,
   relativePath,
@@ -211,6 +212,15 @@ describe("format", () => {
     assert.match(llmLine(llmHealth({ modelPresent: false })), /not among the endpoint's 3 models/);
     assert.equal(statusView("running", indexState(), "", down).severity, "normal", "search still works");
     assert.doesNotMatch(statusView("running", indexState()).tooltip, /LLM/, "nothing until the server answered");
+  });
+
+  it("shows the team database the server probed (index.backend = postgres), never the DSN", () => {
+    const team = { dsnEnv: "CODEASK_PG_DSN", where: "editor@db:5432/codeask", reachable: true, schemaVersion: 1, schemaKnown: 1, modelDim: 384, writable: false, millis: 9 };
+    assert.equal(teamLine(team), "Team database editor@db:5432/codeask: schema 1, 384-dim vectors, read-only ✓");
+    const down = { ...team, reachable: false, error: "cannot connect to the team database editor@db:5432/codeask: timeout" };
+    assert.equal(teamLine(down), "Team database editor@db:5432/codeask (DSN from $CODEASK_PG_DSN): cannot connect to the team database editor@db:5432/codeask: timeout. Local search works.");
+    assert.match(statusView("running", indexState(), "", llmHealth(), down).tooltip, /^Team database .*Local search works\.$/m);
+    assert.doesNotMatch(statusView("running", indexState(), "", llmHealth()).tooltip, /Team database/, "local backend: no line");
   });
 
   const folder = (over: Partial<FolderState> = {}): FolderState => ({

@@ -15,6 +15,7 @@ import sys
 from codeask.cli.common import EXIT_OK, EXIT_USER, print_json, roots
 from codeask.core.health import HealthReport, check
 from codeask.core.indexer import FolderIndex
+from codeask.core.pg.health import TeamHealth
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +46,9 @@ def problems(report: HealthReport) -> list[str]:
     elif not llm.model_present:
         found.append(f"model '{llm.model}' is not among the {llm.models} the endpoint offers")
     found += [f"{t.name} tier: {t.detail}" for t in report.embedding.tiers if not t.available]
+    team = report.team
+    if team is not None and (team.error or not team.reachable):
+        found.append(f"team database: {team.error or 'not reachable'}")
     return found
 
 
@@ -69,6 +73,8 @@ def render(report: HealthReport) -> str:
     for tier in report.embedding.tiers:
         mark = "ok" if tier.available else "!!"
         lines.append(f"  {mark} {tier.name} tier ({tier.model}): {tier.detail}")
+    if report.team is not None:
+        lines += team_lines(report.team)
     for row in report.folders:
         lines.append(f"index     {row.root}")
         if not row.chunks:
@@ -78,3 +84,17 @@ def render(report: HealthReport) -> str:
             f"  ok {row.files} files, {row.chunks} chunks; vector tiers: {row.tier_summary()}"
         )
     return "\n".join(lines) + "\n"
+
+
+def team_lines(team: TeamHealth) -> list[str]:
+    """The team database block (`index.backend = "postgres"`)."""
+    lines = [f"team db   {team.where or '(no DSN)'} (DSN from ${team.dsn_env})"]
+    if not team.reachable or team.error:
+        return [*lines, f"  !! {team.error or 'not reachable'}"]
+    role = "read-write" if team.writable else "read-only (editors need no more; publishing does)"
+    model = f"{team.model_dim}-dim vectors of embed.model" if team.model_dim else "no vectors yet"
+    lines.append(
+        f"  ok schema {team.schema_version} (this codeask knows up to {team.schema_known}), "
+        f"{model}, {role}, answered in {team.millis} ms"
+    )
+    return lines

@@ -3,8 +3,9 @@ tiers and the folders' indexes, computed once here for every front end.
 
 `codeask health` prints it, the language server answers `codeask/health` with it, and the
 editors render that answer instead of resolving settings and probing endpoints themselves. It
-only reads: the one network call is the provider's model list (`ChatProvider.probe`), bounded
-by `timeout` seconds in all, so a dead endpoint is `reachable: False` with the reason quickly.
+only reads: the network calls are the provider's model list (`ChatProvider.probe`) and, with
+`index.backend = "postgres"`, a read-only look at the team database (`pg/health.py`), each
+bounded by `timeout` seconds, so a dead endpoint is `reachable: False` with the reason quickly.
 
 Nothing in the report carries a credential: the endpoint URL loses its `user:password@` part
 and its query, and the API key or password is scrubbed from the error text.
@@ -26,6 +27,7 @@ from codeask import __version__
 from codeask.config import DEFAULT_EMBED_MODEL, LLMSettings, Settings
 from codeask.core.llm import LLMError, get_provider, is_loopback, resolve
 from codeask.core.llm.transport import api_key
+from codeask.core.pg.health import TeamHealth, team_health
 from codeask.core.static_embed import STATIC_FILES_SHA256, STATIC_MODEL_DIR, STATIC_MODEL_NAME
 
 if TYPE_CHECKING:
@@ -92,6 +94,8 @@ class HealthReport:
     embedding: EmbeddingHealth
     folders: tuple[IndexStatus, ...] = ()
     """The folders' indexes (the CLI's; the server reports its live index state instead)."""
+    team: TeamHealth | None = None
+    """The team database (`index.backend = "postgres"` only)."""
 
 
 def redact_url(url: str) -> str:
@@ -219,13 +223,23 @@ def python_version() -> str:
 async def health_report(
     settings: Settings, folders: Sequence[IndexStatus] = (), timeout: float = PROBE_TIMEOUT
 ) -> HealthReport:
-    """The report for `settings` (the ones askCode uses) and the given folder statuses."""
+    """The report for `settings` (the ones askCode uses) and the given folder statuses; the
+    LLM endpoint and the team database are probed at the same time."""
+    team: TeamHealth | None = None
+    if settings.index.backend == "postgres":
+        probe = asyncio.to_thread(
+            team_health, settings.index.dsn_env, settings.embed.model, timeout
+        )
+        llm, team = await asyncio.gather(llm_health(settings.llm, timeout), probe)
+    else:
+        llm = await llm_health(settings.llm, timeout)
     return HealthReport(
         version=__version__,
         python=python_version(),
-        llm=await llm_health(settings.llm, timeout),
+        llm=llm,
         embedding=embedding_health(settings),
         folders=tuple(folders),
+        team=team,
     )
 
 

@@ -256,7 +256,21 @@ class EmbeddingHealth(msgspec.Struct, rename="camel"):
     tiers: list[EmbeddingTier]
 
 
-class HealthResult(msgspec.Struct, rename="camel"):
+class TeamHealth(msgspec.Struct, rename="camel"):
+    """The team database (`index.backend = "postgres"`), as a read-only probe found it."""
+
+    dsn_env: Annotated[str, _doc("The environment variable holding the DSN (never the DSN).")]
+    where: Annotated[str, _doc("`user@host:port/db`, no password; empty without a DSN.")]
+    reachable: bool
+    schema_version: Annotated[int, _doc("The database's codeask schema (0: never migrated).")]
+    schema_known: Annotated[int, _doc("The newest schema this server knows.")]
+    model_dim: Annotated[int, _doc("The team's dimension for `embed.model` (0: none yet).")]
+    writable: Annotated[bool, _doc("This role may add vectors (publishers need it).")]
+    millis: Annotated[int, _doc("How long the probe took.")]
+    error: Annotated[str, _doc("Why it is unusable, one line, redacted; empty when fine.")] = ""
+
+
+class HealthResult(msgspec.Struct, rename="camel", omit_defaults=True):
     """`codeask/health` result: what `:checkhealth` and the status bar show."""
 
     version: Annotated[str, _doc("codeask's version.")]
@@ -264,6 +278,9 @@ class HealthResult(msgspec.Struct, rename="camel"):
     llm: LlmHealth
     embedding: EmbeddingHealth
     index_state: Annotated[IndexState, _doc("What `codeask/indexStatus` answers.")]
+    team: Annotated[
+        TeamHealth | None, _doc('The team database; absent unless `index.backend = "postgres"`.')
+    ] = None
 
 
 @dataclass(frozen=True)

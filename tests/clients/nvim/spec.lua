@@ -239,6 +239,31 @@ it('the index becomes ready and fully embedded (codeask/indexStatus)', function(
   eq(state.folders[1].staticEmbedded, state.folders[1].chunks, 'static tier complete')
 end)
 
+it('health renders the team database the server probed (index.backend = postgres)', function()
+  local health = require('codeask.health')
+  local team = {
+    dsnEnv = 'CODEASK_PG_DSN',
+    where = 'editor@db:5432/codeask',
+    reachable = true,
+    schemaVersion = 1,
+    schemaKnown = 1,
+    modelDim = 384,
+    writable = false,
+    millis = 12,
+  }
+  local level, line = health.team_line(team)
+  eq(level, 'ok', line)
+  eq(
+    line,
+    'team database editor@db:5432/codeask: schema 1 (this codeask knows up to 1), '
+      .. '384-dim vectors of embed.model, read-only (enough for an editor), 12 ms'
+  )
+  team.reachable, team.error = false, 'cannot connect to the team database editor@db:5432/codeask'
+  level, line = health.team_line(team)
+  eq(level, 'error', line)
+  truthy(line:find('(DSN from $CODEASK_PG_DSN): cannot connect', 1, true), line)
+end)
+
 it(
   'the index note and health line show each configured tier, or one count from an older server',
   function()

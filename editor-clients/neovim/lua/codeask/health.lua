@@ -209,6 +209,31 @@ local function report_embedding(embedding)
   end
 end
 
+---The team database line (`index.backend = "postgres"`) as the server's probe found it.
+---@param team codeask.TeamHealth
+---@return 'ok'|'error' level
+---@return string text
+function M.team_line(team)
+  local where = (team.where or '') ~= '' and team.where or '(no DSN)'
+  local err = team.error or ''
+  if not team.reachable or err ~= '' then
+    local why = err ~= '' and err or 'not reachable'
+    return 'error', ('team database %s (DSN from $%s): %s'):format(where, team.dsnEnv, why)
+  end
+  local vectors = team.modelDim > 0 and ('%d-dim vectors of embed.model'):format(team.modelDim)
+    or 'no vectors of embed.model yet'
+  local role = team.writable and 'read-write' or 'read-only (enough for an editor)'
+  return 'ok',
+    ('team database %s: schema %d (this codeask knows up to %d), %s, %s, %d ms'):format(
+      where,
+      team.schemaVersion,
+      team.schemaKnown,
+      vectors,
+      role,
+      team.millis
+    )
+end
+
 ---Render one server's `codeask/health` answer.
 ---@param h codeask.HealthResult
 function M.report(h)
@@ -220,6 +245,11 @@ function M.report(h)
   M.report_llm(h.llm)
   health.start('codeask: embedding')
   report_embedding(h.embedding)
+  if h.team then
+    health.start('codeask: team database')
+    local level, line = M.team_line(h.team)
+    health[level](line)
+  end
 end
 
 ---Ask each running server; without one, say so (the checks below need it).

@@ -93,6 +93,7 @@
 ---@field llm codeask.LlmHealth
 ---@field embedding codeask.EmbeddingHealth
 ---@field indexState codeask.IndexState What `codeask/indexStatus` answers.
+---@field team? codeask.TeamHealth The team database; absent unless `index.backend = "postgres"`.
 
 ---@class codeask.LlmHealth
 ---@field provider string `llm.provider`.
@@ -114,6 +115,17 @@
 ---@field model string
 ---@field available boolean The model can be loaded without a download.
 ---@field detail string
+
+---@class codeask.TeamHealth
+---@field dsnEnv string The environment variable holding the DSN (never the DSN).
+---@field where string `user@host:port/db`, no password; empty without a DSN.
+---@field reachable boolean
+---@field schemaVersion integer The database's codeask schema (0: never migrated).
+---@field schemaKnown integer The newest schema this server knows.
+---@field modelDim integer The team's dimension for `embed.model` (0: none yet).
+---@field writable boolean This role may add vectors (publishers need it).
+---@field millis integer How long the probe took.
+---@field error? string Why it is unusable, one line, redacted; empty when fine.
 
 ---@class codeask.AnswerDelta
 ---@field streamToken string|integer The `streamToken` the askCode request carried.

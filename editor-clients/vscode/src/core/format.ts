@@ -3,7 +3,7 @@
  * QuickPick rows, and the locations behind links. Pure functions.
  */
 
-import type { FolderState, IndexState, LlmHealth, Range, SearchItem } from "./protocol";
+import type { FolderState, IndexState, LlmHealth, Range, SearchItem, TeamHealth } from "./protocol";
 
 /** Convert a file URI to a relative path when it is under one of the workspace folders. */
 export function relativePath(uri: string, folders: string[]): string {
@@ -36,8 +36,8 @@ export type ClientPhase = "starting" | "installing" | "missing" | "running" | "s
 
 /** The status bar item for the client's phase, the server's index state and, once the server
  * answered codeask/health, its LLM endpoint (a line of the tooltip). */
-export function statusView(phase: ClientPhase, state: IndexState | undefined, detail = "", llm?: LlmHealth): StatusView {
-  const logs = (llm ? `${llmLine(llm)}\n` : "") + "Click to show the codeask logs.";
+export function statusView(phase: ClientPhase, state: IndexState | undefined, detail = "", llm?: LlmHealth, team?: TeamHealth): StatusView {
+  const logs = (llm ? `${llmLine(llm)}\n` : "") + (team ? `${teamLine(team)}\n` : "") + "Click to show the codeask logs.";
   if (phase === "failed") {
     return { text: "$(error) codeask: error", tooltip: `${detail || "The server could not start."}\n${logs}`, severity: "error" };
   }
@@ -68,6 +68,14 @@ export function llmLine(llm: LlmHealth): string {
   if (!llm.reachable) return `LLM not reachable (${where}): ${llm.error}. Search works; Ask Code needs it.`;
   if (!llm.modelPresent) return `LLM ${where}: not among the endpoint's ${llm.models} models. Ask Code needs it.`;
   return `LLM ${where} ✓`;
+}
+
+/** The team database (index.backend = "postgres") as the server's read-only probe found it. */
+export function teamLine(team: TeamHealth): string {
+  const where = team.where || "(no DSN)";
+  if (!team.reachable || team.error) return `Team database ${where} (DSN from $${team.dsnEnv}): ${team.error || "not reachable"}. Local search works.`;
+  const vectors = team.modelDim ? `${team.modelDim}-dim vectors` : "no vectors of this model yet";
+  return `Team database ${where}: schema ${team.schemaVersion}, ${vectors}, ${team.writable ? "read-write" : "read-only"} ✓`;
 }
 
 /** What works while the index warms up: dense search from the static tier once it is complete. */

@@ -136,6 +136,8 @@ export interface HealthResult {
   embedding: EmbeddingHealth;
   /** What `codeask/indexStatus` answers. */
   indexState: IndexState;
+  /** The team database; absent unless `index.backend = "postgres"`. */
+  team?: TeamHealth;
 }
 
 /** The LLM endpoint as the server's probe found it (the settings askCode uses). */
@@ -174,6 +176,27 @@ export interface EmbeddingTier {
   /** The model can be loaded without a download. */
   available: boolean;
   detail: string;
+}
+
+/** The team database (`index.backend = "postgres"`), as a read-only probe found it. */
+export interface TeamHealth {
+  /** The environment variable holding the DSN (never the DSN). */
+  dsnEnv: string;
+  /** `user@host:port/db`, no password; empty without a DSN. */
+  where: string;
+  reachable: boolean;
+  /** The database's codeask schema (0: never migrated). */
+  schemaVersion: number;
+  /** The newest schema this server knows. */
+  schemaKnown: number;
+  /** The team's dimension for `embed.model` (0: none yet). */
+  modelDim: number;
+  /** This role may add vectors (publishers need it). */
+  writable: boolean;
+  /** How long the probe took. */
+  millis: number;
+  /** Why it is unusable, one line, redacted; empty when fine. */
+  error?: string;
 }
 
 /** `codeask/answerDelta` notification: more answer text of a streamed askCode. */

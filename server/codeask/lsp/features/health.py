@@ -22,6 +22,7 @@ from codeask.lsp.messages import (
     HealthResult,
     IndexState,
     LlmHealth,
+    TeamHealth,
     to_json,
 )
 
@@ -34,6 +35,9 @@ def health_result(report: HealthReport, state: IndexState) -> HealthResult:
         llm=msgspec.convert(report.llm, LlmHealth, from_attributes=True),
         embedding=msgspec.convert(report.embedding, EmbeddingHealth, from_attributes=True),
         index_state=state,
+        team=None
+        if report.team is None
+        else msgspec.convert(report.team, TeamHealth, from_attributes=True),
     )
 
 
