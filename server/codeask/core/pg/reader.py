@@ -15,7 +15,8 @@ ef_search nearest and filtering those. relaxed_order may return rows slightly ou
 the outer query sorts them again by distance. Lexical ranks are `ts_rank` over the weighted
 tsvector (symbol A = 1.0, path B = 0.5, body C = 0.25: the local FTS weights 4:2:1) with
 normalization 1 (÷ 1 + log length, as BM25 favours short chunks), for an OR of the query's
-informative terms (`lexical.query_terms`).
+informative terms (`lexical.query_terms`). No filters means the local default, `Filters()`:
+code only, history left out.
 """
 
 from __future__ import annotations
@@ -124,7 +125,9 @@ class PgIndexReader:
         glob's conservative LIKE)."""
         where: list[str] = []
         args: list[Any] = []
-        if filters is None:
+        if filters is None:  # the local search's default: Filters() = code only
+            where.append("kind <> ALL(%s)")
+            args.append(list(HISTORY_KINDS))
             return where, args
         if filters.scope == "code":
             where.append("kind <> ALL(%s)")
