@@ -21,8 +21,11 @@ on the row, one HNSW index scan filters by `revision_id` on the same row, and pg
 cache, the HNSW index would be over every model's vectors, including ones no published revision
 uses, and the revision filter would sit behind a join on content hash that the index scan cannot
 see, so recall would depend on how many neighbours happen to belong to the wanted revisions. The
-price is 776 bytes per chunk per kept revision (384-dim halfvec), which `gc` bounds; measured
-numbers are in docs/postgres.md. The HNSW index is partial per dimension (one column serves every
+price is 776 bytes per chunk per kept revision (384-dim halfvec), which `gc` bounds. Measured
+(PostgreSQL 18.6 + pgvector 0.8.6, 2 shared cores, random 384-dim unit vectors): a dense top-10
+over one of two 5,000-chunk revisions takes 1-4 ms. The cost is on the write side: 5,000 chunks
+publish in ~11 s (~440 rows/s) with the HNSW graph updated per row, ~1.1 s without the index
+(details in docs/postgres.md). The HNSW index is partial per dimension (one column serves every
 model; an HNSW index needs a fixed dimension), made by the first publish of that dimension.
 """
 
