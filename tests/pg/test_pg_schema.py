@@ -23,7 +23,15 @@ def test_migrate_creates_the_schema_and_is_idempotent(pg_dsn: str) -> None:
                 "SELECT tablename FROM pg_tables WHERE tablename LIKE 'codeask_%'"
             )
         }
-    assert tables == {"codeask_schema", "codeask_embedding_cache", "codeask_embedding_model"}
+    assert tables == {
+        "codeask_schema",
+        "codeask_embedding_cache",
+        "codeask_embedding_model",
+        "codeask_repository",
+        "codeask_revision",
+        "codeask_file",
+        "codeask_chunk",
+    }
 
 
 def test_migrate_creates_the_vector_extension_when_allowed(

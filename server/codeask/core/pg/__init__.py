@@ -2,5 +2,6 @@
 
 Needs the `postgres` extra (psycopg); nothing else in codeask imports this package unless the
 team backend is configured. So far: connecting (`connect`), the versioned schema (`schema`) and
-the team-wide embedding cache (`cache`).
+the team-wide embedding cache (`cache`),
+the published team index (`publish`, `reader`).
 """

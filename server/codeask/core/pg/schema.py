@@ -28,6 +28,11 @@ MIGRATION_LOCK_KEY = 0x636F6465_61736B
 SCHEMA_TABLE = "codeask_schema"
 CACHE_TABLE = "codeask_embedding_cache"
 MODEL_TABLE = "codeask_embedding_model"
+#: The published team index (migration 2; core/pg/publish.py writes it, core/pg/reader.py reads).
+REPOSITORY_TABLE = "codeask_repository"
+REVISION_TABLE = "codeask_revision"
+FILE_TABLE = "codeask_file"
+CHUNK_TABLE = "codeask_chunk"
 
 
 class SchemaTooNew(PgError):
@@ -73,6 +78,70 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (model, content_hash),
                 FOREIGN KEY (model, dim) REFERENCES {MODEL_TABLE} (model, dim)
             )""",
+        ),
+    ),
+    Migration(
+        2,
+        "published team index: repositories, revisions, files, chunks (tsvector + halfvec)",
+        (
+            # A repository by a stable identity: the normalized git remote URL or a folder name.
+            f"""CREATE TABLE {REPOSITORY_TABLE} (
+                id bigserial PRIMARY KEY,
+                name text NOT NULL UNIQUE,
+                created_at timestamptz NOT NULL DEFAULT now()
+            )""",
+            # One published index of one commit for one embedding model. `complete` is set by
+            # the publishing transaction's last statement: readers only ever see complete ones.
+            f"""CREATE TABLE {REVISION_TABLE} (
+                id bigserial PRIMARY KEY,
+                repository_id bigint NOT NULL REFERENCES {REPOSITORY_TABLE} (id)
+                    ON DELETE CASCADE,
+                sha text NOT NULL,
+                model text NOT NULL,
+                dim integer NOT NULL,
+                chunk_count integer NOT NULL DEFAULT 0,
+                file_count integer NOT NULL DEFAULT 0,
+                complete boolean NOT NULL DEFAULT false,
+                published_at timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (repository_id, sha, model),
+                FOREIGN KEY (model, dim) REFERENCES {MODEL_TABLE} (model, dim)
+            )""",
+            f"""CREATE TABLE {FILE_TABLE} (
+                revision_id bigint NOT NULL REFERENCES {REVISION_TABLE} (id) ON DELETE CASCADE,
+                path text NOT NULL,
+                sha256 text NOT NULL,
+                language text NOT NULL DEFAULT '',
+                PRIMARY KEY (revision_id, path)
+            )""",
+            # `lex`: the local index's code-aware tokens (lexical.code_tokens, tokenized in
+            # Python) through to_tsvector('simple'): symbol A, path B, body C. `vec` lives on the
+            # row (see the module docstring); its HNSW index is per dimension, made on the first
+            # publish of that dimension (publish.ensure_vector_index), since the column serves
+            # every model.
+            f"""CREATE TABLE {CHUNK_TABLE} (
+                revision_id bigint NOT NULL REFERENCES {REVISION_TABLE} (id) ON DELETE CASCADE,
+                chunk_id bigint NOT NULL,
+                path text NOT NULL,
+                language text NOT NULL,
+                kind text NOT NULL,
+                symbol text NOT NULL DEFAULT '',
+                parent text NOT NULL DEFAULT '',
+                docstring text NOT NULL DEFAULT '',
+                calls text[] NOT NULL DEFAULT '{{}}',
+                part integer NOT NULL DEFAULT 0,
+                meta jsonb NOT NULL DEFAULT '{{}}',
+                start_line integer NOT NULL,
+                end_line integer NOT NULL,
+                content_hash text NOT NULL,
+                text text NOT NULL,
+                dim integer NOT NULL,
+                lex tsvector NOT NULL,
+                vec halfvec CHECK (vec IS NULL OR vector_dims(vec) = dim),
+                PRIMARY KEY (revision_id, chunk_id)
+            )""",
+            f"CREATE INDEX {CHUNK_TABLE}_path ON {CHUNK_TABLE} (revision_id, path)",
+            f"CREATE INDEX {CHUNK_TABLE}_lex ON {CHUNK_TABLE} USING gin (lex)",
+            f"CREATE INDEX {REVISION_TABLE}_repo ON {REVISION_TABLE} (repository_id, published_at)",
         ),
     ),
 )

@@ -1,0 +1,414 @@
+"""The published team index on a real PostgreSQL + pgvector: publish, search, filters,
+idempotence, concurrency, refusals, gc, nearest revision, several repositories at once.
+
+Chunks are real (`codeask.core.chunk.chunk_file` on small files written here, plus history
+chunks built by hand). Vectors are deterministic numpy unit vectors (seeded per chunk), except
+in the `publish_folder` test, which uses the real static embedder (potion-base-8M) through a
+real FolderIndex on a real git repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codeask.config import ChunkSettings, build_settings
+from codeask.core.chunk import chunk_file
+from codeask.core.pg.cache import PgModelMismatch
+from codeask.core.pg.connect import PgPermissionDenied, connect
+from codeask.core.pg.publish import (
+    gc,
+    normalize_remote,
+    publish,
+    publish_folder,
+    repository_identity,
+)
+from codeask.core.pg.reader import PgIndexReader, glob_prefilter, nearest_revision
+from codeask.core.pg.schema import migrate
+from codeask.core.records import Chunk, FileRecord
+from codeask.core.retrieve import Filters
+
+MODEL = "test/unit-vectors"
+DIM = 64
+
+SOURCES = {
+    "src/net/http.py": '''"""HTTP helpers."""
+
+
+def parse_http_request(raw):
+    """Split a raw request into its request line and body."""
+    head, _, body = raw.partition("\\r\\n\\r\\n")
+    return head.split(" "), body
+
+
+class Router:
+    """Maps paths to handlers."""
+
+    def route(self, path):
+        return self.table.get(path)
+''',
+    "src/shop/cart.py": '''def cart_total(items):
+    """The sum of the item prices."""
+    return sum(item.price for item in items)
+
+
+def apply_discount(total, percent):
+    return total * (1 - percent / 100)
+''',
+    "docs/guide.md": "# Guide\n\nHow the shop works.\n\n## Checkout\n\nThe cart is totalled.\n",
+}
+
+
+def build_chunks(first_id: int = 1) -> tuple[list[Chunk], list[FileRecord]]:
+    """Real chunks of SOURCES (ids from `first_id`) and two history chunks."""
+    chunks: list[Chunk] = []
+    files: list[FileRecord] = []
+    for path, text in SOURCES.items():
+        result = chunk_file(path, text, ChunkSettings())
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        files.append(FileRecord(path=path, size=len(text), mtime_ns=0, sha256=digest))
+        files[-1].language = result.language
+        chunks.extend(result.chunks)
+    chunks.append(
+        Chunk(
+            path="src/net/http.py",
+            language="git",
+            kind="commit",
+            start_line=0,
+            end_line=0,
+            text="Fix request parsing when the body is empty",
+            symbol="abc1234",
+            meta={"sha": "abc1234" * 5, "author": "Alice Liddell", "date": "2024-03-01"},
+        )
+    )
+    chunks.append(
+        Chunk(
+            path="src/shop/cart.py",
+            language="git",
+            kind="hunk",
+            start_line=1,
+            end_line=3,
+            text="+def cart_total(items):",
+            meta={"sha": "def5678" * 5, "author": "Bob Builder", "date": "2023-01-01"},
+        )
+    )
+    for offset, chunk in enumerate(chunks):
+        chunk.id = first_id + offset
+    return chunks, files
+
+
+def unit_vectors(chunks: list[Chunk], seed: int = 0) -> dict[int, np.ndarray]:
+    """One deterministic random unit vector per chunk (seeded by the chunk id)."""
+    out = {}
+    for chunk in chunks:
+        row = np.random.default_rng(seed * 100_000 + chunk.id).standard_normal(DIM)
+        out[chunk.id] = (row / np.linalg.norm(row)).astype(np.float32)
+    return out
+
+
+def counts(dsn: str) -> tuple[int, int, int, int]:
+    """Rows in (repositories, revisions, files, chunks)."""
+    with connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM codeask_repository), "
+            "(SELECT count(*) FROM codeask_revision), (SELECT count(*) FROM codeask_file), "
+            "(SELECT count(*) FROM codeask_chunk)"
+        ).fetchone()
+    assert row is not None
+    return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+
+
+def published(dsn: str, repo: str = "github.com/acme/shop", sha: str = "a" * 40) -> int:
+    chunks, files = build_chunks()
+    return publish(dsn, repo, sha, MODEL, DIM, chunks, unit_vectors(chunks), files).revision_id
+
+
+def by_symbol(chunks: list[Chunk], symbol: str) -> Chunk:
+    return next(c for c in chunks if c.symbol == symbol)
+
+
+def test_dense_top1_with_unit_vectors_is_the_chunk_whose_vector_is_the_query(
+    pg_dsn: str,
+) -> None:
+    chunks, files = build_chunks()
+    vectors = unit_vectors(chunks)
+    result = publish(pg_dsn, "github.com/acme/shop", "a" * 40, MODEL, DIM, chunks, vectors, files)
+    assert result.created and result.chunks == len(chunks) and result.files == len(files)
+    reader = PgIndexReader(pg_dsn, [result.revision_id])
+    for chunk in chunks:
+        top = reader.dense(vectors[chunk.id], 3, Filters(scope="all"))
+        assert top[0][:3] == (result.revision_id, chunk.id, chunk.path)
+        assert top[0][3] == pytest.approx(1.0, abs=1e-3)  # halfvec round trip
+        assert top[0][3] >= top[1][3] >= top[2][3]
+    fetched = reader.chunks([(result.revision_id, c.id) for c in chunks])
+    for chunk in chunks:
+        assert fetched[(result.revision_id, chunk.id)] == chunk  # every field round-trips
+    reader.close()
+
+
+def test_lexical_finds_a_chunk_by_the_parts_of_its_identifier(pg_dsn: str) -> None:
+    rev = published(pg_dsn)
+    chunks, _ = build_chunks()
+    reader = PgIndexReader(pg_dsn, [rev])
+    parse = by_symbol(chunks, "parse_http_request")
+    for query in ("http request", "parse_http_request", "parseHttpRequest", "how is HTTP parsed"):
+        hits = reader.lexical(query, 3)
+        assert hits[0][:2] == (rev, parse.id), query
+    assert reader.lexical("the of and", 5) == []  # no informative term: no query at all
+    # symbol weighs more than body: `route` names the method, and appears in no other symbol
+    assert reader.lexical("route", 1)[0][1] == by_symbol(chunks, "route").id
+    files = reader.lexical_files("cart total discount", 3)
+    assert files[0][:2] == (rev, "src/shop/cart.py")
+    assert all(path != "" for _, path, _ in files)
+    reader.close()
+
+
+def test_filters_are_applied_in_sql_and_python(pg_dsn: str) -> None:
+    rev = published(pg_dsn)
+    chunks, _ = build_chunks()
+    vectors = unit_vectors(chunks)
+    reader = PgIndexReader(pg_dsn, [rev])
+    anything = vectors[by_symbol(chunks, "cart_total").id]
+
+    def paths(hits: list[tuple[int, int, str, float]]) -> set[str]:
+        return {path for _, _, path, _ in hits}
+
+    def kinds(hits: list[tuple[int, int, str, float]]) -> set[str]:
+        found = reader.chunks([(r, c) for r, c, _, _ in hits])
+        return {chunk.kind for chunk in found.values()}
+
+    everything = len(chunks)
+    code_kinds = {"function", "method", "class", "module", "section"}
+    assert kinds(reader.dense(anything, everything)) == code_kinds
+    assert kinds(reader.dense(anything, everything, Filters(scope="history"))) == {
+        "commit",
+        "hunk",
+    }
+    assert paths(reader.dense(anything, everything, Filters(language="markdown"))) == {
+        "docs/guide.md"
+    }
+    assert kinds(reader.dense(anything, everything, Filters(kind="method"))) == {"method"}
+    assert paths(reader.dense(anything, everything, Filters(path_glob="src/shop/*"))) == {
+        "src/shop/cart.py"
+    }
+    assert paths(reader.dense(anything, everything, Filters(path_glob="*.md"))) == {"docs/guide.md"}
+    assert paths(reader.lexical("cart", everything, Filters(path_glob="docs/"))) == {
+        "docs/guide.md"
+    }
+    alice = reader.lexical("request parsing", 5, Filters(scope="history", author="alice"))
+    assert kinds(alice) == {"commit"}
+    assert reader.lexical("cart", 5, Filters(scope="history", since="2024")) == []
+    assert len(reader.lexical("cart", 1, Filters(path_glob="src/shop/*"))) == 1
+    assert glob_prefilter("src/shop/*") == "%src/shop%"
+    assert glob_prefilter("!x") is None and glob_prefilter("*") is None
+    reader.close()
+
+
+def test_publishing_the_same_revision_twice_leaves_one_copy(pg_dsn: str) -> None:
+    chunks, files = build_chunks()
+    vectors = unit_vectors(chunks)
+    args = (pg_dsn, "github.com/acme/shop", "a" * 40, MODEL, DIM, chunks, vectors, files)
+    first = publish(*args)
+    once = counts(pg_dsn)
+    assert once == (1, 1, len(files), len(chunks))
+    again = publish(*args)
+    assert not again.created and again.revision_id == first.revision_id
+    assert counts(pg_dsn) == once
+    replaced = publish(*args, replace=True)
+    assert replaced.created and replaced.revision_id != first.revision_id
+    assert counts(pg_dsn) == once
+
+
+def test_two_publishers_of_the_same_revision_at_once_store_it_once(pg_dsn: str) -> None:
+    """Two CI jobs publishing the same commit together: one writes, the other waits on the
+    advisory lock and finds it done; no error, one copy."""
+    with connect(pg_dsn) as conn:
+        migrate(conn)
+    chunks, files = build_chunks()
+    vectors = unit_vectors(chunks)
+    barrier = threading.Barrier(2)
+    results = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with connect(pg_dsn) as conn:
+                barrier.wait()
+                results.append(
+                    publish(
+                        conn, "github.com/acme/shop", "b" * 40, MODEL, DIM, chunks, vectors, files
+                    )
+                )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert sorted(r.created for r in results) == [False, True]
+    assert len({r.revision_id for r in results}) == 1
+    assert counts(pg_dsn) == (1, 1, len(files), len(chunks))
+
+
+def test_a_model_with_another_dimension_is_refused_naming_the_team_model(pg_dsn: str) -> None:
+    published(pg_dsn)
+    chunks, files = build_chunks()
+    small = {cid: vec[:16] / np.linalg.norm(vec[:16]) for cid, vec in unit_vectors(chunks).items()}
+    with pytest.raises(PgModelMismatch) as caught:
+        publish(pg_dsn, "github.com/acme/shop", "c" * 40, MODEL, 16, chunks, small, files)
+    message = str(caught.value)
+    assert f"model '{MODEL}' with dimension {DIM}" in message
+    assert "16-dimensional" in message
+    assert counts(pg_dsn)[1] == 1  # nothing written
+    with pytest.raises(ValueError, match="shape"):
+        publish(pg_dsn, "github.com/acme/shop", "c" * 40, MODEL, DIM, chunks, small, files)
+
+
+def test_a_read_only_role_is_refused_clearly_and_can_still_search(
+    pg_dsn: str, pg_db: str, make_role
+) -> None:
+    rev = published(pg_dsn)
+    editor = make_role(
+        pg_db,
+        [
+            "GRANT USAGE ON SCHEMA public TO {role}",
+            "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}",
+        ],
+    )
+    password = editor.split(":")[2].split("@")[0]
+    chunks, files = build_chunks()
+    with pytest.raises(PgPermissionDenied) as caught:
+        publish(editor, "github.com/acme/shop", "d" * 40, MODEL, DIM, chunks, {}, files)
+    message = str(caught.value)
+    assert "may not publish" in message and "writer role" in message
+    assert password not in message
+    with connect(editor) as conn, pytest.raises(PgPermissionDenied, match="writer role"):
+        gc(conn, keep_per_repo=1)
+    reader = PgIndexReader(editor, [rev])  # reading needs only SELECT
+    assert reader.lexical("http request", 1)[0][0] == rev
+    reader.close()
+    assert counts(pg_dsn)[1] == 1
+
+
+def test_gc_keeps_the_newest_revisions_of_each_repository(pg_dsn: str) -> None:
+    revs = [published(pg_dsn, sha=f"{i}" * 40) for i in range(4)]
+    other = published(pg_dsn, repo="github.com/acme/other")
+    with connect(pg_dsn) as conn:
+        removed = gc(conn, keep_per_repo=2)
+        left = {r[0] for r in conn.execute("SELECT id FROM codeask_revision").fetchall()}
+        orphans = conn.execute(
+            "SELECT count(*) FROM codeask_chunk WHERE revision_id = ANY(%s)", (removed,)
+        ).fetchone()
+        assert gc(conn, keep_per_repo=2) == []
+    assert removed == revs[:2]
+    assert left == {*revs[2:], other}
+    assert orphans == (0,)
+    chunks, files = build_chunks()
+    assert counts(pg_dsn) == (2, 3, 3 * len(files), 3 * len(chunks))
+
+
+def test_nearest_revision_is_the_first_published_candidate(pg_dsn: str) -> None:
+    shas = [f"{i:x}" * 40 for i in range(1, 6)]  # shas[0] is the oldest commit
+    old = published(pg_dsn, sha=shas[0])
+    mid = published(pg_dsn, sha=shas[2])
+    published(pg_dsn, repo="github.com/acme/other", sha=shas[4])
+    head_first = shas[::-1]  # HEAD, then its ancestors
+    with connect(pg_dsn) as conn:
+        found = nearest_revision(conn, "github.com/acme/shop", head_first)
+        assert found is not None and found.id == mid and found.sha == shas[2]
+        assert found.model == MODEL and found.dim == DIM and found.chunk_count > 0
+        oldest = nearest_revision(conn, "github.com/acme/shop", [shas[1], shas[0]])
+        assert oldest is not None and oldest.id == old
+        assert nearest_revision(conn, "github.com/acme/shop", [shas[4], shas[3]]) is None
+        assert nearest_revision(conn, "github.com/acme/nope", head_first) is None
+        assert nearest_revision(conn, "github.com/acme/shop", head_first, "other/model") is None
+
+
+def test_one_query_searches_two_repositories(pg_dsn: str) -> None:
+    chunks, files = build_chunks()
+    vectors = unit_vectors(chunks)
+    shop = publish(pg_dsn, "github.com/acme/shop", "a" * 40, MODEL, DIM, chunks, vectors, files)
+    other_chunks, _ = build_chunks(first_id=1000)
+    other_vectors = unit_vectors(other_chunks, seed=1)
+    lib = publish(
+        pg_dsn, "github.com/acme/lib", "e" * 40, MODEL, DIM, other_chunks, other_vectors, files
+    )
+    reader = PgIndexReader(pg_dsn, [shop.revision_id, lib.revision_id])
+    lexical = reader.lexical("http request", 4)
+    assert {rev for rev, *_ in lexical[:2]} == {shop.revision_id, lib.revision_id}
+    target = other_chunks[0]
+    dense = reader.dense(other_vectors[target.id], 5)
+    assert dense[0][:2] == (lib.revision_id, target.id)
+    assert {rev for rev, *_ in dense} == {shop.revision_id, lib.revision_id}
+    files_hit = reader.lexical_files("cart total", 4)
+    assert {rev for rev, *_ in files_hit} == {shop.revision_id, lib.revision_id}
+    with pytest.raises(PgModelMismatch, match="different embedding models"):
+        small = {c.id: np.ones(8, dtype=np.float32) / np.sqrt(8) for c in chunks}
+        third = publish(pg_dsn, "github.com/acme/x", "f" * 40, "m8", 8, chunks, small, files)
+        reader.use([shop.revision_id, third.revision_id])
+    reader.close()
+
+
+def test_normalized_remote_urls() -> None:
+    for url in (
+        "git@github.com:Acme/Shop.git",
+        "https://user:tok3n@github.com/acme/shop",
+        "ssh://git@github.com:22/acme/shop.git",
+        "https://github.com/acme/shop.git/",
+    ):
+        assert normalize_remote(url) == "github.com/acme/shop", url
+
+
+def test_publish_folder_with_the_real_static_embedder(
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real FolderIndex (static tier, potion-base-8M) of a real git repository, published as
+    its HEAD commit; then found again in the team index by HEAD's sha."""
+    import pygit2
+
+    from codeask.core.indexer import FolderIndex
+
+    root = tmp_path / "shop"
+    repo = pygit2.init_repository(str(root), bare=False, initial_head="main")
+    for rel, text in SOURCES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / ".gitignore").write_text(".codeask/\n")
+    repo.index.add_all()
+    repo.index.write()
+    who = pygit2.Signature("Alice Liddell", "alice@example.com", 1_700_000_000, 0)
+    sha = str(repo.create_commit("HEAD", who, who, "first", repo.index.write_tree(), []))
+    repo.remotes.create("origin", "git@github.com:Acme/Shop.git")
+    settings, warnings = build_settings({"embed": {"tiers": ["static"]}})
+    assert warnings == []
+    folder = FolderIndex(root, settings)
+    try:
+        folder.refresh(embed=False)
+        assert repository_identity(root) == "github.com/acme/shop"
+        monkeypatch.setenv("TEAM_DSN", pg_dsn)
+        result = publish_folder(folder, "TEAM_DSN", tier="static")
+        assert result.created and result.chunks == len(folder.store.chunks)
+        with connect(pg_dsn) as conn:
+            found = nearest_revision(conn, "github.com/acme/shop", [sha])
+        assert found is not None and found.id == result.revision_id
+        assert found.model == folder.store.static_model and found.dim == folder.store.static_dim
+        reader = PgIndexReader(pg_dsn, [found.id])
+        parse = next(c for c in folder.store.chunks.values() if c.symbol == "parse_http_request")
+        assert reader.lexical("http request", 1)[0][1] == parse.id
+        query = folder.store.static_vectors.vector(parse.id)
+        assert query is not None
+        assert reader.dense(query, 1)[0][1] == parse.id
+        reader.close()
+        (root / "src/shop/cart.py").write_text("def changed():\n    pass\n")
+        folder.refresh(embed=False)
+        with pytest.raises(Exception, match="differ from HEAD"):
+            publish_folder(folder, "TEAM_DSN", tier="static")
+    finally:
+        folder.close()
