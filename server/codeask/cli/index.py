@@ -7,6 +7,7 @@ defers to a running language server, which keeps the index current itself.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,8 +37,15 @@ class IndexBusyError(UserError):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Index every folder named (or this project), then one summary per folder."""
+    """Index every folder named (or this project), then one summary per folder; with
+    `--backend postgres`, publish each folder's index of HEAD to the team database."""
+    publish = args.backend == "postgres"
+    if publish:
+        if args.lexical_only:
+            raise UserError("--backend postgres publishes vectors: it cannot run --lexical-only")
+        os.environ["CODEASK_INDEX__BACKEND"] = "postgres"  # this run shares the team's vectors
     reports = []
+    published: list[str] = []
     for root in roots(args.paths):
         folder = _open_writer(root, args)
         if folder is None:
@@ -54,14 +62,38 @@ def run(args: argparse.Namespace) -> int:
                 "interrupted; the index keeps what was done and resumes next run"
             ) from None
         status = folder.status()
-        folder.close()
+        try:
+            if publish and not report.cancelled:
+                published.append(_publish(folder, args.repo_name))
+        finally:
+            folder.close()
         reports.append((root, report, status))
     if args.json:
         print_json([_index_summary(root, report, status) for root, report, status in reports])
     else:
         for root, report, status in reports:
             _print_index_summary(root, report, status, verbose=args.verbose > 0)
+    for line in published:
+        sys.stderr.write(line + "\n")
     return EXIT_OK
+
+
+def _publish(folder: FolderIndex, repo_name: str | None) -> str:
+    """Publish the folder's index as its HEAD commit; the line saying what happened."""
+    from codeask.core.pg.connect import PgError
+    from codeask.core.pg.publish import publish_folder
+
+    try:
+        done = publish_folder(folder, folder.settings.index.dsn_env, repo_name)
+    except PgError as exc:
+        raise UserError(f"publishing {folder.root} to the team index: {exc}") from None
+    if not done.created:
+        return f"{folder.root}: already published as revision {done.revision_id}; nothing written"
+    rate = done.chunks / done.seconds if done.seconds > 0 else 0.0
+    return (
+        f"{folder.root}: published revision {done.revision_id} ({done.chunks} chunks, "
+        f"{done.files} files) in {done.seconds:.1f}s ({rate:.0f} rows/s)"
+    )
 
 
 def _open_writer(root: Path, args: argparse.Namespace) -> FolderIndex | None:

@@ -39,6 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow indexing your home folder or / (refused by default)",
     )
+    index.add_argument(
+        "--backend",
+        choices=("local", "postgres"),
+        default="local",
+        help="postgres: share vectors through the team database and publish HEAD's index "
+        "there (CI, writer role; the DSN is read from the variable index.dsn_env names)",
+    )
+    index.add_argument(
+        "--repo-name", help="the repository's name in the team index (default: origin's URL)"
+    )
     index.add_argument("--json", action="store_true")
 
     search = sub.add_parser("search", help="hybrid semantic + lexical search")
