@@ -116,7 +116,7 @@ class FolderIndex:
         #: Everything outside the indexer reads (and the indexer writes) through this;
         #: `store` and `lexical` are its local parts, for the local-only jobs below and tests.
         self.storage: Storage = LocalStorage(self.store, self.lexical)
-        self.state = "ready" if self.store.files else "empty"
+        self.state = "ready" if self.storage.paths() else "empty"
 
     # ---- readers follow the writer; a reader becomes the writer when the lock frees -----------
     def reload_if_changed(self) -> bool:
