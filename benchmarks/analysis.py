@@ -83,7 +83,7 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
     store = folder.store
     words = signals.text
     lexical = folder.lexical.search(expand_query(words), CANDIDATES)
-    named = retrieve._path_matches(store, signals)
+    named = retrieve._path_matches(folder.storage, signals)
     lead = signals.lead
     by_lead = folder.lexical.search(expand_query(lead), CANDIDATES) if lead else []
     out = {
@@ -113,7 +113,7 @@ def tags_for(folder: FolderIndex, question: str, gold: list[str], top: list[str]
 
     signals = query_signals(question)
     tags = []
-    named = retrieve._path_matches(folder.store, signals)
+    named = retrieve._path_matches(folder.storage, signals)
     if any(g in named for g in gold):
         tags.append("names-gold-path")
     defined = {

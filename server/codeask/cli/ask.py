@@ -43,12 +43,12 @@ def run(args: argparse.Namespace) -> int:
         return _ask(args, folders)
     finally:
         for folder in folders:
-            folder.lexical.close()
+            folder.storage.close()
 
 
 def _ask(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
     """Ask with the opened folders; exit code 1 when there is no index or the LLM failed."""
-    if not any(f.store.files for f in folders):
+    if not any(f.storage.paths() for f in folders):
         raise UserError("no index here yet: run `codeask index` first")
     note = index_note(folders)
     if note:

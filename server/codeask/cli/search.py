@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     folder_roots = roots(args.root)
     _check_history(folder_roots, args.scope)
     folders = [FolderIndex.open(root, mode="read") for root in folder_roots]
-    if not any(f.store.files for f in folders):
+    if not any(f.storage.paths() for f in folders):
         damaged = [f for f in folders if f.damage]
         if damaged:
             raise UserError(

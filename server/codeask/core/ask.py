@@ -249,11 +249,9 @@ def _cursor_chunks(folders: Sequence[FolderIndex], editor: EditorContext) -> lis
     hits: list[Hit] = []
     for folder in folders:
         rel = _relative(folder, editor.path)
-        with folder.store.lock:
-            record = folder.store.files.get(rel) if rel else None
-            chunks = [folder.store.chunks.get(i) for i in (record.chunk_ids if record else [])]
+        chunks = folder.storage.chunks_of(rel) if rel else []
         for chunk in chunks:
-            if chunk is not None and editor.cursor_symbol in (_qualified(chunk), chunk.symbol):
+            if editor.cursor_symbol in (_qualified(chunk), chunk.symbol):
                 hits.append(Hit(folder.root, chunk, 1.0, ["editor"]))
         if hits:  # a relative path names a file of the first folder that has it
             return hits
@@ -300,9 +298,9 @@ def index_note(folders: Sequence[FolderIndex]) -> str:
     """What to tell the model (and the user) when the index is not complete; '' when it is."""
     chunks = embedded = 0
     for folder in folders:
-        with folder.store.lock:
-            chunks += len(folder.store.chunks)
-            embedded += len(folder.store.vectors.live)
+        counts = folder.storage.counts()
+        chunks += counts.chunks
+        embedded += counts.embedded
     if chunks == 0:
         return (
             "The code index is empty or still warming up: no code could be searched, so the "

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal, Protocol
 
 import numpy as np
@@ -27,11 +26,12 @@ import pathspec
 from codeask.config import RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
-from codeask.core.lexical import LexicalIndex, expand_query
+from codeask.core.lexical import expand_query
 from codeask.core.query import QuerySignals, query_signals
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
-from codeask.core.store import IndexStore
+from codeask.core.storage import IndexReader, Tier
+from codeask.core.symbol_table import path_keys as path_keys
 
 Mode = Literal["lexical", "dense", "hybrid"]
 RRF_K = 60
@@ -58,12 +58,14 @@ TEST_MODIFIER_DEMOTION = 0.8
 
 
 class Searchable(Protocol):
-    """What retrieval needs of a folder index (the indexer's FolderIndex provides it)."""
+    """What retrieval needs of a folder index (the indexer's FolderIndex provides it): the
+    index itself only through `storage` (core/storage.py)."""
 
     root: Path
-    store: IndexStore
-    lexical: LexicalIndex
     settings: Settings
+
+    @property
+    def storage(self) -> IndexReader: ...
 
     @property
     def embedder(self) -> CachedEmbedder: ...
@@ -163,73 +165,25 @@ def is_test_path(path: str) -> bool:
     return bool(TEST_PATH.search(path))
 
 
-def path_keys(path: str) -> list[str]:
-    """Every way a question may name a file: `a/b/c.py`, `b/c.py`, `c.py`, `a/b/c`, `b/c`, `c`."""
-    pure = PurePosixPath(path)
-    parts = list(pure.parts)
-    stem_parts = [*parts[:-1], pure.stem] if pure.suffix else parts
-    if stem_parts and stem_parts[-1] == "__init__":
-        stem_parts = stem_parts[:-1]
-    keys = ["/".join(parts[i:]) for i in range(len(parts))]
-    keys += ["/".join(stem_parts[i:]) for i in range(len(stem_parts))]
-    return list(dict.fromkeys(k for k in keys if k))
-
-
-class _SymbolTable:
-    """symbol name → chunk ids and path suffix → files, rebuilt when the chunk set changes."""
-
-    def __init__(self) -> None:
-        self._key: tuple[int, int] = (-1, -1)
-        self.by_name: dict[str, list[int]] = {}
-        self.by_path_key: dict[str, list[str]] = {}
-
-    def refresh(self, store: IndexStore) -> None:
-        key = (store.next_id, len(store.chunks))
-        if key == self._key:
-            return
-        by_name: dict[str, list[int]] = defaultdict(list)
-        by_path_key: dict[str, list[str]] = defaultdict(list)
-        for chunk in list(store.chunks.values()):
-            if chunk.symbol and chunk.kind not in HISTORY_KINDS:
-                by_name[chunk.symbol].append(chunk.id)
-        for path in list(store.files):
-            for path_key in path_keys(path):
-                by_path_key[path_key].append(path)
-        self.by_name, self.by_path_key, self._key = dict(by_name), dict(by_path_key), key
-
-
-_tables: dict[int, _SymbolTable] = {}
-_tables_lock = threading.Lock()
-
-
-def _symbols(store: IndexStore) -> _SymbolTable:
-    with _tables_lock:
-        table = _tables.setdefault(id(store), _SymbolTable())
-    with store.lock:
-        table.refresh(store)
-    return table
-
-
-def _path_matches(store: IndexStore, signals: QuerySignals) -> dict[str, float]:
+def _path_matches(storage: IndexReader, signals: QuerySignals) -> dict[str, float]:
     """Files a question names; a name shared by several files gives each a share."""
-    table = _symbols(store)
     scores: dict[str, float] = {}
     for mention in signals.paths:
-        candidates = _longest_known_suffix(table, mention)
+        candidates = _longest_known_suffix(storage, mention)
         for path in candidates:
             scores[path] = max(scores.get(path, 0.0), 1.0 / len(candidates))
     return scores
 
 
-def _longest_known_suffix(table: _SymbolTable, mention: str) -> list[str]:
+def _longest_known_suffix(storage: IndexReader, mention: str) -> list[str]:
     """Files named by `mention` or by its longest suffix of two parts or more: a traceback's
     `/usr/lib/python3.9/site-packages/pkg/mod.py` names the workspace's `pkg/mod.py`."""
-    found = table.by_path_key.get(mention)
+    found = storage.paths_named(mention)
     if found:
         return found
     parts = mention.split("/")
     for start in range(1, len(parts) - 1):
-        found = table.by_path_key.get("/".join(parts[start:]))
+        found = storage.paths_named("/".join(parts[start:]))
         if found:
             return found
     return []
@@ -250,29 +204,22 @@ class _Candidates:
 def _dense_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
     if vector is None:
         return []
-    with folder.store.lock:
-        return [i for i, _ in folder.store.vectors.query(vector, limit)]
+    return [i for i, _ in folder.storage.dense_top_k("minilm", vector, limit)]
 
 
 def _static_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
     """Static-tier neighbours; with scope `missing`, only chunks MiniLM has not embedded yet."""
-    store = folder.store
-    if vector is None or not store.static_vectors.live:
+    storage = folder.storage
+    if vector is None or not storage.vector_count("static"):
         return []
-    with store.lock:
-        if folder.settings.retrieve.static_scope == "all":
-            return [i for i, _ in store.static_vectors.query(vector, limit)]
-        if len(store.vectors.live) >= len(store.chunks):
-            return []  # MiniLM covers everything: nothing left for the static tier to fill
-        ranked = store.static_vectors.query(vector, 2 * limit)
-        return [i for i, _ in ranked if i not in store.vectors.live][:limit]
+    missing: Tier | None = None if folder.settings.retrieve.static_scope == "all" else "minilm"
+    return [i for i, _ in storage.dense_top_k("static", vector, limit, missing_from=missing)]
 
 
 def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
-    table = _symbols(folder.store)
     hits: list[int] = []
     for name in sorted(signals.identifiers, key=len, reverse=True):
-        ids = table.by_name.get(name, [])
+        ids = folder.storage.symbol_ids(name)
         if 0 < len(ids) <= 20:
             hits.extend(ids)
     return list(dict.fromkeys(hits))
@@ -289,10 +236,11 @@ def _collect(
     found = _Candidates()
     lists: list[tuple[str, list[int], float]] = []
     if mode in ("lexical", "hybrid"):
-        lexical = [i for i, _ in folder.lexical.search(expand_query(signals.text), limit)]
+        lexical = [i for i, _ in folder.storage.lexical_top_k(expand_query(signals.text), limit)]
         lists.append(("lexical", lexical, weights.lexical_weight))
         if signals.lead and weights.lead_weight > 0:
-            ranked = [i for i, _ in folder.lexical.search(expand_query(signals.lead), limit)]
+            lead = expand_query(signals.lead)
+            ranked = [i for i, _ in folder.storage.lexical_top_k(lead, limit)]
             lists.append(("lead", ranked, weights.lead_weight))
         lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
     if mode in ("dense", "hybrid"):
@@ -308,7 +256,7 @@ def _collect(
         for chunk_id in ranked:
             found.found_by[chunk_id].append(name)
     if mode in ("lexical", "hybrid"):
-        files = folder.lexical.search_files(signals.text, FILE_CANDIDATES)
+        files = folder.storage.lexical_files(signals.text, FILE_CANDIDATES)
         demoted = [(path, score * _demotion(folder, path, signals)) for path, score in files]
         demoted.sort(key=lambda item: item[1], reverse=True)
         found.file_rank = {path: rank for rank, (path, _) in enumerate(demoted)}
@@ -326,7 +274,7 @@ def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
     and only slightly when its test words name code ("how does the test client handle
     cookies" means the client, which its tests mention far more often than it does)."""
     settings = folder.settings.retrieve
-    record = folder.store.files.get(path)
+    record = folder.storage.file(path)
     if not settings.demote_tests:
         tests = 1.0
     elif not signals.about_tests:
@@ -356,15 +304,16 @@ def _path_demotion(path: str, language: str, tests: float, prose: bool) -> float
 def _file_prior(folder: Searchable, found: _Candidates) -> None:
     """Whole-file BM25 rank lifts every candidate of that file; top files missing get a chunk."""
     weight = folder.settings.retrieve.file_weight
-    present = {folder.store.chunks[i].path for i in found.fused if i in folder.store.chunks}
+    storage = folder.storage
+    present = {c.path for c in map(storage.chunk, found.fused) if c is not None}
     for path, rank in found.file_rank.items():
-        record = folder.store.files.get(path)
+        record = storage.file(path)
         if path not in present and record and record.chunk_ids and rank < FILE_CANDIDATES // 4:
             first = record.chunk_ids[0]
             found.fused[first] = 0.0
             found.found_by[first].append("file")
     for chunk_id in list(found.fused):
-        chunk = folder.store.chunks.get(chunk_id)
+        chunk = storage.chunk(chunk_id)
         file_rank = found.file_rank.get(chunk.path) if chunk else None
         if file_rank is not None:
             found.fused[chunk_id] += weight / (RRF_K + file_rank + 1)
@@ -374,9 +323,9 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
     """Path mentions lift a file's chunks; test files sink unless the question is about tests."""
     settings = folder.settings.retrieve
     _file_prior(folder, found)
-    paths = _path_matches(folder.store, signals) if mode != "dense" else {}
+    paths = _path_matches(folder.storage, signals) if mode != "dense" else {}
     for path, strength in paths.items():
-        record = folder.store.files.get(path)
+        record = folder.storage.file(path)
         for chunk_id in record.chunk_ids if record else []:
             bonus = settings.symbol_weight * strength / (RRF_K + 1)
             found.fused[chunk_id] = found.fused.get(chunk_id, 0.0) + bonus
@@ -384,7 +333,7 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
                 found.found_by[chunk_id].append("path")
     factors: dict[str, float] = {}
     for chunk_id in list(found.fused):
-        chunk = folder.store.chunks.get(chunk_id)
+        chunk = folder.storage.chunk(chunk_id)
         if chunk is not None and chunk.kind not in HISTORY_KINDS:
             if chunk.path not in factors:
                 factors[chunk.path] = _demotion(folder, chunk.path, signals)
@@ -402,20 +351,20 @@ def _propagate_calls(
     names the thing itself ("how are chunks embedded" wants `embed_chunks`, not what it
     calls). Only names with at most
     CALLEE_DEFINITIONS definitions count: `get` or `run` would lift half the project."""
-    table = _symbols(folder.store)
+    storage = folder.storage
     best = sorted(found.fused.items(), key=lambda item: item[1], reverse=True)[:CALLERS]
     lift: dict[int, float] = {}
     for chunk_id, score in best:
-        chunk = folder.store.chunks.get(chunk_id)
+        chunk = storage.chunk(chunk_id)
         for name in chunk.calls[:CALLS_PER_CHUNK] if chunk is not None else []:
-            callees = table.by_name.get(name.rsplit(".", 1)[-1], [])
+            callees = storage.symbol_ids(name.rsplit(".", 1)[-1])
             if len(callees) > CALLEE_DEFINITIONS:
                 continue
             for callee in callees:
                 if callee != chunk_id:
                     lift[callee] = max(lift.get(callee, 0.0), weight * score)
     for callee, bonus in lift.items():
-        chunk = folder.store.chunks.get(callee)
+        chunk = storage.chunk(callee)
         if chunk is None:
             continue
         found.fused[callee] = found.fused.get(callee, 0.0) + bonus * _demotion(
@@ -455,9 +404,10 @@ def embed_query(folders: Sequence[Searchable], query: str) -> dict[str, np.ndarr
     for folder in folders:
         weights = folder.settings.retrieve
         model = folder.settings.embed.model
-        if model not in vectors and folder.store.vectors.live and weights.dense_weight > 0:
+        storage = folder.storage
+        if model not in vectors and storage.vector_count("minilm") and weights.dense_weight > 0:
             vectors[model] = folder.embedder.embed([query])[0]
-        wants_static = folder.store.static_vectors.live and weights.static_weight > 0
+        wants_static = storage.vector_count("static") and weights.static_weight > 0
         if STATIC_MODEL_NAME not in vectors and wants_static:
             vectors[STATIC_MODEL_NAME] = load_static_embedder(folder.settings).embed([query])[0]
     return vectors
@@ -483,7 +433,7 @@ def fused_candidates(
         found = _collect(folder, vectors or {}, mode, signals, limit)
         _adjust(folder, found, signals, mode)
         for chunk_id, score in found.fused.items():
-            chunk = folder.store.chunks.get(chunk_id)
+            chunk = folder.storage.chunk(chunk_id)
             if chunk is not None and filters.accepts(chunk, glob):
                 changed = chunk.path in getattr(folder, "uncommitted", ())
                 hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id], changed))
@@ -502,12 +452,12 @@ def search(
     """The search behind `codeask search`, the LSP request, hover and ask."""
     settings = folders[0].settings.retrieve if folders else RetrieveSettings()
     k = k or settings.k
-    live = [f for f in folders if f.store.chunks]
+    live = [f for f in folders if f.storage.chunk_count()]
     embedded = sum(_dense_done(f) for f in folders)
-    total = sum(len(f.store.chunks) for f in folders)
+    total = sum(f.storage.chunk_count() for f in folders)
     if not query.strip() or not live:
         return SearchResult([], embedded < total, embedded, total)
-    dense_ready = embedded or any(f.store.static_vectors.live for f in folders)
+    dense_ready = embedded or any(f.storage.vector_count("static") for f in folders)
     if mode != "lexical" and not dense_ready:
         mode = "lexical"
     hits = fused_candidates(live, query, filters=filters, mode=mode)
@@ -518,9 +468,8 @@ def search(
 
 def _dense_done(folder: Searchable) -> int:
     """Chunks done by the slowest configured tier: MiniLM when it is on, else the static one."""
-    store = folder.store
     on = "minilm" in folder.settings.embed.tiers
-    return len(store.vectors.live) if on else len(store.static_vectors.live)
+    return folder.storage.vector_count("minilm" if on else "static")
 
 
 def rank_files(hits: Sequence[Hit], limit: int = 50) -> list[tuple[str, float]]:
@@ -568,8 +517,7 @@ def related(
     own = next((f for f in folders if f.root == root), None) if root is not None else None
     vector = None
     if dense and own is not None and chunk.id:
-        with own.store.lock:
-            vector = own.store.vectors.vector(chunk.id)
+        vector = own.storage.vector("minilm", chunk.id)
     model = own.settings.embed.model if own is not None else ""
     query = chunk_query(chunk)
     in_tests = is_test_path(chunk.path)
@@ -578,16 +526,15 @@ def related(
         if (
             vector is not None
             and folder.settings.embed.model == model
-            and folder.store.vectors.live
+            and folder.storage.vector_count("minilm")
         ):
-            with folder.store.lock:
-                ranked = folder.store.vectors.query(vector, RELATED_CANDIDATES)
+            ranked = folder.storage.dense_top_k("minilm", vector, RELATED_CANDIDATES)
             found_by = "dense"
         else:
-            ranked = folder.lexical.search(query, RELATED_CANDIDATES)
+            ranked = folder.storage.lexical_top_k(query, RELATED_CANDIDATES)
             found_by = "lexical"
         for rank, (chunk_id, _) in enumerate(ranked):
-            other = folder.store.chunks.get(chunk_id)
+            other = folder.storage.chunk(chunk_id)
             if other is None or other.kind in HISTORY_KINDS:
                 continue
             score = 1.0 / (RRF_K + rank + 1)
@@ -613,9 +560,9 @@ def _definitions(folders: Sequence[Searchable], word: str, limit: int = 3) -> li
         return []
     found: list[Hit] = []
     for folder in folders:
-        ids = _symbols(folder.store).by_name.get(word, [])
+        ids = folder.storage.symbol_ids(word)
         for chunk_id in ids if len(ids) <= limit else []:
-            other = folder.store.chunks.get(chunk_id)
+            other = folder.storage.chunk(chunk_id)
             if other is not None:
                 found.append(Hit(folder.root, other, 1.0, ["definition"]))
     return found

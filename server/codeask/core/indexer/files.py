@@ -37,7 +37,7 @@ def scan_and_chunk(
         log.info("skipped %s: %s", display_path(skipped.rel), skipped.reason)
     report.files_seen = len(found.files)
     present = {f.rel for f in found.files}
-    for rel in [r for r in index.store.files if r not in present]:
+    for rel in [r for r in index.storage.paths() if r not in present]:
         remove_file(index, rel, report)
     emit(Progress("chunk", 0, len(found.files)))
     for done, source in enumerate(found.files, 1):
@@ -56,7 +56,7 @@ def index_file(
     become searchable, so the snapshot saved right after includes them. A full pass
     batches the static tier after chunking instead (fewer, larger calls).
     """
-    known = index.store.files.get(source.rel)
+    known = index.storage.file(source.rel)
     if known and known.size == source.size and known.mtime_ns == source.mtime_ns:
         report.files_unchanged += 1
         return
@@ -72,16 +72,16 @@ def index_file(
             sha256="",
             skipped=loaded.reason,
         )
-        index.store.replace_file(record, [])
+        index.storage.replace_file(record, [])
         return
     if known and known.sha256 == loaded.sha256 and not known.skipped:
-        index.store.touch_file(source.rel, loaded.size, loaded.mtime_ns)
+        index.storage.touch_file(source.rel, loaded.size, loaded.mtime_ns)
         report.files_unchanged += 1
         return
     result = chunk_file(source.rel, loaded.text, index.settings.chunk)
     if result.fallback_reason:
         log.info("%s: %s", display_path(source.rel), result.fallback_reason)
-    ids = index.store.new_ids(len(result.chunks))
+    ids = index.storage.new_ids(len(result.chunks))
     for chunk, chunk_id in zip(result.chunks, ids, strict=True):
         chunk.id = chunk_id
     record = FileRecord(
@@ -92,13 +92,7 @@ def index_file(
         language=result.language,
     )
     rows = index.embedding.static_rows(result.chunks, report) if static_now else None
-    with index.store.lock:
-        removed = index.store.replace_file(record, result.chunks)
-        if rows is not None:
-            index.store.add_static_vectors([c.id for c in result.chunks], rows)
-        index.lexical.remove(removed)
-        index.lexical.upsert(result.chunks)
-        index.lexical.upsert_file(source.rel, result.chunks)
+    removed = index.storage.replace_file(record, result.chunks, rows)
     report.files_indexed += 1
     report.chunks_added += len(result.chunks)
     report.chunks_removed += len(removed)
@@ -106,10 +100,7 @@ def index_file(
 
 def remove_file(index: FolderIndex, rel: str, report: IndexReport) -> None:
     """Drop a file's chunks from the store and the lexical table."""
-    with index.store.lock:
-        removed = index.store.remove_file(rel)
-        index.lexical.remove(removed)
-        index.lexical.remove_file(rel)
-    if removed or rel in index.store.files:
+    removed = index.storage.remove_file(rel)
+    if removed or index.storage.file(rel) is not None:
         report.files_removed += 1
     report.chunks_removed += len(removed)

@@ -20,9 +20,11 @@ from codeask.core.indexer.full_pass import full_pass
 from codeask.core.indexer.history import refresh_uncommitted
 from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, take_writer
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
-from codeask.core.indexer.snapshot import memory_lexical, open_lexical, open_store, save
+from codeask.core.indexer.snapshot import memory_lexical, open_lexical, open_store
 from codeask.core.indexer.status import IndexStatus, status_of
 from codeask.core.indexer.vectors import VectorTiers
+from codeask.core.storage import Storage
+from codeask.core.storage_local import LocalStorage
 from codeask.core.writer_lock import WriterLock
 
 log = logging.getLogger("codeask.core.indexer")
@@ -111,7 +113,10 @@ class FolderIndex:
             kind=self.kind,
             fallback=lambda: memory_lexical(self.store),  # the snapshot loaded by then
         )
-        self.state = "ready" if self.store.files else "empty"
+        #: Everything outside the indexer reads (and the indexer writes) through this;
+        #: `store` and `lexical` are its local parts, for the local-only jobs below and tests.
+        self.storage: Storage = LocalStorage(self.store, self.lexical)
+        self.state = "ready" if self.storage.paths() else "empty"
 
     # ---- readers follow the writer; a reader becomes the writer when the lock frees -----------
     def reload_if_changed(self) -> bool:
@@ -179,9 +184,8 @@ class FolderIndex:
 
     def rebuild(self, **kwargs: object) -> IndexReport:
         """Forget everything and index from scratch (vectors still come from the cache)."""
-        with self.run_lock, self.store.lock:
-            self.store.clear()
-            self.lexical.clear()
+        with self.run_lock:
+            self.storage.clear()
         return self.refresh(**kwargs)  # type: ignore[arg-type]
 
     def refresh_uncommitted(self) -> None:
@@ -190,14 +194,14 @@ class FolderIndex:
 
     # ---- persistence and status --------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Save a consistent snapshot if anything changed; never by a reader (`snapshot.save`)."""
+        """Save a consistent snapshot if anything changed; never by a reader."""
         if not self.read_only:
-            save(self.store, self.lexical, self.root)
+            self.storage.save()
 
     def embedded_counts(self) -> tuple[int, int]:
         """(chunks with a vector, all chunks)."""
-        with self.store.lock:
-            return len(self.store.vectors.live), len(self.store.chunks)
+        counts = self.storage.counts()
+        return counts.embedded, counts.chunks
 
     def status(self) -> IndexStatus:
         """A snapshot of the counts for humans and status bars."""
@@ -219,6 +223,6 @@ class FolderIndex:
 
     def abandon(self) -> None:
         """Release files and the lock without saving (the workspace folder is gone)."""
-        self.lexical.close()
+        self.storage.close()
         if self.writer is not None:
             self.writer.release()

@@ -38,7 +38,7 @@ def sync_into(
     index: FolderIndex, report: IndexReport, emit: ProgressFn, token: CancelToken
 ) -> None:
     """Diff the commits that are new since the last run into chunks; drop those that left."""
-    known = set(index.store.history.commits)
+    known = set(index.storage.history_commits())
     delta = sync_history(
         index.root,
         index.settings.history,
@@ -51,16 +51,8 @@ def sync_into(
     )
     for note in delta.notes:
         log.info("history: %s", note)
-    with index.store.lock:
-        removed = index.store.remove_history(delta.removed)
-        index.lexical.remove(removed)
-        for sha, found in delta.added.items():
-            chunks = [storable(chunk) for chunk in found]
-            for chunk, chunk_id in zip(chunks, index.store.new_ids(len(chunks)), strict=True):
-                chunk.id = chunk_id
-            index.store.add_history(sha, chunks)
-            index.lexical.upsert(chunks)
-        index.store.set_head(delta.head)
+    added = {sha: [storable(chunk) for chunk in found] for sha, found in delta.added.items()}
+    index.storage.sync_history(delta.removed, added, delta.head)
     report.commits_added += len(delta.added)
     report.commits_removed += len(delta.removed)
 

@@ -88,19 +88,3 @@ def memory_lexical(store: IndexStore) -> LexicalIndex:
     memory.rebuild(store.chunks.values())
     memory.stamp(store.generation)
     return memory
-
-
-def save(store: IndexStore, lexical: LexicalIndex, root: Path) -> None:
-    """Save a consistent snapshot if anything changed (lexical stamped first, see store).
-
-    Not when the workspace folder itself is gone: saving would recreate it on disk. Never
-    without changes: a no-change pass writes 0 bytes.
-    """
-    with store.lock:
-        if not store.dirty and lexical.generation() == store.generation:
-            return
-        if not root.is_dir():
-            log.info("%s no longer exists; its index is not saved", root)
-            return
-        lexical.stamp(store.generation + 1)
-        store.save()

@@ -47,19 +47,19 @@ class IndexStatus:
 
 def status_of(index: FolderIndex) -> IndexStatus:
     """A snapshot of the counts for humans and status bars."""
-    with index.store.lock:
-        code_files = sum(1 for f in index.store.files.values() if not f.skipped)
-        return IndexStatus(
-            root=str(index.root),
-            index_dir=str(index.folder),
-            files=code_files,
-            chunks=len(index.store.chunks),
-            embedded=len(index.store.vectors.live),
-            static_embedded=len(index.store.static_vectors.live),
-            tiers=list(index.settings.embed.tiers),
-            model=index.store.model,
-            disk_bytes=index.store.disk_bytes(),
-            last_indexed=index.store.saved_at,
-            state=index.state,
-            history_commits=len(index.store.history.commits),
-        )
+    storage = index.storage
+    counts = storage.counts()
+    return IndexStatus(
+        root=str(index.root),
+        index_dir=str(index.folder),
+        files=counts.files,
+        chunks=counts.chunks,
+        embedded=counts.embedded,
+        static_embedded=counts.static_embedded,
+        tiers=list(index.settings.embed.tiers),
+        model=storage.model,
+        disk_bytes=storage.disk_bytes(),
+        last_indexed=storage.saved_at(),
+        state=index.state,
+        history_commits=counts.history_commits,
+    )

@@ -35,10 +35,10 @@ def update_paths(index: FolderIndex, rels: Iterable[str], *, embed: bool) -> Ind
                 files.remove_file(index, rel, report)
         report.seconds_lexical = time.perf_counter() - started
         history.refresh_uncommitted(index)
-        missing_static = embedding.without_vector(rels, index.store.static_vectors.live)
+        missing_static = embedding.without_vector(rels, "static")
         embedding.embed_static(missing_static, report, no_progress, CancelToken())
         if embed and embedding.minilm_tier:
-            fresh = embedding.without_vector(rels, index.store.vectors.live)
+            fresh = embedding.without_vector(rels, "minilm")
             if fresh:
                 embedding.embed_ids(fresh, embedding.embedder, report)
         index.checkpoint()

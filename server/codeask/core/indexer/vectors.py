@@ -22,7 +22,7 @@ from codeask.core.indexer.run import (
 )
 from codeask.core.records import Chunk
 from codeask.core.static_embed import load_static_embedder
-from codeask.core.store import IndexStore
+from codeask.core.storage import Storage, Tier
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder import FolderIndex
@@ -55,9 +55,9 @@ class VectorTiers:
         self._priority: set[str] = set()
 
     @property
-    def _store(self) -> IndexStore:
-        """The index's store as it is now (a reader's reload replaces it)."""
-        return self._index.store
+    def _storage(self) -> Storage:
+        """The index's storage as it is now (a reader's reload replaces it)."""
+        return self._index.storage
 
     # ---- the embedder is loaded on first need: lexical search never waits for it ------------
     @property
@@ -90,15 +90,15 @@ class VectorTiers:
         """The static tier, during the first pass: every chunk in seconds (cached by hash)."""
         if not self.static_tier or not ids:
             return
-        total = len(self._store.chunks)
+        total = self._storage.chunk_count()
         done = total - len(ids)
         for start in range(0, len(ids), STATIC_STEP):
             token.check()
-            found = (self._store.chunks.get(i) for i in ids[start : start + STATIC_STEP])
+            found = map(self._storage.chunk, ids[start : start + STATIC_STEP])
             chunks = [c for c in found if c is not None]
             rows = self.static_rows(chunks, report)
             if rows is not None:
-                self._store.add_static_vectors([c.id for c in chunks], rows)
+                self._storage.add_vectors("static", [c.id for c in chunks], rows)
             done += len(chunks)
             emit(Progress("static", chunks_embedded=done, chunks_total=total))
 
@@ -136,7 +136,7 @@ class VectorTiers:
         if not self.minilm_tier:
             return
         pending = self._pending_in_order()
-        total = len(self._store.chunks)
+        total = self._storage.chunk_count()
         embedded = total - len(pending)
         if not pending:
             return
@@ -144,13 +144,14 @@ class VectorTiers:
             emit(Progress("embed", chunks_embedded=embedded, chunks_total=total, message=LOADING))
         embedder = self.embedder
         self._fill_from_cache(pending, embedder)
-        pending = [i for i in pending if i not in self._store.vectors.live]
+        storage = self._storage
+        pending = [i for i in pending if not storage.has_vector("minilm", i)]
         embedded = total - len(pending)
         emit(Progress("embed", chunks_embedded=embedded, chunks_total=total))
         last_save = time.monotonic()
         for start in range(0, len(pending), EMBED_STEP):
             token.check()
-            step = [i for i in pending[start : start + EMBED_STEP] if i in self._store.chunks]
+            step = [i for i in pending[start : start + EMBED_STEP] if storage.chunk(i)]
             embedded += self.embed_ids(step, embedder, report)
             emit(Progress("embed", chunks_embedded=embedded, chunks_total=total))
             if time.monotonic() - last_save > self._index.settings.index.checkpoint_seconds:
@@ -159,11 +160,11 @@ class VectorTiers:
 
     def _pending_in_order(self) -> list[int]:
         """Chunks without a vector: prioritized files, then code (short first), then history."""
-        pending = self._store.pending_ids()
-        chunks = self._store.chunks
+        storage = self._storage
+        pending = storage.pending_ids("minilm")
 
         def rank(chunk_id: int) -> tuple[int, int]:
-            chunk = chunks.get(chunk_id)
+            chunk = storage.chunk(chunk_id)
             if chunk is None:
                 return (3, 0)
             if chunk.path in self._priority and chunk.kind not in HISTORY_KINDS:
@@ -174,18 +175,18 @@ class VectorTiers:
 
     def _fill_from_cache(self, ids: list[int], embedder: CachedEmbedder) -> None:
         """Warm runs: everything the cache knows lands at once, without touching the model."""
-        chunks = [c for c in (self._store.chunks.get(i) for i in ids) if c is not None]
+        chunks = [c for c in map(self._storage.chunk, ids) if c is not None]
         keys = [c.content_hash() for c in chunks]
         cached = embedder.cache.get_many(keys)
         hits = [(c.id, cached[k]) for c, k in zip(chunks, keys, strict=True) if k in cached]
         if hits:
             rows = np.stack([v for _, v in hits])
-            self._store.add_vectors([i for i, _ in hits], rows)
+            self._storage.add_vectors("minilm", [i for i, _ in hits], rows)
             embedder.reused += len(hits)
 
     def embed_ids(self, ids: list[int], embedder: CachedEmbedder, report: IndexReport) -> int:
         """MiniLM vectors of these chunks (those still there); how many were embedded."""
-        found = (self._store.chunks.get(i) for i in ids)
+        found = map(self._storage.chunk, ids)
         chunks = [c for c in found if c is not None]  # an update may have just removed some
         if not chunks:
             return 0
@@ -193,14 +194,13 @@ class VectorTiers:
         rows = embedder.embed_keyed(
             [c.content_hash() for c in chunks], [c.embed_text() for c in chunks]
         )
-        self._store.add_vectors([c.id for c in chunks], rows)
+        self._storage.add_vectors("minilm", [c.id for c in chunks], rows)
         report.vectors_computed += embedder.computed - before
         report.chunks_embedded += len(chunks)
         return len(chunks)
 
-    def without_vector(self, rels: Iterable[str], live: set[int]) -> list[int]:
-        """Chunk ids of these files that have no vector in a tier (`live` is its id set)."""
-        files = self._store.files
-        return [
-            cid for rel in rels if rel in files for cid in files[rel].chunk_ids if cid not in live
-        ]
+    def without_vector(self, rels: Iterable[str], tier: Tier) -> list[int]:
+        """Chunk ids of these files that have no vector in `tier`."""
+        storage = self._storage
+        records = [r for r in map(storage.file, rels) if r is not None]
+        return [i for r in records for i in r.chunk_ids if not storage.has_vector(tier, i)]

@@ -51,7 +51,7 @@ async def blame_for(ls: CodeaskServer, plan: HoverPlan, budget: float) -> BlameI
     worker = ls.folders.worker_for(folder.root) if folder is not None else None
     if folder is None or rel is None or worker is None or not worker.head:
         return None
-    record = folder.store.files.get(rel)
+    record = folder.storage.file(rel)
     lines = (plan.chunk.start_line, plan.chunk.end_line)
     sha = record.sha256 if record else ""
     return await ls.blame.last_commit(folder.root, rel, lines, worker.head, sha, budget)

@@ -38,20 +38,20 @@ def index_state(folders: Folders) -> IndexState:
                 )
             )
             continue
-        store = folder.store
-        files = sum(1 for record in list(store.files.values()) if not record.skipped)
+        storage = folder.storage
+        counts = storage.counts()
         rows.append(
             FolderState(
                 root=str(worker.root),
                 state=worker.state,
-                files=files,
-                chunks=len(store.chunks),
-                embedded=len(store.vectors.live),
-                model=store.model,
+                files=counts.files,
+                chunks=counts.chunks,
+                embedded=counts.embedded,
+                model=storage.model,
                 index_dir=str(folder.folder),
                 message=worker.message,
                 updates=worker.updates,
-                static_embedded=len(store.static_vectors.live),
+                static_embedded=counts.static_embedded,
                 tiers=list(folder.settings.embed.tiers),
             )
         )
@@ -80,7 +80,7 @@ def index_state(folders: Folders) -> IndexState:
 
 def dense_ready(folders: Sequence[FolderIndex]) -> bool:
     """Whether dense queries can run now; if not, load the model in the background (~1 s)."""
-    waiting = [f for f in folders if f.store.vectors.live and not f.embedder_loaded]
+    waiting = [f for f in folders if f.storage.vector_count("minilm") and not f.embedder_loaded]
     for folder in waiting:
         with _loading_lock:
             if id(folder) in _loading:

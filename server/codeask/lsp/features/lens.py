@@ -26,9 +26,7 @@ def code_lenses(folders: Folders, path: Path | None, uri: str) -> list[types.Cod
     if folder is None or path is None or not folder.settings.server.code_lens:
         return []
     rel = folder.relative(path)
-    with folder.store.lock:
-        record = folder.store.files.get(rel or "")
-        chunks = [folder.store.chunks[i] for i in (record.chunk_ids if record else [])]
+    chunks = folder.storage.chunks_of(rel or "")
     ready = folders.ready()
     dense = dense_ready(ready)
     lenses: list[types.CodeLens] = []

@@ -41,11 +41,7 @@ class HoverPlan:
 
 def enclosing_chunk(folder: FolderIndex, rel: str, line: int) -> Chunk | None:
     """The innermost indexed chunk of a file containing 1-based `line`."""
-    store = folder.store
-    with store.lock:
-        record = store.files.get(rel)
-        ids = list(record.chunk_ids) if record else []
-        chunks = [store.chunks[i] for i in ids if i in store.chunks]
+    chunks = folder.storage.chunks_of(rel)
     inside = [c for c in chunks if c.start_line <= line <= c.end_line]
     return min(inside, key=lambda c: c.end_line - c.start_line, default=None)
 

@@ -29,9 +29,7 @@ def workspace_symbols(folders: Folders, query: str) -> list[types.SymbolInformat
     wanted = query.strip().lower()
     found: list[tuple[tuple[int, int, str], types.SymbolInformation]] = []
     for folder in folders.ready():
-        with folder.store.lock:
-            chunks = list(folder.store.chunks.values())
-        for chunk in chunks:
+        for chunk in folder.storage.all_chunks():
             kind = SYMBOL_KINDS.get(chunk.kind)
             name = chunk.symbol.lower()
             if kind is None or not chunk.symbol or chunk.part > 1 or wanted not in name:

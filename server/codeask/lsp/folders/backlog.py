@@ -104,7 +104,7 @@ class Backlog:
                         self._thread = None
                         break
                     idle = not outcome.cancelled and not self._again
-                    if idle and not folder.store.pending_ids():
+                    if idle and not folder.storage.pending_ids("minilm"):
                         completed, self._thread = True, None
                         break
                     self._again = False

@@ -72,7 +72,7 @@ class Folders:
         out = []
         for worker in list(self.workers.values()):
             folder = worker.folder
-            if folder is not None and folder.store.chunks:
+            if folder is not None and folder.storage.chunk_count():
                 out.append(folder)
         return out
 

@@ -73,13 +73,12 @@ class Indexing:
             report.chunks_removed,
             report.chunks_embedded,
         )
-        if status.state == "empty" and folder.store.chunks:
+        if status.state == "empty" and folder.storage.chunk_count():
             status.state = "ready"
 
     def _expand(self, folder: FolderIndex, rels: list[str]) -> list[str]:
         """A deleted folder → the files known under it; a new folder → a quiet rescan."""
-        with folder.store.lock:
-            known = list(folder.store.files)
+        known = folder.storage.paths()
         present = set(known)
         out: list[str] = []
         for rel in rels:
@@ -125,7 +124,7 @@ class Indexing:
             log.info("stopped indexing %s", status.root)
             return
         # the lexical tables in memory, off this queue: the first searches are fast at once
-        background.start(folder.lexical.warm_up, name="codeask-bm25")
+        background.start(folder.storage.warm_up, name="codeask-bm25")
         self._backlog.start(folder, bar, quiet=quiet)
 
     def _lexical_pass(self, folder: FolderIndex, bar: WorkDone, *, rebuild: bool) -> bool:

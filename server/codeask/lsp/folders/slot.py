@@ -49,7 +49,7 @@ class IndexSlot:
             self._host.warn(f"codeask: {warning}")
         status.folder = folder
         status.head = head_sha(status.root)
-        chunks = len(folder.store.chunks)
+        chunks = folder.storage.chunk_count()
         status.state, status.message = ("ready" if chunks else "empty"), ""
         log.info("opened index of %s: %d chunks (%s)", status.root, chunks, folder.folder)
         if folder.read_only:

@@ -26,6 +26,6 @@ class FolderStatus:
         if self.folder is not folder or busy:
             return
         if self.state != "error":
-            self.state = "ready" if folder.store.chunks else "empty"
+            self.state = "ready" if folder.storage.chunk_count() else "empty"
         if done:
             self.percent = 100

@@ -40,7 +40,7 @@ def follow_or_own(status: FolderStatus, folder: FolderIndex, schedule: Schedule)
     if folder.read_only:
         if not folder.try_promote():
             if folder.reload_if_changed():
-                status.state = "ready" if folder.store.chunks else "empty"
+                status.state = "ready" if folder.storage.chunk_count() else "empty"
             return False
         status.message = ""
         log.info("%s: now the writer of its index", status.root)
