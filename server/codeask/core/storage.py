@@ -53,6 +53,10 @@ class IndexReader(Protocol):
         """The embedding model of tier `minilm`."""
         ...
 
+    def tier_model(self, tier: Tier) -> tuple[str, int]:
+        """(model name, dimension) of a tier's vectors."""
+        ...
+
     def counts(self) -> IndexCounts: ...
 
     def chunk_count(self) -> int:

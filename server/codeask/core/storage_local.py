@@ -45,6 +45,12 @@ class LocalStorage:
     def model(self) -> str:
         return self.store.model
 
+    def tier_model(self, tier: Tier) -> tuple[str, int]:
+        store = self.store
+        return (
+            (store.model, store.dim) if tier == "minilm" else (store.static_model, store.static_dim)
+        )
+
     def counts(self) -> IndexCounts:
         """Without the lock (a save holds it while writing): each count is one atomic read."""
         store = self.store

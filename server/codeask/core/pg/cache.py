@@ -152,7 +152,7 @@ class PgEmbeddingCache:
             try:
                 conn.execute(
                     f"INSERT INTO {MODEL_TABLE} (model, dim) VALUES (%s, %s) "
-                    "ON CONFLICT (model) DO NOTHING",
+                    "ON CONFLICT DO NOTHING",  # model or (model, dim): two first users at once
                     (self.model, self.dim),
                 )
             except psycopg.errors.InsufficientPrivilege as exc:

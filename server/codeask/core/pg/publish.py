@@ -119,7 +119,7 @@ def _check_model(conn: psycopg.Connection, model: str, dim: int, where: str) -> 
     if row is None:
         conn.execute(
             f"INSERT INTO {MODEL_TABLE} (model, dim) VALUES (%s, %s) "
-            "ON CONFLICT (model) DO NOTHING",
+            "ON CONFLICT DO NOTHING",  # model or (model, dim): two first users at once
             (model, dim),
         )
         row = conn.execute(query, (model,)).fetchone()
@@ -414,15 +414,11 @@ def publish_folder(
     sha = head_sha(root)
     if not sha:
         raise PgError(f"{root} has no HEAD commit: only a commit can be published")
-    store = folder.store
-    with store.lock:
-        chunks = list(store.chunks.values())
-        files = [f for f in store.files.values() if not f.skipped]
-        if tier == "minilm":
-            index, model, dim = store.vectors, store.model, store.dim
-        else:
-            index, model, dim = store.static_vectors, store.static_model, store.static_dim
-        vectors = {c.id: v for c in chunks if (v := index.vector(c.id)) is not None}
+    storage = folder.storage  # the publisher is the folder's writer: nothing changes meanwhile
+    chunks = storage.all_chunks()
+    files = [f for p in storage.paths() if (f := storage.file(p)) is not None and not f.skipped]
+    model, dim = storage.tier_model(tier)
+    vectors = {c.id: v for c in chunks if (v := storage.vector(tier, c.id)) is not None}
     if not allow_dirty:
         dirty = sorted(uncommitted_paths(root) & {f.path for f in files})
         if dirty:
