@@ -65,8 +65,15 @@ def test_index_backend_postgres_publishes_head_once(
             "JOIN codeask_repository p ON p.id = r.repository_id WHERE p.name = 'demo'"
         ).fetchall()
         chunks = db.execute("SELECT count(*) FROM codeask_chunk").fetchone()
+        # the published vectors are in the team cache too (the local cache may have had them)
+        missing = db.execute(
+            "SELECT count(DISTINCT c.content_hash) FROM codeask_chunk c LEFT JOIN "
+            "codeask_embedding_cache e ON e.content_hash = c.content_hash AND e.model = "
+            "(SELECT model FROM codeask_revision LIMIT 1) WHERE e.content_hash IS NULL"
+        ).fetchone()
     assert len(revisions) == 1 and revisions[0][0] == sha and revisions[0][1]
     assert chunks is not None and chunks[0] == revisions[0][2] >= 3
+    assert missing == (0,)
     again = index(tmp_path / "repo", pg_dsn, tmp_path / "cache", "--backend", "postgres")
     assert again.returncode == 0 and "already published" in again.stderr, again.stderr
     with pg_server.admin(pg_db) as db:

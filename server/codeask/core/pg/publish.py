@@ -53,6 +53,7 @@ from codeask.core.pg.connect import (
     redact,
 )
 from codeask.core.pg.schema import (
+    CACHE_TABLE,
     CHUNK_TABLE,
     FILE_TABLE,
     MODEL_TABLE,
@@ -339,6 +340,16 @@ def _publish(
                 FROM {_STAGE}""",
             (rev_id, dim),
         ).rowcount
+        # The revision's vectors join the team embedding cache too: CI's own local cache may
+        # have had every one of them (then the cache layer sent nothing to the team), and a
+        # developer indexing a nearby commit must not embed them again. Hash order: two
+        # publishers insert overlapping keys without deadlocking.
+        cur.execute(
+            f"INSERT INTO {CACHE_TABLE} (model, content_hash, dim, vec) "
+            f"SELECT DISTINCT ON (content_hash) %s, content_hash, %s, vec FROM {_STAGE} "
+            "WHERE vec IS NOT NULL ORDER BY content_hash ON CONFLICT DO NOTHING",
+            (model, dim),
+        )
         conn.execute(
             f"UPDATE {REVISION_TABLE} SET complete = true, chunk_count = %s, file_count = %s, "
             "published_at = now() WHERE id = %s",
