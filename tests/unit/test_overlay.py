@@ -285,11 +285,19 @@ def test_reindex_on_save_goes_through_the_overlay(world: World, tmp_path: Path) 
     assert world.reader.counts() == world.reference.storage.counts()
 
 
-def test_rank_merge_keeps_a_small_overlay_visible(world: World) -> None:
-    """Raw BM25 of a 2-file corpus (near-zero idf) against the base's: the rank merge still
-    puts the overlay's best match among the first hits."""
-    merged = world.reader.lexical_top_k("loyalty points spent customer", 3)
+@pytest.mark.parametrize("how", ["score", "rank", "rescore"])
+def test_every_lexical_merge_keeps_the_overlay_best_match_first(world: World, how: str) -> None:
+    """Whatever the merge, a query that names the edited code finds it first, and no merge
+    lets a shadowed base chunk through."""
+    reader = OverlayReader(world.base.storage, world.overlay.storage, world.changed)
+    reader.lexical_merge = how  # type: ignore[assignment]
+    merged = reader.lexical_top_k("loyalty points spent customer", 3)
     assert split_id(merged[0][0])[0] == 1
+    assert reader.chunk(merged[0][0]).symbol == "loyalty_points"  # type: ignore[union-attr]
+    for chunk_id, _ in reader.lexical_top_k("cart items sku quantity total price", 8):
+        chunk = reader.chunk(chunk_id)
+        assert chunk is not None
+        assert_fresh(world, chunk.path, chunk.text)
 
 
 # ---- overlay_paths ---------------------------------------------------------------------------
