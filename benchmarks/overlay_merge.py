@@ -6,11 +6,14 @@ the untouched copy (base), the changed files alone (overlay) and the edited copy
 static tier only), and prints each merge's top-10 overlap with the reference for 80 queries.
 """
 
-import random, shutil, sys
+import random
+import shutil
+import sys
 from pathlib import Path
+
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.overlay import OverlayReader, split_id
+from codeask.core.overlay import OverlayReader
 
 tmp = Path(sys.argv[1])
 src = Path(sys.argv[2])
@@ -28,7 +31,8 @@ for rel in changed:  # an edit: a new function appended
     p = work / rel
     p.write_text(
         p.read_text()
-        + f'\n\ndef helper_{abs(hash(rel)) % 1000}(value):\n    """Normalise the value before it is stored."""\n    return value\n'
+        + f"\n\ndef helper_{abs(hash(rel)) % 1000}(value):\n"
+        + '    """Normalise the value before it is stored."""\n    return value\n'
     )
 ov_dir = tmp / "ov"
 for rel in changed:
@@ -72,5 +76,6 @@ for how, r in readers.items():
         ov_ref += sum(1 for t in truth if t[0] in changed)
         ov_got += sum(1 for g in got if g[0] in changed)
     print(
-        f"{how}: changed={len(changed)} overlap@{K}={overlap / (K * len(qs)):.3f} overlay-chunks in top{K}: reference {ov_ref}, merged {ov_got}"
+        f"{how}: changed={len(changed)} overlap@{K}={overlap / (K * len(qs)):.3f}",
+        f"overlay chunks in top{K}: reference {ov_ref}, merged {ov_got}",
     )
