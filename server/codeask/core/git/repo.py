@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import FileStatus
+from pygit2.enums import DiffOption, FileStatus
 
 #: What a missing, corrupt or unreadable repository raises; callers turn it into "no history".
 GIT_ERRORS = (pygit2.GitError, KeyError, ValueError, OSError)
@@ -145,4 +145,32 @@ def uncommitted_paths(root: Path) -> set[str]:
         rel = scope.to_workspace(repo_path)
         if rel is not None and flags & _UNCOMMITTED and not flags & FileStatus.WT_DELETED:
             paths.add(rel)
+    return paths
+
+
+def diff_to_workdir(root: Path, base: str) -> set[str] | None:
+    """Workspace paths whose working-tree content differs from commit `base`'s tree (later
+    commits on any branch, staged, unstaged, untracked but not ignored, deleted; both sides of
+    a rename); None if unknowable (no repository, unknown commit).
+
+    The tree is compared with the working tree itself, not with HEAD, so `base` need not be an
+    ancestor of HEAD (a revision published from another branch)."""
+    opened = open_scoped(root)
+    if opened is None or not base:
+        return None
+    repo, scope = opened
+    commit = resolve(repo, base)
+    if commit is None:
+        return None
+    flags = DiffOption.INCLUDE_UNTRACKED | DiffOption.RECURSE_UNTRACKED_DIRS
+    try:
+        diff = commit.tree.diff_to_workdir(flags=flags)
+    except GIT_ERRORS:
+        return None
+    paths: set[str] = set()
+    for delta in diff.deltas:
+        for path in (delta.old_file.path, delta.new_file.path):
+            rel = scope.to_workspace(path) if path else None
+            if rel is not None:
+                paths.add(rel)
     return paths
