@@ -350,6 +350,26 @@ def test_search_lexical_same_top5_files_but_ts_rank_swaps_one_pair(
             assert mine == theirs, query
 
 
+def test_open_by_repository_and_sha_and_over_a_given_connection(
+    local: object, reader: PublishedReader, pg_dsn: str
+) -> None:
+    from codeask.core.git.repo import head_sha
+    from codeask.core.pg.connect import PgError
+
+    sha = head_sha(local.root)  # type: ignore[attr-defined]
+    assert sha and reader.revision.sha == sha
+    with PublishedReader.open(pg_dsn, "github.com/acme/shop", sha) as found:
+        assert found.generation == reader.generation and found.counts() == reader.counts()
+    with pytest.raises(PgError, match="is not published"):
+        PublishedReader.open(pg_dsn, "github.com/acme/shop", "f" * 40)
+    with connect(pg_dsn) as conn:
+        shared = PublishedReader(conn, reader.revision.id)
+        assert shared.lexical_top_k("discount", 3) == reader.lexical_top_k("discount", 3)
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("5s",)
+        shared.close()  # not its connection: left open
+        assert not conn.closed
+
+
 # ---- faults --------------------------------------------------------------------------------------
 
 

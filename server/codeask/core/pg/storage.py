@@ -102,7 +102,7 @@ from codeask.core.pg.reader import RANK_WEIGHTS, _meta, nearest_revision
 from codeask.core.pg.schema import CHUNK_TABLE, FILE_TABLE, REPOSITORY_TABLE, REVISION_TABLE
 from codeask.core.records import HISTORY_KINDS, Chunk, FileRecord
 from codeask.core.static_embed import STATIC_MODEL_NAME
-from codeask.core.storage import IndexCounts, Tier
+from codeask.core.storage import IndexCounts, IndexReader, Tier
 from codeask.core.symbol_table import SymbolTable
 
 if TYPE_CHECKING:
@@ -602,3 +602,10 @@ class PublishedReader:
                 return 0
             self._disk_bytes = int(rows[0][0]) if rows else 0
         return self._disk_bytes
+
+
+if TYPE_CHECKING:
+
+    def _is_an_index_reader(reader: PublishedReader) -> IndexReader:
+        """mypy checks here that PublishedReader has every method of IndexReader."""
+        return reader
