@@ -9,7 +9,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import psycopg
@@ -132,9 +132,10 @@ def unavailable(exc: BaseException, dsn: str, doing: str = "connect to") -> PgUn
 
 
 def connect(
-    dsn: str, *, timeout: int = CONNECT_TIMEOUT, autocommit: bool = True
+    dsn: str, *, timeout: int = CONNECT_TIMEOUT, autocommit: bool = True, **params: Any
 ) -> psycopg.Connection:
-    """An open connection (autocommit by default), or `PgUnavailable` with a redacted message."""
+    """An open connection (autocommit by default), or `PgUnavailable` with a redacted message.
+    `params`: more libpq connection parameters (e.g. `options`, `keepalives_idle`)."""
     import psycopg
 
     try:
@@ -143,6 +144,7 @@ def connect(
             connect_timeout=max(2, int(timeout)),
             autocommit=autocommit,
             application_name="codeask",
+            **params,
         )
     except psycopg.Error as exc:
         raise unavailable(exc, dsn) from None
