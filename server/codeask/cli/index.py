@@ -103,7 +103,11 @@ def _open_writer(root: Path, args: argparse.Namespace) -> FolderIndex | None:
     while True:
         try:
             return FolderIndex.open(
-                root, mode="write", kind="index", allow_broad_root=args.allow_broad_root
+                root,
+                mode="write",
+                kind="index",
+                allow_broad_root=args.allow_broad_root,
+                read_team=args.backend != "postgres",  # a publisher indexes every file itself
             )
         except RootRefused as exc:
             raise UserError(str(exc)) from None

@@ -32,19 +32,22 @@ def scan_and_chunk(
         ignored_dirs=[index.folder],
         on_found=lambda n: emit(Progress("scan", files_done=n, message="discovering files")),
     )
+    files = found.files
+    if index.team.reader is not None:  # the team's published revision has the rest
+        files = [f for f in files if f.rel in index.team.shadowed]
     report.skipped.extend(found.skipped)
     for skipped in found.skipped:
         log.info("skipped %s: %s", display_path(skipped.rel), skipped.reason)
-    report.files_seen = len(found.files)
-    present = {f.rel for f in found.files}
-    for rel in [r for r in index.storage.paths() if r not in present]:
+    report.files_seen = len(files)
+    present = {f.rel for f in files}
+    for rel in [r for r in index.local.paths() if r not in present]:
         remove_file(index, rel, report)
-    emit(Progress("chunk", 0, len(found.files)))
-    for done, source in enumerate(found.files, 1):
+    emit(Progress("chunk", 0, len(files)))
+    for done, source in enumerate(files, 1):
         token.check()
         index_file(index, source, report)
-        if done % 50 == 0 or done == len(found.files):
-            emit(Progress("chunk", done, len(found.files), message=source.rel))
+        if done % 50 == 0 or done == len(files):
+            emit(Progress("chunk", done, len(files), message=source.rel))
 
 
 def index_file(
@@ -56,7 +59,7 @@ def index_file(
     become searchable, so the snapshot saved right after includes them. A full pass
     batches the static tier after chunking instead (fewer, larger calls).
     """
-    known = index.storage.file(source.rel)
+    known = index.local.file(source.rel)
     if known and known.size == source.size and known.mtime_ns == source.mtime_ns:
         report.files_unchanged += 1
         return
@@ -72,16 +75,16 @@ def index_file(
             sha256="",
             skipped=loaded.reason,
         )
-        index.storage.replace_file(record, [])
+        index.local.replace_file(record, [])
         return
     if known and known.sha256 == loaded.sha256 and not known.skipped:
-        index.storage.touch_file(source.rel, loaded.size, loaded.mtime_ns)
+        index.local.touch_file(source.rel, loaded.size, loaded.mtime_ns)
         report.files_unchanged += 1
         return
     result = chunk_file(source.rel, loaded.text, index.settings.chunk)
     if result.fallback_reason:
         log.info("%s: %s", display_path(source.rel), result.fallback_reason)
-    ids = index.storage.new_ids(len(result.chunks))
+    ids = index.local.new_ids(len(result.chunks))
     for chunk, chunk_id in zip(result.chunks, ids, strict=True):
         chunk.id = chunk_id
     record = FileRecord(
@@ -92,7 +95,7 @@ def index_file(
         language=result.language,
     )
     rows = index.embedding.static_rows(result.chunks, report) if static_now else None
-    removed = index.storage.replace_file(record, result.chunks, rows)
+    removed = index.local.replace_file(record, result.chunks, rows)
     report.files_indexed += 1
     report.chunks_added += len(result.chunks)
     report.chunks_removed += len(removed)
@@ -100,7 +103,7 @@ def index_file(
 
 def remove_file(index: FolderIndex, rel: str, report: IndexReport) -> None:
     """Drop a file's chunks from the store and the lexical table."""
-    removed = index.storage.remove_file(rel)
-    if removed or index.storage.file(rel) is not None:
+    removed = index.local.remove_file(rel)
+    if removed or index.local.file(rel) is not None:
         report.files_removed += 1
     report.chunks_removed += len(removed)

@@ -22,6 +22,7 @@ from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, ta
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
 from codeask.core.indexer.snapshot import memory_lexical, open_lexical, open_store
 from codeask.core.indexer.status import IndexStatus, status_of
+from codeask.core.indexer.team import TeamBase, TeamStorage, open_base
 from codeask.core.indexer.vectors import VectorTiers
 from codeask.core.storage import Storage
 from codeask.core.storage_local import LocalStorage
@@ -48,6 +49,7 @@ class FolderIndex:
         mode: Mode = "write",
         kind: str = "index",
         allow_broad_root: bool = False,
+        read_team: bool = True,
     ) -> None:
         self.root = resolved_root(root)
         self.settings = settings
@@ -65,6 +67,12 @@ class FolderIndex:
         self.uncommitted: frozenset[str] = frozenset()
         self.state = "loading"
         self.damage = ""
+        #: The team's published revision this folder reads (index.backend = "postgres").
+        # `read_team=False`: a publisher (CI) indexes every file itself
+        team = read_team and settings.index.backend == "postgres"
+        self.team = open_base(self.root, settings) if team else TeamBase()
+        if self.team.reason:
+            log.warning("%s: %s", self.root, self.team.reason)
         self._load()
 
     @classmethod
@@ -76,6 +84,7 @@ class FolderIndex:
         mode: Mode = "write",
         kind: str = "index",
         allow_broad_root: bool = False,
+        read_team: bool = True,
     ) -> FolderIndex:
         """Open with settings merged from the folder's project file, the editor and the env."""
         settings, warnings = load_settings(root, editor)
@@ -88,6 +97,7 @@ class FolderIndex:
             mode=mode,
             kind=kind,
             allow_broad_root=allow_broad_root,
+            read_team=read_team,
         )
 
     @property
@@ -113,9 +123,14 @@ class FolderIndex:
             kind=self.kind,
             fallback=lambda: memory_lexical(self.store),  # the snapshot loaded by then
         )
-        #: Everything outside the indexer reads (and the indexer writes) through this;
-        #: `store` and `lexical` are its local parts, for the local-only jobs below and tests.
-        self.storage: Storage = LocalStorage(self.store, self.lexical)
+        #: What the indexer reads and writes: this machine's index (with the postgres backend,
+        #: only the files that differ from the team's published revision).
+        self.local: Storage = LocalStorage(self.store, self.lexical)
+        #: What everything outside the indexer reads: `local`, or the team's published
+        #: revision under it (team.py). `store` and `lexical` are the local parts, for tests.
+        self.storage: Storage = self.local
+        if self.team.reader is not None:
+            self.storage = TeamStorage(self.team, self.local)
         self.state = "ready" if self.storage.paths() else "empty"
 
     # ---- readers follow the writer; a reader becomes the writer when the lock frees -----------
@@ -185,7 +200,7 @@ class FolderIndex:
     def rebuild(self, **kwargs: object) -> IndexReport:
         """Forget everything and index from scratch (vectors still come from the cache)."""
         with self.run_lock:
-            self.storage.clear()
+            self.local.clear()
         return self.refresh(**kwargs)  # type: ignore[arg-type]
 
     def refresh_uncommitted(self) -> None:

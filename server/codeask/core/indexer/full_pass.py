@@ -41,12 +41,12 @@ def full_pass(
         index.state = "indexing"
         try:
             files.scan_and_chunk(index, report, emit, token)
-            embedding.embed_static(index.storage.pending_ids("static"), report, emit, token)
+            embedding.embed_static(index.local.pending_ids("static"), report, emit, token)
             report.seconds_lexical = time.perf_counter() - started
             index.checkpoint()
             if index.settings.history.enabled if history_on is None else history_on:
                 history.sync_into(index, report, emit, token)
-                embedding.embed_static(index.storage.pending_ids("static"), report, emit, token)
+                embedding.embed_static(index.local.pending_ids("static"), report, emit, token)
             history.refresh_uncommitted(index)
             if embed and embedding.minilm_tier:
                 embedding.embed_pending(report, emit, token)

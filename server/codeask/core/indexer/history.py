@@ -38,7 +38,7 @@ def sync_into(
     index: FolderIndex, report: IndexReport, emit: ProgressFn, token: CancelToken
 ) -> None:
     """Diff the commits that are new since the last run into chunks; drop those that left."""
-    known = set(index.storage.history_commits())
+    known = set(index.local.history_commits())
     delta = sync_history(
         index.root,
         index.settings.history,
@@ -52,7 +52,7 @@ def sync_into(
     for note in delta.notes:
         log.info("history: %s", note)
     added = {sha: [storable(chunk) for chunk in found] for sha, found in delta.added.items()}
-    index.storage.sync_history(delta.removed, added, delta.head)
+    index.local.sync_history(delta.removed, added, delta.head)
     report.commits_added += len(delta.added)
     report.commits_removed += len(delta.removed)
 

@@ -24,6 +24,8 @@ def update_paths(index: FolderIndex, rels: Iterable[str], *, embed: bool) -> Ind
     started = time.perf_counter()
     rels = list(dict.fromkeys(rels))
     embedding = index.embedding
+    if index.team.reader is not None:  # changed here: the published copy must not show
+        index.team.shadowed.update(rels)
     with index.run_lock:
         for rel in rels:
             found = check_file(index.root, rel, index.settings.index)

@@ -57,7 +57,7 @@ class VectorTiers:
     @property
     def _storage(self) -> Storage:
         """The index's storage as it is now (a reader's reload replaces it)."""
-        return self._index.storage
+        return self._index.local
 
     # ---- the embedder is loaded on first need: lexical search never waits for it ------------
     @property
