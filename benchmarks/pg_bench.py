@@ -33,11 +33,16 @@ from typing import Any
 
 import pygit2
 
+from benchmarks.perf import eval_queries, percentile, query_latency
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.pg.publish import publish_folder
+from codeask.core.retrieve import Mode, search
 
 DSN_ENV = "CODEASK_BENCH_PG_DSN"
+ORIGIN = "https://example.com/bench/corpus.git"
+#: The name the corpus is published under (what `repository_identity` makes of ORIGIN).
+NAME = "example.com/bench/corpus"
 
 
 @contextmanager
@@ -83,6 +88,7 @@ def git_repository(source: Path, target: Path, only: list[str] | None = None) ->
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / rel, target / rel)
     repo = pygit2.init_repository(str(target))
+    repo.remotes.create("origin", ORIGIN)
     repo.index.add_all()
     repo.index.write()
     who = pygit2.Signature("CI", "ci@example.com")
@@ -98,7 +104,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def index_run(root: Path, settings: Settings) -> tuple[float, FolderIndex, Any]:
     """A full index (lexical + both tiers) as `codeask index` does it; the folder stays open."""
-    folder = FolderIndex(root, settings)
+    folder = FolderIndex(root, settings, read_team=False)  # CI: every file indexed here
     seconds, report = timed(lambda: folder.refresh(embed=True))
     return seconds, folder, report
 
@@ -111,6 +117,14 @@ def throughput(root: Path, work: Path, backend: str) -> float:
     return float(report.vectors_computed) / max(seconds, 1e-9)
 
 
+def latency(folder: FolderIndex, queries: list[str], mode: Mode) -> tuple[float, float]:
+    """(p50, p95) ms of in-process search through the team storage (the base answers from
+    PostgreSQL; the overlay is empty on a fresh clone)."""
+    search([folder], queries[0], k=10, mode=mode)
+    times = [timed(lambda q=q: search([folder], q, k=10, mode=mode))[0] * 1000 for q in queries]
+    return percentile(times, 0.5), percentile(times, 0.95)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus-root", type=Path, default=Path.home() / ".cache/codeask-eval/src")
@@ -118,6 +132,10 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/codeask")
     parser.add_argument("--sample-files", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=1, help="runs of the sample comparison")
+    parser.add_argument("--queries", type=int, default=200, help="eval texts timed (0: none)")
+    parser.add_argument(
+        "--instances", type=Path, default=Path("/work/runs/evalcopy/dev.jsonl"), help="questions"
+    )
     args = parser.parse_args()
     source = args.corpus_root / args.corpus
     rows: list[tuple[str, str]] = []
@@ -138,28 +156,59 @@ def main() -> int:
                 f"{seconds:.1f} s ({report.vectors_computed} vectors computed)",
             )
         )
-        publish_s, done = timed(lambda: publish_folder(folder, DSN_ENV, "bench/corpus"))
+        publish_s, done = timed(lambda: publish_folder(folder, DSN_ENV, NAME))
         rows.append(
             (
                 "CI run 1: publish HEAD",
                 f"{publish_s:.1f} s, {done.chunks} chunks = {done.chunks / publish_s:.0f} rows/s",
             )
         )
-        again_s, again = timed(lambda: publish_folder(folder, DSN_ENV, "bench/corpus"))
+        again_s, again = timed(lambda: publish_folder(folder, DSN_ENV, NAME))
         rows.append(
             (
                 "publish the same revision again (idempotent)",
                 f"{again_s:.2f} s, created={again.created}",
             )
         )
-        replace_s, _ = timed(lambda: publish_folder(folder, DSN_ENV, "bench/corpus", replace=True))
+        replace_s, _ = timed(lambda: publish_folder(folder, DSN_ENV, NAME, replace=True))
         rows.append(
             (
                 "publish with replace (rewrite every row)",
                 f"{replace_s:.1f} s = {chunks / replace_s:.0f} rows/s",
             )
         )
-        folder.close()
+        local_folder = folder  # kept open: the local side of the query comparison
+
+        # 2b. a developer's fresh clone of the published commit: the team's index + an overlay
+        laptop = work / "laptop"
+        shutil.copytree(repo, laptop, ignore=shutil.ignore_patterns(".codeask"))
+        settings = settings_for(work / "laptop-index", work / "laptop-cache", "postgres")
+        started = time.perf_counter()
+        team_folder = FolderIndex(laptop, settings)
+        report = team_folder.refresh()
+        ready_s = time.perf_counter() - started
+        counts = team_folder.storage.counts()
+        rows.append(
+            (
+                "a fresh clone, team backend: open + index until dense-capable",
+                f"{ready_s:.1f} s; {report.files_indexed} files indexed and "
+                f"{report.vectors_computed + report.static_computed} chunks embedded locally; "
+                f"{counts.embedded}/{counts.chunks} chunks with a MiniLM vector",
+            )
+        )
+        if args.queries:
+            queries = eval_queries(args.instances, args.queries)
+            for mode in ("lexical", "dense", "hybrid"):
+                lp50, lp95 = query_latency([local_folder], queries, mode)  # type: ignore[arg-type]
+                tp50, tp95 = latency(team_folder, queries, mode)  # type: ignore[arg-type]
+                rows.append(
+                    (
+                        f"query {mode} p50 / p95, {len(queries)} eval texts: local / team",
+                        f"{lp50:.1f} / {lp95:.1f} ms vs {tp50:.1f} / {tp95:.1f} ms",
+                    )
+                )
+        team_folder.close()
+        local_folder.close()
 
         # 2. CI on a fresh clone, fresh local caches, warm team cache
         clone = git_repository(source, work / "ci-b")
