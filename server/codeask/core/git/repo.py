@@ -121,13 +121,7 @@ def changed_between(root: Path, old: str, new: str) -> list[str] | None:
         diff = old_tree.diff_to_tree(new_tree)
     except GIT_ERRORS:
         return None
-    paths: set[str] = set()
-    for delta in diff.deltas:
-        for path in (delta.old_file.path, delta.new_file.path):
-            rel = scope.to_workspace(path) if path else None
-            if rel is not None:
-                paths.add(rel)
-    return sorted(paths)
+    return sorted(_delta_paths(diff, scope))
 
 
 def uncommitted_paths(root: Path) -> set[str]:
@@ -167,6 +161,11 @@ def diff_to_workdir(root: Path, base: str) -> set[str] | None:
         diff = commit.tree.diff_to_workdir(flags=flags)
     except GIT_ERRORS:
         return None
+    return _delta_paths(diff, scope)
+
+
+def _delta_paths(diff: pygit2.Diff, scope: Scope) -> set[str]:
+    """Workspace paths on either side of a diff's deltas (both sides of a rename)."""
     paths: set[str] = set()
     for delta in diff.deltas:
         for path in (delta.old_file.path, delta.new_file.path):
