@@ -145,3 +145,25 @@ def test_an_unreachable_database_means_a_full_local_index(
     assert report.files_indexed == 3
     assert symbols(folder, "shipping_fee", "lexical")[0] == "shop/shipping.py:shipping_fee"
     folder.close()
+
+
+def test_a_full_pass_re_asks_git_which_files_differ(published: Path, tmp_path: Path) -> None:
+    """Files changed outside the editor (a checkout, a script) are found by the next full pass;
+    a file edited back to the published content is served from the published revision again."""
+    clone, folder = second_machine(published, tmp_path)
+    folder.refresh()
+    original = (clone / "shop/cart.py").read_text()
+    (clone / "shop/cart.py").write_text(original.replace("total_price", "grand_total"))
+    (clone / "shop/refund.py").write_text("def issue_refund(order):\n    return order.paid\n")
+    report = folder.refresh()  # no update_paths: nobody told the index about these
+    assert report.files_indexed == 2
+    assert folder.team.shadowed == {"shop/cart.py", "shop/refund.py"}
+    assert symbols(folder, "issue_refund", "lexical")[0] == "shop/refund.py:issue_refund"
+    found = symbols(folder, "total_price grand_total", "lexical")
+    assert found[0] == "shop/cart.py:grand_total" and "shop/cart.py:total_price" not in found
+    (clone / "shop/cart.py").write_text(original)
+    folder.refresh()
+    assert folder.team.shadowed == {"shop/refund.py"}
+    assert sorted(folder.local.paths()) == ["shop/refund.py"]
+    assert symbols(folder, "total_price grand_total", "lexical")[0] == "shop/cart.py:total_price"
+    folder.close()

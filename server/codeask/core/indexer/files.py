@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from codeask.core.chunk import chunk_file
 from codeask.core.discover import SkippedFile, SourceFile, discover, load_source
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
+from codeask.core.indexer.team import refresh_shadowed
 from codeask.core.names import display_path
 from codeask.core.records import FileRecord
 
@@ -34,6 +35,7 @@ def scan_and_chunk(
     )
     files = found.files
     if index.team.reader is not None:  # the team's published revision has the rest
+        refresh_shadowed(index.root, index.team)
         files = [f for f in files if f.rel in index.team.shadowed]
     report.skipped.extend(found.skipped)
     for skipped in found.skipped:

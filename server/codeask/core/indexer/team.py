@@ -103,8 +103,19 @@ def open_base(root: Path, settings: Settings) -> TeamBase:
     return TeamBase(reader, found.sha, shadowed)
 
 
+def refresh_shadowed(root: Path, team: TeamBase) -> None:
+    """Re-ask git which files differ from the base (a full pass: files may have changed
+    outside the editor, e.g. a checkout); an unknowable answer keeps the last one."""
+    try:
+        team.shadowed = overlay_paths(root, team.sha)
+    except ValueError as exc:
+        log.warning("%s: cannot tell which files differ from %s: %s", root, team.sha[:12], exc)
+
+
 class TeamStorage(OverlayReader):
-    """Reads: the published base under the local overlay. Writes: the local overlay's."""
+    """Reads: the published base under the local overlay. Writes: the local overlay's (the
+    indexer decides what is shadowed: `refresh_shadowed` on a full pass, `update_paths` for
+    the files it is told about)."""
 
     def __init__(self, base: TeamBase, local: Storage) -> None:
         assert base.reader is not None
@@ -122,14 +133,12 @@ class TeamStorage(OverlayReader):
         chunks: Sequence[Chunk],
         static_rows: np.ndarray | None = None,
     ) -> list[int]:
-        self.team.shadowed.add(record.path)
         return self.local.replace_file(record, chunks, static_rows)
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.local.touch_file(path, size, mtime_ns)
 
     def remove_file(self, path: str) -> list[int]:
-        self.team.shadowed.add(path)  # gone here: the published copy must not show either
         return self.local.remove_file(path)
 
     def sync_history(
