@@ -26,18 +26,17 @@ import statistics
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
-from benchmarks.perf import eval_queries, percentile, query_latency
+from benchmarks.perf import eval_queries, query_latency, timed
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.pg.publish import publish_folder
-from codeask.core.retrieve import Mode, search
 
 DSN_ENV = "CODEASK_BENCH_PG_DSN"
 ORIGIN = "https://example.com/bench/corpus.git"
@@ -96,12 +95,6 @@ def git_repository(source: Path, target: Path, only: list[str] | None = None) ->
     return target
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - started, result
-
-
 def index_run(root: Path, settings: Settings) -> tuple[float, FolderIndex, Any]:
     """A full index (lexical + both tiers) as `codeask index` does it; the folder stays open."""
     folder = FolderIndex(root, settings, read_team=False)  # CI: every file indexed here
@@ -115,14 +108,6 @@ def throughput(root: Path, work: Path, backend: str) -> float:
     seconds, folder, report = index_run(root, settings_for(work / backend, cache, backend))
     folder.close()
     return float(report.vectors_computed) / max(seconds, 1e-9)
-
-
-def latency(folder: FolderIndex, queries: list[str], mode: Mode) -> tuple[float, float]:
-    """(p50, p95) ms of in-process search through the team storage (the base answers from
-    PostgreSQL; the overlay is empty on a fresh clone)."""
-    search([folder], queries[0], k=10, mode=mode)
-    times = [timed(lambda q=q: search([folder], q, k=10, mode=mode))[0] * 1000 for q in queries]
-    return percentile(times, 0.5), percentile(times, 0.95)
 
 
 def main() -> int:
@@ -200,7 +185,7 @@ def main() -> int:
             queries = eval_queries(args.instances, args.queries)
             for mode in ("lexical", "dense", "hybrid"):
                 lp50, lp95 = query_latency([local_folder], queries, mode)  # type: ignore[arg-type]
-                tp50, tp95 = latency(team_folder, queries, mode)  # type: ignore[arg-type]
+                tp50, tp95 = query_latency([team_folder], queries, mode)  # type: ignore[arg-type]
                 rows.append(
                     (
                         f"query {mode} p50 / p95, {len(queries)} eval texts: local / team",
