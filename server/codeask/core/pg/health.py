@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import TYPE_CHECKING
 
 from codeask.core.pg.connect import (
     DEFAULT_DSN_ENV,
@@ -21,6 +22,9 @@ from codeask.core.pg.connect import (
     redact,
 )
 from codeask.core.pg.schema import CACHE_TABLE, LATEST, MODEL_TABLE, current_version
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,11 +78,8 @@ def team_health(dsn_env: str, model: str, timeout: float = 2.0) -> TeamHealth:
     return TeamHealth(env, where, True, version, LATEST, dim, writable, millis, error)
 
 
-def _model_and_rights(conn: object, model: str) -> tuple[int, bool]:
+def _model_and_rights(conn: psycopg.Connection, model: str) -> tuple[int, bool]:
     """(the team's dimension for `model` or 0, may this role insert vectors?)."""
-    import psycopg
-
-    assert isinstance(conn, psycopg.Connection)
     row = conn.execute(f"SELECT dim FROM {MODEL_TABLE} WHERE model = %s", (model,)).fetchone()
     rights = conn.execute(
         "SELECT has_table_privilege(current_user, %s, 'INSERT')", (CACHE_TABLE,)
