@@ -387,7 +387,7 @@ def test_an_unreachable_server_is_pg_unavailable_at_once_without_the_password() 
 def test_a_connection_lost_mid_session_is_pg_unavailable_then_reconnects(
     reader: PublishedReader, pg_server: PgServer, pg_dsn: str
 ) -> None:
-    conn = reader._conn
+    conn = reader._session.connection()
     assert conn is not None
     pid = conn.info.backend_pid
     dbname = conn.info.dbname

@@ -21,7 +21,6 @@ Faults:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import struct
 import threading
@@ -33,9 +32,7 @@ import numpy as np
 from codeask.core.pg.connect import (
     CONNECT_TIMEOUT,
     PgError,
-    PgUnavailable,
-    connect,
-    describe,
+    Session,
     dsn_from_env,
     redact,
 )
@@ -108,16 +105,14 @@ class PgEmbeddingCache:
     ) -> None:
         self.model = model
         self.dim = dim
-        #: Where the vectors live, for messages: `user@host:port/db` (no password).
-        self.location = describe(dsn)
         self.read_only = False
-        self._dsn = dsn
-        self._timeout = timeout
         self._migrate = migrate_schema
         self._lock = threading.Lock()
-        self._conn: psycopg.Connection | None = None
+        self._session = Session(dsn, "the team embedding cache", self._prepare, timeout=timeout)
+        #: Where the vectors live, for messages: `user@host:port/db` (no password).
+        self.location = self._session.location
         with self._lock:
-            self._connection()
+            self._session.connection()
 
     @classmethod
     def from_env(cls, env_name: str, model: str, dim: int) -> PgEmbeddingCache:
@@ -126,23 +121,13 @@ class PgEmbeddingCache:
 
     # -- connection -------------------------------------------------------------------------
 
-    def _connection(self) -> psycopg.Connection:
-        """The open connection, or a new one (migrated, adapters registered, model checked)."""
-        if self._conn is not None and not self._conn.closed and not self._conn.broken:
-            return self._conn
-        self._drop()
-        conn = connect(self._dsn, timeout=self._timeout)
-        try:
-            if self._migrate:
-                migrate(conn)
-                self._migrate = False  # once per session; a reconnect finds it done
-            _register_halfvec(conn)
-            self._check_model(conn)
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-        return conn
+    def _prepare(self, conn: psycopg.Connection) -> None:
+        """A new connection: migrated (once), adapters registered, the model checked."""
+        if self._migrate:
+            migrate(conn)
+            self._migrate = False  # once per session; a reconnect finds it done
+        _register_halfvec(conn)
+        self._check_model(conn)
 
     def _check_model(self, conn: psycopg.Connection) -> None:
         import psycopg
@@ -170,21 +155,6 @@ class PgEmbeddingCache:
         row = conn.execute(query, (self.model,)).fetchone()
         return int(row[0]) if row else None
 
-    def _drop(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(Exception):  # already broken: nothing left to release
-                self._conn.close()
-            self._conn = None
-
-    def _lost(self, exc: Exception, doing: str) -> PgUnavailable:
-        """The connection failed mid-call: forget it (the next call reconnects) and say so."""
-        self._drop()
-        reason = redact(str(exc).strip() or type(exc).__name__, self._dsn)
-        return PgUnavailable(
-            f"lost the connection to the team embedding cache {self.location} while {doing}: "
-            f"{reason}. The next call reconnects."
-        )
-
     def _turn_read_only(self, exc: Exception) -> None:
         if not self.read_only:
             log.warning(
@@ -205,7 +175,7 @@ class PgEmbeddingCache:
         if not wanted:
             return {}
         with self._lock:
-            conn = self._connection()
+            conn = self._session.connection()
             try:
                 cur = conn.cursor(binary=True)
                 cur.execute(
@@ -215,7 +185,7 @@ class PgEmbeddingCache:
                 )
                 rows = cur.fetchall()
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                raise self._lost(exc, "reading vectors") from None
+                raise self._session.lost(exc, "reading vectors") from None
         return {key: vec for key, vec in rows if vec.shape[0] == self.dim}
 
     def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
@@ -232,7 +202,7 @@ class PgEmbeddingCache:
                 )
         rows = [(self.model, key, self.dim, HalfVec(unique[key])) for key in sorted(unique)]
         with self._lock:
-            conn = self._connection()
+            conn = self._session.connection()
             try:
                 with conn.transaction(), conn.cursor() as cur:
                     cur.executemany(
@@ -243,9 +213,9 @@ class PgEmbeddingCache:
             except psycopg.errors.InsufficientPrivilege as exc:
                 self._turn_read_only(exc)
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                raise self._lost(exc, "storing vectors") from None
+                raise self._session.lost(exc, "storing vectors") from None
 
     def close(self) -> None:
         """Close the connection."""
         with self._lock:
-            self._drop()
+            self._session.drop()

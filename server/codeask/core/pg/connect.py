@@ -4,6 +4,7 @@ passwords never reach a message or a log, failures say what to do, start-up retr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -179,3 +180,69 @@ def connect_with_retry(
             sleep(delay)
             delay = min(max_delay, delay * 2)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Session:
+    """One connection to the team database for a long-lived user of it (the embedding cache,
+    a published revision): opened on first use, reopened after a loss when this session opened
+    it, and every loss a redacted `PgUnavailable` naming `what` and where. Callers serialise
+    their use of it (each holds its own lock)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        what: str,
+        prepare: Callable[[psycopg.Connection], None],
+        *,
+        conn: psycopg.Connection | None = None,
+        timeout: int = CONNECT_TIMEOUT,
+        **params: Any,
+    ) -> None:
+        self.dsn = dsn
+        self.what = what
+        #: Opened here (and so reopened after a loss), or passed in by the caller.
+        self.owned = conn is None
+        #: `user@host:port/db` for messages (no password).
+        self.location = describe(dsn if conn is None else conn.info.dsn)
+        self._prepare = prepare
+        self._timeout = timeout
+        self._params = params
+        self._conn = conn
+
+    def connection(self) -> psycopg.Connection:
+        """The open connection, or a new prepared one; `PgUnavailable` when a passed-in one
+        broke (it is not ours to reopen)."""
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        if not self.owned:
+            raise PgUnavailable(
+                f"the connection to {self.what} {self.location} is closed or broken "
+                "(it was passed in, so this reader cannot reconnect)"
+            )
+        self.drop()
+        conn = connect(self.dsn, timeout=self._timeout, **self._params)
+        try:
+            self._prepare(conn)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def drop(self) -> None:
+        """Close (if ours) and forget the connection; the next call opens another."""
+        if self._conn is not None and self.owned:
+            with contextlib.suppress(Exception):  # already broken: nothing left to release
+                self._conn.close()
+            self._conn = None
+
+    def lost(self, exc: BaseException, doing: str) -> PgUnavailable:
+        """The connection failed mid-call: forget it and say so, redacted."""
+        self.drop()
+        reason = redact(str(exc).strip() or type(exc).__name__, self.dsn or None)
+        again = " The next call reconnects." if self.owned else ""
+        return PgUnavailable(
+            f"lost the connection to {self.what} {self.location} while {doing}: {reason}.{again}"
+        )

@@ -79,7 +79,6 @@ be complete (else `PgError`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections import OrderedDict
@@ -94,8 +93,8 @@ from codeask.core.pg.cache import HalfVec, _register_halfvec
 from codeask.core.pg.connect import (
     PgError,
     PgUnavailable,
+    Session,
     connect,
-    describe,
     redact,
 )
 from codeask.core.pg.reader import RANK_WEIGHTS, _meta, nearest_revision
@@ -181,21 +180,18 @@ class PublishedReader:
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
         cache_size: int = CACHE_SIZE,
     ) -> None:
-        self._dsn = conn_or_dsn if isinstance(conn_or_dsn, str) else ""
-        self._own = isinstance(conn_or_dsn, str)
         self._timeout_ms = max(1, int(statement_timeout_ms))
         self._lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._cache: OrderedDict[int, Chunk] = OrderedDict()
         self._cache_size = max(1, int(cache_size))
         self._disk_bytes: int | None = None
-        self._conn: psycopg.Connection | None = None
         if isinstance(conn_or_dsn, str):
-            self.location = describe(conn_or_dsn)
-        else:
-            self._conn = conn_or_dsn
-            self.location = describe(conn_or_dsn.info.dsn)
+            self._session = Session(conn_or_dsn, "the team index", self._prepare, **_KEEPALIVE)
+        else:  # the caller's connection: prepared now, never reopened here
+            self._session = Session("", "the team index", self._prepare, conn=conn_or_dsn)
             self._prepare(conn_or_dsn)
+        self.location = self._session.location
         self._minilm_model = model
         self.load_seconds = 0.0
         self.revision = self._load(int(revision_id))
@@ -247,41 +243,7 @@ class PublishedReader:
             conn.execute(f"SET statement_timeout = {self._timeout_ms}")
             _register_halfvec(conn)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            raise self._lost(exc, "opening the revision") from None
-
-    def _connection(self) -> psycopg.Connection:
-        conn = self._conn
-        if conn is not None and not conn.closed and not conn.broken:
-            return conn
-        if not self._own:
-            raise PgUnavailable(
-                f"the connection to the team index {self.location} is closed or broken "
-                "(it was passed in, so this reader cannot reconnect)"
-            )
-        self._drop()
-        conn = connect(self._dsn, **_KEEPALIVE)
-        try:
-            self._prepare(conn)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                conn.close()
-            raise
-        self._conn = conn
-        return conn
-
-    def _drop(self) -> None:
-        if self._conn is not None and self._own:
-            with contextlib.suppress(Exception):  # already broken: nothing left to release
-                self._conn.close()
-            self._conn = None
-
-    def _lost(self, exc: BaseException, doing: str) -> PgUnavailable:
-        self._drop()
-        reason = redact(str(exc).strip() or type(exc).__name__, self._dsn or None)
-        again = " The next call reconnects." if self._own else ""
-        return PgUnavailable(
-            f"lost the connection to the team index {self.location} while {doing}: {reason}.{again}"
-        )
+            raise self._session.lost(exc, "opening the revision") from None
 
     def _rows(
         self, sql: str, args: Sequence[Any], doing: str, *, setup: Sequence[str] = ()
@@ -290,7 +252,7 @@ class PublishedReader:
         import psycopg
 
         with self._lock:
-            conn = self._connection()
+            conn = self._session.connection()
             try:
                 if setup:
                     with conn.transaction():
@@ -304,17 +266,17 @@ class PublishedReader:
                     f"{self._timeout_ms / 1000:g} s while {doing} (statement_timeout)"
                 ) from None
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                raise self._lost(exc, doing) from None
+                raise self._session.lost(exc, doing) from None
             except psycopg.Error as exc:
                 raise PgError(
                     f"the team index {self.location} failed while {doing}: "
-                    f"{redact(str(exc), self._dsn or None)}"
+                    f"{redact(str(exc), self._session.dsn or None)}"
                 ) from None
 
     def close(self) -> None:
         """Close the connection if this reader opened it."""
         with self._lock:
-            self._drop()
+            self._session.drop()
 
     def __enter__(self) -> PublishedReader:
         return self
