@@ -174,7 +174,18 @@ def reader(
 ) -> Iterator[PublishedReader]:
     monkeypatch.setenv("TEAM_DSN", pg_dsn)
     result = publish_folder(local, "TEAM_DSN", "github.com/acme/shop", tier="static")  # type: ignore[arg-type]
-    with PublishedReader(pg_dsn, result.revision_id) as opened:
+    # ts_rank only: the in-memory BM25 (built after a few queries) is tested on its own below
+    with PublishedReader(pg_dsn, result.revision_id, lexical_after=None) as opened:
+        yield opened
+
+
+@pytest.fixture
+def bm25_reader(reader: PublishedReader, pg_dsn: str) -> Iterator[PublishedReader]:
+    """The same revision with its lexical tables built in memory."""
+    with PublishedReader(pg_dsn, reader.revision.id, lexical_after=None) as opened:
+        assert opened.lexical_scale == "ts_rank"
+        opened.warm_up()
+        assert opened.lexical_scale == "bm25"
         yield opened
 
 
@@ -350,6 +361,68 @@ def test_search_lexical_same_top5_files_but_ts_rank_swaps_one_pair(
             assert mine == theirs, query
 
 
+def test_in_memory_bm25_ranks_exactly_as_the_local_storage(
+    local: object, bm25_reader: PublishedReader
+) -> None:
+    """Once built, lexical hits are the local storage's: the same ids in the same order with
+    the same BM25 scores, chunks (history included) and whole files."""
+    store = _storage(local)
+    for query in [*QUERIES, "sales tax", "SqliteBackend save_order", "pricing", "the and of"]:
+        for mine, theirs in [
+            (bm25_reader.lexical_top_k(query, 1000), store.lexical_top_k(query, 1000)),
+            (bm25_reader.lexical_files(query, 1000), store.lexical_files(query, 1000)),
+        ]:
+            assert [key for key, _ in mine] == [key for key, _ in theirs], query
+            assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], rel=1e-9)
+    assert bm25_reader.lexical_top_k("apply_discount", 3)  # not vacuous
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid", "dense"])
+def test_search_over_the_in_memory_bm25_returns_the_local_top5_files_in_order(
+    local: object, bm25_reader: PublishedReader, mode: Mode
+) -> None:
+    """With BM25 in memory even lexical-only search agrees with the local storage, including
+    the question ts_rank got wrong (above)."""
+    there, here = _views(local, bm25_reader)
+    for query in QUERIES:
+        assert _top_files(there, query, mode) == _top_files(here, query, mode), query
+
+
+def test_the_bm25_tables_are_built_in_the_background_after_a_few_queries(
+    reader: PublishedReader, pg_dsn: str
+) -> None:
+    """The first queries go to PostgreSQL; then a background thread builds the tables and
+    later queries are answered from memory with BM25 scores."""
+    with PublishedReader(pg_dsn, reader.revision.id, lexical_after=2) as lazy:
+        first = lazy.lexical_top_k("apply the coupon discount at checkout", 10)
+        assert first == reader.lexical_top_k("apply the coupon discount at checkout", 10)
+        lazy.lexical_files("coupon", 5)  # the second query starts the build
+        deadline = time.monotonic() + 30
+        while lazy.lexical_scale != "bm25" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lazy.lexical_scale == "bm25"
+        assert lazy.lexical.build_seconds > 0
+        assert lazy.lexical_top_k("apply the coupon discount at checkout", 10) != first
+
+
+def test_a_failed_bm25_build_leaves_postgres_answering(
+    reader: PublishedReader, pg_dsn: str, pg_server: PgServer
+) -> None:
+    """The connection lost when the tables would be read: the build fails with a warning,
+    nothing is half-built, PostgreSQL keeps answering (reconnected), a later build works."""
+    with PublishedReader(pg_dsn, reader.revision.id, lexical_after=None) as lonely:
+        conn = lonely._db.session.connection()
+        with pg_server.admin(conn.info.dbname) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        lonely.warm_up()
+        assert lonely.lexical_scale == "ts_rank" and lonely.lexical.built is None
+        assert lonely.lexical_top_k("apply_discount", 1) == reader.lexical_top_k(
+            "apply_discount", 1
+        )
+        lonely.warm_up()
+        assert lonely.lexical_scale == "bm25"
+
+
 def test_open_by_repository_and_sha_and_over_a_given_connection(
     local: object, reader: PublishedReader, pg_dsn: str
 ) -> None:
@@ -387,7 +460,7 @@ def test_an_unreachable_server_is_pg_unavailable_at_once_without_the_password() 
 def test_a_connection_lost_mid_session_is_pg_unavailable_then_reconnects(
     reader: PublishedReader, pg_server: PgServer, pg_dsn: str
 ) -> None:
-    conn = reader._session.connection()
+    conn = reader._db.session.connection()
     assert conn is not None
     pid = conn.info.backend_pid
     dbname = conn.info.dbname

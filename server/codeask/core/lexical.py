@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
+from codeask.core.bm25 import LiveTable
 from codeask.core.fts import CHUNK_WEIGHTS, FILE_WEIGHTS, FtsTables
 from codeask.core.fts import SCHEMA as SCHEMA  # moved there
 from codeask.core.lexical_memory import MemoryCopy
-from codeask.core.records import Chunk
+from codeask.core.records import HISTORY_KINDS, Chunk
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -117,6 +118,47 @@ def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:
     )
 
 
+def table_rows(
+    chunks: Iterable[Chunk],
+) -> tuple[list[tuple[int, str, str, str]], list[tuple[str, str, str]]]:
+    """The rows of both lexical tables for these chunks: (id, body, symbol, path) per chunk
+    and (path, body, path tokens) per file of code chunks (history chunks have no file row),
+    files in the order of their first chunk."""
+    chunk_rows: list[tuple[int, str, str, str]] = []
+    by_file: dict[str, list[tuple[str, str, str]]] = {}
+    for chunk in chunks:
+        columns = _doc_columns(chunk)
+        chunk_rows.append((chunk.id, *columns))
+        if chunk.kind not in HISTORY_KINDS:
+            by_file.setdefault(chunk.path, []).append(columns)
+    file_rows = []
+    for path, file_columns in by_file.items():
+        row = file_row(path, file_columns)
+        if row is not None:
+            file_rows.append((path, *row))
+    return chunk_rows, file_rows
+
+
+def file_row(path: str, columns: list[tuple[str, str, str]]) -> tuple[str, str] | None:
+    """A file's whole-file row (body, path tokens) from its chunks' columns; None: no chunks."""
+    if not columns:
+        return None
+    return " ".join(c[0] for c in columns), " ".join(code_tokens(path))
+
+
+def informative_terms(terms: list[str], table: LiveTable) -> list[str]:
+    """`terms` worth a lookup in `table` (see `LexicalIndex._informative`)."""
+    found = ((t, table.doc_frequency(t)) for t in terms)
+    return _rarest(terms, {t: n for t, n in found if n}, table.row_count())
+
+
+def _rarest(terms: list[str], freq: dict[str, int], rows: int) -> list[str]:
+    present = sorted((t for t in terms if t in freq), key=lambda t: freq[t])
+    ceiling = max(MAX_DF_SHARE * rows, MIN_DF_CEILING)
+    kept = [t for t in present if freq[t] <= ceiling] or present[:1]
+    return kept[:MAX_QUERY_TERMS]
+
+
 class LexicalIndex:
     """Chunk and whole-file BM25 of one folder: FTS5 tables (`tables`) stamped with the store
     generation they match, answered from the in-memory copy (`memory`) when it is current."""
@@ -192,9 +234,7 @@ class LexicalIndex:
 
     def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:
         """Whole-file row: long questions match files whose terms are spread over many chunks."""
-        columns = [_doc_columns(c) for c in chunks]
-        body = " ".join(c[0] for c in columns)
-        self.tables.replace_file(path, (body, " ".join(code_tokens(path))) if columns else None)
+        self.tables.replace_file(path, file_row(path, [_doc_columns(c) for c in chunks]))
 
     def remove_file(self, path: str) -> None:
         """Drop a whole-file row."""
@@ -212,17 +252,13 @@ class LexicalIndex:
 
     def rebuild(self, chunks: Iterable[Chunk]) -> None:
         """Refill both tables from the store's chunks (after a crash or a damaged file)."""
-        by_file: dict[str, list[Chunk]] = {}
+        chunk_rows, file_rows = table_rows(chunks)
         with self._lock:
             self.clear()
-            code = []
-            for chunk in chunks:
-                code.append(chunk)
-                if chunk.kind not in ("commit", "hunk"):
-                    by_file.setdefault(chunk.path, []).append(chunk)
-            self.upsert(code)
-            for path, file_chunks in by_file.items():
-                self.upsert_file(path, file_chunks)
+            if chunk_rows:
+                self.tables.upsert(chunk_rows)
+            for path, body, path_tokens in file_rows:
+                self.tables.replace_file(path, (body, path_tokens))
 
     def count(self) -> int:
         """Rows in the table."""
@@ -258,15 +294,9 @@ class LexicalIndex:
         rarest MAX_QUERY_TERMS (long issue texts stay fast); the rarest one if all are common."""
         memory = self.memory.current()
         if memory is not None:
-            found = ((t, memory[1].doc_frequency(t)) for t in terms)
-            freq = {t: n for t, n in found if n}
-            rows = memory[1].row_count()
-        else:
-            freq, rows = self.tables.doc_frequencies(terms), self.tables.row_count()
-        present = sorted((t for t in terms if t in freq), key=lambda t: freq[t])
-        ceiling = max(MAX_DF_SHARE * rows, MIN_DF_CEILING)
-        kept = [t for t in present if freq[t] <= ceiling] or present[:1]
-        return kept[:MAX_QUERY_TERMS]
+            return informative_terms(terms, memory[1])
+        freq, rows = self.tables.doc_frequencies(terms), self.tables.row_count()
+        return _rarest(terms, freq, rows)
 
     def warm_up(self) -> None:
         """Build the in-memory copy now, in this thread, unless it is current or being built

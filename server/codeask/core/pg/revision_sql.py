@@ -1,0 +1,89 @@
+"""The top-k queries a `PublishedReader` sends: nearest vectors, and `ts_rank` word search
+(the lexical answer until the revision's BM25 tables are in memory: core/lexical_frozen.py).
+
+Nearest: the dimension's partial HNSW index with pgvector's iterative scan (relaxed order,
+sorted again outside). Words: an OR of the query's informative terms over the weighted
+tsvector (symbol 1 : path 0.5 : body 0.25), length normalization 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from codeask.core.lexical import MAX_QUERY_TERMS, query_terms
+from codeask.core.pg.cache import HalfVec
+from codeask.core.pg.reader import RANK_WEIGHTS
+from codeask.core.pg.revision import CHUNK_COLUMNS, RevisionInfo
+from codeask.core.pg.revision_conn import RevisionConnection
+from codeask.core.pg.schema import CHUNK_TABLE
+from codeask.core.records import HISTORY_KINDS
+
+Rows = list[tuple[Any, ...]]
+
+
+def tsquery(query: str) -> str:
+    """`'a' | 'b' | ...` of the query's terms ('' when it has none)."""
+    terms = query_terms(query)[:MAX_QUERY_TERMS]
+    # code_tokens yields [a-z0-9]+ only, so quoting cannot be broken out of.
+    return " | ".join(f"'{t}'" for t in terms)
+
+
+def nearest(db: RevisionConnection, revision: RevisionInfo, vector: np.ndarray, k: int) -> Rows:
+    """Rows of CHUNK_COLUMNS + cosine similarity, the `k` nearest first."""
+    dim = int(revision.dim)  # a literal: the partial index's predicate must be provable
+    if np.shape(vector) != (dim,):
+        raise ValueError(
+            f"query vector has shape {np.shape(vector)}; revision {revision.id} holds "
+            f"{dim}-dimensional vectors of {revision.model}"
+        )
+    return db.rows(
+        f"""WITH nearest AS MATERIALIZED (
+                SELECT {CHUNK_COLUMNS},
+                       vec::halfvec({dim}) <=> %s::halfvec({dim}) AS distance
+                FROM {CHUNK_TABLE}
+                WHERE revision_id = %s AND dim = {dim} AND vec IS NOT NULL
+                ORDER BY distance LIMIT %s)
+            SELECT {CHUNK_COLUMNS}, 1 - distance FROM nearest
+            ORDER BY distance, chunk_id""",
+        (HalfVec(np.asarray(vector, dtype=np.float32)), revision.id, int(k)),
+        "searching vectors",
+        setup=(
+            "SET LOCAL hnsw.iterative_scan = relaxed_order",
+            f"SET LOCAL hnsw.ef_search = {max(64, min(1000, 2 * int(k)))}",
+        ),
+    )
+
+
+def ranked_chunks(db: RevisionConnection, revision_id: int, query: str, k: int) -> Rows:
+    """Rows of CHUNK_COLUMNS + ts_rank, best first, history chunks included."""
+    terms = tsquery(query)
+    if not terms or k <= 0:
+        return []
+    return db.rows(
+        f"""SELECT {CHUNK_COLUMNS}, ts_rank('{RANK_WEIGHTS}'::float4[], lex, q, 1)
+            FROM {CHUNK_TABLE}, to_tsquery('simple', %s) AS q
+            WHERE revision_id = %s AND lex @@ q
+            ORDER BY 14 DESC, chunk_id LIMIT %s""",
+        (terms, revision_id, int(k)),
+        "searching words",
+    )
+
+
+def ranked_files(
+    db: RevisionConnection, revision_id: int, query: str, k: int
+) -> list[tuple[str, float]]:
+    """(path, the sum of its code chunks' ts_rank) best first."""
+    terms = tsquery(query)
+    if not terms or k <= 0:
+        return []
+    rows = db.rows(
+        f"""SELECT path, sum(ts_rank('{RANK_WEIGHTS}'::float4[], lex, q, 1)) AS score
+            FROM {CHUNK_TABLE}, to_tsquery('simple', %s) AS q
+            WHERE revision_id = %s AND lex @@ q AND kind <> ALL(%s)
+            GROUP BY path ORDER BY score DESC, path LIMIT %s""",
+        (terms, revision_id, list(HISTORY_KINDS), int(k)),
+        "searching files",
+    )
+    return [(str(r[0]), float(r[1])) for r in rows]
