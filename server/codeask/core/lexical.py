@@ -107,7 +107,9 @@ def stems(word: str) -> list[str]:
     return [form for form in forms if len(form) >= 3]
 
 
-def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:
+def doc_columns(chunk: Chunk) -> tuple[str, str, str]:
+    """(body, symbol, path) as the FTS columns index them; shared by every lexical table
+    (local, overlay re-scoring, the published tsvector) so all tokenize alike."""
     body = chunk.text if chunk.docstring in chunk.text else f"{chunk.docstring}\n{chunk.text}"
     symbol = f"{chunk.parent} {chunk.symbol}"
     return (
@@ -115,6 +117,10 @@ def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:
         " ".join(code_tokens(symbol)),
         " ".join(code_tokens(chunk.path)),
     )
+
+
+#: The old private name (core/pg/storage.py still imports it).
+_doc_columns = doc_columns
 
 
 class LexicalIndex:
@@ -186,13 +192,13 @@ class LexicalIndex:
 
     def upsert(self, chunks: Iterable[Chunk]) -> None:
         """Add or replace chunks (by id) in one transaction."""
-        rows = [(c.id, *_doc_columns(c)) for c in chunks]
+        rows = [(c.id, *doc_columns(c)) for c in chunks]
         if rows:
             self.tables.upsert(rows)
 
     def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:
         """Whole-file row: long questions match files whose terms are spread over many chunks."""
-        columns = [_doc_columns(c) for c in chunks]
+        columns = [doc_columns(c) for c in chunks]
         body = " ".join(c[0] for c in columns)
         self.tables.replace_file(path, (body, " ".join(code_tokens(path))) if columns else None)
 

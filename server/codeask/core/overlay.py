@@ -37,8 +37,7 @@ import numpy as np
 from codeask.core.bm25 import Postings
 from codeask.core.fts import CHUNK_WEIGHTS
 from codeask.core.git.repo import diff_to_workdir
-from codeask.core.lexical import _doc_columns as doc_columns
-from codeask.core.lexical import query_terms
+from codeask.core.lexical import doc_columns, query_terms
 from codeask.core.overlay_shadow import Shadowed, ShadowTracker
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage import IndexCounts, IndexReader, Tier

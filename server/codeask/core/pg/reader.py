@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codeask.core.lexical import MAX_QUERY_TERMS, query_terms
-from codeask.core.pg.cache import HalfVec, PgModelMismatch, _register_halfvec
+from codeask.core.pg.cache import HalfVec, PgModelMismatch, register_halfvec
 from codeask.core.pg.connect import PgError, connect
 from codeask.core.pg.filters import exact_in_sql, row_check, sql_conditions
 from codeask.core.pg.schema import CHUNK_TABLE, REPOSITORY_TABLE, REVISION_TABLE
@@ -75,7 +75,7 @@ class PgIndexReader:
         self._own = isinstance(conn_or_dsn, str)
         self.conn = connect(conn_or_dsn) if isinstance(conn_or_dsn, str) else conn_or_dsn
         self._lock = threading.Lock()
-        _register_halfvec(self.conn)
+        register_halfvec(self.conn)
         self.revision_ids: list[int] = []
         self.dim = 0
         self.model = ""
