@@ -20,6 +20,7 @@ from codeask.config import ChunkSettings, build_settings
 from codeask.core.chunk import chunk_file
 from codeask.core.pg.cache import PgModelMismatch
 from codeask.core.pg.connect import PgPermissionDenied, connect
+from codeask.core.pg.filters import glob_prefilter
 from codeask.core.pg.publish import (
     gc,
     normalize_remote,
@@ -27,7 +28,7 @@ from codeask.core.pg.publish import (
     publish_folder,
     repository_identity,
 )
-from codeask.core.pg.reader import PgIndexReader, glob_prefilter, nearest_revision
+from codeask.core.pg.reader import PgIndexReader, nearest_revision
 from codeask.core.pg.schema import migrate
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.retrieve import Filters

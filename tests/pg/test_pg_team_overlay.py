@@ -103,9 +103,19 @@ def test_a_fresh_clone_embeds_nothing_and_searches_densely_at_once(
     folder.close()
 
 
-def test_the_overlay_wins_and_deleted_files_never_appear(published: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("warm", [False, True], ids=["base-ts_rank-first", "base-bm25"])
+def test_the_overlay_wins_and_deleted_files_never_appear(
+    published: Path, tmp_path: Path, warm: bool
+) -> None:
+    """Warm: the base's BM25 is built before the edits (as a server does after opening), so
+    lexical lists merge by raw score; else the first queries merge ts_rank by rank."""
     clone, folder = second_machine(published, tmp_path)
     folder.refresh()
+    if warm:
+        folder.storage.warm_up()
+        assert folder.storage.merge_mode() == "score"  # type: ignore[attr-defined]
+    else:
+        assert folder.storage.merge_mode() == "rank"  # type: ignore[attr-defined]
     (clone / "shop/coupon.py").write_text(
         "def apply_voucher_reduction(total, voucher):\n"
         '    """Take the voucher\'s amount off the total."""\n    return total - voucher.amount\n'

@@ -108,7 +108,9 @@ def stems(word: str) -> list[str]:
     return [form for form in forms if len(form) >= 3]
 
 
-def _doc_columns(chunk: Chunk) -> tuple[str, str, str]:
+def doc_columns(chunk: Chunk) -> tuple[str, str, str]:
+    """(body, symbol, path) as the FTS columns index them; shared by every lexical table
+    (local, overlay re-scoring, the published tsvector) so all tokenize alike."""
     body = chunk.text if chunk.docstring in chunk.text else f"{chunk.docstring}\n{chunk.text}"
     symbol = f"{chunk.parent} {chunk.symbol}"
     return (
@@ -127,7 +129,7 @@ def table_rows(
     chunk_rows: list[tuple[int, str, str, str]] = []
     by_file: dict[str, list[tuple[str, str, str]]] = {}
     for chunk in chunks:
-        columns = _doc_columns(chunk)
+        columns = doc_columns(chunk)
         chunk_rows.append((chunk.id, *columns))
         if chunk.kind not in HISTORY_KINDS:
             by_file.setdefault(chunk.path, []).append(columns)
@@ -228,13 +230,13 @@ class LexicalIndex:
 
     def upsert(self, chunks: Iterable[Chunk]) -> None:
         """Add or replace chunks (by id) in one transaction."""
-        rows = [(c.id, *_doc_columns(c)) for c in chunks]
+        rows = [(c.id, *doc_columns(c)) for c in chunks]
         if rows:
             self.tables.upsert(rows)
 
     def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:
         """Whole-file row: long questions match files whose terms are spread over many chunks."""
-        self.tables.replace_file(path, file_row(path, [_doc_columns(c) for c in chunks]))
+        self.tables.replace_file(path, file_row(path, [doc_columns(c) for c in chunks]))
 
     def remove_file(self, path: str) -> None:
         """Drop a whole-file row."""

@@ -22,13 +22,12 @@ overlay: uncommitted edits, unpushed commits, another branch). Retrieval must se
   against a single index of the whole tree raw scores merged best (top-10 overlap 0.88-0.90,
   per-side rank 0.67-0.70, pooled re-scoring 0.74-0.80; docs/storage.md); a base that scores
   otherwise (PostgreSQL's `ts_rank`) must merge by rank (`lexical_merge="rank"`).
+
+What the base hides, and fetching `k` visible base hits, live in overlay_shadow.py.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -38,15 +37,13 @@ import numpy as np
 from codeask.core.bm25 import Postings
 from codeask.core.fts import CHUNK_WEIGHTS
 from codeask.core.git.repo import diff_to_workdir
-from codeask.core.lexical import _doc_columns as doc_columns
-from codeask.core.lexical import query_terms
-from codeask.core.records import HISTORY_KINDS, Chunk, FileRecord
+from codeask.core.lexical import doc_columns, query_terms
+from codeask.core.overlay_shadow import Shadowed, ShadowTracker
+from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage import IndexCounts, IndexReader, Tier
 
 #: The tag bit of each side in a merged id.
 _BASE, _OVERLAY = 0, 1
-#: Base hits asked for beyond `k` at most in the first round (more rounds double it).
-MAX_HEADROOM = 1000
 #: Lexical merge: raw BM25 ("score", the default: best measured, both sides local BM25), per-side
 #: rank ("rank": for a base scored otherwise, e.g. PostgreSQL's ts_rank), or one BM25 over the
 #: pooled candidates ("rescore"). Measured in docs/storage.md.
@@ -54,7 +51,6 @@ LexicalMerge = Literal["rank", "score", "rescore"]
 #: The rank-merge score of rank r (0-based): an RRF share, the scale retrieval fuses with.
 RANK_K = 60
 
-Shadowed = Callable[[], Iterable[str]] | Iterable[str]
 K = TypeVar("K")
 
 
@@ -73,17 +69,13 @@ def split_id(merged: int) -> tuple[int, int]:
     return merged & 1, merged >> 1
 
 
-@dataclass(frozen=True)
-class _Shadow:
-    """What shadowing removes from the base, computed once per (base generation, paths)."""
+def _mapped(chunk: Chunk, side: int) -> Chunk:
+    """A copy carrying the merged id (the side's object stays untouched)."""
+    return msgspec.structs.replace(chunk, id=chunk.id << 1 | side)
 
-    paths: frozenset[str]
-    ids: frozenset[int]
-    """Base ids (unmapped) of the chunks of shadowed files that the base has."""
-    files: int
-    """Base files (not skipped) among the shadowed paths."""
-    vectors: dict[Tier, int]
-    """Base chunks among `ids` with a vector, per tier."""
+
+def _mapped_record(record: FileRecord, side: int) -> FileRecord:
+    return msgspec.structs.replace(record, chunk_ids=[i << 1 | side for i in record.chunk_ids])
 
 
 class OverlayReader:
@@ -102,75 +94,9 @@ class OverlayReader:
     ) -> None:
         self.base = base
         self.overlay = overlay
-        self._shadowed = shadowed
         self.lexical_merge: LexicalMerge = lexical_merge
-        self._lock = threading.Lock()
-        self._cache: tuple[tuple[int, frozenset[str]], _Shadow] | None = None
-
-    # ---- shadowing ---------------------------------------------------------------------------
-    def _shadowed_paths(self) -> frozenset[str]:
-        source = self._shadowed
-        named = source() if callable(source) else source
-        return frozenset(named) | frozenset(self.overlay.paths())
-
-    def _shadow(self) -> _Shadow:
-        """The current shadow (recomputed only when the base or the path set changed)."""
-        paths = self._shadowed_paths()
-        key = (self.base.generation, paths)
-        with self._lock:
-            if self._cache is not None and self._cache[0] == key:
-                return self._cache[1]
-        base = self.base
-        ids: set[int] = set()
-        files = 0
-        for path in paths:
-            record = base.file(path)
-            if record is None:
-                continue
-            files += not record.skipped
-            ids.update(c.id for c in base.chunks_of(path))
-        vectors: dict[Tier, int] = {
-            tier: sum(1 for i in ids if base.vector(tier, i) is not None)
-            for tier in ("minilm", "static")
-            if base.vector_count(tier)
-        }
-        shadow = _Shadow(paths, frozenset(ids), files, vectors)
-        with self._lock:
-            self._cache = (key, shadow)
-        return shadow
-
-    def _overlay_commits(self) -> frozenset[str]:
-        return frozenset(self.overlay.history_commits())
-
-    def _base_hidden(self, chunk: Chunk, shadow: _Shadow, commits: frozenset[str]) -> bool:
-        if chunk.kind in HISTORY_KINDS:
-            return chunk.meta.get("sha", "") in commits
-        return chunk.path in shadow.paths
-
-    def _visible_base_ids(
-        self, hits: list[tuple[int, float]], shadow: _Shadow, commits: frozenset[str]
-    ) -> list[tuple[int, float]]:
-        """Base hits minus shadowed files (and, when the overlay has history, its commits)."""
-        kept = []
-        for chunk_id, score in hits:
-            if chunk_id in shadow.ids:
-                continue
-            if commits:
-                chunk = self.base.chunk(chunk_id)
-                if chunk is None or self._base_hidden(chunk, shadow, commits):
-                    continue
-            kept.append((chunk_id, score))
-        return kept
-
-    # ---- mapping -----------------------------------------------------------------------------
-    @staticmethod
-    def _mapped(chunk: Chunk, side: int) -> Chunk:
-        """A copy carrying the merged id (the side's object stays untouched)."""
-        return msgspec.structs.replace(chunk, id=chunk.id << 1 | side)
-
-    @staticmethod
-    def _mapped_record(record: FileRecord, side: int) -> FileRecord:
-        return msgspec.structs.replace(record, chunk_ids=[i << 1 | side for i in record.chunk_ids])
+        #: What the base hides (overlay_shadow.py): shadowed files, the overlay's commits.
+        self.shadows = ShadowTracker(base, overlay, shadowed)
 
     # ---- IndexReader: identity and sizes -----------------------------------------------------
     @property
@@ -188,7 +114,7 @@ class OverlayReader:
         return self.overlay.tier_model(tier)
 
     def counts(self) -> IndexCounts:
-        shadow = self._shadow()
+        shadow = self.shadows.current()
         base, over = self.base.counts(), self.overlay.counts()
         commits = set(self.base.history_commits()) | set(self.overlay.history_commits())
         return IndexCounts(
@@ -202,11 +128,11 @@ class OverlayReader:
         )
 
     def chunk_count(self) -> int:
-        shadow = self._shadow()
+        shadow = self.shadows.current()
         return self.overlay.chunk_count() + self.base.chunk_count() - len(shadow.ids)
 
     def vector_count(self, tier: Tier) -> int:
-        shadow = self._shadow()
+        shadow = self.shadows.current()
         base = self.base.vector_count(tier) - shadow.vectors.get(tier, 0)
         return self.overlay.vector_count(tier) + base
 
@@ -214,14 +140,14 @@ class OverlayReader:
     def file(self, path: str) -> FileRecord | None:
         record = self.overlay.file(path)
         if record is not None:
-            return self._mapped_record(record, _OVERLAY)
-        if path in self._shadow().paths:
+            return _mapped_record(record, _OVERLAY)
+        if path in self.shadows.current().paths:
             return None
         record = self.base.file(path)
-        return self._mapped_record(record, _BASE) if record is not None else None
+        return _mapped_record(record, _BASE) if record is not None else None
 
     def paths(self) -> list[str]:
-        shadow = self._shadow()
+        shadow = self.shadows.current()
         own = self.overlay.paths()
         return own + [p for p in self.base.paths() if p not in shadow.paths]
 
@@ -229,29 +155,29 @@ class OverlayReader:
         side, own = split_id(chunk_id)
         if side == _OVERLAY:
             found = self.overlay.chunk(own)
-            return self._mapped(found, _OVERLAY) if found is not None else None
-        shadow = self._shadow()
+            return _mapped(found, _OVERLAY) if found is not None else None
+        shadow = self.shadows.current()
         if own in shadow.ids:
             return None
         found = self.base.chunk(own)
-        if found is None or self._base_hidden(found, shadow, self._overlay_commits()):
+        if found is None or self.shadows.hidden(found, shadow, self.shadows.overlay_commits()):
             return None
-        return self._mapped(found, _BASE)
+        return _mapped(found, _BASE)
 
     def chunks_of(self, path: str) -> list[Chunk]:
         if self.overlay.file(path) is not None:
-            return [self._mapped(c, _OVERLAY) for c in self.overlay.chunks_of(path)]
-        if path in self._shadow().paths:
+            return [_mapped(c, _OVERLAY) for c in self.overlay.chunks_of(path)]
+        if path in self.shadows.current().paths:
             return []
-        return [self._mapped(c, _BASE) for c in self.base.chunks_of(path)]
+        return [_mapped(c, _BASE) for c in self.base.chunks_of(path)]
 
     def all_chunks(self) -> list[Chunk]:
-        shadow, commits = self._shadow(), self._overlay_commits()
-        own = [self._mapped(c, _OVERLAY) for c in self.overlay.all_chunks()]
+        shadow, commits = self.shadows.current(), self.shadows.overlay_commits()
+        own = [_mapped(c, _OVERLAY) for c in self.overlay.all_chunks()]
         base = [
-            self._mapped(c, _BASE)
+            _mapped(c, _BASE)
             for c in self.base.all_chunks()
-            if not self._base_hidden(c, shadow, commits)
+            if not self.shadows.hidden(c, shadow, commits)
         ]
         return own + base
 
@@ -260,12 +186,12 @@ class OverlayReader:
 
     # ---- exact evidence ----------------------------------------------------------------------
     def symbol_ids(self, name: str) -> list[int]:
-        shadow = self._shadow()
+        shadow = self.shadows.current()
         own = [to_overlay(i) for i in self.overlay.symbol_ids(name)]
         return own + [to_base(i) for i in self.base.symbol_ids(name) if i not in shadow.ids]
 
     def paths_named(self, key: str) -> list[str]:
-        shadow = self._shadow()
+        shadow = self.shadows.current()
         own = self.overlay.paths_named(key)
         base = [p for p in self.base.paths_named(key) if p not in shadow.paths]
         return list(dict.fromkeys(own + base))
@@ -275,45 +201,35 @@ class OverlayReader:
         side, own = split_id(chunk_id)
         if side == _OVERLAY:
             return self.overlay.vector(tier, own)
-        if own in self._shadow().ids:
+        if own in self.shadows.current().ids:
             return None
         return self.base.vector(tier, own)
-
-    def _base_top_k(
-        self, fetch: Callable[[int], list[tuple[int, float]]], k: int
-    ) -> list[tuple[int, float]]:
-        """`k` visible base hits: ask for k + the shadowed chunks (all that can be dropped,
-        capped at MAX_HEADROOM), and double while the base had more and too few survived."""
-        shadow, commits = self._shadow(), self._overlay_commits()
-        if not shadow.ids and not commits:
-            return fetch(k)
-        want = k + min(len(shadow.ids), MAX_HEADROOM) + (k if commits else 0)
-        while True:
-            hits = fetch(want)
-            kept = self._visible_base_ids(hits, shadow, commits)
-            if len(kept) >= k or len(hits) < want or want >= k + len(shadow.ids) + 4 * k:
-                return kept[:k]
-            want *= 2
 
     def dense_top_k(
         self, tier: Tier, vector: np.ndarray, k: int, *, missing_from: Tier | None = None
     ) -> list[tuple[int, float]]:
         """Cosine similarities of one model on both sides: merged by score."""
         own = self.overlay.dense_top_k(tier, vector, k, missing_from=missing_from)
-        base = self._base_top_k(
+        base = self.shadows.top_k(
             lambda n: self.base.dense_top_k(tier, vector, n, missing_from=missing_from), k
         )
         merged = [(to_overlay(i), s) for i, s in own] + [(to_base(i), s) for i, s in base]
         merged.sort(key=lambda hit: hit[1], reverse=True)
         return merged[:k]
 
+    def merge_mode(self) -> LexicalMerge:
+        """How the two lexical lists merge, asked once per query before either side is (a base
+        whose scores change scale, e.g. ts_rank until its BM25 is built, decides per query)."""
+        return self.lexical_merge
+
     def lexical_top_k(self, query: str, k: int) -> list[tuple[int, float]]:
+        how = self.merge_mode()
         own = [(to_overlay(i), s) for i, s in self.overlay.lexical_top_k(query, k)]
-        base = self._base_top_k(lambda n: self.base.lexical_top_k(query, n), k)
+        base = self.shadows.top_k(lambda n: self.base.lexical_top_k(query, n), k)
         mapped = [(to_base(i), s) for i, s in base]
-        if self.lexical_merge == "rescore" and own:
+        if how == "rescore" and own:
             return self._rescore(query, own + mapped, k)
-        return _merge_ranked(own, mapped, k, self.lexical_merge)
+        return _merge_ranked(own, mapped, k, how)
 
     def _rescore(
         self, query: str, hits: list[tuple[int, float]], k: int
@@ -330,13 +246,14 @@ class OverlayReader:
         return [(int(key), s) for key, s in postings.search(query_terms(query), k)]  # type: ignore[call-overload]
 
     def lexical_files(self, query: str, k: int) -> list[tuple[str, float]]:
-        shadow = self._shadow()
+        how = self.merge_mode()
+        shadow = self.shadows.current()
         own = self.overlay.lexical_files(query, k)
         dropped = sum(1 for p in shadow.paths if self.base.file(p) is not None)
         base = [
             (p, s) for p, s in self.base.lexical_files(query, k + dropped) if p not in shadow.paths
         ]
-        return _merge_ranked(own, base[:k], k, self.lexical_merge)
+        return _merge_ranked(own, base[:k], k, how)
 
     # ---- the index on disk -------------------------------------------------------------------
     def saved_at(self) -> float:

@@ -1,9 +1,10 @@
 """FolderIndex: one workspace folder's index as the CLI, the editor and retrieval see it.
 
 A façade over the modules of this package, each with one job: where the index lives and who
-writes it (`location`), loading and saving snapshots (`snapshot`), the full pass (`full_pass`,
-`files`), single-file updates (`updates`), the dense tiers (`vectors`), history (`history`)
-and the status (`status`). This class owns the state they share and the locks that order them.
+writes it (`location`), loading and saving snapshots (`snapshot`), opening them under the team's
+published revision (`opening`, `team`), the full pass (`full_pass`, `files`), single-file
+updates (`updates`), the dense tiers (`vectors`), history (`history`) and the status
+(`status`). This class owns the state they share and the locks that order them.
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ from codeask.core.indexer import updates
 from codeask.core.indexer.full_pass import full_pass
 from codeask.core.indexer.history import refresh_uncommitted
 from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, take_writer
+from codeask.core.indexer.opening import open_storage, team_base
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
-from codeask.core.indexer.snapshot import memory_lexical, open_lexical, open_store
 from codeask.core.indexer.status import IndexStatus, status_of
-from codeask.core.indexer.team import TeamBase, TeamStorage, open_base
 from codeask.core.indexer.vectors import VectorTiers
 from codeask.core.storage import Storage
-from codeask.core.storage_local import LocalStorage
 from codeask.core.writer_lock import WriterLock
 
 log = logging.getLogger("codeask.core.indexer")
@@ -68,11 +67,7 @@ class FolderIndex:
         self.state = "loading"
         self.damage = ""
         #: The team's published revision this folder reads (index.backend = "postgres").
-        # `read_team=False`: a publisher (CI) indexes every file itself
-        team = read_team and settings.index.backend == "postgres"
-        self.team = open_base(self.root, settings) if team else TeamBase()
-        if self.team.reason:
-            log.warning("%s: %s", self.root, self.team.reason)
+        self.team = team_base(self.root, settings, read_team=read_team)
         self._load()
 
     @classmethod
@@ -107,30 +102,22 @@ class FolderIndex:
 
     def _load(self) -> None:
         """Open the store and the lexical table (writer: repairing them; reader: as they are)."""
-        self.store, reason = open_store(
-            self.folder, self.root, self.settings, read_only=self.read_only
-        )
-        if reason:
-            self.damage = reason
-            action = "kept the rest" if self.store.recovered else "starting empty"
-            if self.read_only:
-                action += "; the writer rebuilds what is missing"
-            log.warning("index at %s: %s (%s)", self.folder, reason, action)
-        self.lexical = open_lexical(
-            self.store,
+        opened = open_storage(
             self.folder,
+            self.root,
+            self.settings,
+            self.team,
             read_only=self.read_only,
             kind=self.kind,
-            fallback=lambda: memory_lexical(self.store),  # the snapshot loaded by then
         )
+        self.damage = opened.damage or self.damage  # a reload keeps what the first load saw
+        self.store, self.lexical = opened.store, opened.lexical
         #: What the indexer reads and writes: this machine's index (with the postgres backend,
         #: only the files that differ from the team's published revision).
-        self.local: Storage = LocalStorage(self.store, self.lexical)
+        self.local: Storage = opened.local
         #: What everything outside the indexer reads: `local`, or the team's published
         #: revision under it (team.py). `store` and `lexical` are the local parts, for tests.
-        self.storage: Storage = self.local
-        if self.team.reader is not None:
-            self.storage = TeamStorage(self.team, self.local)
+        self.storage: Storage = opened.storage
         self.state = "ready" if self.storage.paths() else "empty"
 
     # ---- readers follow the writer; a reader becomes the writer when the lock frees -----------

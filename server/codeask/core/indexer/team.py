@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codeask.core.overlay import OverlayReader, overlay_paths
+from codeask.core.overlay import LexicalMerge, OverlayReader, overlay_paths
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage import Storage, Tier
 
@@ -119,10 +119,15 @@ class TeamStorage(OverlayReader):
 
     def __init__(self, base: TeamBase, local: Storage) -> None:
         assert base.reader is not None
-        # ts_rank (the base) and BM25 (the overlay) are not on one scale: merge by rank
         super().__init__(base.reader, local, lambda: base.shadowed, lexical_merge="rank")
         self.local = local
         self.team = base
+        self.reader = base.reader
+
+    def merge_mode(self) -> LexicalMerge:
+        """By raw score once the base ranks with its in-memory BM25 (the overlay's scale, the
+        best merge measured: docs/storage.md); by rank while PostgreSQL's ts_rank answers."""
+        return "score" if self.reader.lexical_scale == "bm25" else "rank"
 
     def new_ids(self, count: int) -> list[int]:
         return self.local.new_ids(count)
@@ -168,3 +173,4 @@ class TeamStorage(OverlayReader):
 
     def warm_up(self) -> None:
         self.local.warm_up()
+        self.reader.warm_up()

@@ -59,7 +59,7 @@ class HalfVec:
         self.values = values
 
 
-def _register_halfvec(conn: psycopg.Connection) -> None:
+def register_halfvec(conn: psycopg.Connection) -> None:
     """Binary `halfvec` in and out of numpy for this connection (no pgvector Python package)."""
     from psycopg.adapt import Dumper, Loader
     from psycopg.pq import Format
@@ -126,7 +126,7 @@ class PgEmbeddingCache:
         if self._migrate:
             migrate(conn)
             self._migrate = False  # once per session; a reconnect finds it done
-        _register_halfvec(conn)
+        register_halfvec(conn)
         self._check_model(conn)
 
     def _check_model(self, conn: psycopg.Connection) -> None:

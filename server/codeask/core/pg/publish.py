@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from codeask.core.lexical import _doc_columns  # the local FTS columns: same tokens, same split
-from codeask.core.pg.cache import HalfVec, PgModelMismatch, _register_halfvec
+from codeask.core.lexical import doc_columns  # the local FTS columns: same tokens, same split
+from codeask.core.pg.cache import HalfVec, PgModelMismatch, register_halfvec
 from codeask.core.pg.connect import (
     PgError,
     PgPermissionDenied,
@@ -139,7 +139,7 @@ def _clean(text: str) -> str:
 
 
 def _chunk_row(chunk: Chunk, vec: np.ndarray | None) -> tuple[object, ...]:
-    body, symbol, path = _doc_columns(chunk)
+    body, symbol, path = doc_columns(chunk)
     return (
         chunk.id,
         _clean(chunk.path),
@@ -223,7 +223,7 @@ def publish(
     try:
         if own:
             migrate(conn)
-        _register_halfvec(conn)
+        register_halfvec(conn)
         _check_model(conn, model, dim, where)
         ensure_vector_index(conn, dim)
         result = _publish(
@@ -279,7 +279,7 @@ def _publish(
     from psycopg.types import TypeInfo
 
     halfvec = TypeInfo.fetch(conn, "halfvec")
-    assert halfvec is not None  # _register_halfvec checked it
+    assert halfvec is not None  # register_halfvec checked it
     with conn.transaction():
         key = f"codeask-publish\x1f{repo_name}\x1f{sha}\x1f{model}"
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))

@@ -1,12 +1,12 @@
 """Searching published revisions (core/pg/publish.py writes them): dense, lexical and file-level
 top-k over a LIST of revisions, one SQL query each, so one search spans several repositories.
 
-Filters: scope (code/history), language and kind are SQL conditions. A path glob keeps the
-local index's gitignore semantics (pathspec, as retrieve.Filters uses): SQL narrows
-conservatively with `path ILIKE '%<longest literal run of the glob>%'` (a superset of the
-matches), then Python checks each row with the same pathspec; the query over-fetches and asks
-again with a larger limit when the exact check threw away too many rows. Author and date filters
-(history) are checked in Python the same way, on the row's `meta`.
+Filters (core/pg/filters.py): scope (code/history), language and kind are SQL conditions. A
+path glob keeps the local index's gitignore semantics (pathspec, as retrieve.Filters uses): SQL
+narrows conservatively with `path ILIKE '%<longest literal run of the glob>%'` (a superset of
+the matches), then Python checks each row with the same pathspec; the query over-fetches and
+asks again with a larger limit when the exact check threw away too many rows. Author and date
+filters (history) are checked in Python the same way, on the row's `meta`.
 
 Dense queries use the dimension's partial HNSW index (publish.ensure_vector_index) with
 pgvector 0.8's `hnsw.iterative_scan = relaxed_order`: the scan goes on until k rows pass the
@@ -22,7 +22,6 @@ code only, history left out.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -32,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codeask.core.lexical import MAX_QUERY_TERMS, query_terms
-from codeask.core.pg.cache import HalfVec, PgModelMismatch, _register_halfvec
+from codeask.core.pg.cache import HalfVec, PgModelMismatch, register_halfvec
 from codeask.core.pg.connect import PgError, connect
+from codeask.core.pg.filters import exact_in_sql, row_check, sql_conditions
 from codeask.core.pg.schema import CHUNK_TABLE, REPOSITORY_TABLE, REVISION_TABLE
 from codeask.core.records import HISTORY_KINDS, Chunk
 
 if TYPE_CHECKING:
-    import pathspec
     import psycopg
 
     from codeask.core.retrieve import Filters
@@ -49,7 +48,6 @@ RANK_WEIGHTS = "{0, 0.25, 0.5, 1.0}"
 OVERFETCH = 4
 #: ... doubled at most this many times when too few rows passed.
 MAX_REFETCH = 3
-_GLOB_SPECIAL = re.compile(r"[*?\[\]\\!]")
 
 #: (revision id, chunk id, path, score), best first.
 Hit = tuple[int, int, str, float]
@@ -68,20 +66,6 @@ class Revision:
     published_at: datetime
 
 
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def glob_prefilter(glob: str) -> str | None:
-    """A LIKE pattern every path matching the gitignore-style `glob` also matches (None: no
-    safe narrowing, e.g. a negation or a glob without literal text)."""
-    if not glob or glob.startswith("!") or "\\" in glob:
-        return None
-    runs = [r.strip("/") for r in _GLOB_SPECIAL.split(glob)]
-    longest = max(runs, key=len, default="")
-    return f"%{_like_escape(longest)}%" if longest else None
-
-
 class PgIndexReader:
     """Top-k over the published revisions `revision_ids` (all of one embedding model)."""
 
@@ -91,7 +75,7 @@ class PgIndexReader:
         self._own = isinstance(conn_or_dsn, str)
         self.conn = connect(conn_or_dsn) if isinstance(conn_or_dsn, str) else conn_or_dsn
         self._lock = threading.Lock()
-        _register_halfvec(self.conn)
+        register_halfvec(self.conn)
         self.revision_ids: list[int] = []
         self.dim = 0
         self.model = ""
@@ -118,61 +102,6 @@ class PgIndexReader:
         self.revision_ids = ids
         self.model, self.dim = models[0] if models else ("", 0)
 
-    # ---- filters ---------------------------------------------------------------------------
-    @staticmethod
-    def _conditions(filters: Filters | None) -> tuple[list[str], list[Any]]:
-        """SQL conditions and their parameters for what SQL can decide exactly (and the path
-        glob's conservative LIKE)."""
-        where: list[str] = []
-        args: list[Any] = []
-        if filters is None:  # the local search's default: Filters() = code only
-            where.append("kind <> ALL(%s)")
-            args.append(list(HISTORY_KINDS))
-            return where, args
-        if filters.scope == "code":
-            where.append("kind <> ALL(%s)")
-            args.append(list(HISTORY_KINDS))
-        elif filters.scope == "history":
-            where.append("kind = ANY(%s)")
-            args.append(list(HISTORY_KINDS))
-        if filters.language:
-            where.append("language = %s")
-            args.append(filters.language.lower())
-        if filters.kind:
-            where.append("kind = %s")
-            args.append(filters.kind)
-        like = glob_prefilter(filters.path_glob) if filters.path_glob else None
-        if like:
-            where.append("path ILIKE %s")
-            args.append(like)
-        if filters.author or filters.since or filters.until:
-            where.append("kind = ANY(%s)")
-            args.append(list(HISTORY_KINDS))
-        return where, args
-
-    @staticmethod
-    def _python_check(filters: Filters | None) -> Callable[[str, str, str, dict[str, str]], bool]:
-        """The exact check of what SQL only narrowed (None-cheap when nothing is left)."""
-        if filters is None or not (
-            filters.path_glob or filters.author or filters.since or filters.until
-        ):
-            return lambda path, language, kind, meta: True
-        import pathspec
-
-        glob: pathspec.PathSpec | None = (
-            pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
-        )
-        exact = filters
-
-        def check(path: str, language: str, kind: str, meta: dict[str, str]) -> bool:
-            probe = Chunk(
-                path=path, language=language, kind=kind, start_line=0, end_line=0, text=""
-            )
-            probe.meta = meta
-            return exact.accepts(probe, glob)
-
-        return check
-
     def _top(
         self,
         sql: str,
@@ -185,10 +114,8 @@ class PgIndexReader:
         with a larger limit while the Python-side check drops too many rows."""
         if k <= 0 or not self.revision_ids:
             return []
-        check = self._python_check(filters)
-        exact = filters is None or not (
-            filters.path_glob or filters.author or filters.since or filters.until
-        )
+        check = row_check(filters)
+        exact = exact_in_sql(filters)
         limit = k if exact else k * OVERFETCH
         for _attempt in range(MAX_REFETCH + 1):
             with self._lock, self.conn.transaction():
@@ -216,7 +143,7 @@ class PgIndexReader:
                 f"{self.dim}-dimensional vectors of {self.model}"
             )
         dim = int(self.dim)  # a literal: the partial index's predicate must be provable
-        where, extra = self._conditions(filters)
+        where, extra = sql_conditions(filters)
         conditions = " AND ".join(["revision_id = ANY(%s)", f"dim = {dim}", *where])
         sql = f"""WITH nearest AS MATERIALIZED (
                 SELECT revision_id, chunk_id, path, language, kind, meta,
@@ -248,7 +175,7 @@ class PgIndexReader:
         tsquery = self._tsquery(query_text)
         if not tsquery:
             return []
-        where, extra = self._conditions(filters)
+        where, extra = sql_conditions(filters)
         conditions = " AND ".join(["revision_id = ANY(%s)", "lex @@ q", *where])
         sql = f"""SELECT revision_id, chunk_id, path, language, kind, meta,
                        ts_rank('{RANK_WEIGHTS}'::float4[], lex, q, 1) AS score

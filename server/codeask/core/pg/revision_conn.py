@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from codeask.core.pg.cache import _register_halfvec
+from codeask.core.pg.cache import register_halfvec
 from codeask.core.pg.connect import PgError, PgUnavailable, Session, redact
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class RevisionConnection:
 
         try:
             conn.execute(f"SET statement_timeout = {self.timeout_ms}")
-            _register_halfvec(conn)
+            register_halfvec(conn)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise self.session.lost(exc, "opening the revision") from None
 
