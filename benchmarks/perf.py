@@ -124,23 +124,29 @@ def raw_fastembed_cps(folders: list[FolderIndex], settings: Settings, sample: in
     return len(texts) / seconds
 
 
-def edit_one_file(folder: FolderIndex) -> tuple[float, float, int]:
-    """Append a function to a mid-sized Python file: (lexical s, total s, vectors computed)."""
+def mid_sized_python_file(folder: FolderIndex) -> str:
+    """The median-sized indexed Python file of a local folder index."""
     candidates = sorted(
         (r for r in folder.store.files.values() if r.path.endswith(".py") and not r.skipped),
         key=lambda r: r.size,
     )
-    record = candidates[len(candidates) // 2]
-    path = folder.root / record.path
+    return candidates[len(candidates) // 2].path
+
+
+def edit_one_file(folder: FolderIndex, rel: str | None = None) -> tuple[float, float, int]:
+    """Append a function to `rel` (default: a mid-sized Python file) and re-index it:
+    (lexical s, total s, vectors computed); the file is restored afterwards."""
+    rel = rel or mid_sized_python_file(folder)
+    path = folder.root / rel
     original = path.read_bytes()
     try:
         stamp = time.time_ns()
         path.write_bytes(original + f"\n\ndef bench_added_{stamp}(x):\n    return x\n".encode())
-        report = folder.update_paths([record.path])
+        report = folder.update_paths([rel])
         return report.seconds_lexical, report.seconds_total, report.vectors_computed
     finally:
         path.write_bytes(original)
-        folder.update_paths([record.path])
+        folder.update_paths([rel])
 
 
 def query_latency(

@@ -33,7 +33,13 @@ from typing import Any
 
 import pygit2
 
-from benchmarks.perf import eval_queries, query_latency, timed
+from benchmarks.perf import (
+    edit_one_file,
+    eval_queries,
+    mid_sized_python_file,
+    query_latency,
+    timed,
+)
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.pg.publish import publish_folder
@@ -117,6 +123,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/codeask")
     parser.add_argument("--sample-files", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=1, help="runs of the sample comparison")
+    parser.add_argument("--edits", type=int, default=5, help="one-file edits timed per side")
     parser.add_argument("--queries", type=int, default=200, help="eval texts timed (0: none)")
     parser.add_argument(
         "--instances", type=Path, default=Path("/work/runs/evalcopy/dev.jsonl"), help="questions"
@@ -182,6 +189,14 @@ def main() -> int:
             )
         )
         if args.queries:
+            build_s, _ = timed(team_folder.storage.warm_up)
+            rows.append(
+                (
+                    "the published revision's BM25 tables in memory (warm_up, as a server does)",
+                    f"{build_s:.2f} s ({team_folder.storage.reader.lexical.build_seconds:.2f} s "
+                    "reading rows + building)",
+                )
+            )
             queries = eval_queries(args.instances, args.queries)
             for mode in ("lexical", "dense", "hybrid"):
                 lp50, lp95 = query_latency([local_folder], queries, mode)  # type: ignore[arg-type]
@@ -192,6 +207,17 @@ def main() -> int:
                         f"{lp50:.1f} / {lp95:.1f} ms vs {tp50:.1f} / {tp95:.1f} ms",
                     )
                 )
+        rel = mid_sized_python_file(local_folder)
+        for name, side in (("local", local_folder), ("team", team_folder)):
+            edits = [edit_one_file(side, rel) for _ in range(args.edits)]
+            rows.append(
+                (
+                    f"one-file edit re-index (median of {args.edits}), {name} backend",
+                    f"{statistics.median(e[0] for e in edits):.3f} s lexical, "
+                    f"{statistics.median(e[1] for e in edits):.3f} s total "
+                    f"({statistics.median(e[2] for e in edits):.0f} vectors computed)",
+                )
+            )
         team_folder.close()
         local_folder.close()
 
