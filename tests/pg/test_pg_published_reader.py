@@ -377,6 +377,23 @@ def test_in_memory_bm25_ranks_exactly_as_the_local_storage(
     assert bm25_reader.lexical_top_k("apply_discount", 3)  # not vacuous
 
 
+def test_after_the_bm25_build_every_chunk_is_resident(
+    local: object, bm25_reader: PublishedReader, pg_server: PgServer
+) -> None:
+    """The build read every row: lexical hits and their chunks need no round trip, even with
+    the connection gone (the local storage keeps its chunks in memory the same way)."""
+    store = _storage(local)
+    conn = bm25_reader._db.session.connection()
+    with pg_server.admin(conn.info.dbname) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+    hits = bm25_reader.lexical_top_k("apply the coupon discount at checkout", 50)
+    assert hits
+    for chunk_id, _ in hits:
+        assert bm25_reader.chunk(chunk_id) == store.chunk(chunk_id)
+    path = store.paths()[0]
+    assert bm25_reader.chunks_of(path) == store.chunks_of(path)
+
+
 @pytest.mark.parametrize("mode", ["lexical", "hybrid", "dense"])
 def test_search_over_the_in_memory_bm25_returns_the_local_top5_files_in_order(
     local: object, bm25_reader: PublishedReader, mode: Mode

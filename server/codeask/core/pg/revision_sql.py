@@ -1,4 +1,5 @@
-"""The top-k queries a `PublishedReader` sends: nearest vectors, and `ts_rank` word search
+"""The queries a `PublishedReader` sends (besides its load, core/pg/revision.py): rows by id,
+one vector, the stored size, and the top-k queries: nearest vectors, and `ts_rank` word search
 (the lexical answer until the revision's BM25 tables are in memory: core/lexical_frozen.py).
 
 Nearest: the dimension's partial HNSW index with pgvector's iterative scan (relaxed order,
@@ -15,10 +16,10 @@ import numpy as np
 from codeask.core.lexical import MAX_QUERY_TERMS, query_terms
 from codeask.core.pg.cache import HalfVec
 from codeask.core.pg.reader import RANK_WEIGHTS
-from codeask.core.pg.revision import CHUNK_COLUMNS, RevisionInfo
+from codeask.core.pg.revision import CHUNK_COLUMNS, RevisionInfo, chunk_of
 from codeask.core.pg.revision_conn import RevisionConnection
 from codeask.core.pg.schema import CHUNK_TABLE
-from codeask.core.records import HISTORY_KINDS
+from codeask.core.records import HISTORY_KINDS, Chunk
 
 Rows = list[tuple[Any, ...]]
 
@@ -87,3 +88,36 @@ def ranked_files(
         "searching files",
     )
     return [(str(r[0]), float(r[1])) for r in rows]
+
+
+def chunks(db: RevisionConnection, revision_id: int, ids: list[int] | None) -> list[Chunk]:
+    """The chunks with these ids (any order), or every chunk in id order (`ids` None)."""
+    where, args = ("", ()) if ids is None else ("AND chunk_id = ANY(%s)", (ids,))
+    rows = db.rows(
+        f"SELECT {CHUNK_COLUMNS} FROM {CHUNK_TABLE} WHERE revision_id = %s {where}"
+        + (" ORDER BY chunk_id" if ids is None else ""),
+        (revision_id, *args),
+        "reading every chunk" if ids is None else "reading chunks",
+    )
+    return [chunk_of(r) for r in rows]
+
+
+def vector(db: RevisionConnection, revision_id: int, chunk_id: int) -> np.ndarray | None:
+    """One chunk's stored vector (float32), None when it has none."""
+    rows = db.rows(
+        f"SELECT vec FROM {CHUNK_TABLE} WHERE revision_id = %s AND chunk_id = %s",
+        (revision_id, chunk_id),
+        "reading a vector",
+    )
+    return np.asarray(rows[0][0], dtype=np.float32) if rows and rows[0][0] is not None else None
+
+
+def stored_bytes(db: RevisionConnection, revision_id: int) -> int:
+    """The revision's chunk rows as stored (TOAST-compressed)."""
+    rows = db.rows(
+        f"SELECT coalesce(sum(pg_column_size(c.*)), 0)::int8 FROM {CHUNK_TABLE} c "
+        "WHERE revision_id = %s",
+        (revision_id,),
+        "measuring the revision",
+    )
+    return int(rows[0][0]) if rows else 0

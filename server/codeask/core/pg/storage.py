@@ -79,14 +79,12 @@ from codeask.core.pg.chunk_cache import CACHE_SIZE, ChunkCache
 from codeask.core.pg.connect import PgError, PgUnavailable, connect, redact
 from codeask.core.pg.reader import nearest_revision
 from codeask.core.pg.revision import (
-    CHUNK_COLUMNS,
     RevisionIndex,
     RevisionInfo,
     chunk_of,
     load_revision,
 )
 from codeask.core.pg.revision_conn import KEEPALIVE, STATEMENT_TIMEOUT_MS, RevisionConnection
-from codeask.core.pg.schema import CHUNK_TABLE
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.static_embed import STATIC_MODEL_NAME
 from codeask.core.storage import IndexCounts, IndexReader, Tier
@@ -161,7 +159,7 @@ class PublishedReader:
             "static" if self.revision.model == STATIC_MODEL_NAME else "minilm"
         )
         self.lexical = LazyLexical(
-            self.all_chunks, f"{self.revision.repository}@{self.revision.sha[:12]}", lexical_after
+            self._every_chunk, f"{self.revision.repository}@{self.revision.sha[:12]}", lexical_after
         )
 
     @classmethod
@@ -230,23 +228,10 @@ class PublishedReader:
         wanted = [i for i in dict.fromkeys(int(i) for i in ids) if i in self.index.ids]
         found, missing = self._cache.get(wanted)
         if missing:
-            fetched = self._chunk_rows(
-                "chunk_id = ANY(%s)", (missing,), "reading chunks", order=False
-            )
+            fetched = revision_sql.chunks(self._db, self.revision.id, missing)
             self._cache.put(fetched)
             found.update((c.id, c) for c in fetched)
         return found
-
-    def _chunk_rows(
-        self, where: str, args: Sequence[Any], doing: str, *, order: bool
-    ) -> list[Chunk]:
-        rows = self._rows(
-            f"SELECT {CHUNK_COLUMNS} FROM {CHUNK_TABLE} WHERE revision_id = %s AND {where}"
-            + (" ORDER BY chunk_id" if order else ""),
-            (self.revision.id, *args),
-            doing,
-        )
-        return [chunk_of(r) for r in rows]
 
     def chunk(self, chunk_id: int) -> Chunk | None:
         return self._fetch([chunk_id]).get(int(chunk_id))
@@ -260,7 +245,13 @@ class PublishedReader:
 
     def all_chunks(self) -> list[Chunk]:
         """Every chunk, in id order (one query; not cached: the caller keeps the copy)."""
-        return self._chunk_rows("true", (), "reading every chunk", order=True)
+        return revision_sql.chunks(self._db, self.revision.id, None)
+
+    def _every_chunk(self) -> list[Chunk]:
+        """Every chunk, kept resident from now on (for the BM25 build: core/pg/chunk_cache.py)."""
+        chunks = self.all_chunks()
+        self._cache.keep_all(chunks)
+        return chunks
 
     def history_commits(self) -> list[str]:
         return list(self.index.history)
@@ -276,12 +267,7 @@ class PublishedReader:
     def vector(self, tier: Tier, chunk_id: int) -> np.ndarray | None:
         if tier != self.tier or int(chunk_id) not in self.index.embedded:
             return None
-        rows = self._rows(
-            f"SELECT vec FROM {CHUNK_TABLE} WHERE revision_id = %s AND chunk_id = %s",
-            (self.revision.id, int(chunk_id)),
-            "reading a vector",
-        )
-        return np.asarray(rows[0][0], dtype=np.float32) if rows and rows[0][0] is not None else None
+        return revision_sql.vector(self._db, self.revision.id, int(chunk_id))
 
     def dense_top_k(
         self, tier: Tier, vector: np.ndarray, k: int, *, missing_from: Tier | None = None
@@ -335,16 +321,10 @@ class PublishedReader:
         """The revision's chunk rows as stored (0 when the database cannot say right now)."""
         if self._disk_bytes is None:
             try:
-                rows = self._rows(
-                    f"SELECT coalesce(sum(pg_column_size(c.*)), 0)::int8 FROM {CHUNK_TABLE} c "
-                    "WHERE revision_id = %s",
-                    (self.revision.id,),
-                    "measuring the revision",
-                )
+                self._disk_bytes = revision_sql.stored_bytes(self._db, self.revision.id)
             except PgError as exc:
                 log.info("%s: %s", self.location, exc)
                 return 0
-            self._disk_bytes = int(rows[0][0]) if rows else 0
         return self._disk_bytes
 
 
