@@ -319,6 +319,39 @@ async def test_health_and_status_report_the_backend(
         assert backend.password not in json.dumps(report)
 
 
+async def test_a_clean_clone_counts_what_a_local_index_counts(
+    backend: Backend, workspace: Path, xdg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status of a clean clone matches a local index of the same tree; with postgres the
+    published revision serves everything, history included: the local overlay stays empty
+    (it once re-diffed and embedded the whole history window, `history.max_commits` = 2000
+    commits by default, and the status counted those chunks twice)."""
+    reference = Path(shutil.copytree(workspace, workspace.parent / "reference"))
+    local, _ = build_settings({"index": {"location": str(workspace.parent / "ref-index")}})
+    expected = FolderIndex(reference, local)
+    try:
+        expected.refresh(embed=False)
+        want = expected.storage.counts()
+    finally:
+        expected.close()
+    async with session([workspace], xdg, options=options(backend), env=backend.env) as lsp:
+        status = await started(lsp, backend)
+        assert (status["files"], status["chunks"]) == (want.files, want.chunks)
+        assert status["embedded"] == want.chunks
+        hits = await lsp.search("add an lru cache", filters={"scope": "history"})
+        assert hits and hits[0]["kind"] in ("commit", "hunk")
+        assert any(h["meta"].get("author") == "Bob Builder" for h in hits)
+    if backend.name == "postgres":
+        monkeypatch.setenv(DSN_ENV, backend.env[DSN_ENV])
+        team, _ = build_settings({"index": {"backend": "postgres", "dsn_env": DSN_ENV}})
+        opened = FolderIndex(workspace, team, mode="read")
+        try:
+            assert opened.team.reader is not None
+            assert opened.local.counts().chunks == 0 and opened.local.history_commits() == []
+        finally:
+            opened.close()
+
+
 async def test_a_commit_on_top_of_the_published_revision(
     backend: Backend, workspace: Path, xdg: Path
 ) -> None:
