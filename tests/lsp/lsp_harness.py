@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -162,10 +162,12 @@ def plain(value: Any) -> Any:
     return value
 
 
-def server_env(cache: Path) -> dict[str, str]:
-    """The server's environment: a private XDG cache, offline model, no CODEASK_ overrides."""
+def server_env(cache: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: a private XDG cache, offline model, no CODEASK_ overrides
+    (except what the test passes in `extra`, e.g. the team database's DSN)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
     env.update(XDG_CACHE_HOME=str(cache), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.update(extra or {})
     return env
 
 
@@ -287,12 +289,13 @@ async def session(
     client: str = "visual-studio-code",
     options: Any = None,
     initialize: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Session]:
     """Start `python -m codeask serve`, optionally initialize it, always stop it."""
     config = ClientServerConfig(
         server_command=[sys.executable, "-m", "codeask", "serve"],
         client_factory=make_client,
-        server_env=server_env(cache),
+        server_env=server_env(cache, env),
     )
     lsp = await config.start()
     assert isinstance(lsp, LanguageClient)

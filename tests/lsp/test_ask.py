@@ -1,7 +1,6 @@
-"""`workspace/askCode` against a stand-in OpenAI-compatible endpoint served by the test.
-
-The endpoint is a real HTTP server on a loopback port (raw asyncio streams, SSE), so the
-server's real LLM client, streaming and cancellation are exercised without a model.
+"""`workspace/askCode` against a stand-in OpenAI-compatible endpoint served by the test
+(llm_stub.py: a real HTTP server on a loopback port), so the server's real LLM client,
+streaming and cancellation are exercised without a model.
 """
 
 from __future__ import annotations
@@ -9,15 +8,11 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import re
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
+from llm_stub import fake_llm, llm_options
 from lsp_harness import session
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -27,61 +22,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.xfail(not ASK_LANDED, reason="codeask.core.ask not landed", strict=True),
 ]
-
-
-@dataclass
-class FakeLLM:
-    """What the stand-in endpoint saw."""
-
-    port: int = 0
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    disconnected: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-@asynccontextmanager
-async def fake_llm(pieces: list[str] | None) -> AsyncIterator[FakeLLM]:
-    """Streams `pieces` as SSE chat deltas; with None, sends headers and then stalls."""
-    state = FakeLLM()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        match = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
-        body = await reader.readexactly(int(match.group(1))) if match else b"{}"
-        state.requests.append(json.loads(body))
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
-        )
-        await writer.drain()
-        if pieces is None:
-            await reader.read()  # until the client hangs up
-            state.disconnected.set()
-            writer.close()
-            return
-        for piece in pieces:
-            chunk = {"choices": [{"delta": {"content": piece}}]}
-            writer.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            await writer.drain()
-            await asyncio.sleep(0.01)
-        writer.write(b"data: [DONE]\n\n")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    state.port = server.sockets[0].getsockname()[1]
-    async with server:
-        yield state
-
-
-def llm_options(port: int) -> dict[str, Any]:
-    return {
-        "llm": {
-            "provider": "openai",
-            "baseUrl": f"http://127.0.0.1:{port}",
-            "model": "stand-in",
-            "connectTimeout": 2,
-            "readTimeout": 30,
-        }
-    }
 
 
 def _free_port() -> int:

@@ -37,12 +37,18 @@ def storable(chunk: Chunk) -> Chunk:
 def sync_into(
     index: FolderIndex, report: IndexReport, emit: ProgressFn, token: CancelToken
 ) -> None:
-    """Diff the commits that are new since the last run into chunks; drop those that left."""
-    known = set(index.local.history_commits())
+    """Diff the commits that are new since the last run into chunks; drop those that left.
+
+    With a team base (`index.backend = "postgres"`), the commits its published revision holds
+    count as indexed: the base serves their chunks and vectors, so a fresh clone diffs and embeds
+    none of the history window (up to `history.max_commits`) again, and a local copy of one
+    (from an earlier session) is dropped rather than counted twice beside the base's."""
+    held = set(index.local.history_commits())
+    published = set(index.team.reader.history_commits()) if index.team.reader else set()
     delta = sync_history(
         index.root,
         index.settings.history,
-        known,
+        held | published,
         cancel=lambda: token.cancelled,
         index=index.settings.index,
         progress=lambda done, total: emit(
@@ -52,9 +58,10 @@ def sync_into(
     for note in delta.notes:
         log.info("history: %s", note)
     added = {sha: [storable(chunk) for chunk in found] for sha, found in delta.added.items()}
-    index.local.sync_history(delta.removed, added, delta.head)
+    removed = sorted({sha for sha in delta.removed if sha in held} | (held & published))
+    index.local.sync_history(removed, added, delta.head)
     report.commits_added += len(delta.added)
-    report.commits_removed += len(delta.removed)
+    report.commits_removed += len(removed)
 
 
 def refresh_uncommitted(index: FolderIndex) -> None:
