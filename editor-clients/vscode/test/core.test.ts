@@ -15,6 +15,7 @@ import {
   parseLocationHref,
   llmLine,
   teamLine,
+  teamState,
   pollInterval,
   previewLine,
   relativePath,
@@ -238,6 +239,19 @@ describe("format", () => {
     assert.equal(tierSummary(folder({ embedded: 1500, tiers: ["minilm"] })), "MiniLM 1500/1500 ✓");
     assert.equal(tierSummary(folder({ staticEmbedded: 700, tiers: ["static", "minilm", "future"] })), "static 700/1500 · MiniLM 300/1500");
     assert.equal(tierSummary(folder({ staticEmbedded: 700, tiers: ["minilm", "static"] })), "static 700/1500 · MiniLM 300/1500");
+  });
+
+  it("shows each folder's team base, or why there is none, under its line", () => {
+    const base = folder({ team: { backend: "postgres", kind: "base", base: "github.com/acme/shop@0123456789ab", behind: 2, overlayFiles: 3 } });
+    const view = statusView("running", indexState({ folders: [base] }));
+    assert.match(view.tooltip, /^\/ws: ready, 120 files, 300\/1500 chunks embedded\n {2}team base github\.com\/acme\/shop@0123456789ab, 2 behind HEAD, 3 files local$/m);
+    const down = { backend: "postgres" as const, kind: "unreachable" as const, reason: "team index unusable (...)", retryIn: 30 };
+    assert.equal(teamState(down), "no team base (database unreachable, retrying in 30 s): indexed locally");
+    assert.equal(teamState({ backend: "postgres", kind: "unpublished" }), "no team base (nothing published near HEAD): indexed locally");
+    const failing = { backend: "postgres" as const, kind: "base" as const, base: "shop@0123456789ab", queryError: "lost the connection", cache: "unavailable: timeout" };
+    assert.equal(teamState(failing), "team base shop@0123456789ab, 0 behind HEAD, 0 files local · last team query failed: lost the connection · team embedding cache unavailable");
+    assert.equal(teamState({ backend: "local", kind: "off" }), "", "local backend: nothing");
+    assert.doesNotMatch(statusView("running", indexState({ folders: [folder({ team: { backend: "local" } })] })).tooltip, /team/);
   });
 
   it("says search improves as embeddings fill in until the static tier is complete", () => {

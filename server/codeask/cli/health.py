@@ -83,6 +83,9 @@ def render(report: HealthReport) -> str:
         lines.append(
             f"  ok {row.files} files, {row.chunks} chunks; vector tiers: {row.tier_summary()}"
         )
+        if team := row.team.summary():
+            ok = row.team.base and not row.team.query_error
+            lines.append(f"  {'ok' if ok else '!!'} {team}")
     return "\n".join(lines) + "\n"
 
 

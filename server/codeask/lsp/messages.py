@@ -28,6 +28,7 @@ CMD_RELATED = "codeask.related"
 Kind = Literal["function", "method", "class", "module", "section", "window", "commit", "hunk"]
 Scope = Literal["code", "history", "all"]
 IndexPhase = Literal["empty", "indexing", "ready", "error"]
+TeamKind = Literal["base", "off", "unreachable", "unpublished", "unusable"]
 K = Annotated[int, msgspec.Meta(ge=1, le=200)]
 
 
@@ -147,6 +148,38 @@ class SearchItem(msgspec.Struct, rename="camel", omit_defaults=True):
     ] = msgspec.field(default_factory=dict)
 
 
+class TeamState(msgspec.Struct, rename="camel", omit_defaults=True):
+    """A folder's team side (`index.backend`): the published revision it reads, or why none."""
+
+    backend: Annotated[Literal["local", "postgres"], _doc("`index.backend`.")]
+    kind: Annotated[
+        TeamKind,
+        _doc(
+            "`base` when it reads one; else why not: `unreachable` (the database did not "
+            "answer: retried), `unpublished` (nothing near HEAD), `unusable`; `off`: local."
+        ),
+    ] = "off"
+    base: Annotated[str, _doc("`repository@sha[:12]` of the revision read; empty without.")] = ""
+    behind: Annotated[int, _doc("Commits from that revision to HEAD.")] = 0
+    overlay_files: Annotated[
+        int, _doc("Files that differ from the base (edited, new, deleted): the local overlay.")
+    ] = 0
+    reason: Annotated[str, _doc("Why there is no base, one line, no password.")] = ""
+    retry_in: Annotated[
+        int | None, _doc("Seconds until the unreachable database is tried again.")
+    ] = None
+    query_error: Annotated[
+        str, _doc("Why the last query to the base failed; empty once one succeeded.")
+    ] = ""
+    cache: Annotated[
+        str,
+        _doc(
+            "The team embedding cache: `connected`, `not tried yet` or `unavailable: ...` "
+            "(empty before the model loads)."
+        ),
+    ] = ""
+
+
 class FolderState(msgspec.Struct, rename="camel"):
     """One workspace folder's index."""
 
@@ -167,6 +200,9 @@ class FolderState(msgspec.Struct, rename="camel"):
     tiers: Annotated[list[str], _doc("The vector tiers this folder builds (`embed.tiers`).")] = (
         msgspec.field(default_factory=list)
     )
+    team: Annotated[
+        TeamState | None, _doc("The team base (absent while loading, and from older servers).")
+    ] = None
 
     @property
     def dense_done(self) -> int:

@@ -264,6 +264,41 @@ it('health renders the team database the server probed (index.backend = postgres
   truthy(line:find('(DSN from $CODEASK_PG_DSN): cannot connect', 1, true), line)
 end)
 
+it('the team base of a folder renders briefly, or why it has none', function()
+  local ui = require('codeask.ui')
+  local base = {
+    backend = 'postgres',
+    kind = 'base',
+    base = 'github.com/acme/shop@0123456789ab',
+    behind = 2,
+    overlayFiles = 3,
+  }
+  eq(
+    ui.team_summary(base),
+    'team base github.com/acme/shop@0123456789ab, 2 behind HEAD, 3 files local',
+    'base'
+  )
+  base.queryError, base.cache = 'lost the connection', 'unavailable: timeout'
+  eq(
+    ui.team_summary(base),
+    'team base github.com/acme/shop@0123456789ab, 2 behind HEAD, 3 files local'
+      .. ' · last team query failed: lost the connection · team embedding cache unavailable',
+    'failing'
+  )
+  eq(
+    ui.team_summary({ backend = 'postgres', kind = 'unreachable', retryIn = 30 }),
+    'no team base (database unreachable, retrying in 30 s): indexed locally',
+    'unreachable'
+  )
+  eq(
+    ui.team_summary({ backend = 'postgres', kind = 'unpublished' }),
+    'no team base (nothing published near HEAD): indexed locally',
+    'unpublished'
+  )
+  eq(ui.team_summary({ backend = 'local', kind = 'off' }), '', 'local backend: nothing')
+  eq(ui.team_summary(nil), '', 'an older server: nothing')
+end)
+
 it(
   'the index note and health line show each configured tier, or one count from an older server',
   function()

@@ -164,6 +164,17 @@ local function report_index(s)
   local folders = s.folders or {}
   for _, folder in ipairs(folders) do
     health.info(folder_line(folder, #folders > 1))
+    local team = require('codeask.ui').team_summary(folder.team)
+    if team ~= '' then
+      local fine = (folder.team.base or '') ~= '' and (folder.team.queryError or '') == ''
+      local reason = folder.team.reason and folder.team.reason ~= '' and { folder.team.reason }
+        or nil
+      if fine then
+        health.ok(team)
+      else
+        health.warn(team, reason)
+      end
+    end
   end
 end
 

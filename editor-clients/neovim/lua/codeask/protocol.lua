@@ -58,6 +58,18 @@
 ---@field updates? integer Single-file reindex runs (saves, watcher events) since the server started.
 ---@field staticEmbedded? integer Chunks with a static-tier vector (servers before the tiers omit it).
 ---@field tiers? string[] The vector tiers this folder builds (`embed.tiers`).
+---@field team? codeask.TeamState The team base (absent while loading, and from older servers).
+
+---@class codeask.TeamState
+---@field backend 'local'|'postgres' `index.backend`.
+---@field kind? 'base'|'off'|'unpublished'|'unreachable'|'unusable' `base` when it reads one; else why not: `unreachable` (the database did not answer: retried), `unpublished` (nothing near HEAD), `unusable`; `off`: local.
+---@field base? string `repository@sha[:12]` of the revision read; empty without.
+---@field behind? integer Commits from that revision to HEAD.
+---@field overlayFiles? integer Files that differ from the base (edited, new, deleted): the local overlay.
+---@field reason? string Why there is no base, one line, no password.
+---@field retryIn? integer Seconds until the unreachable database is tried again.
+---@field queryError? string Why the last query to the base failed; empty once one succeeded.
+---@field cache? string The team embedding cache: `connected`, `not tried yet` or `unavailable: ...` (empty before the model loads).
 
 ---@class codeask.AskCodeParams
 ---@field question string

@@ -553,6 +553,42 @@ function M.static_complete(folders)
   return chunks > 0
 end
 
+---Why a folder reads no team base, by `TeamState.kind`.
+local NO_BASE = {
+  unreachable = 'database unreachable',
+  unpublished = 'nothing published near HEAD',
+  unusable = 'team index unusable',
+}
+
+---A folder's team base (`index.backend = "postgres"`): `team base acme/shop@0123456789ab, 2
+---behind HEAD, 3 files local`, or why there is none; '' with the local backend or none reported.
+---@param team? codeask.TeamState
+---@return string
+function M.team_summary(team)
+  if not team or team.backend ~= 'postgres' then
+    return ''
+  end
+  local line
+  if team.base and team.base ~= '' then
+    line = ('team base %s, %d behind HEAD, %d files local'):format(
+      team.base,
+      team.behind or 0,
+      team.overlayFiles or 0
+    )
+  else
+    local why = NO_BASE[team.kind or ''] or team.kind or 'none'
+    local retry = team.retryIn and (', retrying in %d s'):format(team.retryIn) or ''
+    line = ('no team base (%s%s): indexed locally'):format(why, retry)
+  end
+  if team.queryError and team.queryError ~= '' then
+    line = line .. ' · last team query failed: ' .. team.queryError
+  end
+  if team.cache and vim.startswith(team.cache, 'unavailable') then
+    line = line .. ' · team embedding cache unavailable'
+  end
+  return line
+end
+
 ---What an unfinished index means for results, for a search notification:
 ---` (index indexing: static 20/20 ✓ · MiniLM 5/20)`, or the one-count form from older servers.
 ---@param state codeask.IndexState

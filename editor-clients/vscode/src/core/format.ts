@@ -3,7 +3,7 @@
  * QuickPick rows, and the locations behind links. Pure functions.
  */
 
-import type { FolderState, IndexState, LlmHealth, Range, SearchItem, TeamHealth } from "./protocol";
+import type { FolderState, IndexState, LlmHealth, Range, SearchItem, TeamHealth, TeamState } from "./protocol";
 
 /** Convert a file URI to a relative path when it is under one of the workspace folders. */
 export function relativePath(uri: string, folders: string[]): string {
@@ -101,7 +101,32 @@ function folderSummary(state: IndexState): string {
 function folderLine(f: FolderState): string {
   const head = `${f.root}: ${f.state}, ${f.files} files`;
   const tiers = tierSummary(f);
-  return tiers ? `${head} · ${tiers}` : `${head}, ${f.embedded}/${f.chunks} chunks embedded`;
+  const line = tiers ? `${head} · ${tiers}` : `${head}, ${f.embedded}/${f.chunks} chunks embedded`;
+  const team = f.team ? teamState(f.team) : "";
+  return team ? `${line}\n  ${team}` : line;
+}
+
+const NO_BASE: Record<string, string> = {
+  unreachable: "database unreachable",
+  unpublished: "nothing published near HEAD",
+  unusable: "team index unusable",
+};
+
+/** A folder's team base (index.backend = "postgres"): `team base acme/shop@0123456789ab, 2 behind
+ * HEAD, 3 files local`, or why there is none; empty with the local backend. */
+export function teamState(t: TeamState): string {
+  if (t.backend !== "postgres") return "";
+  let line: string;
+  if (t.base) {
+    line = `team base ${t.base}, ${t.behind ?? 0} behind HEAD, ${t.overlayFiles ?? 0} files local`;
+  } else {
+    const why = NO_BASE[t.kind ?? ""] ?? t.kind ?? "none";
+    const retry = t.retryIn !== undefined && t.retryIn !== null ? `, retrying in ${t.retryIn} s` : "";
+    line = `no team base (${why}${retry}): indexed locally`;
+  }
+  if (t.queryError) line += ` · last team query failed: ${t.queryError}`;
+  if (t.cache?.startsWith("unavailable")) line += " · team embedding cache unavailable";
+  return line;
 }
 
 /** The tiers this client knows, fastest first: label and chunks done. */

@@ -86,6 +86,30 @@ export interface FolderState {
   staticEmbedded?: number;
   /** The vector tiers this folder builds (`embed.tiers`). */
   tiers?: string[];
+  /** The team base (absent while loading, and from older servers). */
+  team?: TeamState;
+}
+
+/** A folder's team side (`index.backend`): the published revision it reads, or why none. */
+export interface TeamState {
+  /** `index.backend`. */
+  backend: "local" | "postgres";
+  /** `base` when it reads one; else why not: `unreachable` (the database did not answer: retried), `unpublished` (nothing near HEAD), `unusable`; `off`: local. */
+  kind?: "base" | "off" | "unpublished" | "unreachable" | "unusable";
+  /** `repository@sha[:12]` of the revision read; empty without. */
+  base?: string;
+  /** Commits from that revision to HEAD. */
+  behind?: number;
+  /** Files that differ from the base (edited, new, deleted): the local overlay. */
+  overlayFiles?: number;
+  /** Why there is no base, one line, no password. */
+  reason?: string;
+  /** Seconds until the unreachable database is tried again. */
+  retryIn?: number;
+  /** Why the last query to the base failed; empty once one succeeded. */
+  queryError?: string;
+  /** The team embedding cache: `connected`, `not tried yet` or `unavailable: ...` (empty before the model loads). */
+  cache?: string;
 }
 
 /** `workspace/askCode`. */

@@ -1,13 +1,89 @@
 """What `codeask status` and the editor's status bar show of a folder index: counts taken
-under the store's lock, so the numbers agree with each other."""
+under the store's lock, so the numbers agree with each other, and the team state (which
+published revision the folder reads, or why none, and whether the team database answers)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+from codeask.core.indexer.team import BaseKind
+from codeask.core.pg.layered import LayeredCache
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder import FolderIndex
+
+Backend = Literal["local", "postgres"]
+
+
+@dataclass
+class TeamStatus:
+    """The team side of a folder (`index.backend`): cheap to take (no git, no query)."""
+
+    backend: Backend = "local"
+    kind: BaseKind = "off"
+    """"base", or why there is none: "unreachable", "unpublished", "unusable" ("off": local)."""
+    base: str = ""
+    """`repository@sha[:12]` of the published revision read, '' without one."""
+    behind: int = 0
+    """Commits from that revision to HEAD."""
+    overlay_files: int = 0
+    """Files that differ from the base (edited, new, deleted): what the local overlay holds."""
+    reason: str = ""
+    """Why there is no base."""
+    retry_in: float | None = None
+    """Seconds until the database is tried again (only when it was unreachable)."""
+    query_error: str = ""
+    """Why the last query to the base failed; '' when the last one succeeded."""
+    cache: str = ""
+    """The team embedding cache: "connected", "not tried yet", "unavailable: ..." ('' when the
+    model is not loaded yet, or with the local backend)."""
+
+    def summary(self) -> str:
+        """One line: `team base github.com/acme/shop@0123456789ab (2 commits behind HEAD),
+        3 files in the local overlay`, or why there is none; '' with the local backend."""
+        if self.backend == "local":
+            return ""
+        if self.base:
+            behind = f"{self.behind} commit{'s' if self.behind != 1 else ''} behind HEAD"
+            line = f"team base {self.base} ({behind}), {self.overlay_files} files in the overlay"
+        else:
+            line = f"no team base: {_KIND_WORDS.get(self.kind, self.kind)}, indexed locally"
+            if self.retry_in is not None:
+                line += f"; retrying in {self.retry_in:.0f} s"
+        if self.query_error:
+            line += f"; last team query failed: {self.query_error}"
+        if self.cache.startswith("unavailable"):
+            line += f"; team embedding cache {self.cache}"
+        return line
+
+
+_KIND_WORDS = {
+    "unreachable": "database unreachable",
+    "unpublished": "nothing published near HEAD",
+    "unusable": "team index unusable",
+}
+
+
+def team_status(index: FolderIndex) -> TeamStatus:
+    """The folder's team state, for status lines and `codeask/indexStatus`."""
+    settings = index.settings
+    if settings.index.backend != "postgres":
+        return TeamStatus()
+    team = index.team
+    retry = team.retry
+    cache = index.embedding.embedder.cache if index.embedder_loaded else None
+    return TeamStatus(
+        backend="postgres",
+        kind=team.kind,
+        base=f"{team.repository}@{team.sha[:12]}" if team.reader is not None else "",
+        behind=team.behind,
+        overlay_files=len(team.shadowed),
+        reason=team.reason,
+        retry_in=retry.seconds_left() if retry is not None and team.reader is None else None,
+        query_error=team.query_error,
+        cache=cache.team_state if isinstance(cache, LayeredCache) else "",
+    )
 
 
 @dataclass
@@ -28,6 +104,8 @@ class IndexStatus:
     """Chunks with a static-tier vector."""
     tiers: list[str] = field(default_factory=list)
     """The vector tiers this index builds (`embed.tiers`)."""
+    team: TeamStatus = field(default_factory=TeamStatus)
+    """The team base and database (`index.backend = "postgres"`)."""
 
     @property
     def embedded_percent(self) -> float:
@@ -62,4 +140,5 @@ def status_of(index: FolderIndex) -> IndexStatus:
         last_indexed=storage.saved_at(),
         state=index.state,
         history_commits=counts.history_commits,
+        team=team_status(index),
     )

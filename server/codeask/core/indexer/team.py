@@ -10,6 +10,12 @@ wins for its files, deleted files never appear); the indexer keeps writing the l
 Whenever the base cannot be used (no DSN, the database unreachable, nothing published near HEAD,
 another embedding model, no git), the folder is indexed locally in full, as with the local
 backend, and `TeamBase.reason` says why (logged once; `codeask health` shows the database).
+`TeamBase.kind` sorts the reasons for status lines; only "unreachable" is worth trying again
+(team_retry.py), the others need someone to publish or configure something.
+
+A query to the base that fails (the connection lost mid-query, a statement timeout) raises to
+its caller as before (a clear `PgUnavailable`; the reader reconnects on the next call), and
+`TeamBase.query_error` keeps why until a later query succeeds, for the status line.
 """
 
 from __future__ import annotations
@@ -18,22 +24,29 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from codeask.core.overlay import LexicalMerge, OverlayReader, overlay_paths
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.storage import Storage, Tier
+from codeask.core.storage import IndexReader, Storage, Tier
 
 if TYPE_CHECKING:
     from codeask.config import Settings
+    from codeask.core.indexer.team_retry import BaseRetry
     from codeask.core.pg.storage import PublishedReader
 
 log = logging.getLogger("codeask.core.indexer")
 
 #: How far back from HEAD a published revision is looked for (first parents).
 MAX_ANCESTORS = 200
+
+#: Why a folder has (or has not) a base: "base" when it has one; "off" when it does not look
+#: for one (the local backend, a publisher); "unreachable" (the database did not answer: retried);
+#: "unpublished" (nothing of this repository near HEAD for `embed.model`); "unusable" (no git,
+#: no DSN, a refused login, psycopg missing, ...).
+BaseKind = Literal["base", "off", "unreachable", "unpublished", "unusable"]
 
 
 @dataclass
@@ -46,6 +59,14 @@ class TeamBase:
     shadowed: set[str] = field(default_factory=set)
     reason: str = ""
     """Why there is no base ('' when there is one)."""
+    kind: BaseKind = "off"
+    #: The name the base is published under (`repository_identity`) and how far HEAD is ahead.
+    repository: str = ""
+    behind: int = 0
+    #: Why the last query to the base failed; '' once one succeeded (or none failed).
+    query_error: str = ""
+    #: When to try an unreachable database again (team_retry.py; set by the caller).
+    retry: BaseRetry | None = None
 
 
 def ancestors(root: Path, limit: int = MAX_ANCESTORS) -> list[str]:
@@ -65,32 +86,58 @@ def ancestors(root: Path, limit: int = MAX_ANCESTORS) -> list[str]:
     return shas
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message, redacted (its type's name when it has none)."""
+    from codeask.core.pg.connect import redact
+
+    text = str(exc).strip()
+    return redact(text.splitlines()[0]) if text else type(exc).__name__
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A database that did not answer or dropped the link (waiting may fix it), as opposed to
+    a refused login, a missing table or a bad DSN (waiting does not)."""
+    from codeask.core.pg.connect import PgUnavailable
+
+    if isinstance(exc, PgUnavailable):
+        return exc.transient
+    try:
+        import psycopg
+    except ImportError:
+        return False
+    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+
+
 def open_base(root: Path, settings: Settings) -> TeamBase:
     """The published revision nearest HEAD for `embed.model`, or why there is none."""
-    from codeask.core.pg.connect import PgError, connect, dsn_from_env
+    from codeask.core.pg.connect import connect, dsn_from_env
     from codeask.core.pg.publish import repository_identity
     from codeask.core.pg.reader import nearest_revision
     from codeask.core.pg.storage import PublishedReader
 
     shas = ancestors(root)
     if not shas:
-        return TeamBase(reason="not a git repository with a commit: indexing locally")
+        return TeamBase(
+            reason="not a git repository with a commit: indexing locally", kind="unusable"
+        )
     name = repository_identity(root)
     try:
         dsn = dsn_from_env(settings.index.dsn_env)
         with connect(dsn) as conn:
             found = nearest_revision(conn, name, shas, settings.embed.model)
         if found is None:
-            return TeamBase(reason=f"nothing of {name} is published near HEAD: indexing locally")
+            return TeamBase(
+                reason=f"nothing of {name} is published near HEAD: indexing locally",
+                kind="unpublished",
+                repository=name,
+            )
         reader = PublishedReader(dsn, found.id, model=settings.embed.model)
         shadowed = overlay_paths(root, found.sha)
-    except (PgError, ValueError, ImportError) as exc:
-        return TeamBase(reason=f"team index unusable ({exc}): indexing locally")
-    except Exception as exc:  # a driver error (no published index yet, a dropped link, ...)
-        from codeask.core.pg.connect import redact
-
-        why = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        return TeamBase(reason=f"team index unusable ({why}): indexing locally")
+    except Exception as exc:  # PgError, ValueError, ImportError or a driver error
+        return TeamBase(
+            reason=f"team index unusable ({first_line(exc)}): indexing locally",
+            kind="unreachable" if _unreachable(exc) else "unusable",
+        )
     behind = shas.index(found.sha)
     log.info(
         "%s: reading the team index of %s@%s (%d commit(s) behind HEAD); %d file(s) differ",
@@ -100,7 +147,7 @@ def open_base(root: Path, settings: Settings) -> TeamBase:
         behind,
         len(shadowed),
     )
-    return TeamBase(reader, found.sha, shadowed)
+    return TeamBase(reader, found.sha, shadowed, kind="base", repository=name, behind=behind)
 
 
 def refresh_shadowed(root: Path, team: TeamBase) -> None:
@@ -112,6 +159,42 @@ def refresh_shadowed(root: Path, team: TeamBase) -> None:
         log.warning("%s: cannot tell which files differ from %s: %s", root, team.sha[:12], exc)
 
 
+#: The base's methods that query the database every time (the others answer from what the
+#: reader loaded at open, or from its cache): a success of one of these clears `query_error`.
+_QUERIES = frozenset(
+    {"chunks_of", "all_chunks", "dense_top_k", "lexical_top_k", "lexical_files", "vector"}
+)
+
+
+class _Watched:
+    """The base reader, noting in `team.query_error` whether its last query failed (the
+    status line's "last team query failed"); every call and error passes through unchanged."""
+
+    def __init__(self, reader: IndexReader, team: TeamBase) -> None:
+        self._reader = reader
+        self._team = team
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._reader, name)
+        if not callable(attr):
+            return attr
+        team = self._team
+        clears = name in _QUERIES
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = attr(*args, **kwargs)
+            except Exception as exc:
+                team.query_error = first_line(exc)
+                raise
+            if clears and team.query_error:
+                log.info("team index answering again (after: %s)", team.query_error)
+                team.query_error = ""
+            return result
+
+        return call
+
+
 class TeamStorage(OverlayReader):
     """Reads: the published base under the local overlay. Writes: the local overlay's (the
     indexer decides what is shadowed: `refresh_shadowed` on a full pass, `update_paths` for
@@ -119,7 +202,8 @@ class TeamStorage(OverlayReader):
 
     def __init__(self, base: TeamBase, local: Storage) -> None:
         assert base.reader is not None
-        super().__init__(base.reader, local, lambda: base.shadowed, lexical_merge="rank")
+        watched = cast(IndexReader, _Watched(base.reader, base))
+        super().__init__(watched, local, lambda: base.shadowed, lexical_merge="rank")
         self.local = local
         self.team = base
         self.reader = base.reader

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from codeask.core.indexer import FolderIndex
+from codeask.core.indexer.status import TeamStatus, team_status
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request
 from codeask.lsp.folders import Folders
@@ -18,6 +19,7 @@ from codeask.lsp.messages import (
     IndexPhase,
     IndexState,
     IndexStatusParams,
+    TeamState,
     to_json,
 )
 from codeask.lsp.paths import workspace_path
@@ -53,6 +55,7 @@ def index_state(folders: Folders) -> IndexState:
                 updates=worker.updates,
                 static_embedded=counts.static_embedded,
                 tiers=list(folder.settings.embed.tiers),
+                team=team_state(team_status(folder)),
             )
         )
     chunks = sum(r.chunks for r in rows)
@@ -76,6 +79,21 @@ def index_state(folders: Folders) -> IndexState:
     loaded = all(f.embedder_loaded or not f.minilm_tier for f in folders.ready())
     warming = busy or embedded < chunks or not loaded
     return IndexState(state, warming, percent, sum(r.files for r in rows), chunks, embedded, rows)
+
+
+def team_state(team: TeamStatus) -> TeamState:
+    """The engine's team status on the wire (whole seconds to the next retry)."""
+    return TeamState(
+        backend=team.backend,
+        kind=team.kind,
+        base=team.base,
+        behind=team.behind,
+        overlay_files=team.overlay_files,
+        reason=team.reason,
+        retry_in=None if team.retry_in is None else round(team.retry_in),
+        query_error=team.query_error,
+        cache=team.cache,
+    )
 
 
 def dense_ready(folders: Sequence[FolderIndex]) -> bool:

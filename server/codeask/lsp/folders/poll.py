@@ -1,4 +1,6 @@
-"""The idle poll: the folder's comings and goings, HEAD moves, the writer lock, rescans.
+"""The idle poll: the folder's comings and goings, HEAD moves, the writer lock, rescans, and
+the team database coming back (core/indexer/team_retry.py: a switch to the base is followed by
+a full pass that trims the local index to the files that differ).
 
 Git changes arrive without editor events (branch switch, pull, commit), so HEAD is polled;
 without a client-side file watcher a quiet rescan catches everything else.
@@ -11,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from codeask.core.git.repo import changed_between, head_sha
+from codeask.core.indexer.team_retry import retry_base
 from codeask.lsp.folders import common
 from codeask.lsp.folders.schedule import Schedule
 from codeask.lsp.folders.slot import IndexSlot
@@ -36,7 +39,8 @@ class Poller:
         self._watched = watched  # the client watches files: no periodic rescan needed
 
     def poll(self) -> None:
-        """One look: missing or back, follower or writer, HEAD moved, rescan due."""
+        """One look: missing or back, follower or writer, team base back, HEAD moved, rescan
+        due."""
         status, schedule = self._status, self._schedule
         root = status.root
         if not root.is_dir():
@@ -52,6 +56,8 @@ class Poller:
             return
         if not follow_or_own(status, status.folder, schedule):
             return
+        if retry_base(status.folder):
+            schedule.request_full("rescan")
         head = head_sha(root)
         if head != status.head:
             old, status.head = status.head, head

@@ -1,0 +1,110 @@
+"""The team base coming back: a long-running server tries an unreachable database again.
+
+A folder whose database did not answer at open (`TeamBase.kind == "unreachable"`) is indexed
+locally in full, and lexical and dense search answer from that. Its server (the LSP worker's
+idle poll) calls `retry_base` each poll; with a backoff (30 s doubling to 10 min, injectable:
+`schedule_retry`, or `TeamBase.retry` set by a test), it opens the base again. Only
+"unreachable" is retried: "nothing published" or a refused login need a person, not time.
+Once the database answers but has nothing for this folder, the retries stop and the status
+says why.
+
+Switching to the base, the simplest correct way: the fresh `TeamBase` (its shadowed paths from
+git, like any open) replaces the folder's, and `storage` becomes a `TeamStorage` over the same
+local index, under the run lock (no full pass or update is half done). The local index keeps
+what it has: every path it holds shadows the base (`OverlayReader`), so nothing changes for a
+reader at the switch, and no stale published chunk can show. The caller then runs a full pass,
+which keeps locally only the files that differ from the base (files.scan_and_chunk) and so
+hands the rest to the published revision. A search running across the switch finishes on the
+storage it started with (the local one stays open: it is the overlay now).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from codeask.core.indexer.team import TeamBase, TeamStorage, open_base
+
+if TYPE_CHECKING:
+    from codeask.core.indexer.folder import FolderIndex
+
+log = logging.getLogger("codeask.core.indexer")
+
+#: The first retry after an unreachable database, and the longest wait between two.
+FIRST_RETRY_SECONDS = 30.0
+MAX_RETRY_SECONDS = 600.0
+
+
+class BaseRetry:
+    """When to try the team database again: `first` s after the failure, doubling up to
+    `maximum`; `clock` (monotonic seconds) is injectable for tests."""
+
+    def __init__(
+        self,
+        first: float = FIRST_RETRY_SECONDS,
+        maximum: float = MAX_RETRY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.maximum = maximum
+        self.clock = clock
+        self.delay = first
+        self.next_at = clock() + first
+        self.attempts = 0
+
+    def due(self) -> bool:
+        """Whether the next try is due now."""
+        return self.clock() >= self.next_at
+
+    def seconds_left(self) -> float:
+        """Seconds until the next try (0 when due)."""
+        return max(0.0, self.next_at - self.clock())
+
+    def failed(self) -> None:
+        """Another try failed: wait twice as long (at most `maximum`)."""
+        self.attempts += 1
+        self.delay = min(self.maximum, self.delay * 2)
+        self.next_at = self.clock() + self.delay
+
+
+def schedule_retry(team: TeamBase, retry: Callable[[], BaseRetry] = BaseRetry) -> None:
+    """Give a base that could not open for lack of an answer its backoff (other kinds: none)."""
+    if team.kind == "unreachable" and team.retry is None:
+        team.retry = retry()
+
+
+def retry_base(index: FolderIndex) -> bool:
+    """If the retry is due, open the base again; True when the folder switched to it (the
+    caller then runs a full pass). The first call starts the backoff (`schedule_retry`, unless
+    a test gave the base its own). Blocks for at most the connect timeout; never raises."""
+    team = index.team
+    schedule_retry(team)
+    retry = team.retry
+    if team.reader is not None or retry is None or not retry.due():
+        return False
+    try:
+        fresh = open_base(index.root, index.settings)
+    except Exception as exc:  # open_base answers every failure with a reason; be safe anyway
+        fresh = TeamBase(reason=f"team index unusable ({exc}): indexing locally", kind="unusable")
+    if fresh.reader is None:
+        team.reason, team.kind = fresh.reason, fresh.kind
+        if fresh.kind == "unreachable":
+            retry.failed()
+            log.info("%s: %s; retrying in %.0f s", index.root, fresh.reason, retry.delay)
+        else:  # the database answered: waiting longer will not help
+            team.retry = None
+            log.warning("%s: %s (no more retries)", index.root, fresh.reason)
+        return False
+    with index.run_lock:
+        index.team = fresh
+        index.storage = TeamStorage(fresh, index.local)
+    log.info(
+        "%s: the team index is back: reading %s@%s; the next full pass trims the local index "
+        "to the %d file(s) that differ",
+        index.root,
+        fresh.repository,
+        fresh.sha[:12],
+        len(fresh.shadowed),
+    )
+    return True
