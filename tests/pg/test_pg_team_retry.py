@@ -119,26 +119,32 @@ def test_a_connection_lost_mid_query_is_a_clear_error_in_the_status_until_it_rec
     folder = FolderIndex(clone, settings_for(tmp_path / "index", tmp_path / "cache"))
     assert folder.team.kind == "base"
     folder.refresh(embed=False)
-    assert symbols(folder, "apply_coupon_discount", "lexical")[0].startswith("shop/coupon.py")
+    folder.storage.warm_up()  # as the server does after a run: the base's BM25 in memory
+    assert symbols(folder, "take the coupon percentage off", "dense")[0].startswith(
+        "shop/coupon.py"
+    )
     assert folder.status().team.query_error == ""
 
     relay.down()  # the database goes away with the connection open
     with pytest.raises(PgUnavailable, match="lost the connection to the team index"):
-        symbols(folder, "apply_coupon_discount", "lexical")
+        symbols(folder, "take the coupon percentage off", "dense")
     team = folder.status().team
     assert team.query_error.startswith("lost the connection to the team index")
     assert "sup3r-Secret-pw" not in team.query_error
     assert "; last team query failed: lost the connection" in team.summary()
-    # lexical search over the local overlay still answers while the base is down
+    # lexical search still answers while the base is down: the overlay, and the base's
+    # chunks from memory (its BM25 tables and rows were read at warm_up)
     (clone / "shop/tax.py").write_text("def sales_tax(total):\n    return total * 0.2\n")
     folder.update_paths(["shop/tax.py"], embed=False)
     assert folder.local.paths() == ["shop/tax.py"]
+    assert symbols(folder, "sales_tax", "lexical")[0] == "shop/tax.py:sales_tax"
+    assert symbols(folder, "apply_coupon_discount", "lexical")[0].startswith("shop/coupon.py")
     with pytest.raises(PgUnavailable, match="cannot connect"):  # still down: a clear error
-        symbols(folder, "sales_tax", "lexical")
+        symbols(folder, "shipping fee per kilogram", "dense")
     assert folder.status().team.query_error.startswith("cannot connect to the team database")
 
     relay.up()  # back: the next query reconnects and the status clears
-    assert symbols(folder, "sales_tax", "lexical")[0] == "shop/tax.py:sales_tax"
+    assert symbols(folder, "shipping fee per kilogram", "dense")[0].startswith("shop/shipping.py")
     assert folder.status().team.query_error == ""
     folder.close()
 
