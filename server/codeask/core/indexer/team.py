@@ -131,8 +131,8 @@ def open_base(root: Path, settings: Settings) -> TeamBase:
                 kind="unpublished",
                 repository=name,
             )
+        shadowed = overlay_paths(root, found.sha)  # before the reader: nothing left open
         reader = PublishedReader(dsn, found.id, model=settings.embed.model)
-        shadowed = overlay_paths(root, found.sha)
     except Exception as exc:  # PgError, ValueError, ImportError or a driver error
         return TeamBase(
             reason=f"team index unusable ({first_line(exc)}): indexing locally",
