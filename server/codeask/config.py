@@ -58,8 +58,8 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     checkpoint_seconds: float = 10.0
     """How often a long index run saves a consistent snapshot to disk."""
     backend: Literal["local", "postgres"] = "local"
-    """`postgres`: MiniLM vectors are shared through the team database (docs/postgres.md); the
-    index itself stays local for now."""
+    """`postgres`: read the team's published index of the commit nearest HEAD and index only
+    the files that differ; vectors are shared through the team database (docs/postgres.md)."""
     dsn_env: str = "CODEASK_PG_DSN"
     """Name of the environment variable holding the PostgreSQL DSN (never the DSN itself)."""
 
