@@ -338,3 +338,13 @@ async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
     protocol._request_futures[msg_id] = future
     await raw_send(client, {"id": msg_id, "method": method, "params": params})
     return plain(await asyncio.wait_for(asyncio.wrap_future(future), 30))
+
+
+async def hover_text(lsp: Session, uri: str, line: int, character: int = 4) -> str:
+    """Hover is budgeted (null when not ready in time); a loaded machine may need a retry."""
+    for _ in range(10):
+        hover = await lsp.hover(uri, line, character)
+        if hover is not None:
+            assert isinstance(hover.contents, types.MarkupContent)
+            return hover.contents.value
+    raise AssertionError("hover never answered")

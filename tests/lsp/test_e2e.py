@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lsp_harness import CLIENTS, FILES, NEW_FUNCTION, Session, session, wait_for
+from lsp_harness import CLIENTS, FILES, NEW_FUNCTION, Session, hover_text, session, wait_for
 from lsprotocol import types
 
 pytestmark = pytest.mark.slow
@@ -24,16 +24,6 @@ def _progress_done(lsp: Session) -> bool:
         if kinds and kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds:
             return True
     return False
-
-
-async def _hover_text(lsp: Session, uri: str, line: int, character: int = 4) -> str:
-    """Hover is budgeted (null when not ready in time); a loaded machine may need a retry."""
-    for _ in range(10):
-        hover = await lsp.hover(uri, line, character)
-        if hover is not None:
-            assert isinstance(hover.contents, types.MarkupContent)
-            return hover.contents.value
-    raise AssertionError("hover never answered")
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -85,7 +75,7 @@ async def test_index_search_edit_hover_delete(
         assert time.monotonic() - saved < 2.0
 
         # -- hover inside a function: related code in other files, last commit ------------
-        hover = await _hover_text(lsp, lsp.uri("app/cache.py"), 13)  # inside LruCache.get
+        hover = await hover_text(lsp, lsp.uri("app/cache.py"), 13)  # inside LruCache.get
         lines = hover.splitlines()
         assert lines[0] == "**Related code**"
         links = [line for line in lines if line.startswith("- [")]
@@ -96,7 +86,7 @@ async def test_index_search_edit_hover_delete(
         assert "by Bob Builder, 2024-03-02: Add an LRU cache" in hover
 
         # -- hover on a call: the callee's definition is the first link ---------------------
-        call = await _hover_text(lsp, lsp.uri("app/net.py"), 19, 13)  # `retry(` in fetch_url
+        call = await hover_text(lsp, lsp.uri("app/net.py"), 19, 13)  # `retry(` in fetch_url
         first = next(line for line in call.splitlines() if line.startswith("- ["))
         assert "app/net.py:7](" in first and first.endswith(" retry"), first
 

@@ -32,7 +32,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 import gitrepo
 from llm_stub import fake_llm, llm_options
-from lsp_harness import FILES, NEW_FUNCTION, Session, build_project, session, wait_for
+from lsp_harness import (
+    FILES,
+    NEW_FUNCTION,
+    Session,
+    build_project,
+    hover_text,
+    session,
+    wait_for,
+)
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
@@ -157,16 +165,6 @@ async def symbols_named(lsp: Session, name: str) -> list[str]:
     """workspace/symbol hits whose name is exactly `name`, as `path:name`."""
     found = await lsp.symbols(name)
     return [f"{s.location.uri.rsplit('/app/', 1)[-1]}:{s.name}" for s in found if s.name == name]
-
-
-async def hover_text(lsp: Session, uri: str, line: int, character: int = 4) -> str:
-    """Hover is budgeted (null when not ready in time); a loaded machine may need a retry."""
-    for _ in range(10):
-        hover = await lsp.hover(uri, line, character)
-        if hover is not None:
-            assert isinstance(hover.contents, types.MarkupContent)
-            return hover.contents.value
-    raise AssertionError("hover never answered")
 
 
 async def test_index_search_hover_save_delete(backend: Backend, workspace: Path, xdg: Path) -> None:

@@ -21,11 +21,8 @@ code only, history left out.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +31,7 @@ from codeask.core.lexical import MAX_QUERY_TERMS, query_terms
 from codeask.core.pg.cache import HalfVec, PgModelMismatch, register_halfvec
 from codeask.core.pg.connect import PgError, connect
 from codeask.core.pg.filters import exact_in_sql, row_check, sql_conditions
+from codeask.core.pg.revision import RevisionInfo, meta_of
 from codeask.core.pg.schema import CHUNK_TABLE, REPOSITORY_TABLE, REVISION_TABLE
 from codeask.core.records import HISTORY_KINDS, Chunk
 
@@ -51,19 +49,6 @@ MAX_REFETCH = 3
 
 #: (revision id, chunk id, path, score), best first.
 Hit = tuple[int, int, str, float]
-
-
-@dataclass(frozen=True)
-class Revision:
-    """A published revision."""
-
-    id: int
-    repository: str
-    sha: str
-    model: str
-    dim: int
-    chunk_count: int
-    published_at: datetime
 
 
 class PgIndexReader:
@@ -125,7 +110,7 @@ class PgIndexReader:
             hits = [
                 (int(r[0]), int(r[1]), str(r[2]), float(r[6]))
                 for r in rows
-                if check(str(r[2]), str(r[3]), str(r[4]), _meta(r[5]))
+                if check(str(r[2]), str(r[3]), str(r[4]), meta_of(r[5]))
             ]
             if len(hits) >= k or len(rows) < limit or exact:
                 return hits[:k]
@@ -235,14 +220,14 @@ class PgIndexReader:
                 calls=list(r[11]),
                 part=r[12],
                 id=int(r[1]),
-                meta=_meta(r[13]),
+                meta=meta_of(r[13]),
             )
             for r in rows
         }
 
     def nearest_revision(
         self, repo_name: str, candidate_shas: Sequence[str], model: str | None = None
-    ) -> Revision | None:
+    ) -> RevisionInfo | None:
         """See `nearest_revision`."""
         with self._lock:
             return nearest_revision(self.conn, repo_name, candidate_shas, model)
@@ -253,21 +238,12 @@ class PgIndexReader:
             self.conn.close()
 
 
-def _meta(value: object) -> dict[str, str]:
-    if isinstance(value, dict):
-        return {str(k): str(v) for k, v in value.items()}
-    if isinstance(value, (str, bytes)):
-        loaded = json.loads(value[1:] if isinstance(value, bytes) else value)  # binary jsonb: v1
-        return {str(k): str(v) for k, v in loaded.items()}
-    return {}
-
-
 def nearest_revision(
     conn: psycopg.Connection,
     repo_name: str,
     candidate_shas: Sequence[str],
     model: str | None = None,
-) -> Revision | None:
+) -> RevisionInfo | None:
     """The complete published revision of `repo_name` for the FIRST of `candidate_shas` that has
     one (the caller passes HEAD, then its ancestors nearest first); None when none is. With
     several models published for that sha, the newest publish wins unless `model` is given."""
@@ -275,7 +251,8 @@ def nearest_revision(
     if not shas:
         return None
     row = conn.execute(
-        f"""SELECT r.id, p.name, r.sha, r.model, r.dim, r.chunk_count, r.published_at
+        f"""SELECT r.id, p.name, r.sha, r.model, r.dim, r.chunk_count, r.file_count,
+                   extract(epoch FROM r.published_at)::float8
             FROM {REVISION_TABLE} r JOIN {REPOSITORY_TABLE} p ON p.id = r.repository_id
             WHERE p.name = %s AND r.sha = ANY(%s) AND r.complete
               AND (%s::text IS NULL OR r.model = %s)
@@ -285,4 +262,6 @@ def nearest_revision(
     ).fetchone()
     if row is None:
         return None
-    return Revision(int(row[0]), row[1], row[2], row[3], int(row[4]), int(row[5]), row[6])
+    return RevisionInfo(
+        int(row[0]), row[1], row[2], row[3], int(row[4]), int(row[5]), int(row[6]), float(row[7])
+    )

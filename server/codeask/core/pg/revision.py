@@ -10,12 +10,12 @@ from the `symbol` column, so their semantics are the local storage's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from codeask.core.pg.connect import PgError
-from codeask.core.pg.reader import _meta
 from codeask.core.pg.schema import CHUNK_TABLE, FILE_TABLE, REPOSITORY_TABLE, REVISION_TABLE
 from codeask.core.records import HISTORY_KINDS, Chunk, FileRecord
 from codeask.core.symbol_table import SymbolTable
@@ -28,6 +28,16 @@ CHUNK_COLUMNS = (
     "chunk_id, path, language, kind, start_line, end_line, text, symbol, parent, docstring, "
     "calls, part, meta"
 )
+
+
+def meta_of(value: object) -> dict[str, str]:
+    """A chunk's `meta` from its jsonb column (a dict, or text/binary jsonb)."""
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    if isinstance(value, (str, bytes)):
+        loaded = json.loads(value[1:] if isinstance(value, bytes) else value)  # binary jsonb: v1
+        return {str(k): str(v) for k, v in loaded.items()}
+    return {}
 
 
 def chunk_of(row: Sequence[Any]) -> Chunk:
@@ -45,7 +55,7 @@ def chunk_of(row: Sequence[Any]) -> Chunk:
         calls=list(row[10]),
         part=int(row[11]),
         id=int(row[0]),
-        meta=_meta(row[12]),
+        meta=meta_of(row[12]),
     )
 
 
