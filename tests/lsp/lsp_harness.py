@@ -348,3 +348,15 @@ async def hover_text(lsp: Session, uri: str, line: int, character: int = 4) -> s
             assert isinstance(hover.contents, types.MarkupContent)
             return hover.contents.value
     raise AssertionError("hover never answered")
+
+
+def check_related_hover(hover: str, root: Path) -> None:
+    """The hover inside `LruCache.get` of FILES: related code in other files (at most 5 links,
+    the first into `root`'s app/), then the last commit that touched it."""
+    lines = hover.splitlines()
+    assert lines[0] == "**Related code**"
+    links = [line for line in lines if line.startswith("- [")]
+    assert 1 <= len(links) <= 5
+    assert all("app/cache.py" not in link for link in links)
+    assert f"({root.as_uri()}/app/" in links[0] and "#L" in links[0]
+    assert "by Bob Builder, 2024-03-02: Add an LRU cache" in hover

@@ -11,7 +11,16 @@ import time
 from pathlib import Path
 
 import pytest
-from lsp_harness import CLIENTS, FILES, NEW_FUNCTION, Session, hover_text, session, wait_for
+from lsp_harness import (
+    CLIENTS,
+    FILES,
+    NEW_FUNCTION,
+    Session,
+    check_related_hover,
+    hover_text,
+    session,
+    wait_for,
+)
 from lsprotocol import types
 
 pytestmark = pytest.mark.slow
@@ -76,14 +85,8 @@ async def test_index_search_edit_hover_delete(
 
         # -- hover inside a function: related code in other files, last commit ------------
         hover = await hover_text(lsp, lsp.uri("app/cache.py"), 13)  # inside LruCache.get
-        lines = hover.splitlines()
-        assert lines[0] == "**Related code**"
-        links = [line for line in lines if line.startswith("- [")]
-        assert 1 <= len(links) <= 5
-        assert all("app/cache.py" not in link for link in links)
-        assert f"({project.as_uri()}/app/" in links[0] and "#L" in links[0]
+        check_related_hover(hover, project)
         assert "Last changed in " in hover
-        assert "by Bob Builder, 2024-03-02: Add an LRU cache" in hover
 
         # -- hover on a call: the callee's definition is the first link ---------------------
         call = await hover_text(lsp, lsp.uri("app/net.py"), 19, 13)  # `retry(` in fetch_url

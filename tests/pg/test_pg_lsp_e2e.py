@@ -37,6 +37,7 @@ from lsp_harness import (
     NEW_FUNCTION,
     Session,
     build_project,
+    check_related_hover,
     hover_text,
     session,
     wait_for,
@@ -184,13 +185,7 @@ async def test_index_search_hover_save_delete(backend: Backend, workspace: Path,
 
         # -- hover: related code in other files, and the last commit -----------------------
         hover = await hover_text(lsp, lsp.uri("app/cache.py"), 13)  # inside LruCache.get
-        lines = hover.splitlines()
-        assert lines[0] == "**Related code**"
-        links = [line for line in lines if line.startswith("- [")]
-        assert 1 <= len(links) <= 5
-        assert all("app/cache.py" not in link for link in links)
-        assert f"({workspace.as_uri()}/app/" in links[0] and "#L" in links[0]
-        assert "by Bob Builder, 2024-03-02: Add an LRU cache" in hover
+        check_related_hover(hover, workspace)
         call = await hover_text(lsp, lsp.uri("app/net.py"), 19, 13)  # `retry(` in fetch_url
         first = next(line for line in call.splitlines() if line.startswith("- ["))
         assert "app/net.py:7](" in first and first.endswith(" retry"), first
