@@ -7,6 +7,7 @@ is a clear error without the password, and --lexical-only is refused (nothing to
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,7 +34,7 @@ def repository(root: Path) -> str:
     return str(repo.create_commit("HEAD", who, who, "first", tree, []))
 
 
-def index(root: Path, dsn: str, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def cli_env(dsn: str, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
     env.update(
         {
@@ -43,9 +44,13 @@ def index(root: Path, dsn: str, cache: Path, *extra: str) -> subprocess.Complete
             "HF_HUB_OFFLINE": "1",
         }
     )
+    return env
+
+
+def index(root: Path, dsn: str, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "codeask", "index", str(root), "--repo-name", "demo", *extra],
-        env=env,
+        env=cli_env(dsn, cache),
         capture_output=True,
         text=True,
         timeout=600,
@@ -92,3 +97,50 @@ def test_a_wrong_password_or_lexical_only_is_a_clear_refusal(
     lexical = index(tmp_path / "repo", wrong, tmp_path / "cache", "--backend", "postgres",
                     "--lexical-only")  # fmt: skip
     assert lexical.returncode != 0 and "--lexical-only" in lexical.stderr
+
+
+def gc(dsn: str, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeask", "gc", *extra],
+        env=cli_env(dsn, cache),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_gc_keeps_the_newest_revisions_and_says_which_went(
+    pg_server: PgServer, pg_dsn: str, pg_db: str, tmp_path: Path
+) -> None:
+    """Three commits published one after the other; `codeask gc --keep 2` deletes the oldest
+    revision with its rows, a second gc deletes nothing; a wrong password is a clear refusal."""
+    root = tmp_path / "repo"
+    repository(root)
+    repo = pygit2.Repository(str(root))
+    for n in range(3):
+        if n:
+            (root / f"extra_{n}.py").write_text(f"def extra_{n}():\n    return {n}\n")
+            repo.index.add_all()
+            repo.index.write()
+            who = pygit2.Signature("Dev", "dev@example.com")
+            tree = repo.index.write_tree()
+            repo.create_commit("HEAD", who, who, f"commit {n}", tree, [repo.head.target])
+        done = index(root, pg_dsn, tmp_path / "cache", "--backend", "postgres")
+        assert done.returncode == 0, done.stderr
+    with pg_server.admin(pg_db) as db:
+        ids = [r[0] for r in db.execute("SELECT id FROM codeask_revision ORDER BY id").fetchall()]
+    assert len(ids) == 3
+    first = gc(pg_dsn, tmp_path / "cache", "--keep", "2", "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"removed": ids[:1], "keep": 2}
+    with pg_server.admin(pg_db) as db:
+        kept = [r[0] for r in db.execute("SELECT id FROM codeask_revision ORDER BY id").fetchall()]
+        orphans = db.execute(
+            "SELECT count(*) FROM codeask_chunk WHERE revision_id = %s", (ids[0],)
+        ).fetchone()
+    assert kept == ids[1:] and orphans == (0,)
+    again = gc(pg_dsn, tmp_path / "cache", "--keep", "2")
+    assert again.returncode == 0 and "removed 0 published revision(s)" in again.stderr
+    wrong = gc(pg_server.dsn(pg_db, password="Not-The-Pw-456"), tmp_path / "cache")
+    assert wrong.returncode != 0 and "gc of the team index" in wrong.stderr
+    assert "Not-The-Pw-456" not in wrong.stderr + wrong.stdout

@@ -1,4 +1,4 @@
-"""`codeask index | search | status | health | ask | serve`: one module per command, `common`
+"""`codeask index | search | status | health | ask | serve | gc`: one module per command, `common`
 for what they share, `parser` for the flags.
 
 Human output (`index` shows a progress line: see progress_view), `--json` for machines. Logs go to
@@ -28,6 +28,7 @@ COMMANDS = {
     "health": "codeask.cli.health",
     "ask": "codeask.cli.ask",
     "serve": "codeask.cli.serve",
+    "gc": "codeask.cli.gc",
 }
 
 

@@ -88,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_query_options(ask)
     ask.add_argument("--prompt-only", action="store_true", help="print the prompt, call no model")
 
+    gc = sub.add_parser(
+        "gc", help="team index: delete all but the newest published revisions (writer role)"
+    )
+    gc.add_argument(
+        "--keep", type=int, default=5, help="revisions kept per repository and model (default 5)"
+    )
+    gc.add_argument("--json", action="store_true")
+
     serve = sub.add_parser("serve", help="run the language server (stdio)")
     serve.add_argument("--tcp", type=int, metavar="PORT", help="listen on TCP instead (debugging)")
     serve.add_argument(
