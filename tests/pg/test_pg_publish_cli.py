@@ -47,14 +47,19 @@ def cli_env(dsn: str, cache: Path) -> dict[str, str]:
     return env
 
 
-def index(root: Path, dsn: str, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def codeask(dsn: str, cache: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess, the team DSN in the variable its settings name."""
     return subprocess.run(
-        [sys.executable, "-m", "codeask", "index", str(root), "--repo-name", "demo", *extra],
+        [sys.executable, "-m", "codeask", *argv],
         env=cli_env(dsn, cache),
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+def index(root: Path, dsn: str, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return codeask(dsn, cache, "index", str(root), "--repo-name", "demo", *extra)
 
 
 def test_index_backend_postgres_publishes_head_once(
@@ -100,13 +105,7 @@ def test_a_wrong_password_or_lexical_only_is_a_clear_refusal(
 
 
 def gc(dsn: str, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", "gc", *extra],
-        env=cli_env(dsn, cache),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return codeask(dsn, cache, "gc", *extra)
 
 
 def test_gc_keeps_the_newest_revisions_and_says_which_went(
