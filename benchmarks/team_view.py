@@ -19,7 +19,7 @@ from benchmarks.pg_bench import database, postgres
 from codeask.config import Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish
+from codeask.core.pg.publish import publish, revision_rows
 from codeask.core.pg.storage import PublishedReader
 from codeask.core.storage import IndexReader
 
@@ -44,11 +44,7 @@ def team_database() -> Iterator[str]:
 def published_view(folder: FolderIndex, dsn: str, name: str) -> tuple[PublishedView, float]:
     """Publish `folder`'s index (MiniLM tier) as revision `name`; a view of it with its
     lexical tables in memory (as a server has them), and the seconds the build took."""
-    storage = folder.storage
-    model, dim = storage.tier_model("minilm")
-    chunks = storage.all_chunks()
-    vectors = {c.id: v for c in chunks if (v := storage.vector("minilm", c.id)) is not None}
-    files = [f for p in storage.paths() if (f := storage.file(p)) is not None and not f.skipped]
+    model, dim, chunks, vectors, files = revision_rows(folder.storage, "minilm")
     sha = hashlib.sha1(name.encode()).hexdigest()
     result = publish(dsn, name, sha, model, dim, chunks, vectors, files)
     reader = PublishedReader(dsn, result.revision_id, model=model)

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from codeask.core.indexer.folder import FolderIndex
+    from codeask.core.storage import IndexReader
 
 log = logging.getLogger(__name__)
 
@@ -403,6 +404,18 @@ def repository_identity(root: Path) -> str:
     return Path(root).name
 
 
+def revision_rows(
+    storage: IndexReader, tier: Literal["minilm", "static"]
+) -> tuple[str, int, list[Chunk], dict[int, np.ndarray], list[FileRecord]]:
+    """What `publish` takes from an index: the tier's (model, dim), every chunk, the tier's
+    vectors by chunk id, the indexed (not skipped) files."""
+    chunks = storage.all_chunks()
+    files = [f for p in storage.paths() if (f := storage.file(p)) is not None and not f.skipped]
+    model, dim = storage.tier_model(tier)
+    vectors = {c.id: v for c in chunks if (v := storage.vector(tier, c.id)) is not None}
+    return model, dim, chunks, vectors, files
+
+
 def publish_folder(
     folder: FolderIndex,
     dsn_env: str,
@@ -425,11 +438,8 @@ def publish_folder(
     sha = head_sha(root)
     if not sha:
         raise PgError(f"{root} has no HEAD commit: only a commit can be published")
-    storage = folder.storage  # the publisher is the folder's writer: nothing changes meanwhile
-    chunks = storage.all_chunks()
-    files = [f for p in storage.paths() if (f := storage.file(p)) is not None and not f.skipped]
-    model, dim = storage.tier_model(tier)
-    vectors = {c.id: v for c in chunks if (v := storage.vector(tier, c.id)) is not None}
+    # the publisher is the folder's writer: nothing changes meanwhile
+    model, dim, chunks, vectors, files = revision_rows(folder.storage, tier)
     if not allow_dirty:
         dirty = sorted(uncommitted_paths(root) & {f.path for f in files})
         if dirty:
