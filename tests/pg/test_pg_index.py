@@ -10,11 +10,11 @@ real FolderIndex on a real git repository.
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pgserver import at_once
 
 from codeask.config import ChunkSettings, build_settings
 from codeask.core.chunk import chunk_file
@@ -231,28 +231,13 @@ def test_two_publishers_of_the_same_revision_at_once_store_it_once(pg_dsn: str) 
         migrate(conn)
     chunks, files = build_chunks()
     vectors = unit_vectors(chunks)
-    barrier = threading.Barrier(2)
-    results = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            with connect(pg_dsn) as conn:
-                barrier.wait()
-                results.append(
-                    publish(
-                        conn, "github.com/acme/shop", "b" * 40, MODEL, DIM, chunks, vectors, files
-                    )
-                )
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == []
+    results = at_once(
+        pg_dsn,
+        2,
+        lambda conn: publish(
+            conn, "github.com/acme/shop", "b" * 40, MODEL, DIM, chunks, vectors, files
+        ),
+    )
     assert sorted(r.created for r in results) == [False, True]
     assert len({r.revision_id for r in results}) == 1
     assert counts(pg_dsn) == (1, 1, len(files), len(chunks))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from pgserver import PgServer
+from pgserver import PgServer, at_once
 
 from codeask.core.pg.connect import PgPermissionDenied, connect
 from codeask.core.pg.schema import LATEST, SchemaTooNew, current_version, migrate
@@ -50,24 +48,7 @@ def test_concurrent_migrations_apply_once(pg_server: PgServer, pg_dsn: str) -> N
     wait and find it done."""
     with pg_server.admin(pg_dsn.rsplit("/", 1)[1]) as admin:
         admin.execute("DROP EXTENSION vector")
-    barrier = threading.Barrier(4)
-    results: list[int] = []
-    errors: list[BaseException] = []
-
-    def start() -> None:
-        try:
-            with connect(pg_dsn) as conn:
-                barrier.wait()
-                results.append(migrate(conn))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=start) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == []
+    results = at_once(pg_dsn, 4, migrate)
     assert results == [LATEST] * 4
     with connect(pg_dsn) as conn:
         assert conn.execute("SELECT version FROM codeask_schema").fetchall() == [(LATEST,)]
