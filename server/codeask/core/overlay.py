@@ -28,6 +28,7 @@ What the base hides, and fetching `k` visible base hits, live in overlay_shadow.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -40,7 +41,7 @@ from codeask.core.git.repo import diff_to_workdir
 from codeask.core.lexical import doc_columns, query_terms
 from codeask.core.overlay_shadow import Shadowed, ShadowTracker
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.storage import IndexCounts, IndexReader, Tier
+from codeask.core.storage import DenseAsk, IndexCounts, IndexReader, Tier
 
 #: The tag bit of each side in a merged id.
 _BASE, _OVERLAY = 0, 1
@@ -164,6 +165,21 @@ class OverlayReader:
             return None
         return _mapped(found, _BASE)
 
+    def chunks(self, chunk_ids: Iterable[int]) -> dict[int, Chunk]:
+        """As `chunk` for each id, one batch per side."""
+        own: list[int] = []
+        base: list[int] = []
+        for merged in chunk_ids:
+            side, local = split_id(merged)
+            (own if side == _OVERLAY else base).append(local)
+        found = {to_overlay(i): _mapped(c, _OVERLAY) for i, c in self.overlay.chunks(own).items()}
+        shadow, commits = self.shadows.current(), self.shadows.overlay_commits()
+        visible = [i for i in base if i not in shadow.ids]
+        for i, chunk in self.base.chunks(visible).items():
+            if not self.shadows.hidden(chunk, shadow, commits):
+                found[to_base(i)] = _mapped(chunk, _BASE)
+        return found
+
     def chunks_of(self, path: str) -> list[Chunk]:
         if self.overlay.file(path) is not None:
             return [_mapped(c, _OVERLAY) for c in self.overlay.chunks_of(path)]
@@ -216,6 +232,12 @@ class OverlayReader:
         merged = [(to_overlay(i), s) for i, s in own] + [(to_base(i), s) for i, s in base]
         merged.sort(key=lambda hit: hit[1], reverse=True)
         return merged[:k]
+
+    def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
+        """The overlay's and the base's (asked for as many as `dense_top_k` asks it first)."""
+        own = self.overlay.dense_asks(tier, k, missing_from=missing_from)
+        base = self.base.dense_asks(tier, self.shadows.first_ask(k), missing_from=missing_from)
+        return own + base
 
     def merge_mode(self) -> LexicalMerge:
         """How the two lexical lists merge, asked once per query before either side is (a base

@@ -102,6 +102,11 @@ class ShadowTracker:
             kept.append((chunk_id, score))
         return kept
 
+    def first_ask(self, k: int) -> int:
+        """How many base hits `top_k` asks for first to keep `k` visible ones."""
+        shadow, commits = self.current(), self.overlay_commits()
+        return k + min(len(shadow.ids), MAX_HEADROOM) + (k if commits else 0)
+
     def top_k(
         self, fetch: Callable[[int], list[tuple[int, float]]], k: int
     ) -> list[tuple[int, float]]:
@@ -110,7 +115,7 @@ class ShadowTracker:
         shadow, commits = self.current(), self.overlay_commits()
         if not shadow.ids and not commits:
             return fetch(k)
-        want = k + min(len(shadow.ids), MAX_HEADROOM) + (k if commits else 0)
+        want = self.first_ask(k)
         while True:
             hits = fetch(want)
             kept = self._visible(hits, shadow, commits)

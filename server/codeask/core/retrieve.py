@@ -13,12 +13,13 @@ says which retrievers found it.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 import numpy as np
 import pathspec
@@ -30,8 +31,16 @@ from codeask.core.lexical import expand_query
 from codeask.core.query import QuerySignals, query_signals
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
-from codeask.core.storage import IndexReader, Tier
+from codeask.core.storage import (
+    DenseAsk,
+    IndexReader,
+    StorageUnavailable,
+    Tier,
+    prefetch_dense,
+)
 from codeask.core.symbol_table import path_keys as path_keys
+
+log = logging.getLogger(__name__)
 
 Mode = Literal["lexical", "dense", "hybrid"]
 RRF_K = 60
@@ -199,21 +208,77 @@ class _Candidates:
     fused: dict[int, float] = field(default_factory=dict)
     found_by: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
     file_rank: dict[str, int] = field(default_factory=dict)
+    read: dict[int, Chunk | None] = field(default_factory=dict)
+    """The candidates' chunks read so far (None: gone)."""
+
+    def chunks(
+        self, storage: IndexReader, ids: Iterable[int] | None = None
+    ) -> dict[int, Chunk | None]:
+        """`read`, after reading the candidates (or `ids`) not read yet in ONE call: a remote
+        store answers a few hundred candidates in one round trip, not one each."""
+        wanted = [i for i in (self.fused if ids is None else ids) if i not in self.read]
+        if wanted:
+            found = storage.chunks(wanted)
+            self.read.update((i, found.get(i)) for i in wanted)
+        return self.read
 
 
-def _dense_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
-    if vector is None:
-        return []
-    return [i for i, _ in folder.storage.dense_top_k("minilm", vector, limit)]
+class _DenseList(NamedTuple):
+    """One dense list a folder contributes: its name in `found_by`, tier, the query vector's
+    key in `embed_query`'s dict, weight, and `missing_from` (static tier, scope `missing`:
+    only chunks MiniLM has not embedded yet)."""
+
+    name: str
+    tier: Tier
+    vector: str
+    weight: float
+    missing_from: Tier | None = None
 
 
-def _static_ranked(folder: Searchable, vector: np.ndarray | None, limit: int) -> list[int]:
-    """Static-tier neighbours; with scope `missing`, only chunks MiniLM has not embedded yet."""
+def _dense_lists(folder: Searchable, vectors: dict[str, np.ndarray]) -> list[_DenseList]:
+    weights = folder.settings.retrieve
+    model = folder.settings.embed.model
+    plan: list[_DenseList] = []
+    if weights.dense_weight > 0 and model in vectors:
+        plan.append(_DenseList("dense", "minilm", model, weights.dense_weight))
+    wants_static = weights.static_weight > 0 and STATIC_MODEL_NAME in vectors
+    if wants_static and folder.storage.vector_count("static"):
+        missing: Tier | None = None if weights.static_scope == "all" else "minilm"
+        static = _DenseList("static", "static", STATIC_MODEL_NAME, weights.static_weight, missing)
+        plan.append(static)
+    return plan
+
+
+def _prefetch_dense(
+    folders: Sequence[Searchable], vectors: dict[str, np.ndarray], limit: int
+) -> None:
+    """Every folder's remote dense queries of this search, batched: a workspace whose folders
+    read one team database asks it ONE query per query vector, not one per folder."""
+    asks: dict[str, list[DenseAsk]] = defaultdict(list)
+    for folder in folders:
+        for dense in _dense_lists(folder, vectors):
+            storage = folder.storage
+            asks[dense.vector] += storage.dense_asks(
+                dense.tier, limit, missing_from=dense.missing_from
+            )
+    for key, group in asks.items():
+        prefetch_dense(group, vectors[key])
+
+
+def _dense_ranked(
+    folder: Searchable, dense: _DenseList, vector: np.ndarray, limit: int, mode: Mode
+) -> list[int]:
+    """A dense list; in hybrid mode, [] when a remote part of the index did not answer (the
+    other retrievers still do; the team status line says the query failed)."""
     storage = folder.storage
-    if vector is None or not storage.vector_count("static"):
+    try:
+        hits = storage.dense_top_k(dense.tier, vector, limit, missing_from=dense.missing_from)
+    except StorageUnavailable as exc:
+        if mode != "hybrid":
+            raise
+        log.warning("%s: %s search skipped (%s)", folder.root, dense.name, exc)
         return []
-    missing: Tier | None = None if folder.settings.retrieve.static_scope == "all" else "minilm"
-    return [i for i, _ in storage.dense_top_k("static", vector, limit, missing_from=missing)]
+    return [i for i, _ in hits]
 
 
 def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
@@ -244,13 +309,9 @@ def _collect(
             lists.append(("lead", ranked, weights.lead_weight))
         lists.append(("symbol", _symbol_ranked(folder, signals), weights.symbol_weight))
     if mode in ("dense", "hybrid"):
-        vector = vectors.get(folder.settings.embed.model)
-        static = vectors.get(STATIC_MODEL_NAME)
-        if weights.dense_weight > 0:
-            lists.append(("dense", _dense_ranked(folder, vector, limit), weights.dense_weight))
-        if weights.static_weight > 0:
-            ranked = _static_ranked(folder, static, limit)
-            lists.append(("static", ranked, weights.static_weight))
+        for dense in _dense_lists(folder, vectors):
+            ranked = _dense_ranked(folder, dense, vectors[dense.vector], limit, mode)
+            lists.append((dense.name, ranked, dense.weight))
     for name, ranked, weight in lists:
         _rrf(ranked, weight, found.fused)
         for chunk_id in ranked:
@@ -305,15 +366,17 @@ def _file_prior(folder: Searchable, found: _Candidates) -> None:
     """Whole-file BM25 rank lifts every candidate of that file; top files missing get a chunk."""
     weight = folder.settings.retrieve.file_weight
     storage = folder.storage
-    present = {c.path for c in map(storage.chunk, found.fused) if c is not None}
+    read = found.chunks(storage)
+    present = {c.path for i in found.fused if (c := read.get(i)) is not None}
     for path, rank in found.file_rank.items():
         record = storage.file(path)
         if path not in present and record and record.chunk_ids and rank < FILE_CANDIDATES // 4:
             first = record.chunk_ids[0]
             found.fused[first] = 0.0
             found.found_by[first].append("file")
+    read = found.chunks(storage)
     for chunk_id in list(found.fused):
-        chunk = storage.chunk(chunk_id)
+        chunk = read.get(chunk_id)
         file_rank = found.file_rank.get(chunk.path) if chunk else None
         if file_rank is not None:
             found.fused[chunk_id] += weight / (RRF_K + file_rank + 1)
@@ -332,8 +395,9 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
             if "path" not in found.found_by[chunk_id]:
                 found.found_by[chunk_id].append("path")
     factors: dict[str, float] = {}
+    read = found.chunks(folder.storage)
     for chunk_id in list(found.fused):
-        chunk = folder.storage.chunk(chunk_id)
+        chunk = read.get(chunk_id)
         if chunk is not None and chunk.kind not in HISTORY_KINDS:
             if chunk.path not in factors:
                 factors[chunk.path] = _demotion(folder, chunk.path, signals)
@@ -354,8 +418,9 @@ def _propagate_calls(
     storage = folder.storage
     best = sorted(found.fused.items(), key=lambda item: item[1], reverse=True)[:CALLERS]
     lift: dict[int, float] = {}
+    read = found.chunks(storage)
     for chunk_id, score in best:
-        chunk = storage.chunk(chunk_id)
+        chunk = read.get(chunk_id)
         for name in chunk.calls[:CALLS_PER_CHUNK] if chunk is not None else []:
             callees = storage.symbol_ids(name.rsplit(".", 1)[-1])
             if len(callees) > CALLEE_DEFINITIONS:
@@ -363,8 +428,9 @@ def _propagate_calls(
             for callee in callees:
                 if callee != chunk_id:
                     lift[callee] = max(lift.get(callee, 0.0), weight * score)
+    read = found.chunks(storage, lift)
     for callee, bonus in lift.items():
-        chunk = storage.chunk(callee)
+        chunk = read.get(callee)
         if chunk is None:
             continue
         found.fused[callee] = found.fused.get(callee, 0.0) + bonus * _demotion(
@@ -428,12 +494,15 @@ def fused_candidates(
     if mode != "lexical" and vectors is None:
         vectors = embed_query(folders, signals.text)
     glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
+    if mode != "lexical" and vectors:
+        _prefetch_dense(folders, vectors, limit)
     hits: list[Hit] = []
     for folder in folders:
         found = _collect(folder, vectors or {}, mode, signals, limit)
         _adjust(folder, found, signals, mode)
+        read = found.chunks(folder.storage)
         for chunk_id, score in found.fused.items():
-            chunk = folder.storage.chunk(chunk_id)
+            chunk = read.get(chunk_id)
             if chunk is not None and filters.accepts(chunk, glob):
                 changed = chunk.path in getattr(folder, "uncommitted", ())
                 hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id], changed))

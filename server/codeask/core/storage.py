@@ -14,7 +14,8 @@ Chunk ids are the implementation's business: callers only pass back ids it hande
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -22,8 +23,35 @@ import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
 
+log = logging.getLogger(__name__)
+
 #: The dense tiers: the configured model (`embed.model`, MiniLM by default) and the static one.
 Tier = Literal["minilm", "static"]
+
+
+class StorageUnavailable(Exception):
+    """A remote part of an index did not answer (a database lost mid-query, a timeout). Its
+    message is for people (no password). Hybrid search answers without the part that failed."""
+
+
+class DenseBatcher(Protocol):
+    """A reader that answers several readers' dense queries in one round trip."""
+
+    def answer_asks(self, asks: Sequence[DenseAsk], vector: np.ndarray) -> None:
+        """Run every ask (all of this batcher's `group`) at once; each ask's reader keeps its
+        rows for its next `dense_top_k` with that vector and at most that `k`."""
+        ...
+
+
+@dataclass(frozen=True)
+class DenseAsk:
+    """A dense top-k that a reader will be asked for during this search and that it can answer
+    together with others of the same `group` (one database, model and tier) in ONE query: a
+    multi-root workspace on the team backend searches all its repositories at once."""
+
+    group: Hashable
+    reader: DenseBatcher
+    k: int
 
 
 @dataclass(frozen=True)
@@ -78,6 +106,11 @@ class IndexReader(Protocol):
 
     def chunk(self, chunk_id: int) -> Chunk | None: ...
 
+    def chunks(self, chunk_ids: Iterable[int]) -> dict[int, Chunk]:
+        """id → chunk for the known ones among `chunk_ids` (one round trip for a remote store:
+        retrieval reads its few hundred candidates at once)."""
+        ...
+
     def chunks_of(self, path: str) -> list[Chunk]:
         """A file's chunks in file order ([] when unknown)."""
         ...
@@ -109,6 +142,11 @@ class IndexReader(Protocol):
     ) -> list[tuple[int, float]]:
         """(chunk id, similarity) of the `k` nearest chunks, best first. `missing_from`: only
         chunks without a vector in that tier ([] when it covers every chunk)."""
+        ...
+
+    def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
+        """The remote queries `dense_top_k(tier, _, k, missing_from=...)` would make, for
+        `prefetch_dense` to batch across folders ([] for an in-process index)."""
         ...
 
     def lexical_top_k(self, query: str, k: int) -> list[tuple[int, float]]:
@@ -188,3 +226,17 @@ class IndexWriter(Protocol):
 
 class Storage(IndexReader, IndexWriter, Protocol):
     """One folder's index, both sides."""
+
+
+def prefetch_dense(asks: Iterable[DenseAsk], vector: np.ndarray) -> None:
+    """One round trip per group for every folder's dense query of this search (the readers
+    keep the rows). A failure is only logged: each reader's own `dense_top_k` then asks again
+    and raises to its caller as it would have without the prefetch."""
+    groups: dict[Hashable, list[DenseAsk]] = {}
+    for ask in asks:
+        groups.setdefault(ask.group, []).append(ask)
+    for group in groups.values():
+        try:
+            group[0].reader.answer_asks(group, vector)
+        except StorageUnavailable as exc:
+            log.warning("batched dense query failed (each folder asks on its own): %s", exc)

@@ -15,7 +15,7 @@ import numpy as np
 
 from codeask.core.lexical import LexicalIndex
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.storage import IndexCounts, Tier
+from codeask.core.storage import DenseAsk, IndexCounts, Tier
 from codeask.core.store import IndexStore, VectorIndex
 from codeask.core.symbol_table import SymbolTable
 
@@ -78,6 +78,10 @@ class LocalStorage:
     def chunk(self, chunk_id: int) -> Chunk | None:
         return self.store.chunks.get(chunk_id)
 
+    def chunks(self, chunk_ids: Iterable[int]) -> dict[int, Chunk]:
+        get = self.store.chunks.get  # as `chunk`: a dict read, no lock
+        return {i: c for i in chunk_ids if (c := get(i)) is not None}
+
     def chunks_of(self, path: str) -> list[Chunk]:
         store = self.store
         with store.lock:
@@ -122,6 +126,9 @@ class LocalStorage:
             if len(covered) >= len(self.store.chunks):
                 return []  # the other tier covers everything: nothing left to fill
             return [hit for hit in index.query(vector, 2 * k) if hit[0] not in covered][:k]
+
+    def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
+        return []  # in-process: nothing to batch
 
     def lexical_top_k(self, query: str, k: int) -> list[tuple[int, float]]:
         return self.lexical.search(query, k)

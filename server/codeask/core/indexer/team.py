@@ -162,7 +162,7 @@ def refresh_shadowed(root: Path, team: TeamBase) -> None:
 #: The base's methods that query the database every time (the others answer from what the
 #: reader loaded at open, or from its cache): a success of one of these clears `query_error`.
 _QUERIES = frozenset(
-    {"chunks_of", "all_chunks", "dense_top_k", "lexical_top_k", "lexical_files", "vector"}
+    {"chunks", "chunks_of", "all_chunks", "dense_top_k", "lexical_top_k", "lexical_files", "vector"}
 )
 
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from codeask.core.storage import StorageUnavailable
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -42,7 +44,7 @@ class PgConfigError(PgError):
     """The team database is not configured (the DSN variable is unset or empty)."""
 
 
-class PgUnavailable(PgError):
+class PgUnavailable(PgError, StorageUnavailable):
     """The team database cannot be reached or refused the login (or the connection was lost).
 
     `transient` is False for a refusal that waiting will not fix (wrong password, unknown role or

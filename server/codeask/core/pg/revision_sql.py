@@ -57,6 +57,41 @@ def nearest(db: RevisionConnection, revision: RevisionInfo, vector: np.ndarray, 
     )
 
 
+def nearest_many(
+    db: RevisionConnection, dim: int, wanted: dict[int, int], vector: np.ndarray
+) -> dict[int, Rows]:
+    """`nearest` for several revisions (revision id → k) in ONE query: a LATERAL join runs the
+    same per-revision HNSW scan for each, so each revision's list is what `nearest` returns."""
+    dim = int(dim)  # a literal, as in `nearest`
+    if np.shape(vector) != (dim,):
+        raise ValueError(f"query vector has shape {np.shape(vector)}; the revisions hold {dim}")
+    ids, ks = list(wanted), [int(wanted[i]) for i in wanted]
+    columns = ", ".join(f"n.{c.strip()}" for c in CHUNK_COLUMNS.split(","))
+    rows = db.rows(
+        f"""SELECT a.rev, {columns}, 1 - n.distance
+            FROM unnest(%s::int8[], %s::int4[]) AS a(rev, k)
+            CROSS JOIN LATERAL (
+                SELECT * FROM (
+                    SELECT {CHUNK_COLUMNS},
+                           vec::halfvec({dim}) <=> %s::halfvec({dim}) AS distance
+                    FROM {CHUNK_TABLE}
+                    WHERE revision_id = a.rev AND dim = {dim} AND vec IS NOT NULL
+                    ORDER BY distance LIMIT a.k) AS scan
+                ORDER BY distance, chunk_id) AS n
+            ORDER BY a.rev, n.distance, n.chunk_id""",
+        (ids, ks, HalfVec(np.asarray(vector, dtype=np.float32))),
+        "searching vectors",
+        setup=(
+            "SET LOCAL hnsw.iterative_scan = relaxed_order",
+            f"SET LOCAL hnsw.ef_search = {max(64, min(1000, 2 * max(ks, default=0)))}",
+        ),
+    )
+    found: dict[int, Rows] = {i: [] for i in ids}
+    for row in rows:
+        found[int(row[0])].append(row[1:])
+    return found
+
+
 def ranked_chunks(db: RevisionConnection, revision_id: int, query: str, k: int) -> Rows:
     """Rows of CHUNK_COLUMNS + ts_rank, best first, history chunks included."""
     terms = tsquery(query)

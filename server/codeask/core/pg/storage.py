@@ -67,7 +67,7 @@ be complete (else `PgError`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -77,6 +77,7 @@ from codeask.core.lexical_memory import MEMORY_AFTER_QUERIES
 from codeask.core.pg import revision_sql
 from codeask.core.pg.chunk_cache import CACHE_SIZE, ChunkCache
 from codeask.core.pg.connect import PgError, PgUnavailable, connect, redact
+from codeask.core.pg.dense_batch import NearestMemo, answer_nearest
 from codeask.core.pg.reader import nearest_revision
 from codeask.core.pg.revision import (
     RevisionIndex,
@@ -87,7 +88,7 @@ from codeask.core.pg.revision import (
 from codeask.core.pg.revision_conn import KEEPALIVE, STATEMENT_TIMEOUT_MS, RevisionConnection
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.static_embed import STATIC_MODEL_NAME
-from codeask.core.storage import IndexCounts, IndexReader, Tier
+from codeask.core.storage import DenseAsk, IndexCounts, IndexReader, Tier
 
 if TYPE_CHECKING:
     import psycopg
@@ -148,6 +149,7 @@ class PublishedReader:
         self._db = RevisionConnection(conn_or_dsn, statement_timeout_ms)
         self._rows = self._db.rows
         self._cache = ChunkCache(cache_size)
+        self.nearest_memo = NearestMemo()
         self._disk_bytes: int | None = None
         self.location = self._db.location
         self._minilm_model = model
@@ -236,6 +238,9 @@ class PublishedReader:
     def chunk(self, chunk_id: int) -> Chunk | None:
         return self._fetch([chunk_id]).get(int(chunk_id))
 
+    def chunks(self, chunk_ids: Iterable[int]) -> dict[int, Chunk]:
+        return self._fetch(list(chunk_ids))
+
     def chunks_of(self, path: str) -> list[Chunk]:
         record = self.index.records.get(path)
         if record is None:
@@ -269,16 +274,35 @@ class PublishedReader:
             return None
         return revision_sql.vector(self._db, self.revision.id, int(chunk_id))
 
+    def _dense_serves(self, tier: Tier, k: int, missing_from: Tier | None) -> bool:
+        """With `missing_from` = the same tier, every chunk is covered; the other tier has no
+        vectors here, so it excludes nothing."""
+        return tier == self.tier and k > 0 and bool(self.index.embedded) and missing_from != tier
+
+    def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
+        if not self._dense_serves(tier, k, missing_from):
+            return []
+        info = self.revision
+        return [DenseAsk((self.location, info.model, info.dim, tier), self, int(k))]
+
+    def answer_asks(self, asks: Sequence[DenseAsk], vector: np.ndarray) -> None:
+        """One query for every reader's ask (core/pg/dense_batch.py), on this connection."""
+        answer_nearest(self._db, asks, vector)
+
+    def remember_nearest(self, vector: np.ndarray, k: int, rows: list[tuple[Any, ...]]) -> None:
+        self.nearest_memo.put(vector, k, self._primed(rows))
+
     def dense_top_k(
         self, tier: Tier, vector: np.ndarray, k: int, *, missing_from: Tier | None = None
     ) -> list[tuple[int, float]]:
-        """Cosine top-k over the revision's vectors (pgvector HNSW, iterative scan). With
-        `missing_from` = the same tier, every chunk is covered: []. The other tier has no
-        vectors here, so it excludes nothing."""
-        if tier != self.tier or k <= 0 or not self.index.embedded or missing_from == tier:
+        """Cosine top-k over the revision's vectors (pgvector HNSW, iterative scan), or the
+        rows a batched query of this search already fetched."""
+        if not self._dense_serves(tier, k, missing_from):
             return []
-        rows = revision_sql.nearest(self._db, self.revision, vector, k)
-        return self._primed(rows)
+        remembered = self.nearest_memo.get(vector, k)
+        if remembered is not None:
+            return remembered
+        return self._primed(revision_sql.nearest(self._db, self.revision, vector, k))
 
     def _primed(self, rows: list[tuple[Any, ...]]) -> list[tuple[int, float]]:
         """(chunk id, the score in column 13) of rows of CHUNK_COLUMNS + score; the chunks
