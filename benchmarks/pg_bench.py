@@ -40,6 +40,7 @@ from benchmarks.perf import (
     query_latency,
     timed,
 )
+from benchmarks.retrieval import default_eval_dir
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.pg.publish import publish_folder
@@ -126,7 +127,10 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=5, help="one-file edits timed per side")
     parser.add_argument("--queries", type=int, default=200, help="eval texts timed (0: none)")
     parser.add_argument(
-        "--instances", type=Path, default=Path("/work/runs/evalcopy/dev.jsonl"), help="questions"
+        "--instances",
+        type=Path,
+        default=default_eval_dir() / "dev.jsonl",
+        help="questions (default: dev.jsonl of $CODEASK_EVAL_DIR, else of ../shared/eval)",
     )
     args = parser.parse_args()
     source = args.corpus_root / args.corpus

@@ -13,6 +13,9 @@ same eval texts:
   checkpoint, as a developer's editor would be.
 - local: the first corpus's own local index (the CI run's folder), the same queries: it does not
   depend on the database, so its drift between checkpoints is the machine's noise.
+- team workspace: the first `--workspace` corpora (4 by default) opened as team clones and
+  searched together, as a multi-root workspace is (dense and hybrid: one SQL query per search
+  for all of them, core/pg/dense_batch.py); the SQL queries sent per search are counted.
 - all revisions: `PgIndexReader` (core/pg/reader.py) over every revision published so far, one
   SQL query each: lexical, dense (query vectors computed once, beforehand: database time only)
   and "both" (lexical + dense + fetching the union's rows, what a cross-repository hybrid needs).
@@ -25,7 +28,7 @@ server log.
 
     python -m benchmarks.pg_scale [--corpus-root ~/.cache/codeask-eval/src] [--first sphinx-5.1.1]
         [--corpora 26 | --corpus NAME ...] [--checkpoints 1,8,all] [--queries 200]
-        [--cache ~/.cache/codeask] [--explain 2]
+        [--cache ~/.cache/codeask] [--workspace 4] [--explain 2]
 
 Prints markdown tables for benchmarks/README.md. Not a test.
 """
@@ -49,6 +52,7 @@ import pygit2
 
 from benchmarks.perf import eval_queries, percentile, query_latency, timed
 from benchmarks.pg_bench import DSN_ENV, database, git_repository, index_run, postgres, settings_for
+from benchmarks.retrieval import default_eval_dir
 from codeask.core.indexer import FolderIndex
 from codeask.core.indexer.team import TeamStorage
 from codeask.core.pg.publish import publish_folder
@@ -86,6 +90,10 @@ class Checkpoint:
     team: dict[str, tuple[float, float] | str] = field(default_factory=dict)
     local: dict[str, tuple[float, float] | str] = field(default_factory=dict)
     everything: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: A multi-root workspace of the first corpora: latency and SQL queries per search.
+    workspace: dict[str, tuple[float, float] | str] = field(default_factory=dict)
+    workspace_queries: dict[str, float] = field(default_factory=dict)
+    workspace_size: int = 1
     slowest: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -203,6 +211,30 @@ def open_team(repo: Path, work: Path, tag: str) -> tuple[float, FolderIndex]:
     return seconds, folder
 
 
+def queries_sent(folders: list[FolderIndex]) -> int:
+    return sum(f.team.reader.queries_sent for f in folders if f.team.reader is not None)
+
+
+def measure_workspace(
+    result: Checkpoint, team: FolderIndex, work: Path, names: list[str], queries: list[str]
+) -> None:
+    """One search over a multi-root workspace: `team` and fresh team clones of `names`."""
+    folders = [team]
+    try:
+        for i, name in enumerate(names, 1):
+            folders.append(open_team(work / "repos" / name, work, f"{result.corpora}-w{i}")[1])
+        result.workspace_size = len(folders)
+        for mode in ("dense", "hybrid"):
+            search(folders, queries[0], k=10, mode=mode)  # as query_latency: warm first
+            before = queries_sent(folders)
+            result.workspace[mode] = guarded(partial(query_latency, folders, queries, mode))
+            sent = queries_sent(folders) - before
+            result.workspace_queries[mode] = sent / (len(queries) + 1)
+    finally:
+        for folder in folders[1:]:
+            folder.close()
+
+
 def measure(
     point: int,
     published: list[Published],
@@ -219,6 +251,9 @@ def measure(
     for mode in MODES:
         result.team[mode] = guarded(partial(query_latency, [team], queries, mode))
         result.local[mode] = guarded(partial(query_latency, [local], queries, mode))
+    if args.workspace > 1 and point > 1:
+        others = [p.name for p in published[1 : args.workspace]]
+        measure_workspace(result, team, work, others, queries)
     vectors = team.embedder.embed(queries)
     reader = PgIndexReader(dsn, [p.revision_id for p in published])
     try:
@@ -308,6 +343,19 @@ def report(published: list[Published], points: list[Checkpoint], queries: int) -
         rows.append(
             (f"local (first corpus, noise check) {mode}", [fmt(c.local[mode]) for c in points])
         )
+    for mode in ("dense", "hybrid"):
+        rows.append(
+            (
+                f"team workspace (first corpora as one multi-root workspace) {mode}",
+                [
+                    f"{fmt(c.workspace[mode])} ({c.workspace_size} folders, "
+                    f"{c.workspace_queries[mode]:.2f} SQL queries/search)"
+                    if mode in c.workspace
+                    else "-"
+                    for c in points
+                ],
+            )
+        )
     for kind in ("lexical", "dense", "both"):
         rows.append(
             (
@@ -334,7 +382,13 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/codeask")
     parser.add_argument("--queries", type=int, default=200, help="eval texts timed")
     parser.add_argument(
-        "--instances", type=Path, default=Path("/work/runs/evalcopy/dev.jsonl"), help="questions"
+        "--instances",
+        type=Path,
+        default=default_eval_dir() / "dev.jsonl",
+        help="questions (default: dev.jsonl of $CODEASK_EVAL_DIR, else of ../shared/eval)",
+    )
+    parser.add_argument(
+        "--workspace", type=int, default=4, help="folders of the multi-root workspace measured"
     )
     parser.add_argument("--explain", type=int, default=0, help="plans of the N slowest texts")
     parser.add_argument("--explain-ms", type=int, default=20, help="... of statements this slow")

@@ -35,6 +35,8 @@ class RevisionConnection:
     def __init__(self, conn_or_dsn: psycopg.Connection | str, statement_timeout_ms: int) -> None:
         self.timeout_ms = max(1, int(statement_timeout_ms))
         self._lock = threading.Lock()
+        #: Queries sent so far (benchmarks: round trips per search).
+        self.sent = 0
         if isinstance(conn_or_dsn, str):
             self.session = Session(conn_or_dsn, "the team index", self._prepare, **KEEPALIVE)
         else:  # the caller's connection: prepared now, never reopened here
@@ -59,6 +61,7 @@ class RevisionConnection:
         import psycopg
 
         with self._lock:
+            self.sent += 1
             conn = self.session.connection()
             try:
                 if setup:

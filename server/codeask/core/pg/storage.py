@@ -177,6 +177,11 @@ class PublishedReader:
         newest published for that sha); `PgError` when it is not published."""
         return cls(conn_or_dsn, _find_revision(conn_or_dsn, repo_name, sha, model), **options)
 
+    @property
+    def queries_sent(self) -> int:
+        """Queries this reader sent to the database so far."""
+        return self._db.sent
+
     def close(self) -> None:
         """Close the connection if this reader opened it."""
         self._db.close()
