@@ -15,7 +15,9 @@ What is loaded once per instance (the revision cannot change, so nothing is ever
 the revision row, the file list and a small index of every chunk (core/pg/revision.py). Chunk
 rows (text, calls, meta ...) are fetched on demand and kept in a bounded LRU
 (core/pg/chunk_cache.py, 4,096 by default); the top-k queries return the full rows of their hits
-and prime it, so retrieval's many `chunk(id)` calls on its candidates cost no round trip.
+and prime it, so retrieval's many `chunk(id)` calls on its candidates cost no round trip; the
+rest come in one batch (`chunks(ids)`). Dense queries of several folders' readers on one
+database go out as ONE query per search (`dense_asks`, core/pg/dense_batch.py).
 
 Measured (PostgreSQL 18.6 + pgvector 0.8.6 over TCP on 127.0.0.1, 2 shared cores; a synthetic
 revision of 15,000 chunks of 40 words in 600 files, 64-dim vectors): opening + the load above
@@ -77,7 +79,7 @@ from codeask.core.lexical_memory import MEMORY_AFTER_QUERIES
 from codeask.core.pg import revision_sql
 from codeask.core.pg.chunk_cache import CACHE_SIZE, ChunkCache
 from codeask.core.pg.connect import PgError, PgUnavailable, connect, redact
-from codeask.core.pg.dense_batch import NearestMemo, answer_nearest
+from codeask.core.pg.dense_batch import RevisionNearest
 from codeask.core.pg.reader import nearest_revision
 from codeask.core.pg.revision import (
     RevisionIndex,
@@ -149,7 +151,6 @@ class PublishedReader:
         self._db = RevisionConnection(conn_or_dsn, statement_timeout_ms)
         self._rows = self._db.rows
         self._cache = ChunkCache(cache_size)
-        self.nearest_memo = NearestMemo()
         self._disk_bytes: int | None = None
         self.location = self._db.location
         self._minilm_model = model
@@ -159,6 +160,9 @@ class PublishedReader:
         self.revision: RevisionInfo = self.index.info
         self.tier: Tier = tier or (
             "static" if self.revision.model == STATIC_MODEL_NAME else "minilm"
+        )
+        self.nearest = RevisionNearest(
+            self._db, self.revision, self.tier, bool(self.index.embedded), self._primed
         )
         self.lexical = LazyLexical(
             self._every_chunk, f"{self.revision.repository}@{self.revision.sha[:12]}", lexical_after
@@ -279,35 +283,15 @@ class PublishedReader:
             return None
         return revision_sql.vector(self._db, self.revision.id, int(chunk_id))
 
-    def _dense_serves(self, tier: Tier, k: int, missing_from: Tier | None) -> bool:
-        """With `missing_from` = the same tier, every chunk is covered; the other tier has no
-        vectors here, so it excludes nothing."""
-        return tier == self.tier and k > 0 and bool(self.index.embedded) and missing_from != tier
-
     def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
-        if not self._dense_serves(tier, k, missing_from):
-            return []
-        info = self.revision
-        return [DenseAsk((self.location, info.model, info.dim, tier), self, int(k))]
-
-    def answer_asks(self, asks: Sequence[DenseAsk], vector: np.ndarray) -> None:
-        """One query for every reader's ask (core/pg/dense_batch.py), on this connection."""
-        answer_nearest(self._db, asks, vector)
-
-    def remember_nearest(self, vector: np.ndarray, k: int, rows: list[tuple[Any, ...]]) -> None:
-        self.nearest_memo.put(vector, k, self._primed(rows))
+        return self.nearest.asks(tier, k, missing_from)
 
     def dense_top_k(
         self, tier: Tier, vector: np.ndarray, k: int, *, missing_from: Tier | None = None
     ) -> list[tuple[int, float]]:
         """Cosine top-k over the revision's vectors (pgvector HNSW, iterative scan), or the
-        rows a batched query of this search already fetched."""
-        if not self._dense_serves(tier, k, missing_from):
-            return []
-        remembered = self.nearest_memo.get(vector, k)
-        if remembered is not None:
-            return remembered
-        return self._primed(revision_sql.nearest(self._db, self.revision, vector, k))
+        rows a batched query of this search already fetched (core/pg/dense_batch.py)."""
+        return self.nearest.top_k(tier, vector, k, missing_from)
 
     def _primed(self, rows: list[tuple[Any, ...]]) -> list[tuple[int, float]]:
         """(chunk id, the score in column 13) of rows of CHUNK_COLUMNS + score; the chunks
