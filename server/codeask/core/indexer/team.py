@@ -192,6 +192,7 @@ class _Watched:
                 team.query_error = ""
             return result
 
+        self.__dict__[name] = call  # built once: later calls skip __getattr__
         return call
 
 
