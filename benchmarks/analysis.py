@@ -93,7 +93,7 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
         "symbol": first_ranks(chunk_paths(folder, retrieve._symbol_ranked(folder, signals))),
         "path": first_ranks(sorted(named, key=lambda p: -named[p])),
     }
-    vectors = embed_query([folder], words)
+    vectors = embed_query([folder], words, lead)
     static = vectors.get(STATIC_MODEL_NAME)
     if static is not None:
         out["static"] = first_ranks(

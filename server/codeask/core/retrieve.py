@@ -30,6 +30,7 @@ from codeask.core.languages import language_for_path
 from codeask.core.lexical import expand_query
 from codeask.core.query import QuerySignals, query_signals
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.rerank import blend_lead, subjects_of_test
 from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.storage import (
     DenseAsk,
@@ -175,13 +176,22 @@ def is_test_path(path: str) -> bool:
 
 
 def _path_matches(storage: IndexReader, signals: QuerySignals) -> dict[str, float]:
-    """Files a question names; a name shared by several files gives each a share."""
+    """Files a question names, and the modules that named test files test; a name shared by
+    several files gives each a share."""
     scores: dict[str, float] = {}
     for mention in signals.paths:
         candidates = _longest_known_suffix(storage, mention)
-        for path in candidates:
-            scores[path] = max(scores.get(path, 0.0), 1.0 / len(candidates))
+        subjects = [s for c in candidates if is_test_path(c) for s in _tested(storage, c)]
+        for group in (candidates, subjects):
+            for path in group:
+                scores[path] = max(scores.get(path, 0.0), 1.0 / len(group))
     return scores
+
+
+def _tested(storage: IndexReader, test_path: str) -> list[str]:
+    """The module a named test file tests (`tests/test_pycode_ast.py` → `sphinx/pycode/ast.py`):
+    a question that points at a test ("add a test case here") is about that module."""
+    return subjects_of_test(storage, test_path, is_test_path)
 
 
 def _longest_known_suffix(storage: IndexReader, mention: str) -> list[str]:
@@ -463,20 +473,30 @@ def _overlaps(a: Chunk, b: Chunk) -> bool:
     return a.start_line <= b.end_line and b.start_line <= a.end_line
 
 
-def embed_query(folders: Sequence[Searchable], query: str) -> dict[str, np.ndarray]:
+def embed_query(folders: Sequence[Searchable], query: str, lead: str = "") -> dict[str, np.ndarray]:
     """One query vector per distinct model among the folders' filled tiers (a tier without
-    vectors, or weighted 0, costs no model call: MiniLM's first load is ~1 s)."""
+    vectors, or weighted 0, costs no model call: MiniLM's first load is ~1 s). A report's
+    `lead` line is blended into the MiniLM vector (`retrieve.lead_dense_weight`)."""
     vectors: dict[str, np.ndarray] = {}
     for folder in folders:
         weights = folder.settings.retrieve
         model = folder.settings.embed.model
         storage = folder.storage
         if model not in vectors and storage.vector_count("minilm") and weights.dense_weight > 0:
-            vectors[model] = folder.embedder.embed([query])[0]
+            vectors[model] = _minilm_query(folder, query, lead)
         wants_static = storage.vector_count("static") and weights.static_weight > 0
         if STATIC_MODEL_NAME not in vectors and wants_static:
             vectors[STATIC_MODEL_NAME] = load_static_embedder(folder.settings).embed([query])[0]
     return vectors
+
+
+def _minilm_query(folder: Searchable, query: str, lead: str) -> np.ndarray:
+    """The MiniLM query vector: the text's, leaning toward its lead line when there is one."""
+    weight = folder.settings.retrieve.lead_dense_weight
+    if not lead or weight <= 0:
+        return folder.embedder.embed([query])[0]
+    text_vector, lead_vector = (folder.embedder.embed([text])[0] for text in (query, lead))
+    return blend_lead(text_vector, lead_vector, weight)
 
 
 def fused_candidates(
@@ -492,7 +512,7 @@ def fused_candidates(
     signals = query_signals(query)
     limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
     if mode != "lexical" and vectors is None:
-        vectors = embed_query(folders, signals.text)
+        vectors = embed_query(folders, signals.text, signals.lead)
     glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
     if mode != "lexical" and vectors:
         _prefetch_dense(folders, vectors, limit)
