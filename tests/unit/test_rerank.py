@@ -9,9 +9,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+from test_retrieve import make_folder
 
 from codeask.config import build_settings
-from codeask.core.indexer import FolderIndex
 from codeask.core.rerank import blend_lead, subjects_of_test
 from codeask.core.retrieve import _minilm_query, is_test_path, path_keys, rank_files, search
 
@@ -82,16 +82,6 @@ def test_no_subject_without_a_convention_or_a_file() -> None:
     assert subjects_of_test(index, "tests/conftest.py", is_test_path) == []
     assert subjects_of_test(index, "tests/test_build_html.py", is_test_path) == []
     assert subjects_of_test(index, "sphinx/pycode/ast.py", is_test_path) == []
-
-
-def make_folder(root: Path, files: dict[str, str]) -> FolderIndex:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    settings, _ = build_settings({"history": {"enabled": False}})
-    folder = FolderIndex(root, settings)
-    folder.refresh(embed=False)
-    return folder
 
 
 def test_a_report_naming_a_test_file_finds_the_tested_module(tmp_path: Path) -> None:
