@@ -3,10 +3,11 @@
 A multi-root workspace on the team backend has one `PublishedReader` per folder, each with a
 `RevisionNearest`. Before the per-folder fusion runs, retrieval collects each folder's
 `dense_asks` and the first of a group (one database, model, dimension and tier) answers them
-all with `nearest_many`; each remembers its rows in a `NearestMemo`, and a `dense_top_k` with
-the same vector and at most that `k` costs no round trip (a revision never changes, so a
-repeated query is answered from the memo too). Anything else (another vector, a larger `k`:
-the overlay asks again when too many hits were shadowed) queries as before.
+all with one `nearest_many` (the query a single reader sends for itself too); each remembers
+its rows in a `NearestMemo`, and a `dense_top_k` with the same vector and at most that `k`
+costs no round trip (a revision never changes, so a repeated query is answered from the memo
+too). Anything else (another vector, a larger `k`: the overlay asks again when too many hits
+were shadowed) queries as before.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ class RevisionNearest:
         remembered = self.memo.get(vector, k)
         if remembered is not None:
             return remembered
-        return self.primed(revision_sql.nearest(self.db, self.revision, vector, k))
+        rows = revision_sql.nearest_many(self.db, self.revision, {self.revision.id: k}, vector)
+        return self.primed(rows[self.revision.id])
 
     def answer_asks(self, asks: Sequence[DenseAsk], vector: np.ndarray) -> None:
         """One query on this connection for the asks (all of this group) the memos lack."""
@@ -113,7 +115,7 @@ class RevisionNearest:
                 wanted[side.revision.id] = max(wanted.get(side.revision.id, 0), int(ask.k))
         if not pending:
             return
-        rows = revision_sql.nearest_many(self.db, self.revision.dim, wanted, vector)
+        rows = revision_sql.nearest_many(self.db, self.revision, wanted, vector)
         for side in pending:
             revision = side.revision.id
             side.memo.put(vector, wanted[revision], side.primed(rows[revision]))

@@ -31,40 +31,19 @@ def tsquery(query: str) -> str:
     return " | ".join(f"'{t}'" for t in terms)
 
 
-def nearest(db: RevisionConnection, revision: RevisionInfo, vector: np.ndarray, k: int) -> Rows:
-    """Rows of CHUNK_COLUMNS + cosine similarity, the `k` nearest first."""
-    dim = int(revision.dim)  # a literal: the partial index's predicate must be provable
+def nearest_many(
+    db: RevisionConnection, like: RevisionInfo, wanted: dict[int, int], vector: np.ndarray
+) -> dict[int, Rows]:
+    """For each revision (revision id → k; all of `like`'s model and dimension), rows of
+    CHUNK_COLUMNS + cosine similarity, the k nearest first, in ONE query: a LATERAL join runs
+    each revision's own HNSW scan (one revision: a folder's own query; several: a multi-root
+    workspace's, core/pg/dense_batch.py)."""
+    dim = int(like.dim)  # a literal: the partial index's predicate must be provable
     if np.shape(vector) != (dim,):
         raise ValueError(
-            f"query vector has shape {np.shape(vector)}; revision {revision.id} holds "
-            f"{dim}-dimensional vectors of {revision.model}"
+            f"query vector has shape {np.shape(vector)}; revisions {sorted(wanted)} hold "
+            f"{dim}-dimensional vectors of {like.model}"
         )
-    return db.rows(
-        f"""WITH nearest AS MATERIALIZED (
-                SELECT {CHUNK_COLUMNS},
-                       vec::halfvec({dim}) <=> %s::halfvec({dim}) AS distance
-                FROM {CHUNK_TABLE}
-                WHERE revision_id = %s AND dim = {dim} AND vec IS NOT NULL
-                ORDER BY distance LIMIT %s)
-            SELECT {CHUNK_COLUMNS}, 1 - distance FROM nearest
-            ORDER BY distance, chunk_id""",
-        (HalfVec(np.asarray(vector, dtype=np.float32)), revision.id, int(k)),
-        "searching vectors",
-        setup=(
-            "SET LOCAL hnsw.iterative_scan = relaxed_order",
-            f"SET LOCAL hnsw.ef_search = {max(64, min(1000, 2 * int(k)))}",
-        ),
-    )
-
-
-def nearest_many(
-    db: RevisionConnection, dim: int, wanted: dict[int, int], vector: np.ndarray
-) -> dict[int, Rows]:
-    """`nearest` for several revisions (revision id → k) in ONE query: a LATERAL join runs the
-    same per-revision HNSW scan for each, so each revision's list is what `nearest` returns."""
-    dim = int(dim)  # a literal, as in `nearest`
-    if np.shape(vector) != (dim,):
-        raise ValueError(f"query vector has shape {np.shape(vector)}; the revisions hold {dim}")
     ids, ks = list(wanted), [int(wanted[i]) for i in wanted]
     columns = ", ".join(f"n.{c.strip()}" for c in CHUNK_COLUMNS.split(","))
     rows = db.rows(
