@@ -117,6 +117,16 @@ def throughput(root: Path, work: Path, backend: str) -> float:
     return float(report.vectors_computed) / max(seconds, 1e-9)
 
 
+def add_instances_option(parser: argparse.ArgumentParser) -> None:
+    """`--instances`: the eval questions whose texts are timed (pg_bench and pg_scale)."""
+    parser.add_argument(
+        "--instances",
+        type=Path,
+        default=default_eval_dir() / "dev.jsonl",
+        help="questions (default: dev.jsonl of $CODEASK_EVAL_DIR, else of ../shared/eval)",
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus-root", type=Path, default=Path.home() / ".cache/codeask-eval/src")
@@ -126,12 +136,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of the sample comparison")
     parser.add_argument("--edits", type=int, default=5, help="one-file edits timed per side")
     parser.add_argument("--queries", type=int, default=200, help="eval texts timed (0: none)")
-    parser.add_argument(
-        "--instances",
-        type=Path,
-        default=default_eval_dir() / "dev.jsonl",
-        help="questions (default: dev.jsonl of $CODEASK_EVAL_DIR, else of ../shared/eval)",
-    )
+    add_instances_option(parser)
     args = parser.parse_args()
     source = args.corpus_root / args.corpus
     rows: list[tuple[str, str]] = []

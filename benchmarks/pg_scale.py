@@ -51,8 +51,15 @@ import psycopg
 import pygit2
 
 from benchmarks.perf import eval_queries, percentile, query_latency, timed
-from benchmarks.pg_bench import DSN_ENV, database, git_repository, index_run, postgres, settings_for
-from benchmarks.retrieval import default_eval_dir
+from benchmarks.pg_bench import (
+    DSN_ENV,
+    add_instances_option,
+    database,
+    git_repository,
+    index_run,
+    postgres,
+    settings_for,
+)
 from codeask.core.indexer import FolderIndex
 from codeask.core.indexer.team import TeamStorage
 from codeask.core.pg.publish import publish_folder
@@ -381,12 +388,7 @@ def main() -> int:
     parser.add_argument("--checkpoints", default="1,8,all", help="measure after these counts")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/codeask")
     parser.add_argument("--queries", type=int, default=200, help="eval texts timed")
-    parser.add_argument(
-        "--instances",
-        type=Path,
-        default=default_eval_dir() / "dev.jsonl",
-        help="questions (default: dev.jsonl of $CODEASK_EVAL_DIR, else of ../shared/eval)",
-    )
+    add_instances_option(parser)
     parser.add_argument(
         "--workspace", type=int, default=4, help="folders of the multi-root workspace measured"
     )
