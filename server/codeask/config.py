@@ -85,6 +85,14 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     25 chunks/s at a 390 MB peak vs 16 chunks/s at 1.0 GB with 16; benchmarks/README.md)."""
     threads: int = 0
     """ONNX runtime threads; 0 lets the runtime decide."""
+    query_tokens: int = 96
+    """Word pieces of a search query the packaged model reads; 0: its limit, 256. A pasted
+    report's reproducer and log past the first 96 cost time and did not help (dev R@5 .892 →
+    .909; benchmarks/README.md). Other models read their own limit."""
+    query_int8: bool = True
+    """Encode search queries with an int8 copy of the packaged model, derived once into the
+    model cache (needs the `onnx` package): ~2× faster queries, dev R@5 .909 → .895. Chunks
+    always use the model itself; false: queries too."""
     cache_dir: str = ""
     """Models and embedding cache folder. Empty: `$XDG_CACHE_HOME/codeask` (~/.cache/codeask)."""
     tiers: list[Literal["static", "minilm"]] = msgspec.field(
@@ -97,6 +105,8 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         if not self.tiers:
             raise ValueError("embed.tiers must name at least one of 'static', 'minilm'")
+        if self.query_tokens < 0:
+            raise ValueError("embed.query_tokens must be 0 (the model's limit) or more")
         self.tiers = list(dict.fromkeys(self.tiers))
 
 

@@ -122,6 +122,9 @@ class FixedEmbedder:
         self.calls.append(list(texts))
         return np.stack([self.vectors[t] for t in texts])
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
 
 def test_the_minilm_query_blends_a_reports_lead_by_its_setting() -> None:
     settings, _ = build_settings({})

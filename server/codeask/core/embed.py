@@ -16,11 +16,12 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings, cache_dir
+from codeask.core.query_encoder import QueryEncoder
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,15 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, in order."""
+        ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An embedder with a faster path for search queries than for chunks."""
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One L2-normalised row for a search query."""
         ...
 
 
@@ -135,7 +145,7 @@ class FastEmbedder:
             if settings.model == DEFAULT_EMBED_MODEL:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 _register_packaged_model()
-                path = packaged_model_dir(model_cache)
+                path: Path | None = packaged_model_dir(model_cache)
                 self._model = TextEmbedding(
                     DEFAULT_EMBED_MODEL,
                     specific_model_path=str(path),
@@ -143,6 +153,7 @@ class FastEmbedder:
                     enable_cpu_mem_arena=False,
                 )
             else:
+                path = None
                 self._model = TextEmbedding(
                     settings.model,
                     cache_dir=str(model_cache),
@@ -157,6 +168,34 @@ class FastEmbedder:
                 f"'{DEFAULT_EMBED_MODEL}' works offline; other models need a download."
             ) from exc
         self.dim = int(self._model.embedding_size)
+        self._settings = settings
+        self._model_dir = path
+        self._query: QueryEncoder | None = None
+        self._query_lock = threading.Lock()
+
+    def prepare_queries(self) -> QueryEncoder | None:
+        """The packaged model's query path, built now (its int8 copy is derived the first time
+        on a machine, ~2 s): the language server calls this in the background after loading the
+        model, so a search does not wait. None for any other model."""
+        if self._model_dir is None:
+            return None
+        with self._query_lock:
+            if self._query is None:
+                self._query = QueryEncoder(
+                    self._model_dir,
+                    PACKAGED_ONNX_SHA256,
+                    max_tokens=self._settings.query_tokens,
+                    int8=self._settings.query_int8,
+                    threads=self._settings.threads,
+                    fallback=lambda clipped: self.embed([clipped])[0],
+                )
+            return self._query
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A search query's vector: the packaged model's own query path (`QueryEncoder`: the
+        first `embed.query_tokens` word pieces, int8), any other model's plain `embed`."""
+        encoder = self.prepare_queries()
+        return encoder.encode(text) if encoder else self.embed([text])[0]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed in length-sorted batches (padding is per batch, so this saves real time)."""
@@ -356,20 +395,35 @@ class CachedEmbedder:
         )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Uncached path for queries: short, unique, and not worth a disk write."""
+        """Uncached: rows for texts that are not chunks (no disk write)."""
         return self.inner.embed(texts)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """A search query's vector (uncached: short, unique, not worth a disk write), through
+        the model's own query path when it has one."""
+        if isinstance(self.inner, QueryEmbedder):
+            return self.inner.embed_query(text)
+        return self.inner.embed([text])[0]
 
-_shared: dict[tuple[str, int, int, str, str, str], CachedEmbedder] = {}
+    def prepare_queries(self) -> None:
+        """Build the model's query path now, if it has one (see `FastEmbedder.prepare_queries`)."""
+        if isinstance(self.inner, FastEmbedder):
+            self.inner.prepare_queries()
+
+
+_shared: dict[tuple[str, int, int, int, bool, str, str, str], CachedEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
 def load_embedder(settings: Settings) -> CachedEmbedder:
-    """One loaded model per (model, batch, threads, cache dir) in this process; loading is ~1 s."""
+    """One loaded model per (model, batch, threads, query path, cache dir, backend) in this
+    process; loading is ~1 s."""
     key = (
         settings.embed.model,
         settings.embed.batch_size,
         settings.embed.threads,
+        settings.embed.query_tokens,
+        settings.embed.query_int8,
         str(cache_dir(settings)),
         settings.index.backend,
         settings.index.dsn_env,

@@ -494,8 +494,8 @@ def _minilm_query(folder: Searchable, query: str, lead: str) -> np.ndarray:
     """The MiniLM query vector: the text's, leaning toward its lead line when there is one."""
     weight = folder.settings.retrieve.lead_dense_weight
     if not lead or weight <= 0:
-        return folder.embedder.embed([query])[0]
-    text_vector, lead_vector = (folder.embedder.embed([text])[0] for text in (query, lead))
+        return folder.embedder.embed_query(query)
+    text_vector, lead_vector = (folder.embedder.embed_query(text) for text in (query, lead))
     return blend_lead(text_vector, lead_vector, weight)
 
 

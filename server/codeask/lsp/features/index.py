@@ -110,7 +110,7 @@ def dense_ready(folders: Sequence[FolderIndex]) -> bool:
 
 def _load(folder: FolderIndex) -> None:
     try:
-        _ = folder.embedder
+        folder.embedder.prepare_queries()
     finally:
         with _loading_lock:
             _loading.discard(id(folder))

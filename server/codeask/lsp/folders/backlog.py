@@ -109,7 +109,7 @@ class Backlog:
                         break
                     self._again = False
             if completed:
-                _ = folder.embedder  # loaded now, so the first dense query does not wait
+                folder.embedder.prepare_queries()  # now, so the first dense query does not wait
         except Exception as exc:
             failure = exc
             log.exception("embedding %s failed", self._status.root)

@@ -1,0 +1,146 @@
+"""MiniLM query vectors, fast: a search pays for its query's encoding every time, chunks once.
+
+Two measured choices (benchmarks/README.md, round 5), both for the packaged model only:
+- A query is read up to its first `embed.query_tokens` word pieces. A pasted report's
+  reproducer and log past that cost encoding time (~0.2 ms per word piece on 2 cores) and did
+  not help ranking (dev R@5 .892 → .909 at 96).
+- The query runs through an int8 copy of the packaged model (per-channel dynamic quantization,
+  onnxruntime's own), derived once, locally, from the sha-pinned packaged weights and kept in
+  the model cache beside them: about twice as fast on CPU, vectors within cosine .99 of the
+  model's (dev R@5 .909 → .895, MRR .683 → .682). Chunks keep the model itself.
+Without the `onnx` package, or when the derivation fails, queries use the model itself (with the
+word-piece cap) and the reason is logged once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: The packaged model reads at most this many tokens (fastembed's limit for it).
+MODEL_MAX_TOKENS = 256
+#: Changes whenever the derivation below changes: a copy made by another recipe is remade.
+INT8_RECIPE = "ort-basic+dynamic-qint8-per-channel/1"
+INT8_FILE = "query-int8.onnx"
+
+
+class Int8Provenance(msgspec.Struct, forbid_unknown_fields=True):
+    """The sidecar of the derived copy: what it was made from, how, and its own digest."""
+
+    source_sha256: str
+    recipe: str
+    sha256: str
+
+
+def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
+    """`target`: the int8 copy of `source`, made now unless a verified one is already there.
+
+    Written to a temporary name and renamed, so a crash, a kill or a second process deriving
+    at the same time never leaves a half-written model under `target`'s name.
+    """
+    from codeask.core.embed import file_sha256
+
+    sidecar = target.with_suffix(".json")
+    with contextlib.suppress(OSError, msgspec.DecodeError):
+        known = msgspec.json.decode(sidecar.read_bytes(), type=Int8Provenance)
+        fresh = known.source_sha256 == source_sha256 and known.recipe == INT8_RECIPE
+        if fresh and target.is_file() and file_sha256(target) == known.sha256:
+            return target
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".derive-") as work:
+        folded = Path(work) / "folded.onnx"
+        options = ort.SessionOptions()
+        # The packaged file stores int8 weights behind Cast/Mul nodes: the basic pass folds them
+        # into constant float weights, which the quantizer can then see and quantize.
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        made = Path(work) / INT8_FILE
+        quantize_dynamic(folded, made, weight_type=QuantType.QInt8, per_channel=True)
+        provenance = Int8Provenance(source_sha256, INT8_RECIPE, file_sha256(made))
+        staged_sidecar = Path(work) / "sidecar.json"
+        staged_sidecar.write_bytes(msgspec.json.encode(provenance))
+        os.replace(made, target)
+        os.replace(staged_sidecar, sidecar)
+    return target
+
+
+class QueryEncoder:
+    """One query → one L2-normalised vector of the packaged model's space."""
+
+    def __init__(
+        self,
+        model_dir: Path,
+        source_sha256: str,
+        *,
+        max_tokens: int,
+        int8: bool,
+        threads: int,
+        fallback: Callable[[str], np.ndarray],
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        limit = MODEL_MAX_TOKENS if max_tokens <= 0 else min(max_tokens + 2, MODEL_MAX_TOKENS)
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(limit)  # [CLS] and [SEP] included
+        self._fallback = fallback
+        self._session = self._int8_session(model_dir, source_sha256, threads) if int8 else None
+        self.int8 = self._session is not None
+
+    @staticmethod
+    def _int8_session(model_dir: Path, source_sha256: str, threads: int) -> object | None:
+        try:
+            import onnxruntime as ort
+
+            path = _derive_anywhere(model_dir, source_sha256)
+            options = ort.SessionOptions()
+            if threads:
+                options.intra_op_num_threads = threads
+            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # ImportError (no onnx), a full disk, a broken runtime
+            log.warning("int8 query model unavailable, queries use the model itself: %s", exc)
+            return None
+
+    def encode(self, text: str) -> np.ndarray:
+        """The query's vector: mean of the token states over its first word pieces."""
+        encoding = self._tokenizer.encode(text)
+        if self._session is None:
+            ends = [end for _, end in encoding.offsets if end]
+            return self._fallback(text[: ends[-1]] if ends else text)
+        ids = np.asarray([encoding.ids], dtype=np.int64)
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.zeros_like(ids),
+        }
+        states = self._session.run(None, feed)[0][0]  # type: ignore[attr-defined]
+        vector = states.mean(axis=0)
+        norm = float(np.linalg.norm(vector))
+        return (vector / norm if norm else vector).astype(np.float32)
+
+
+_derive_lock = threading.Lock()
+
+
+def _derive_anywhere(model_dir: Path, source_sha256: str) -> Path:
+    """The copy in the model cache; a read-only cache derives into a temporary folder."""
+    with _derive_lock:
+        try:
+            return derive_int8(model_dir / "model.onnx", source_sha256, model_dir / INT8_FILE)
+        except PermissionError:
+            scratch = Path(tempfile.mkdtemp(prefix="codeask-query-model-"))
+            return derive_int8(model_dir / "model.onnx", source_sha256, scratch / INT8_FILE)

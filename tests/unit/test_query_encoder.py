@@ -1,0 +1,212 @@
+"""The packaged model's query path: the word-piece cap, the int8 copy, and what happens to that
+copy on a bad day (corrupted, stale, half-written, no `onnx` package). Real model, real files."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+
+from codeask.config import build_settings
+from codeask.core.embed import (
+    PACKAGED_ONNX_SHA256,
+    TOKENIZER_DIR,
+    FastEmbedder,
+    file_sha256,
+    packaged_model_dir,
+)
+from codeask.core.query_encoder import INT8_FILE, INT8_RECIPE, Int8Provenance, QueryEncoder
+from codeask.core.query_encoder import derive_int8 as derive
+
+QUERIES = [
+    "where is the JSON provider configured",
+    "how does the test client handle cookies",
+    "autodoc: a documented attribute of a dataclass loses its type annotation when "
+    "autodoc_typehints is description",
+]
+LONG_REPORT = (
+    "Search ranks the test file first. Steps to reproduce: index the project, then ask for the "
+    + " ".join(f"word{i} value{i}" for i in range(300))
+)
+
+
+def model(tmp_path: Path, **embed: Any) -> FastEmbedder:
+    """The packaged model with its own model cache (nothing linked in by conftest)."""
+    settings, _ = build_settings({"embed": embed})
+    return FastEmbedder(settings.embed, tmp_path / "models")
+
+
+def first_word_pieces(text: str, count: int) -> str:
+    """`text` up to the end of its `count`-th word piece (the model's own tokenizer)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_DIR / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    ends = [end for _, end in tokenizer.encode(text, add_special_tokens=False).offsets]
+    assert len(ends) > count
+    return text[: ends[count - 1]]
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_int8_query_vectors_stay_close_to_the_model_and_are_normalised(tmp_path: Path) -> None:
+    embedder = model(tmp_path)
+    encoder = embedder.prepare_queries()
+    assert encoder is not None and encoder.int8
+    for query in QUERIES:
+        fast, exact = embedder.embed_query(query), embedder.embed([query])[0]
+        assert fast.dtype == np.float32 and fast.shape == (embedder.dim,)
+        assert abs(float(np.linalg.norm(fast)) - 1.0) < 1e-5
+        assert cosine(fast, exact) > 0.98, query
+    # the copy sits beside the packaged model with a sidecar naming source, recipe and digest
+    folder = tmp_path / "models" / "all-minilm-l6-v2-int8"
+    provenance = msgspec.json.decode((folder / "query-int8.json").read_bytes(), type=Int8Provenance)
+    assert provenance.source_sha256 == PACKAGED_ONNX_SHA256
+    assert provenance.recipe == INT8_RECIPE
+    assert provenance.sha256 == file_sha256(folder / INT8_FILE)
+
+
+def test_a_long_report_is_read_up_to_the_word_piece_cap(tmp_path: Path) -> None:
+    embedder = model(tmp_path, query_tokens=16)
+    long_vector = embedder.embed_query(LONG_REPORT)
+    # everything after the 16th word piece changes nothing
+    assert np.allclose(long_vector, embedder.embed_query(LONG_REPORT + " trailing log line"))
+    head = first_word_pieces(LONG_REPORT, 16)
+    np.testing.assert_allclose(long_vector, embedder.embed_query(head), atol=1e-5)
+    assert cosine(long_vector, embedder.embed_query(first_word_pieces(LONG_REPORT, 15))) < 0.9999
+    # 0 means the model's own limit: the rest of the report is read
+    whole = model(tmp_path, query_tokens=0)
+    assert cosine(whole.embed_query(LONG_REPORT), long_vector) < 0.99
+
+
+def test_without_int8_the_model_itself_reads_the_capped_query(tmp_path: Path) -> None:
+    embedder = model(tmp_path, query_int8=False, query_tokens=16)
+    encoder = embedder.prepare_queries()
+    assert encoder is not None and not encoder.int8
+    head = first_word_pieces(LONG_REPORT, 16)
+    np.testing.assert_allclose(
+        embedder.embed_query(LONG_REPORT), embedder.embed([head])[0], atol=1e-6
+    )
+    assert not (tmp_path / "models" / "all-minilm-l6-v2-int8" / INT8_FILE).exists()
+
+
+def test_a_corrupted_or_stale_copy_is_remade_never_loaded(tmp_path: Path) -> None:
+    folder = packaged_model_dir(tmp_path / "models")
+    source, target = folder / "model.onnx", folder / INT8_FILE
+    derive(source, PACKAGED_ONNX_SHA256, target)
+    good = file_sha256(target)
+    sidecar = target.with_suffix(".json")
+    # flipped bytes: the digest in the sidecar no longer matches, so the copy is made again
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = b"\0" * 64
+    target.write_bytes(bytes(data))
+    derive(source, PACKAGED_ONNX_SHA256, target)
+    assert file_sha256(target) == good
+    # a copy made by another recipe, or from other weights, is remade too
+    for field, value in (("recipe", "older/0"), ("source_sha256", "0" * 64)):
+        stale = msgspec.structs.replace(
+            msgspec.json.decode(sidecar.read_bytes(), type=Int8Provenance), **{field: value}
+        )
+        sidecar.write_bytes(msgspec.json.encode(stale))
+        stamp = target.stat().st_mtime_ns
+        derive(source, PACKAGED_ONNX_SHA256, target)
+        assert target.stat().st_mtime_ns != stamp
+        assert msgspec.json.decode(sidecar.read_bytes(), type=Int8Provenance).recipe == INT8_RECIPE
+    # garbage in the sidecar is a missing sidecar
+    sidecar.write_bytes(b"{not json")
+    derive(source, PACKAGED_ONNX_SHA256, target)
+    assert file_sha256(target) == good
+
+
+def test_a_derivation_that_dies_midway_leaves_nothing_under_the_models_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Simulated: the quantizer fails after writing part of its output (as a kill would)."""
+    import onnxruntime.quantization as quantization
+
+    def half_written(_source: Path, output: Path, **_: object) -> None:
+        Path(output).write_bytes(b"partial model")
+        raise MemoryError("killed midway")
+
+    monkeypatch.setattr(quantization, "quantize_dynamic", half_written)
+    folder = packaged_model_dir(tmp_path / "models")
+    with pytest.raises(MemoryError):
+        derive(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / INT8_FILE)
+    assert not (folder / INT8_FILE).exists()
+    assert not (folder / "query-int8.json").exists()
+    assert not [p for p in folder.iterdir() if p.name.startswith(".derive-")]
+    # and the query path falls back to the model itself, with a logged reason, not an error
+    embedder = model(tmp_path)
+    encoder = embedder.prepare_queries()
+    assert encoder is not None and not encoder.int8
+    np.testing.assert_allclose(
+        embedder.embed_query(QUERIES[0]), embedder.embed([QUERIES[0]])[0], atol=1e-6
+    )
+
+
+def test_without_the_onnx_package_queries_use_the_model_simulated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Simulated: `onnx` uninstalled (its import fails); the search still answers."""
+    real_import = builtins.__import__
+
+    def no_onnx(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "onnx" or name.startswith(("onnx.", "onnxruntime.quantization")):
+            raise ImportError(f"No module named '{name}'")
+        return real_import(name, *args, **kwargs)
+
+    for name in [m for m in sys.modules if m == "onnx" or m.startswith("onnxruntime.quantization")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    embedder = model(tmp_path)
+    with caplog.at_level("WARNING"):
+        encoder = embedder.prepare_queries()
+    assert encoder is not None and not encoder.int8
+    assert "int8 query model unavailable" in caplog.text and "onnx" in caplog.text
+    np.testing.assert_allclose(
+        embedder.embed_query(QUERIES[1]), embedder.embed([QUERIES[1]])[0], atol=1e-6
+    )
+
+
+def test_a_read_only_model_cache_derives_into_a_scratch_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Simulated where the tests run as root (chmod does not stop root): the model cache
+    refuses the write with PermissionError, as a read-only one would."""
+    folder = packaged_model_dir(tmp_path / "models")
+    real_mkdir = Path.mkdir
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self == folder:
+            raise PermissionError(13, "Read-only file system", str(self))
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    encoder = QueryEncoder(
+        folder,
+        PACKAGED_ONNX_SHA256,
+        max_tokens=96,
+        int8=True,
+        threads=0,
+        fallback=lambda text: np.zeros(384, np.float32),
+    )
+    assert encoder.int8
+    assert not (folder / INT8_FILE).exists()
+    assert abs(float(np.linalg.norm(encoder.encode(QUERIES[0]))) - 1.0) < 1e-5
+
+
+def test_query_settings_are_checked(tmp_path: Path) -> None:
+    settings, warnings = build_settings({"embed": {"query_tokens": -1, "batch_size": 4}})
+    assert "embed.query_tokens must be 0" in warnings[0]
+    assert settings.embed.query_tokens == 96 and settings.embed.batch_size == 1  # the defaults
+    # more than the model reads is the model's limit (256 word pieces), not an error
+    huge, limit = model(tmp_path, query_tokens=10_000), model(tmp_path, query_tokens=0)
+    np.testing.assert_allclose(huge.embed_query(LONG_REPORT), limit.embed_query(LONG_REPORT))
