@@ -4,7 +4,10 @@ copy on a bad day (corrupted, stale, half-written, no `onnx` package). Real mode
 from __future__ import annotations
 
 import builtins
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,13 @@ from codeask.core.embed import (
     file_sha256,
     packaged_model_dir,
 )
-from codeask.core.query_encoder import INT8_FILE, INT8_RECIPE, Int8Provenance, QueryEncoder
+from codeask.core.query_encoder import (
+    INT8_FILE,
+    INT8_RECIPE,
+    WORK_PREFIX,
+    Int8Provenance,
+    QueryEncoder,
+)
 from codeask.core.query_encoder import derive_int8 as derive
 
 QUERIES = [
@@ -150,6 +159,51 @@ def test_a_derivation_that_dies_midway_leaves_nothing_under_the_models_name(
     np.testing.assert_allclose(
         embedder.embed_query(QUERIES[0]), embedder.embed([QUERIES[0]])[0], atol=1e-6
     )
+
+
+def test_a_killed_derivations_work_folder_is_swept_by_the_next(tmp_path: Path) -> None:
+    folder = packaged_model_dir(tmp_path / "models")
+    abandoned, running = folder / f"{WORK_PREFIX}killed", folder / f"{WORK_PREFIX}running"
+    for work in (abandoned, running):
+        work.mkdir()
+        (work / "folded.onnx").write_bytes(b"x" * 1024)
+    old = time.time() - 2 * 3600
+    os.utime(abandoned, (old, old))
+    derive(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / INT8_FILE)
+    assert not abandoned.exists()
+    assert running.exists()  # another process may still be using a fresh one
+
+
+DERIVE_IN_A_PROCESS = """
+import sys
+from pathlib import Path
+from codeask.core.embed import PACKAGED_ONNX_SHA256
+from codeask.core.query_encoder import derive_int8
+folder = Path(sys.argv[1])
+derive_int8(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / "query-int8.onnx")
+"""
+
+
+def test_two_processes_deriving_at_once_leave_one_verified_copy(tmp_path: Path) -> None:
+    folder = packaged_model_dir(tmp_path / "models")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", DERIVE_IN_A_PROCESS, str(folder)], env=env)
+        for _ in range(2)
+    ]
+    assert [run.wait(timeout=300) for run in runs] == [0, 0]
+    provenance = msgspec.json.decode((folder / "query-int8.json").read_bytes(), type=Int8Provenance)
+    assert provenance.sha256 == file_sha256(folder / INT8_FILE)
+    assert not list(folder.glob(WORK_PREFIX + "*"))
+    encoder = QueryEncoder(
+        folder,
+        PACKAGED_ONNX_SHA256,
+        max_tokens=96,
+        int8=True,
+        threads=0,
+        fallback=lambda text: np.zeros(384, np.float32),
+    )
+    assert encoder.int8 and abs(float(np.linalg.norm(encoder.encode(QUERIES[0]))) - 1.0) < 1e-5
 
 
 def test_without_the_onnx_package_queries_use_the_model_simulated(

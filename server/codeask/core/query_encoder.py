@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +34,12 @@ MODEL_MAX_TOKENS = 256
 #: Changes whenever the derivation below changes: a copy made by another recipe is remade.
 INT8_RECIPE = "ort-basic+dynamic-qint8-per-channel/1"
 INT8_FILE = "query-int8.onnx"
+
+
+#: Work folders of a derivation (~110 MB while it runs, seconds); one older than an hour was
+#: left by a killed process and is removed by the next derivation.
+WORK_PREFIX = ".derive-"
+ABANDONED_AFTER_S = 3600.0
 
 
 class Int8Provenance(msgspec.Struct, forbid_unknown_fields=True):
@@ -60,7 +68,8 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".derive-") as work:
+    _sweep_abandoned(target.parent)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=WORK_PREFIX) as work:
         folded = Path(work) / "folded.onnx"
         options = ort.SessionOptions()
         # The packaged file stores int8 weights behind Cast/Mul nodes: the basic pass folds them
@@ -76,6 +85,15 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
         os.replace(made, target)
         os.replace(staged_sidecar, sidecar)
     return target
+
+
+def _sweep_abandoned(folder: Path) -> None:
+    now = time.time()
+    for work in folder.glob(WORK_PREFIX + "*"):
+        with contextlib.suppress(OSError):
+            if now - work.stat().st_mtime > ABANDONED_AFTER_S:
+                shutil.rmtree(work)
+                log.info("removed %s, left by a derivation that did not finish", work)
 
 
 class QueryEncoder:

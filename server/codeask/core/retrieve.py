@@ -521,10 +521,11 @@ def fused_candidates(
         found = _collect(folder, vectors or {}, mode, signals, limit)
         _adjust(folder, found, signals, mode)
         read = found.chunks(folder.storage)
+        uncommitted = getattr(folder, "uncommitted", ())
         for chunk_id, score in found.fused.items():
             chunk = read.get(chunk_id)
             if chunk is not None and filters.accepts(chunk, glob):
-                changed = chunk.path in getattr(folder, "uncommitted", ())
+                changed = chunk.path in uncommitted
                 hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id], changed))
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
