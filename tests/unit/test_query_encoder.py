@@ -7,6 +7,7 @@ import builtins
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,22 @@ def first_word_pieces(text: str, count: int) -> str:
     return text[: ends[count - 1]]
 
 
+def int8_encoder(folder: Path) -> QueryEncoder:
+    """The query encoder over `folder`'s model, int8 on (its fallback must not be needed)."""
+    return QueryEncoder(
+        folder,
+        PACKAGED_ONNX_SHA256,
+        max_tokens=96,
+        int8=True,
+        threads=0,
+        fallback=lambda text: np.zeros(384, np.float32),
+    )
+
+
+def assert_unit(vector: np.ndarray) -> None:
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
 
@@ -73,7 +90,7 @@ def test_int8_query_vectors_stay_close_to_the_model_and_are_normalised(tmp_path:
     for query in QUERIES:
         fast, exact = embedder.embed_query(query), embedder.embed([query])[0]
         assert fast.dtype == np.float32 and fast.shape == (embedder.dim,)
-        assert abs(float(np.linalg.norm(fast)) - 1.0) < 1e-5
+        assert_unit(fast)
         assert cosine(fast, exact) > 0.98, query
     # the copy sits beside the packaged model with a sidecar naming source, recipe and digest
     folder = tmp_path / "models" / "all-minilm-l6-v2-int8"
@@ -195,15 +212,9 @@ def test_two_processes_deriving_at_once_leave_one_verified_copy(tmp_path: Path) 
     provenance = msgspec.json.decode((folder / "query-int8.json").read_bytes(), type=Int8Provenance)
     assert provenance.sha256 == file_sha256(folder / INT8_FILE)
     assert not list(folder.glob(WORK_PREFIX + "*"))
-    encoder = QueryEncoder(
-        folder,
-        PACKAGED_ONNX_SHA256,
-        max_tokens=96,
-        int8=True,
-        threads=0,
-        fallback=lambda text: np.zeros(384, np.float32),
-    )
-    assert encoder.int8 and abs(float(np.linalg.norm(encoder.encode(QUERIES[0]))) - 1.0) < 1e-5
+    encoder = int8_encoder(folder)
+    assert encoder.int8
+    assert_unit(encoder.encode(QUERIES[0]))
 
 
 def test_without_the_onnx_package_queries_use_the_model_simulated(
@@ -244,17 +255,14 @@ def test_a_read_only_model_cache_derives_into_a_scratch_folder(
         real_mkdir(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "mkdir", refuse)
-    encoder = QueryEncoder(
-        folder,
-        PACKAGED_ONNX_SHA256,
-        max_tokens=96,
-        int8=True,
-        threads=0,
-        fallback=lambda text: np.zeros(384, np.float32),
-    )
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    encoder = int8_encoder(folder)
     assert encoder.int8
     assert not (folder / INT8_FILE).exists()
-    assert abs(float(np.linalg.norm(encoder.encode(QUERIES[0]))) - 1.0) < 1e-5
+    assert_unit(encoder.encode(QUERIES[0]))
+    assert list(scratch.iterdir()) == []  # the scratch copy is gone once loaded
 
 
 def test_query_settings_are_checked(tmp_path: Path) -> None:

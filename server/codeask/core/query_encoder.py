@@ -124,11 +124,15 @@ class QueryEncoder:
         try:
             import onnxruntime as ort
 
-            path = _derive_anywhere(model_dir, source_sha256)
+            path, scratch = _derive_anywhere(model_dir, source_sha256)
             options = ort.SessionOptions()
             if threads:
                 options.intra_op_num_threads = threads
-            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            try:
+                return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            finally:
+                if scratch is not None:  # the session holds the model in memory now
+                    shutil.rmtree(scratch, ignore_errors=True)
         except Exception as exc:  # ImportError (no onnx), a full disk, a broken runtime
             log.warning("int8 query model unavailable, queries use the model itself: %s", exc)
             return None
@@ -154,11 +158,14 @@ class QueryEncoder:
 _derive_lock = threading.Lock()
 
 
-def _derive_anywhere(model_dir: Path, source_sha256: str) -> Path:
-    """The copy in the model cache; a read-only cache derives into a temporary folder."""
+def _derive_anywhere(model_dir: Path, source_sha256: str) -> tuple[Path, Path | None]:
+    """The copy in the model cache; a read-only cache derives into a scratch folder (returned
+    second, for the caller to remove once the model is loaded)."""
     with _derive_lock:
         try:
-            return derive_int8(model_dir / "model.onnx", source_sha256, model_dir / INT8_FILE)
+            target = model_dir / INT8_FILE
+            return derive_int8(model_dir / "model.onnx", source_sha256, target), None
         except PermissionError:
             scratch = Path(tempfile.mkdtemp(prefix="codeask-query-model-"))
-            return derive_int8(model_dir / "model.onnx", source_sha256, scratch / INT8_FILE)
+            target = scratch / INT8_FILE
+            return derive_int8(model_dir / "model.onnx", source_sha256, target), scratch
