@@ -46,8 +46,8 @@ LONG_REPORT = (
 
 
 def model(tmp_path: Path, **embed: Any) -> FastEmbedder:
-    """The packaged model with its own model cache (nothing linked in by conftest)."""
-    settings, _ = build_settings({"embed": embed})
+    """The packaged model with its own model cache; int8 queries on unless `embed` says no."""
+    settings, _ = build_settings({"embed": {"query_int8": True, **embed}})
     return FastEmbedder(settings.embed, tmp_path / "models")
 
 
