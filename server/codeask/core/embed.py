@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 
@@ -49,15 +49,6 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, in order."""
-        ...
-
-
-@runtime_checkable
-class QueryEmbedder(Embedder, Protocol):
-    """An embedder with a faster path for search queries than for chunks."""
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """One L2-normalised row for a search query."""
         ...
 
 
@@ -401,7 +392,7 @@ class CachedEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """A search query's vector (uncached: short, unique, not worth a disk write), through
         the model's own query path when it has one."""
-        if isinstance(self.inner, QueryEmbedder):
+        if isinstance(self.inner, FastEmbedder):
             return self.inner.embed_query(text)
         return self.inner.embed([text])[0]
 

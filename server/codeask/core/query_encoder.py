@@ -4,12 +4,14 @@ Two measured choices (benchmarks/README.md, round 5), both for the packaged mode
 - A query is read up to its first `embed.query_tokens` word pieces. A pasted report's
   reproducer and log past that cost encoding time (~0.2 ms per word piece on 2 cores) and did
   not help ranking (dev R@5 .892 → .909 at 96).
-- The query runs through an int8 copy of the packaged model (per-channel dynamic quantization,
-  onnxruntime's own), derived once, locally, from the sha-pinned packaged weights and kept in
-  the model cache beside them: about twice as fast on CPU, vectors within cosine .99 of the
-  model's (dev R@5 .909 → .895, MRR .683 → .682). Chunks keep the model itself.
+- Opt-in (`embed.query_int8`): the query runs through an int8 copy of the packaged model
+  (per-channel dynamic quantization, onnxruntime's own), derived once, locally, from the
+  sha-pinned packaged weights and kept in the model cache beside them: about twice as fast on
+  CPU, vectors within cosine .99 of the model's (dev R@5 .909 → .895, MRR .683 → .681). Chunks
+  keep the model itself. Off by default while the derivation runs in the asking process (its
+  peak took the language server to 726 MB).
 Without the `onnx` package, or when the derivation fails, queries use the model itself (with the
-word-piece cap) and the reason is logged once.
+word-piece cap) and the reason is logged.
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +126,7 @@ class QueryEncoder:
         self.int8 = self._session is not None
 
     @staticmethod
-    def _int8_session(model_dir: Path, source_sha256: str, threads: int) -> object | None:
+    def _int8_session(model_dir: Path, source_sha256: str, threads: int) -> InferenceSession | None:
         try:
             import onnxruntime as ort
 
@@ -149,7 +155,7 @@ class QueryEncoder:
             "attention_mask": np.ones_like(ids),
             "token_type_ids": np.zeros_like(ids),
         }
-        states = self._session.run(None, feed)[0][0]  # type: ignore[attr-defined]
+        states = np.asarray(self._session.run(None, feed)[0][0])
         vector = states.mean(axis=0)
         norm = float(np.linalg.norm(vector))
         return (vector / norm if norm else vector).astype(np.float32)
