@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +13,35 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(scope="session")
+def int8_query_model(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The int8 query model and its sidecar, derived once per run (~4 s) instead of once per
+    test (each language server would derive its own in the background). Its derivation and
+    everything that can go wrong with it are tested on their own in test_query_encoder.py."""
+    from codeask.core.embed import PACKAGED_ONNX_SHA256, packaged_model_dir
+    from codeask.core.query_encoder import INT8_FILE, derive_int8
+
+    folder = packaged_model_dir(tmp_path_factory.mktemp("int8-once") / "models")
+    model = derive_int8(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / INT8_FILE)
+    return [model, model.with_suffix(".json")]
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    int8_query_model: list[Path],
 ) -> Iterator[Path]:
-    """A private XDG cache per test: the embedding cache of one test never answers for another."""
+    """A private XDG cache per test: the embedding cache of one test never answers for another.
+    It starts with the int8 query model in place (hard links; a copy that does not verify is
+    remade by renaming a new file over it, never written in place)."""
     cache = tmp_path_factory.mktemp("xdg-cache")
+    models = cache / "codeask" / "models" / "all-minilm-l6-v2-int8"
+    models.mkdir(parents=True)
+    for made in int8_query_model:
+        try:
+            os.link(made, models / made.name)
+        except OSError:
+            shutil.copyfile(made, models / made.name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     yield cache

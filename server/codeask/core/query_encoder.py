@@ -4,12 +4,12 @@ Two measured choices (benchmarks/README.md, round 5), both for the packaged mode
 - A query is read up to its first `embed.query_tokens` word pieces. A pasted report's
   reproducer and log past that cost encoding time (~0.2 ms per word piece on 2 cores) and did
   not help ranking (dev R@5 .892 → .909 at 96).
-- Opt-in (`embed.query_int8`): the query runs through an int8 copy of the packaged model
+- `embed.query_int8` (default): the query runs through an int8 copy of the packaged model
   (per-channel dynamic quantization, onnxruntime's own), derived once, locally, from the
   sha-pinned packaged weights and kept in the model cache beside them: about twice as fast on
   CPU, vectors within cosine .99 of the model's (dev R@5 .909 → .895, MRR .683 → .681). Chunks
-  keep the model itself. Off by default while the derivation runs in the asking process (its
-  peak took the language server to 726 MB).
+  keep the model itself. The quantizer runs in a child process (`int8_quantize`): its peak
+  (~500 MB) would otherwise stay in the language server's high-water mark.
 Without the `onnx` package, or when the derivation fails, queries use the model itself (with the
 word-piece cap) and the reason is logged.
 """
@@ -20,6 +20,8 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -56,11 +58,22 @@ class Int8Provenance(msgspec.Struct, forbid_unknown_fields=True):
     sha256: str
 
 
+class DerivationError(Exception):
+    """The int8 copy could not be made; the message says why (the child's own last words)."""
+
+
+#: A derivation takes ~4 s on 2 idle cores; one still running after this is stopped.
+DERIVE_TIMEOUT_S = 300.0
+
+
 def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
     """`target`: the int8 copy of `source`, made now unless a verified one is already there.
 
-    Written to a temporary name and renamed, so a crash, a kill or a second process deriving
-    at the same time never leaves a half-written model under `target`'s name.
+    The quantization runs in a child process (`codeask.core.int8_quantize`): its ~700 MB peak
+    never lands in the asking process. This process owns the files: the child writes into a
+    temporary work folder beside `target`, and the result is renamed into place only after the
+    child exited cleanly, so a crash, a kill or a second process deriving at the same time never
+    leaves a half-written model under `target`'s name.
     """
     from codeask.core.embed import file_sha256
 
@@ -70,27 +83,41 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
         fresh = known.source_sha256 == source_sha256 and known.recipe == INT8_RECIPE
         if fresh and target.is_file() and file_sha256(target) == known.sha256:
             return target
-    import onnxruntime as ort
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     target.parent.mkdir(parents=True, exist_ok=True)
     _sweep_abandoned(target.parent)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=WORK_PREFIX) as work:
-        folded = Path(work) / "folded.onnx"
-        options = ort.SessionOptions()
-        # The packaged file stores int8 weights behind Cast/Mul nodes: the basic pass folds them
-        # into constant float weights, which the quantizer can then see and quantize.
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(folded)
-        ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
         made = Path(work) / INT8_FILE
-        quantize_dynamic(folded, made, weight_type=QuantType.QInt8, per_channel=True)
+        _quantize_in_child(source, made)
         provenance = Int8Provenance(source_sha256, INT8_RECIPE, file_sha256(made))
         staged_sidecar = Path(work) / "sidecar.json"
         staged_sidecar.write_bytes(msgspec.json.encode(provenance))
         os.replace(made, target)
         os.replace(staged_sidecar, sidecar)
     return target
+
+
+def _quantize_in_child(source: Path, output: Path) -> None:
+    # The child finds codeask and its dependencies where this process found them (an editable
+    # install, a test run's source folder, a venv).
+    paths = [entry for entry in sys.path if entry]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    command = [sys.executable, "-m", "codeask.core.int8_quantize", str(source), str(output)]
+    try:
+        done = subprocess.run(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=DERIVE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired as exc:  # run() has killed the child
+        raise DerivationError(f"quantization stopped after {exc.timeout:.0f} s") from exc
+    if done.returncode != 0 or not output.is_file():
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        why = lines[-1].strip() if lines else "no message"
+        raise DerivationError(f"quantization exited with {done.returncode}: {why}")
 
 
 def _sweep_abandoned(folder: Path) -> None:
