@@ -16,8 +16,9 @@ import functools
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
@@ -449,7 +450,7 @@ def _propagate_calls(
         found.found_by[callee].append("calls")
 
 
-def _diversify(hits: list[Hit], k: int, per_file_cap: int) -> list[Hit]:
+def _diversify(hits: Iterable[Hit], k: int, per_file_cap: int) -> list[Hit]:
     """Best first, at most `per_file_cap` per file, overlapping ranges of one file collapsed."""
     taken: list[Hit] = []
     per_file: dict[tuple[Path, str], list[Hit]] = defaultdict(list)
@@ -508,6 +509,19 @@ def fused_candidates(
     vectors: dict[str, np.ndarray] | None = None,
 ) -> list[Hit]:
     """Every candidate chunk with its fused score, best first, before diversification."""
+    return list(_ranked_hits(folders, query, filters=filters, mode=mode, vectors=vectors))
+
+
+def _ranked_hits(
+    folders: Sequence[Searchable],
+    query: str,
+    *,
+    filters: Filters | None = None,
+    mode: Mode = "hybrid",
+    vectors: dict[str, np.ndarray] | None = None,
+) -> Iterator[Hit]:
+    """The candidates best first, each filtered and made a Hit only when the caller gets to it:
+    a search keeps ~10 of ~400 candidates, and building the rest cost ~1 ms a query."""
     filters = filters or Filters()
     signals = query_signals(query)
     limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
@@ -516,19 +530,21 @@ def fused_candidates(
     glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
     if mode != "lexical" and vectors:
         _prefetch_dense(folders, vectors, limit)
-    hits: list[Hit] = []
+    found_in: list[tuple[Searchable, _Candidates]] = []
+    scored: list[tuple[float, int, int]] = []  # (score, index in found_in, chunk id)
     for folder in folders:
         found = _collect(folder, vectors or {}, mode, signals, limit)
         _adjust(folder, found, signals, mode)
-        read = found.chunks(folder.storage)
-        uncommitted = getattr(folder, "uncommitted", ())
-        for chunk_id, score in found.fused.items():
-            chunk = read.get(chunk_id)
-            if chunk is not None and filters.accepts(chunk, glob):
-                changed = chunk.path in uncommitted
-                hits.append(Hit(folder.root, chunk, score, found.found_by[chunk_id], changed))
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits
+        found.chunks(folder.storage)
+        scored += ((score, len(found_in), i) for i, score in found.fused.items())
+        found_in.append((folder, found))
+    scored.sort(key=itemgetter(0), reverse=True)  # stable: ties keep folder, then list order
+    for score, which, chunk_id in scored:
+        folder, found = found_in[which]
+        chunk = found.read.get(chunk_id)
+        if chunk is not None and filters.accepts(chunk, glob):
+            changed = chunk.path in getattr(folder, "uncommitted", ())
+            yield Hit(folder.root, chunk, score, found.found_by[chunk_id], changed)
 
 
 def search(
@@ -550,7 +566,7 @@ def search(
     dense_ready = embedded or any(f.storage.vector_count("static") for f in folders)
     if mode != "lexical" and not dense_ready:
         mode = "lexical"
-    hits = fused_candidates(live, query, filters=filters, mode=mode)
+    hits = _ranked_hits(live, query, filters=filters, mode=mode)
     return SearchResult(
         _diversify(hits, k, settings.per_file_cap), embedded < total, embedded, total
     )
