@@ -221,6 +221,8 @@ class _Candidates:
     file_rank: dict[str, int] = field(default_factory=dict)
     read: dict[int, Chunk | None] = field(default_factory=dict)
     """The candidates' chunks read so far (None: gone)."""
+    demotions: dict[str, float] = field(default_factory=dict)
+    """Each path's demotion for this question, once (the file list and candidates share paths)."""
 
     def chunks(
         self, storage: IndexReader, ids: Iterable[int] | None = None
@@ -329,7 +331,7 @@ def _collect(
             found.found_by[chunk_id].append(name)
     if mode in ("lexical", "hybrid"):
         files = folder.storage.lexical_files(signals.text, FILE_CANDIDATES)
-        demoted = [(path, score * _demotion(folder, path, signals)) for path, score in files]
+        demoted = [(path, score * _demoted(folder, found, path, signals)) for path, score in files]
         demoted.sort(key=lambda item: item[1], reverse=True)
         found.file_rank = {path: rank for rank, (path, _) in enumerate(demoted)}
     return found
@@ -339,6 +341,14 @@ def _collect(
 def _has_grammar(path: str) -> bool:
     """Code (a tree-sitter language) rather than prose or data; cached: it runs per candidate."""
     return language_for_path(path) is not None
+
+
+def _demoted(folder: Searchable, found: _Candidates, path: str, signals: QuerySignals) -> float:
+    """`_demotion`, remembered for the rest of this question."""
+    factor = found.demotions.get(path)
+    if factor is None:
+        factor = found.demotions[path] = _demotion(folder, path, signals)
+    return factor
 
 
 def _demotion(folder: Searchable, path: str, signals: QuerySignals) -> float:
@@ -380,8 +390,10 @@ def _file_prior(folder: Searchable, found: _Candidates) -> None:
     read = found.chunks(storage)
     present = {c.path for i in found.fused if (c := read.get(i)) is not None}
     for path, rank in found.file_rank.items():
+        if path in present or rank >= FILE_CANDIDATES // 4:
+            continue
         record = storage.file(path)
-        if path not in present and record and record.chunk_ids and rank < FILE_CANDIDATES // 4:
+        if record and record.chunk_ids:
             first = record.chunk_ids[0]
             found.fused[first] = 0.0
             found.found_by[first].append("file")
@@ -405,14 +417,12 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
             found.fused[chunk_id] = found.fused.get(chunk_id, 0.0) + bonus
             if "path" not in found.found_by[chunk_id]:
                 found.found_by[chunk_id].append("path")
-    factors: dict[str, float] = {}
     read = found.chunks(folder.storage)
-    for chunk_id in list(found.fused):
+    fused = found.fused
+    for chunk_id in list(fused):
         chunk = read.get(chunk_id)
         if chunk is not None and chunk.kind not in HISTORY_KINDS:
-            if chunk.path not in factors:
-                factors[chunk.path] = _demotion(folder, chunk.path, signals)
-            found.fused[chunk_id] *= factors[chunk.path]
+            fused[chunk_id] *= _demoted(folder, found, chunk.path, signals)
     if mode != "dense" and settings.call_weight > 0 and signals.report:
         _propagate_calls(folder, found, signals, settings.call_weight)
 
@@ -444,8 +454,8 @@ def _propagate_calls(
         chunk = read.get(callee)
         if chunk is None:
             continue
-        found.fused[callee] = found.fused.get(callee, 0.0) + bonus * _demotion(
-            folder, chunk.path, signals
+        found.fused[callee] = found.fused.get(callee, 0.0) + bonus * _demoted(
+            folder, found, chunk.path, signals
         )
         found.found_by[callee].append("calls")
 
