@@ -304,3 +304,66 @@ def test_query_settings_are_checked(tmp_path: Path) -> None:
     # more than the model reads is the model's limit (256 word pieces), not an error
     huge, limit = model(tmp_path, query_tokens=10_000), model(tmp_path, query_tokens=0)
     np.testing.assert_allclose(huge.embed_query(LONG_REPORT), limit.embed_query(LONG_REPORT))
+
+
+REPORT = (
+    "Search ranks the test file first\n"
+    "Steps: index the project, ask for the ranking code, and the test file is the first hit "
+    "while the module that ranks is third."
+)
+LEAD = "Search ranks the test file first"
+
+
+class CountingSession:
+    """The real int8 session, counting its runs (one encoding per report is the point)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session, self.runs = session, 0
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        self.runs += 1
+        return self.session.run(*args, **kwargs)
+
+
+def test_a_reports_lead_is_pooled_again_from_the_same_pass(tmp_path: Path) -> None:
+    embedder = model(tmp_path)
+    encoder = embedder.prepare_queries()
+    assert encoder is not None and encoder.int8
+    plain, lead_alone = encoder.encode(REPORT), encoder.encode(LEAD)
+    counting = CountingSession(encoder._session)
+    encoder._session = counting  # type: ignore[assignment]
+    leaning = embedder.embed_query(REPORT, LEAD, 0.5)
+    assert counting.runs == 1
+    assert_unit(leaning)
+    # the summary counts twice: the vector leans toward the lead, and stays the report's
+    assert cosine(leaning, lead_alone) > cosine(plain, lead_alone) + 0.01
+    assert cosine(leaning, plain) > 0.9
+    # no lead, or weight 0: the text alone
+    np.testing.assert_allclose(embedder.embed_query(REPORT, "", 0.5), plain, atol=1e-6)
+    np.testing.assert_allclose(embedder.embed_query(REPORT, LEAD, 0.0), plain, atol=1e-6)
+
+
+def test_a_lead_outside_the_read_text_is_encoded_on_its_own(tmp_path: Path) -> None:
+    """Past the word-piece cap (or not in the text at all), the lead's own pass is blended in."""
+    from codeask.core.rerank import blend_lead
+
+    embedder = model(tmp_path, query_tokens=16)
+    encoder = embedder.prepare_queries()
+    assert encoder is not None and encoder.int8
+    late = "the module that ranks is third"  # after the 16th word piece
+    assert late in REPORT
+    for lead in (late, "a summary the report never repeats"):
+        expected = blend_lead(encoder.encode(REPORT), encoder.encode(lead), 0.5)
+        np.testing.assert_allclose(embedder.embed_query(REPORT, lead, 0.5), expected, atol=1e-6)
+
+
+def test_without_int8_the_lead_is_embedded_by_the_model_itself(tmp_path: Path) -> None:
+    from codeask.core.rerank import blend_lead
+
+    embedder = model(tmp_path, query_int8=False)
+    text_vector, lead_vector = embedder.embed([REPORT, LEAD])
+    np.testing.assert_allclose(
+        embedder.embed_query(REPORT, LEAD, 0.5),
+        blend_lead(text_vector, lead_vector, 0.5),
+        atol=1e-5,
+    )

@@ -14,7 +14,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -22,6 +22,7 @@ import numpy as np
 
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings, cache_dir
 from codeask.core.query_encoder import QueryEncoder
+from codeask.core.rerank import blend_lead
 
 log = logging.getLogger(__name__)
 
@@ -182,11 +183,14 @@ class FastEmbedder:
                 )
             return self._query
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, lead: str = "", lead_weight: float = 0.0) -> np.ndarray:
         """A search query's vector: the packaged model's own query path (`QueryEncoder`: the
-        first `embed.query_tokens` word pieces, int8), any other model's plain `embed`."""
+        first `embed.query_tokens` word pieces, int8, a report's `lead` pooled again), any
+        other model's plain `embed` (the lead embedded on its own and blended in)."""
         encoder = self.prepare_queries()
-        return encoder.encode(text) if encoder else self.embed([text])[0]
+        if encoder:
+            return encoder.encode(text, lead, lead_weight)
+        return _blended(self.embed, text, lead, lead_weight)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed in length-sorted batches (padding is per batch, so this saves real time)."""
@@ -198,6 +202,16 @@ class FastEmbedder:
         for position, row in zip(order, rows, strict=True):
             out[position] = row
         return out
+
+
+def _blended(
+    embed: Callable[[Sequence[str]], np.ndarray], text: str, lead: str, lead_weight: float
+) -> np.ndarray:
+    """`text`'s vector, with `lead`'s (embedded on its own) blended in when there is one."""
+    if not lead or lead_weight <= 0:
+        return embed([text])[0]
+    text_vector, lead_vector = embed([text, lead])
+    return blend_lead(text_vector, lead_vector, lead_weight)
 
 
 def model_dim(name: str) -> int:
@@ -389,12 +403,12 @@ class CachedEmbedder:
         """Uncached: rows for texts that are not chunks (no disk write)."""
         return self.inner.embed(texts)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, lead: str = "", lead_weight: float = 0.0) -> np.ndarray:
         """A search query's vector (uncached: short, unique, not worth a disk write), through
         the model's own query path when it has one."""
         if isinstance(self.inner, FastEmbedder):
-            return self.inner.embed_query(text)
-        return self.inner.embed([text])[0]
+            return self.inner.embed_query(text, lead, lead_weight)
+        return _blended(self.inner.embed, text, lead, lead_weight)
 
     def prepare_queries(self) -> None:
         """Build the model's query path now, if it has one (see `FastEmbedder.prepare_queries`)."""

@@ -31,7 +31,7 @@ from codeask.core.languages import language_for_path
 from codeask.core.lexical import expand_query
 from codeask.core.query import QuerySignals, query_signals
 from codeask.core.records import HISTORY_KINDS, Chunk
-from codeask.core.rerank import blend_lead, subjects_of_test
+from codeask.core.rerank import subjects_of_test
 from codeask.core.static_embed import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.storage import (
     DenseAsk,
@@ -504,10 +504,7 @@ def embed_query(folders: Sequence[Searchable], query: str, lead: str = "") -> di
 def _minilm_query(folder: Searchable, query: str, lead: str) -> np.ndarray:
     """The MiniLM query vector: the text's, leaning toward its lead line when there is one."""
     weight = folder.settings.retrieve.lead_dense_weight
-    if not lead or weight <= 0:
-        return folder.embedder.embed_query(query)
-    text_vector, lead_vector = (folder.embedder.embed_query(text) for text in (query, lead))
-    return blend_lead(text_vector, lead_vector, weight)
+    return folder.embedder.embed_query(query, lead, weight)
 
 
 def fused_candidates(
