@@ -12,6 +12,7 @@ import numpy as np
 from test_retrieve import make_folder
 
 from codeask.config import build_settings
+from codeask.core.embed import CachedEmbedder, EmbeddingCache
 from codeask.core.rerank import blend_lead, subjects_of_test
 from codeask.core.retrieve import _minilm_query, is_test_path, path_keys, rank_files, search
 
@@ -112,7 +113,10 @@ def test_a_report_naming_a_test_file_finds_the_tested_module(tmp_path: Path) -> 
 
 
 class FixedEmbedder:
-    """One fixed vector per text, so the blend can be checked exactly."""
+    """One fixed vector per text, so the blend can be checked exactly (a model without a query
+    path of its own: the lead is embedded beside the text and blended in)."""
+
+    name, dim = "fixed", 2
 
     def __init__(self, vectors: dict[str, np.ndarray]) -> None:
         self.vectors = vectors
@@ -122,19 +126,18 @@ class FixedEmbedder:
         self.calls.append(list(texts))
         return np.stack([self.vectors[t] for t in texts])
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
 
-
-def test_the_minilm_query_blends_a_reports_lead_by_its_setting() -> None:
+def test_the_minilm_query_blends_a_reports_lead_by_its_setting(tmp_path: Path) -> None:
     settings, _ = build_settings({})
     text, lead = unit([1.0, 0.0]), unit([0.0, 1.0])
     embedder = FixedEmbedder({"whole report": text, "the title": lead})
-    folder = SimpleNamespace(settings=settings, embedder=embedder)
+    cached = CachedEmbedder(embedder, EmbeddingCache(tmp_path / "cache.sqlite", 2))
+    folder = SimpleNamespace(settings=settings, embedder=cached)
     blended = _minilm_query(folder, "whole report", "the title")  # type: ignore[arg-type]
     weight = settings.retrieve.lead_dense_weight
     assert weight > 0
     np.testing.assert_allclose(blended, blend_lead(text, lead, weight), atol=1e-6)
+    assert embedder.calls == [["whole report", "the title"]]
     # a typed search has no lead; weight 0 turns the blend off: one model call, the text's vector
     calls = len(embedder.calls)
     np.testing.assert_array_equal(_minilm_query(folder, "whole report", ""), text)  # type: ignore[arg-type]
