@@ -367,3 +367,17 @@ def test_without_int8_the_lead_is_embedded_by_the_model_itself(tmp_path: Path) -
         blend_lead(text_vector, lead_vector, 0.5),
         atol=1e-5,
     )
+
+
+def test_a_search_does_not_wait_for_the_query_path_being_built(tmp_path: Path) -> None:
+    """While the background build holds the query path (the first int8 derivation takes
+    seconds), a query is answered by the model itself instead of waiting."""
+    embedder = model(tmp_path)
+    with embedder._query_lock:  # as `prepare_queries` in the language server's background
+        # a query that waited for the lock would never return (this thread holds it): the
+        # test would fail by pytest's timeout
+        vector = embedder.embed_query(QUERIES[0])
+    np.testing.assert_allclose(vector, embedder.embed([QUERIES[0]])[0], atol=1e-6)
+    assert embedder._query is None  # not built by the query; the background build still owns it
+    encoder = embedder.prepare_queries()
+    assert encoder is not None and encoder.int8

@@ -187,9 +187,13 @@ class FastEmbedder:
         """A search query's vector: the packaged model's own query path (`QueryEncoder`: the
         first `embed.query_tokens` word pieces, int8, a report's `lead` pooled again), any
         other model's plain `embed` (the lead embedded on its own and blended in)."""
-        encoder = self.prepare_queries()
+        encoder = self._query
+        if encoder is None and self._model_dir is not None and not self._query_lock.locked():
+            encoder = self.prepare_queries()
         if encoder:
             return encoder.encode(text, lead, lead_weight)
+        # another model, or the query path still being built in the background (the one-time
+        # int8 derivation takes seconds): the model itself answers, the search does not wait
         return _blended(self.embed, text, lead, lead_weight)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
