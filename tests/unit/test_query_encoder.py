@@ -381,3 +381,20 @@ def test_a_search_does_not_wait_for_the_query_path_being_built(tmp_path: Path) -
     assert embedder._query is None  # not built by the query; the background build still owns it
     encoder = embedder.prepare_queries()
     assert encoder is not None and encoder.int8
+
+
+def test_a_workspace_cannot_plant_modules_in_the_quantizing_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The language server often runs in the workspace: a cloned repository's own `onnx/` at
+    its root must not be what the child imports (it would run the repository's code)."""
+    workspace = tmp_path / "cloned-repo"
+    planted = workspace / "onnx"
+    planted.mkdir(parents=True)
+    marker = tmp_path / "planted-code-ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.chdir(workspace)
+    folder = packaged_model_dir(tmp_path / "models")
+    derive(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / INT8_FILE)
+    assert not marker.exists()
+    assert (folder / INT8_FILE).is_file()

@@ -100,13 +100,18 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
 
 def _quantize_in_child(source: Path, output: Path) -> None:
     # The child finds codeask and its dependencies where this process found them (an editable
-    # install, a test run's source folder, a venv).
+    # install, a test run's source folder, a venv) and nowhere else: `-P` keeps `-m` from
+    # putting the working directory first on its path, and it runs in the work folder anyway (a
+    # language server's working directory is often the workspace: a cloned repository's own
+    # `onnx/` or `numpy/` must never be imported).
     paths = [entry for entry in sys.path if entry]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    command = [sys.executable, "-m", "codeask.core.int8_quantize", str(source), str(output)]
+    module = "codeask.core.int8_quantize"
+    command = [sys.executable, "-P", "-m", module, str(source), str(output)]
     try:
         done = subprocess.run(
             command,
+            cwd=output.parent,
             env=env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
