@@ -1,8 +1,8 @@
 """The int8 query model's quantization, run as a child process of the one that wants the copy.
 
-The quantizer holds the float model, its folded copy and the output at once (~700 MB peak);
-run inside the language server, that peak stays in the editor's process for the rest of its
-life (VmHWM), so `query_encoder.derive_int8` runs this module in a process of its own and only
+The quantizer holds the float model, its folded copy and the output at once (~500 MB peak).
+Run inside the language server, that peak would stay in the editor's process for the rest of
+its life (VmHWM), so `query_encoder.derive_int8` runs this module in a process of its own and only
 publishes what it writes. This module writes only `output` and `output`'s folder's
 `folded.onnx`; it never decides where a copy lives or whether one is current.
 

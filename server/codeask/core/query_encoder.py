@@ -1,6 +1,6 @@
 """MiniLM query vectors, fast: a search pays for its query's encoding every time, chunks once.
 
-Two measured choices (benchmarks/README.md, round 5), both for the packaged model only:
+Three measured choices (benchmarks/README.md, rounds 5 and 6), all for the packaged model only:
 - A query is read up to its first `embed.query_tokens` word pieces. A pasted report's
   reproducer and log past that cost encoding time (~0.2 ms per word piece on 2 cores) and did
   not help ranking (dev R@5 .892 → .909 at 96).
@@ -10,6 +10,8 @@ Two measured choices (benchmarks/README.md, round 5), both for the packaged mode
   CPU, vectors within cosine .99 of the model's (dev R@5 .909 → .895, MRR .683 → .681). Chunks
   keep the model itself. The quantizer runs in a child process (`int8_quantize`): its peak
   (~500 MB) would otherwise stay in the language server's high-water mark.
+- A report's lead line is pooled again from the text's own pass instead of being encoded on its
+  own (one encoding per report instead of two; dev R@5 .895 → .882, MRR .681 → .696).
 Without the `onnx` package, or when the derivation fails, queries use the model itself (with the
 word-piece cap) and the reason is logged.
 """
@@ -71,7 +73,7 @@ DERIVE_TIMEOUT_S = 300.0
 def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
     """`target`: the int8 copy of `source`, made now unless a verified one is already there.
 
-    The quantization runs in a child process (`codeask.core.int8_quantize`): its ~700 MB peak
+    The quantization runs in a child process (`codeask.core.int8_quantize`): its ~500 MB peak
     never lands in the asking process. This process owns the files: the child writes into a
     temporary work folder beside `target`, and the result is renamed into place only after the
     child exited cleanly, so a crash, a kill or a second process deriving at the same time never
