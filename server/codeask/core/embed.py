@@ -188,7 +188,7 @@ class FastEmbedder:
         first `embed.query_tokens` word pieces, int8, a report's `lead` pooled again), any
         other model's plain `embed` (the lead embedded on its own and blended in)."""
         encoder = self._query
-        if encoder is None and self._model_dir is not None and not self._query_lock.locked():
+        if encoder is None and not self._query_lock.locked():  # other models: None
             encoder = self.prepare_queries()
         if encoder:
             return encoder.encode(text, lead, lead_weight)
