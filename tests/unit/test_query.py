@@ -107,6 +107,22 @@ def test_the_lead_is_the_reports_summary_line() -> None:
     assert lead("where are chunks embedded") == ""  # a typed search is all lead
 
 
+def test_the_lead_is_a_span_of_the_searched_text() -> None:
+    """The lead comes from `search_text`: a link's host is gone from both (the query vector
+    pools the lead's tokens from the text's own pass, so it must be found there), and an
+    attachment line or an unanswered template field is never the summary."""
+    report = (
+        "_No response_\n"
+        "![screenshot](https://user-images.example.com/1/shot.png)\n"
+        "[repro.zip](https://github.com/o/r/files/1/repro.zip)\n"
+        "$ git clone https://github.com/someone/project\n" + "body line\n" * 5
+    )
+    signals = query_signals(report)
+    assert signals.lead == "$ git clone  /someone/project"
+    assert signals.lead in signals.text
+    assert lead(report) == signals.lead
+
+
 def test_the_lead_outweighs_a_long_body(tmp_path: Path) -> None:
     """An issue whose body is mostly about another module still finds the one its title
     names: the title is searched on its own beside the whole text (`lead_weight` 0 shows

@@ -46,8 +46,11 @@ DUMP_RUN = 4
 FRAME = re.compile(r'File "([^"]+)", line \d+, in ([A-Za-z_][A-Za-z0-9_]*)')
 URL_HOST = re.compile(r"\bhttps?://[^/\s]+")
 #: Lines that open a report without summarising it: a fence, a traceback header, a comment,
-#: a template heading (`### Describe the bug`, `**To Reproduce**`).
-NOT_A_LEAD = re.compile(r"^\s*(```|~~~|<|#|\*\*[^*]+\*\*:?\s*$|Traceback \(most recent)")
+#: a template heading (`### Describe the bug`, `**To Reproduce**`), an attachment (a line that
+#: is only a markdown image or link: `![screenshot](...)`, `[repro.zip](...)`).
+NOT_A_LEAD = re.compile(
+    r"^\s*(```|~~~|<|#|\*\*[^*]+\*\*:?\s*$|Traceback \(most recent|!?\[[^\]]*\]\([^)]*\)\s*$)"
+)
 LEAD_CHARS = 300
 
 
@@ -85,14 +88,15 @@ def query_signals(query: str) -> QuerySignals:
         identifiers.update(parts)
         paths.append("/".join(parts))
     if is_report(query):
+        text = search_text(query)
         return QuerySignals(
             identifiers,
             paths,
             about_tests=False,
             about_docs=False,
             report=True,
-            text=search_text(query),
-            lead=lead(query),
+            text=text,
+            lead=_first_summary_line(text),
         )
     test_words = len(TEST_WORDS.findall(query))
     return QuerySignals(
@@ -137,10 +141,14 @@ def lead(query: str) -> str:
 
     Weighted as its own lexical query, it lifts the dev set's R@5 from .686 to .829
     (benchmarks/README.md); the body's many incidental words no longer drown it.
-    '' for a typed search (it is all lead) or a report without one."""
-    if not is_report(query):
-        return ""
-    for line in query.splitlines():
+    '' for a typed search (it is all lead) or a report without one. Taken from `search_text`,
+    so it is always part of the text the query vector is made of (its tokens are pooled again
+    from that one pass) and has no link hosts or version dumps either."""
+    return _first_summary_line(search_text(query)) if is_report(query) else ""
+
+
+def _first_summary_line(text: str) -> str:
+    for line in text.splitlines():
         if line.strip() and not NOT_A_LEAD.match(line) and len(line.split()) >= 2:
             return line.strip()[:LEAD_CHARS]
     return ""
