@@ -223,6 +223,9 @@ class _Candidates:
     """The candidates' chunks read so far (None: gone)."""
     demotions: dict[str, float] = field(default_factory=dict)
     """Each path's demotion for this question, once (the file list and candidates share paths)."""
+    by_path: dict[str, list[Chunk]] = field(default_factory=dict)
+    """The candidates read so far, grouped by file (`group`): the file prior and the demotions
+    are per file, and ~400 candidates fall in ~150 files."""
 
     def chunks(
         self, storage: IndexReader, ids: Iterable[int] | None = None
@@ -234,6 +237,15 @@ class _Candidates:
             found = storage.chunks(wanted)
             self.read.update((i, found.get(i)) for i in wanted)
         return self.read
+
+    def group(self, storage: IndexReader, ids: Iterable[int] | None = None) -> None:
+        """Add the candidates (or `ids`, new ones) to `by_path`; gone chunks are left out."""
+        ids = list(self.fused if ids is None else ids)
+        read = self.chunks(storage, ids)
+        for chunk_id in ids:
+            chunk = read.get(chunk_id)
+            if chunk is not None:
+                self.by_path.setdefault(chunk.path, []).append(chunk)
 
 
 class _DenseList(NamedTuple):
@@ -387,22 +399,21 @@ def _file_prior(folder: Searchable, found: _Candidates) -> None:
     """Whole-file BM25 rank lifts every candidate of that file; top files missing get a chunk."""
     weight = folder.settings.retrieve.file_weight
     storage = folder.storage
-    read = found.chunks(storage)
-    present = {c.path for i in found.fused if (c := read.get(i)) is not None}
+    found.group(storage)
+    firsts: list[int] = []
     for path, rank in found.file_rank.items():
-        if path in present or rank >= FILE_CANDIDATES // 4:
+        if path in found.by_path or rank >= FILE_CANDIDATES // 4:
             continue
         record = storage.file(path)
         if record and record.chunk_ids:
-            first = record.chunk_ids[0]
-            found.fused[first] = 0.0
-            found.found_by[first].append("file")
-    read = found.chunks(storage)
-    for chunk_id in list(found.fused):
-        chunk = read.get(chunk_id)
-        file_rank = found.file_rank.get(chunk.path) if chunk else None
-        if file_rank is not None:
-            found.fused[chunk_id] += weight / (RRF_K + file_rank + 1)
+            firsts.append(record.chunk_ids[0])
+            found.fused[firsts[-1]] = 0.0
+            found.found_by[firsts[-1]].append("file")
+    found.group(storage, firsts)
+    for path, rank in found.file_rank.items():
+        bonus = weight / (RRF_K + rank + 1)
+        for chunk in found.by_path.get(path, ()):
+            found.fused[chunk.id] += bonus
 
 
 def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode: Mode) -> None:
@@ -410,19 +421,24 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
     settings = folder.settings.retrieve
     _file_prior(folder, found)
     paths = _path_matches(folder.storage, signals) if mode != "dense" else {}
+    mentioned: list[int] = []
     for path, strength in paths.items():
         record = folder.storage.file(path)
         for chunk_id in record.chunk_ids if record else []:
             bonus = settings.symbol_weight * strength / (RRF_K + 1)
+            if chunk_id not in found.fused:
+                mentioned.append(chunk_id)
             found.fused[chunk_id] = found.fused.get(chunk_id, 0.0) + bonus
             if "path" not in found.found_by[chunk_id]:
                 found.found_by[chunk_id].append("path")
-    read = found.chunks(folder.storage)
+    found.group(folder.storage, mentioned)
     fused = found.fused
-    for chunk_id in list(fused):
-        chunk = read.get(chunk_id)
-        if chunk is not None and chunk.kind not in HISTORY_KINDS:
-            fused[chunk_id] *= _demoted(folder, found, chunk.path, signals)
+    for path, chunks in found.by_path.items():
+        factor = _demoted(folder, found, path, signals)
+        if factor != 1.0:  # most candidates' files are not demoted: nothing to multiply
+            for chunk in chunks:
+                if chunk.kind not in HISTORY_KINDS:
+                    fused[chunk.id] *= factor
     if mode != "dense" and settings.call_weight > 0 and signals.report:
         _propagate_calls(folder, found, signals, settings.call_weight)
 
