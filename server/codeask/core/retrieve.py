@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["lexical", "dense", "hybrid"]
 RRF_K = 60
+#: Longer suffixes of a mentioned path are not tried: no workspace file is nested this deep, and
+#: trying every suffix of a pasted 50,000-part dotted or slashed run took 15 s (quadratic).
+MAX_PATH_PARTS = 64
 CANDIDATES = 200
 FILE_CANDIDATES = 100
 FILTERED_CANDIDATES = 2000
@@ -202,7 +205,7 @@ def _longest_known_suffix(storage: IndexReader, mention: str) -> list[str]:
     if found:
         return found
     parts = mention.split("/")
-    for start in range(1, len(parts) - 1):
+    for start in range(max(1, len(parts) - MAX_PATH_PARTS), len(parts) - 1):
         found = storage.paths_named("/".join(parts[start:]))
         if found:
             return found
