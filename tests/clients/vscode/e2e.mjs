@@ -191,6 +191,18 @@ function makeWorkspace(root) {
 const quickInput = (page) => page.locator(".quick-input-widget .quick-input-box input");
 const quickRows = (page) => page.locator(".quick-input-widget .quick-input-list .monaco-list-row");
 
+/**
+ * The input of the extension's own Semantic Search pick. The palette's input is the same kind of
+ * element and stays visible while the command starts, so waiting for "a quick input" let typing
+ * begin before the pick replaced the palette (a CI run lost the query that way): wait for the
+ * pick's placeholder instead.
+ */
+async function searchPick(page) {
+  const input = page.locator('.quick-input-widget .quick-input-box input[placeholder^="Describe the code"]');
+  await input.waitFor({ state: "visible", timeout: 15_000 });
+  return input;
+}
+
 /** Run a command from the palette by its title; waits until the palette lists it. */
 async function runCommand(page, title) {
   await page.keyboard.press("Escape");
@@ -516,8 +528,7 @@ async function mainScenario(work) {
 
   await step("Semantic Search lists the expected function and opens it", async () => {
     await runCommand(page, "codeask: Semantic Search");
-    const input = quickInput(page);
-    await input.waitFor({ state: "visible", timeout: 15_000 });
+    const input = await searchPick(page);
     await input.pressSequentially("parse the configuration file", { delay: 40 });
     const row = quickRows(page).filter({ hasText: "load_config" }).first();
     await row.waitFor({ state: "visible", timeout: 60_000 });
@@ -713,8 +724,7 @@ async function bootstrapScenario(work) {
 
     await step("bootstrap: Semantic Search answers from the private env's server", async () => {
       await runCommand(page, "codeask: Semantic Search");
-      const input = quickInput(page);
-      await input.waitFor({ state: "visible", timeout: 15_000 });
+      const input = await searchPick(page);
       await input.pressSequentially("retry a request with backoff", { delay: 40 });
       const row = quickRows(page).filter({ hasText: "retry_request" }).first();
       await row.waitFor({ state: "visible", timeout: 60_000 });
