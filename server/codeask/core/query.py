@@ -120,14 +120,14 @@ def file_mentions(text: str) -> list[str]:
     """What `PATH_RUN` + `EXTENSION` as one regex would find, in linear time: each run of path
     characters up to its rightmost extension after the run's first character (at most one
     mention per run: the greedy run ends at that last extension)."""
-    dots = [m.end() for m in EXTENSION.finditer(text)]  # ends of every valid `.ext`, ascending
-    starts = [m.start() for m in EXTENSION.finditer(text)]
+    extensions = [m.span() for m in EXTENSION.finditer(text)]  # every valid `.ext`, ascending
+    ends = [end for _, end in extensions]
     mentions: list[str] = []
     for run in PATH_RUN.finditer(text):
         start, end = run.span()
-        last = bisect.bisect_right(dots, end) - 1  # the rightmost extension ending in this run
-        if last >= 0 and starts[last] > start:
-            mentions.append(text[start : dots[last]])
+        last = bisect.bisect_right(ends, end) - 1  # the rightmost extension ending in this run
+        if last >= 0 and extensions[last][0] > start:
+            mentions.append(text[start : ends[last]])
     return mentions
 
 
