@@ -409,9 +409,10 @@ def _file_prior(folder: Searchable, found: _Candidates) -> None:
             continue
         record = storage.file(path)
         if record and record.chunk_ids:
-            firsts.append(record.chunk_ids[0])
-            found.fused[firsts[-1]] = 0.0
-            found.found_by[firsts[-1]].append("file")
+            first = record.chunk_ids[0]
+            firsts.append(first)
+            found.fused[first] = 0.0
+            found.found_by[first].append("file")
     found.group(storage, firsts)
     for path, rank in found.file_rank.items():
         bonus = weight / (RRF_K + rank + 1)
