@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import math
 import os
 import re
 import sys
@@ -238,6 +239,29 @@ PROTECTED_FIELDS = frozenset(
         "embed.model",
     }
 )
+#: Resource bounds (caps, timeouts, batch and result sizes): a project file may lower them,
+#: never raise them past the user's own value (defaults < user config) unless the workspace is
+#: trusted. Raised, a newline-free stream took `codeask ask` to 1.5 GB in 6 s and
+#: `max_file_bytes = 1e11` read a 170 MB file into 2.5 GB. Every entry is "higher is looser".
+BOUNDED_FIELDS = frozenset(
+    {
+        "index.max_file_bytes",
+        "chunk.max_lines",
+        "chunk.window_lines",
+        "embed.batch_size",
+        "retrieve.k",
+        "llm.max_tokens",
+        "llm.context_tokens",
+        "llm.connect_timeout",
+        "llm.read_timeout",
+        "llm.total_timeout",
+        "llm.max_answer_chars",
+        "llm.max_line_bytes",
+        "llm.max_response_bytes",
+        "history.max_commits",
+        "history.max_hunk_lines",
+    }
+)
 #: Name patterns that protect a secret-handling setting as soon as it is added to the tree
 #: (`index.redact_secrets`, a `secrets` section), without anyone remembering to list it.
 PROTECTED_PATTERNS = ("secrets.*", "*.*secret*", "*.*redact*")
@@ -257,6 +281,9 @@ def protected_names(names: Collection[str]) -> frozenset[str]:
 
 
 PROTECTED_NOTE = " *Protected: ignored in a project file unless the workspace is trusted.*"
+BOUNDED_NOTE = (
+    " *A limit: a project file may lower it, not raise it, unless the workspace is trusted.*"
+)
 #: The trust switches (not settings fields: a project file can set none of them), for the table.
 TRUST_DOCS = (
     (
@@ -279,6 +306,8 @@ TRUST_DOCS = (
 )
 #: Every protected dotted name (computed once, at import: a stale name fails the import).
 PROTECTED = protected_names(_field_names())
+if stale_bounds := sorted(BOUNDED_FIELDS - set(_field_names())):
+    raise RuntimeError(f"BOUNDED_FIELDS names settings that do not exist: {stale_bounds}")
 PROTECTED_SECTIONS = frozenset(name.partition(".")[0] for name in PROTECTED)
 
 
@@ -487,7 +516,39 @@ def _project_layer(
         return project, warnings
     below = msgspec.to_builtins(build_settings(user.settings)[0])
     kept, refused = filter_untrusted(project, path, below)
-    return kept, warnings + refused
+    return kept, warnings + refused + cap_bounds(kept, path, below)
+
+
+def cap_bounds(project: dict[str, Any], origin: Path, below: dict[str, Any]) -> list[str]:
+    """Drop (in place) every bound the untrusted project layer raises above `below` (the merged
+    lower layers); a warning for each. NaN, infinity and non-numbers count as raised."""
+    warnings = []
+    for name in sorted(BOUNDED_FIELDS):
+        section, _, field = name.partition(".")
+        values = project.get(section)
+        if not isinstance(values, dict) or field not in values:
+            continue
+        ceiling = below[section][field]
+        value = values[field]
+        if _number(value) <= ceiling:
+            continue
+        project[section] = {k: v for k, v in values.items() if k != field}
+        warnings.append(
+            f"{origin} tried to raise {name} to {value!r} (above {ceiling}); ignored: the "
+            "workspace is not trusted, and a project file may only lower a limit "
+            "(see docs/security.md)"
+        )
+    return warnings
+
+
+def _number(value: object) -> float:
+    """`value` as a float for comparing with a bound; NaN (never <= anything) when it is none."""
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
 
 
 def settings_markdown() -> str:
@@ -514,6 +575,8 @@ def settings_markdown() -> str:
                 name = f"{section}.{stmt.target.id}"
                 if name in PROTECTED:
                     text += PROTECTED_NOTE
+                if name in BOUNDED_FIELDS:
+                    text += BOUNDED_NOTE
                 default = defaults[section][stmt.target.id]
                 rows.append(f"| `{name}` | `{default!r}` | {text} |")
     rows += [f"| `{key}` | `{default}` | {text} |" for key, default, text in TRUST_DOCS]

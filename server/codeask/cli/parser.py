@@ -10,6 +10,7 @@ import argparse
 
 from codeask import __version__
 from codeask.cli.common import EXIT_BUSY
+from codeask.core.names import input_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--json", action="store_true")
 
     search = sub.add_parser("search", help="hybrid semantic + lexical search")
-    search.add_argument("query")
+    search.add_argument("query", type=input_text)
     _add_query_options(search)
     search.add_argument("--mode", choices=("hybrid", "lexical", "dense"), default="hybrid")
     search.add_argument("--scope", choices=("code", "history", "all"), default="code")
@@ -66,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument(
         "--kind", help="function, method, class, module, section, window, commit, hunk"
     )
-    search.add_argument("--author", help="history: author name or email contains this")
+    search.add_argument(
+        "--author", type=input_text, help="history: author name or email contains this"
+    )
     search.add_argument("--since", help="history: on or after this date (YYYY-MM-DD)")
     search.add_argument("--until", help="history: on or before this date (YYYY-MM-DD)")
 
@@ -84,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--json", action="store_true")
 
     ask = sub.add_parser("ask", help="ask a question; the answer streams from the configured LLM")
-    ask.add_argument("question")
+    ask.add_argument("question", type=input_text)
     _add_query_options(ask)
     ask.add_argument("--prompt-only", action="store_true", help="print the prompt, call no model")
 
@@ -95,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", type=int, default=5, help="revisions kept per repository and model (default 5)"
     )
     gc.add_argument("--json", action="store_true")
+
+    mcp = sub.add_parser("mcp", help="run the MCP server for coding agents (stdio)")
+    mcp.add_argument("paths", nargs="*", help="folders to serve (default: this project)")
+    mcp.add_argument(
+        "--allow-broad-root",
+        action="store_true",
+        help="allow serving your home folder or / (refused by default)",
+    )
 
     serve = sub.add_parser("serve", help="run the language server (stdio)")
     serve.add_argument("--tcp", type=int, metavar="PORT", help="listen on TCP instead (debugging)")
@@ -109,12 +120,17 @@ def _add_query_options(parser: argparse.ArgumentParser) -> None:
     `Filters.from_options(args)` reads them."""
     parser.add_argument("-k", type=int, default=None, help="number of results")
     parser.add_argument(
-        "--lang", dest="language", metavar="LANG", help="only this language (python, go, ...)"
+        "--lang",
+        dest="language",
+        metavar="LANG",
+        type=input_text,
+        help="only this language (python, go, ...)",
     )
     parser.add_argument(
         "--path",
         dest="path_glob",
         metavar="PATH",
+        type=input_text,
         help="only paths matching this glob (gitignore syntax)",
     )
     parser.add_argument("--root", action="append", help="workspace folder (repeatable)")

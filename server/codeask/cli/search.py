@@ -14,7 +14,7 @@ from typing import Any
 from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json, roots
 from codeask.core.git.repo import open_repo
 from codeask.core.indexer import FolderIndex
-from codeask.core.names import display_path
+from codeask.core.names import display_path, display_text
 from codeask.core.retrieve import Filters, Hit, SearchResult, search
 
 
@@ -95,11 +95,11 @@ def _print_hits(result: SearchResult, elapsed: float) -> None:
         name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
         path = display_path(chunk.path)  # a newline in a name must not split a hit
         out.write(
-            f"{path}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} {name}  "
+            f"{path}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} {display_text(name)}  "
             f"[{hit.score:.4f} {'+'.join(hit.retrievers)}]\n"
         )
-        for line in hit.preview(2).splitlines():
-            out.write(f"    {line[:120]}\n")
+        for line in hit.preview(2).splitlines():  # bidi overrides and controls shown escaped
+            out.write(f"    {display_text(line[:120])}\n")
     note = (
         f"  (dense results filling in: {result.embedded}/{result.chunks} embedded)"
         if result.warming

@@ -3,40 +3,61 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from dataclasses import asdict
 
-from codeask.cli.common import EXIT_OK, print_json, roots
+from codeask.cli.common import EXIT_OK, EXIT_USER, print_json, roots
 from codeask.core.indexer import FolderIndex
+from codeask.core.indexer.status import IndexStatus
+from codeask.core.names import display_path
 
 
 def run(args: argparse.Namespace) -> int:
     """One block (or JSON object) per folder: files, chunks, embedding, history, model, size,
-    and the team base (`index.backend = "postgres"`)."""
+    and the team base (`index.backend = "postgres"`). Exit code 1 when a folder has no index
+    yet, so scripts can tell."""
     rows = []
     for root in roots(args.root):
         folder = FolderIndex.open(root, mode="read")
         rows.append(folder.status())
         folder.close()
+    code = EXIT_OK if all(row.indexed for row in rows) else EXIT_USER
     if args.json:
-        print_json([dict(asdict(row), embedded_percent=row.embedded_percent) for row in rows])
-        return EXIT_OK
+        print_json(
+            [
+                dict(asdict(row), indexed=row.indexed, embedded_percent=row.embedded_percent)
+                for row in rows
+            ]
+        )
+        return code
     for row in rows:
-        when = (
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.last_indexed))
-            if row.last_indexed
-            else "never"
-        )
+        _print_row(row)
+    return code
+
+
+def _print_row(row: IndexStatus) -> None:
+    root = display_path(row.root)
+    if not row.indexed:
         sys.stdout.write(
-            f"{row.root}\n  files {row.files}, chunks {row.chunks}, "
-            f"embedded {row.embedded_percent:.1f}%, history commits {row.history_commits}\n"
-            f"  vector tiers: {row.tier_summary()}\n"
-            f"  model {row.model}\n  index {row.index_dir} "
-            f"({row.disk_bytes / 1e6:.1f} MB), last indexed {when}\n"
+            f"{root}\n  not indexed yet: run `codeask index {shlex.quote(root)}` "
+            "(or open it in an editor with codeask)\n"
         )
-        if team := row.team.summary():
-            sys.stdout.write(f"  {team}\n")
-            if row.team.reason:
-                sys.stdout.write(f"    ({row.team.reason})\n")
-    return EXIT_OK
+        return
+    when = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.last_indexed))
+        if row.last_indexed
+        else "never"
+    )
+    sys.stdout.write(
+        f"{root}\n  files {row.files}, chunks {row.chunks}, "
+        f"embedded {row.embedded_percent:.1f}%, history commits {row.history_commits}\n"
+        f"  vector tiers: {row.tier_summary()}\n"
+        f"  model {row.model}\n  index {display_path(row.index_dir)} "
+        f"({row.disk_bytes / 1e6:.1f} MB), last indexed {when}\n"
+    )
+    if team := row.team.summary():
+        sys.stdout.write(f"  {team}\n")
+        if row.team.reason:
+            sys.stdout.write(f"    ({row.team.reason})\n")

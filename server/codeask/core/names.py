@@ -59,3 +59,29 @@ def scrub(text: str) -> str:
     if is_utf8(text):
         return text
     return "".join(_escape(char) if "\ud800" <= char <= "\udfff" else char for char in text)
+
+
+def input_text(text: str) -> str:
+    """A query or question as valid UTF-8 text: bytes that were not UTF-8 (argv hands them over
+    as surrogate escapes) and lone surrogates (JSON allows `\\ud800`) become U+FFFD, so the
+    tokenizers, msgspec and the LSP's JSON never see them."""
+    if is_utf8(text):
+        return text
+    raw = text.encode("utf-8", "surrogateescape") if _escapes_only(text) else None
+    if raw is not None:
+        return raw.decode("utf-8", "replace")
+    return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+
+
+def _escapes_only(text: str) -> bool:
+    """Whether every surrogate in `text` is a PEP 383 escape of one byte (U+DC80..U+DCFF)."""
+    return all(not ("\ud800" <= c <= "\udfff") or "\udc80" <= c <= "\udcff" for c in text)
+
+
+def display_text(text: str) -> str:
+    """One line of text (a preview line, a symbol, a commit subject) safe to print: controls
+    other than tab, bidi overrides and surrogates backslash-escaped; backslashes kept as is
+    (unlike `display_path`, nothing needs to be read back)."""
+    if not any(_unsafe(char) and char != "\t" for char in text):
+        return text
+    return "".join(_escape(char) if _unsafe(char) and char != "\t" else char for char in text)

@@ -29,6 +29,7 @@ from codeask.config import RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
 from codeask.core.lexical import expand_query
+from codeask.core.names import input_text
 from codeask.core.query import QuerySignals, query_signals
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.rerank import subjects_of_test
@@ -585,6 +586,7 @@ def search(
     """The search behind `codeask search`, the LSP request, hover and ask."""
     settings = folders[0].settings.retrieve if folders else RetrieveSettings()
     k = k or settings.k
+    query = input_text(query)
     live = [f for f in folders if f.storage.chunk_count()]
     embedded = sum(_dense_done(f) for f in folders)
     total = sum(f.storage.chunk_count() for f in folders)

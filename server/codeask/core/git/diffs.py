@@ -25,6 +25,7 @@ from codeask.core.git.repo import (
     resolve,
     shallow_boundary,
 )
+from codeask.core.names import display_path
 from codeask.core.secrets import redact_text
 
 #: Blobs above this size are not diffed at all (generated files, data dumps).
@@ -134,7 +135,8 @@ def _patch_lines(
         if reason == IGNORED:
             continue
         if reason:
-            yield f"diff --git a/{delta.old_file.path} b/{delta.new_file.path}"
+            old, new = display_path(delta.old_file.path), display_path(delta.new_file.path)
+            yield f"diff --git a/{old} b/{new}"
             yield f"(not shown: {reason})"
             continue
         patch = diff[index]

@@ -17,6 +17,7 @@ from codeask.core.discover import IGNORED
 from codeask.core.git.commits import SHORT_SHA, BlameInfo, decode, info_meta
 from codeask.core.git.diffs import PathRules, skip_reason
 from codeask.core.git.repo import Scope
+from codeask.core.names import display_path
 from codeask.core.records import Chunk
 from codeask.core.secrets import redact_text
 
@@ -29,14 +30,17 @@ MAX_HUNKS_PER_FILE = 20
 
 
 def _label(delta: pygit2.DiffDelta, path: str) -> str:
-    """The file as named in a hunk's text, with renames, additions and deletions spelled out."""
+    """The file as named in a hunk's text, with renames, additions and deletions spelled out.
+    Names are escaped (`display_path`): a newline or a bidi override in a file name must not
+    split or reorder the hunk's lines in a preview or a prompt."""
+    shown = display_path(path)
     if delta.status == DeltaStatus.RENAMED:
-        return f"{path} (renamed from {delta.old_file.path})"
+        return f"{shown} (renamed from {display_path(delta.old_file.path)})"
     if delta.status == DeltaStatus.ADDED:
-        return f"{path} (new file)"
+        return f"{shown} (new file)"
     if delta.status == DeltaStatus.DELETED:
-        return f"{path} (deleted)"
-    return path
+        return f"{shown} (deleted)"
+    return shown
 
 
 def _hunk_body(hunk: pygit2.DiffHunk, limit: int) -> tuple[str, int]:

@@ -27,6 +27,7 @@ from codeask.core.git.commits import (
 from codeask.core.git.diffs import PathRules, parent_diff
 from codeask.core.git.hunks import CommitWork, collect_hunks
 from codeask.core.git.repo import GIT_ERRORS, Scope, head_commit, open_scoped, shallow_boundary
+from codeask.core.names import display_path
 from codeask.core.records import Chunk
 
 #: Files named in a commit chunk's "Files:" line.
@@ -75,9 +76,10 @@ def _commit_text(info: BlameInfo, body: str, files: list[str]) -> str:
 def _display_name(delta: pygit2.DiffDelta, scope: Scope) -> str:
     """A touched file for the "Files:" line; renames keep the old name (a pure rename has
     no hunk, so this is the only place it can be found)."""
-    name = scope.to_workspace(delta.new_file.path) or delta.new_file.path
+    name = display_path(scope.to_workspace(delta.new_file.path) or delta.new_file.path)
     if delta.status == DeltaStatus.RENAMED:
-        return f"{name} (from {scope.to_workspace(delta.old_file.path) or delta.old_file.path})"
+        old = scope.to_workspace(delta.old_file.path) or delta.old_file.path
+        return f"{name} (from {display_path(old)})"
     return name
 
 

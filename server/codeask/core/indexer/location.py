@@ -5,6 +5,7 @@ Decided before anything is read or written, so a refused root or a busy index co
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -46,15 +47,28 @@ class RootRefused(Exception):
 
 
 def check_root(root: Path, *, allow_broad: bool = False) -> None:
-    """Refuse `$HOME` and `/` as roots: indexing them reads every file the user owns."""
+    """Refuse `/`, the home folder and every folder that holds it (`/home`, `/Users`, ...):
+    indexing them reads every file the user owns."""
     if allow_broad or os.environ.get(ALLOW_BROAD_ROOT_ENV) == "1":
         return
-    broad = {Path("/").resolve(), Path.home().resolve()}
-    if root.resolve() in broad:
-        raise RootRefused(
-            f"refusing to index {root}: it is your home folder or the file-system root. Open a "
-            f"project folder instead, or opt in with --allow-broad-root ({ALLOW_BROAD_ROOT_ENV}=1)"
-        )
+    resolved = root.resolve()
+    for home in _homes():
+        if resolved == home or resolved in home.parents:
+            raise RootRefused(
+                f"refusing to index {root}: it is your home folder, a folder holding it, or the "
+                "file-system root. Open a project folder instead, or opt in with "
+                f"--allow-broad-root ({ALLOW_BROAD_ROOT_ENV}=1)"
+            )
+
+
+def _homes() -> set[Path]:
+    """`/`, `$HOME` and the account's home from the password database (they may differ)."""
+    homes = {Path("/").resolve(), Path.home().resolve()}
+    with contextlib.suppress(KeyError, ImportError):
+        import pwd
+
+        homes.add(Path(pwd.getpwuid(os.getuid()).pw_dir).resolve())
+    return homes
 
 
 def resolved_root(root: Path) -> Path:

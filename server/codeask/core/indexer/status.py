@@ -108,9 +108,16 @@ class IndexStatus:
     """The team base and database (`index.backend = "postgres"`)."""
 
     @property
+    def indexed(self) -> bool:
+        """Whether this folder has an index at all (saved here, or a team base read)."""
+        return bool(self.last_indexed or self.files or self.chunks)
+
+    @property
     def embedded_percent(self) -> float:
-        """Share of chunks with a vector."""
-        return 100.0 * self.embedded / self.chunks if self.chunks else 100.0
+        """Share of chunks with a vector (0 for a folder never indexed, not a vacuous 100)."""
+        if self.chunks:
+            return 100.0 * self.embedded / self.chunks
+        return 100.0 if self.indexed else 0.0
 
     def tier_summary(self) -> str:
         """`static 812/812 complete, minilm 40/812 (4.9%)`: which dense tier answers now."""
