@@ -1,0 +1,72 @@
+"""The MCP server's path guard: which files a tool may name and read.
+
+A path from an agent (absolute, or relative to the first workspace folder) counts only when
+its real path (symlinks and `..` resolved) lies inside a workspace folder, and the folder's
+discovery rules would index it (ignore files, `index.exclude`, credential file names, binary
+and size caps): `../../etc/passwd`, `/etc/passwd`, an in-workspace symlink to a file outside,
+or a `.env` are refused with a tool error. Reads never follow a symlink swapped in since.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeask.core.discover import SourceFile, check_file
+from codeask.core.indexer import FolderIndex
+from codeask.mcp.limits import MAX_DISK_READ, ArgumentError
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    """A file a tool may use: its folder index and its path relative to that folder."""
+
+    folder: FolderIndex
+    rel: str
+    path: Path
+
+
+def resolve(raw: str, folders: list[FolderIndex]) -> WorkspaceFile:
+    """The workspace file `raw` names, or ArgumentError saying why it is refused."""
+    if not folders:
+        raise ArgumentError("no workspace folder is open")
+    given = Path(raw).expanduser()
+    candidate = given if given.is_absolute() else folders[0].root / given
+    try:
+        real = candidate.resolve(strict=False)
+    except (OSError, RuntimeError, ValueError) as exc:  # symlink loops, NUL
+        raise ArgumentError(f"`path` cannot be resolved: {exc}") from None
+    folder = innermost(real, folders)
+    if folder is None:
+        raise ArgumentError(
+            f"`path` {raw!r} is outside every workspace folder (after resolving symlinks); "
+            f"folders: {', '.join(str(f.root) for f in folders)}"
+        )
+    rel = real.relative_to(folder.root).as_posix()
+    verdict = check_file(folder.root, rel, folder.settings.index)
+    if not isinstance(verdict, SourceFile):
+        why = verdict.reason if verdict is not None else "ignored by the workspace's ignore rules"
+        raise ArgumentError(f"`path` {rel!r} is not indexed here ({why}), so it is not read")
+    return WorkspaceFile(folder, rel, real)
+
+
+def innermost(path: Path, folders: list[FolderIndex]) -> FolderIndex | None:
+    """The innermost workspace folder containing `path` (None when outside all)."""
+    inside = [f for f in folders if path == f.root or f.root in path.parents]
+    return max(inside, key=lambda f: len(f.root.parts), default=None)
+
+
+def read_text(path: Path) -> str:
+    """A regular file's text ('' when missing, too large, or a symlink swapped in since)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DISK_READ:
+            return ""
+        return handle.read(MAX_DISK_READ).decode("utf-8", errors="replace")

@@ -1,0 +1,65 @@
+"""`codeask mcp`: the MCP server over stdio (the SDK's `MCPServer`, our stdio layer).
+
+Folders are opened and indexed in the background from the start (folders.py); the tools
+(tools.py) answer from what is on disk at any moment. The server ends when the agent closes
+stdin; the folders then save and release their indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import BinaryIO
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+
+from codeask import __version__
+from codeask.mcp.folders import FolderDriver
+from codeask.mcp.tools import Tools
+from codeask.mcp.wire import Input, Output
+
+log = logging.getLogger("codeask.mcp")
+
+INSTRUCTIONS = (
+    "codeask searches this workspace's code and git history locally (hybrid keyword + "
+    "semantic ranking over a persistent index). Start with search_code for any question about "
+    "where or how something is done; find_related for code connected to a line you are "
+    "looking at; search_history for why and when code changed; get_context for a cited, "
+    "budgeted context block about a question; index_status if results look incomplete. "
+    "Results are ranked and trimmed: read the files they point to for more."
+)
+
+
+def build_server(drivers: list[FolderDriver]) -> MCPServer:
+    """An MCP server with the five tools over these folders."""
+    server = MCPServer(
+        name="codeask",
+        title="codeask: local code search",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    Tools(drivers).register(server)
+    return server
+
+
+def run(drivers: list[FolderDriver], wire: tuple[BinaryIO, BinaryIO]) -> int:
+    """Serve the started `drivers` over `wire` until the agent closes stdin; returns the exit
+    code. The folders are saved and released on the way out."""
+    server = build_server(drivers)
+    try:
+        anyio.run(_serve, server, *wire)
+    finally:
+        for driver in drivers:
+            driver.stop()
+    return 0
+
+
+async def _serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> None:
+    output = Output(wire_out)
+    stdin = Input(wire_in, output)
+    lowlevel = server._lowlevel_server  # run_stdio_async takes no streams; the SDK's Client
+    # reaches it the same way
+    async with stdio_server(stdin=stdin, stdout=output) as (read_stream, write_stream):  # type: ignore[arg-type]
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

@@ -1,0 +1,312 @@
+"""The five tools (their names and arguments are a contract: docs/mcp.md).
+
+Each tool checks its arguments (limits.py), reads the folders' indexes as they are now
+(never waiting for indexing), calls one operation of `core.operations`, and answers compact
+JSON sized by results.py. A bad argument or a refused path is a tool error (`ToolError`: the
+agent sees the reason), never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from codeask.core.indexer import FolderIndex
+from codeask.core.operations import blame, context_for, history, related_at, search_now
+from codeask.core.records import CODE_KINDS, HISTORY_KINDS, TEXT_KINDS
+from codeask.core.retrieve import Filters
+from codeask.mcp import results, status
+from codeask.mcp.folders import FolderDriver
+from codeask.mcp.limits import (
+    DEFAULT_MAX_TOKENS,
+    MAX_CHARS,
+    MAX_K,
+    MAX_MAX_TOKENS,
+    ArgumentError,
+    check_text,
+)
+from codeask.mcp.paths import read_text, resolve
+
+#: How long a tool waits for the folders' indexes to open (snapshot load, not indexing).
+OPEN_WAIT = 15.0
+DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
+KINDS = (*CODE_KINDS, *TEXT_KINDS)
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+K = Annotated[int, Field(ge=1, le=MAX_K, description="number of results (1-50)")]
+MaxTokens = Annotated[
+    int,
+    Field(
+        ge=200,
+        le=MAX_MAX_TOKENS,
+        description="cap on the answer's size in tokens: snippets are shortened, then hits "
+        "dropped, to fit",
+    ),
+]
+
+
+def _text(name: str, description: str) -> Any:
+    return Field(max_length=MAX_CHARS[name], description=description)
+
+
+class Tools:
+    """The tools over one set of workspace folders (their drivers)."""
+
+    def __init__(self, drivers: list[FolderDriver]) -> None:
+        self.drivers = drivers
+        self._lock = threading.Lock()
+
+    # ---- the folders as they are now -----------------------------------------------------------
+    def folders(self) -> list[FolderIndex]:
+        """Every open folder index (waiting only for the open itself, bounded)."""
+        for driver in self.drivers:
+            driver.opened.wait(OPEN_WAIT)
+        return [d.folder for d in self.drivers if d.folder is not None]
+
+    def searchable(self) -> list[FolderIndex]:
+        """Open folders, and a background load of the MiniLM model when a search would use it."""
+        folders = self.folders()
+        for driver in self.drivers:
+            driver.want_query_model()
+        return folders
+
+    def _answer(self, payload: dict[str, Any], tiers: list[str]) -> str:
+        payload["index"] = status.summary(self.drivers, tiers)
+        return results.dumps(payload)
+
+    # ---- the tools -----------------------------------------------------------------------------
+    def search_code(
+        self,
+        query: Annotated[
+            str, _text("query", "what to find: words, identifiers, a question or a pasted error")
+        ],
+        k: K = 10,
+        path: Annotated[
+            str | None,
+            _text("path", "only paths matching this glob (gitignore syntax), e.g. 'src/**/*.py'"),
+        ] = None,
+        language: Annotated[
+            str | None, _text("language", "only this language, e.g. 'python', 'go'")
+        ] = None,
+        kind: Annotated[
+            str | None, _text("kind", f"only this kind of chunk: {', '.join(KINDS)}")
+        ] = None,
+        max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
+    ) -> str:
+        """Search the workspace's code (hybrid: keywords, identifiers and meaning; the ranking
+        of `codeask search`). Answers at once, even while the index is being built: the
+        `index` field says which tiers answered and how complete the index is. Each result is
+        `path`, `lines` (start-end), `symbol`, `kind`, `score` and a short snippet around the
+        lines that match (`snippet_start` is its first line number)."""
+        query = _required("query", query)
+        filters = Filters(
+            path_glob=check_text("path", path),
+            language=check_text("language", language),
+            kind=_kind(kind, KINDS),
+        )
+        found = search_now(self.searchable(), query, k=k, filters=filters)
+        head = {"query": results.clean(query)}
+        answer = results.fit_hits(found.result.hits, results.query_words(query), head, max_tokens)
+        return self._answer(answer, found.tiers)
+
+    def find_related(
+        self,
+        path: Annotated[
+            str,
+            _text(
+                "path",
+                "a file inside the workspace (absolute, or relative to the first workspace folder)",
+            ),
+        ],
+        line: Annotated[int, Field(ge=1, le=10_000_000, description="1-based line in that file")],
+        k: Annotated[int, Field(ge=1, le=20, description="number of results (1-20)")] = 8,
+    ) -> str:
+        """The code related to a line of a file (what codeask's editor hover lists): the
+        definition or chunk at that line, then similar or connected code elsewhere. Only
+        files inside the workspace folders can be named."""
+        raw = _required("path", path)
+        found = resolve(raw, self.folders())
+        text = read_text(found.path)
+        chunk, hits = related_at(self.folders(), found.folder, found.rel, line, text, k=k)
+        payload: dict[str, Any] = {"path": str(found.path), "line": line}
+        if chunk is not None:
+            payload["at"] = {
+                "lines": f"{chunk.start_line}-{chunk.end_line}",
+                "symbol": results.clean(results.qualified(chunk)),
+                "kind": chunk.kind,
+            }
+        words = results.query_words(chunk.symbol if chunk is not None else "")
+        answer = results.fit_hits(hits, words, payload, DEFAULT_MAX_TOKENS)
+        return self._answer(answer, ["related"])
+
+    def get_context(
+        self,
+        question: Annotated[str, _text("question", "the question to gather code context for")],
+        k: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_K,
+                description="blocks offered to the prompt budget (default: retrieve.k)",
+            ),
+        ] = None,
+    ) -> str:
+        """The cited context `codeask ask --prompt-only` would send to a model for this
+        question (code blocks as `path:start-end`, git history when the question is about
+        it), within codeask's prompt budget, secrets redacted; plus its sources. For agents
+        that bring their own model."""
+        question = _required("question", question)
+        folders = self.searchable()
+        if not any(f.storage.chunk_count() for f in folders):
+            return self._answer({"question": results.clean(question), "sources": []}, [])
+        context = context_for(folders, question, k=k)
+        multi = len(folders) > 1
+        sources = [
+            {
+                "path": str(hit.abs_path) if hit.path else "",
+                "lines": f"{hit.chunk.start_line}-{hit.chunk.end_line}",
+                "symbol": results.clean(results.qualified(hit.chunk)),
+                "kind": hit.chunk.kind,
+            }
+            for hit in context.sources
+        ]
+        payload = {
+            "context": context.messages[-1]["content"],
+            "instructions": context.messages[0]["content"],
+            "sources": sources,
+            "prompt_tokens": context.prompt_tokens,
+            "truncated": context.truncated,
+            "redactions": context.redactions,
+        }
+        if multi:
+            payload["folders"] = [str(f.root) for f in folders]
+        return self._answer(payload, ["lexical", "static", "minilm"])
+
+    def search_history(
+        self,
+        query: Annotated[
+            str,
+            _text(
+                "query", "what to find in commit messages and diffs ('' with path+line: blame only)"
+            ),
+        ] = "",
+        k: K = 10,
+        author: Annotated[str | None, _text("author", "author name or email contains this")] = None,
+        since: Annotated[
+            str | None, _text("since", "on or after this date (YYYY, YYYY-MM or YYYY-MM-DD)")
+        ] = None,
+        until: Annotated[
+            str | None, _text("until", "on or before this date (YYYY, YYYY-MM or YYYY-MM-DD)")
+        ] = None,
+        path: Annotated[
+            str | None,
+            _text(
+                "path",
+                "a workspace file: only its hunks; with `line`, also who last changed that line",
+            ),
+        ] = None,
+        line: Annotated[
+            int | None, Field(ge=1, le=10_000_000, description="1-based line of `path` to blame")
+        ] = None,
+        max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
+    ) -> str:
+        """Search git history: commits and diff hunks (sha, author, date, subject, snippet),
+        filtered by author, date and file; with `path` + `line`, also the commits that last
+        touched that line (blame)."""
+        query = check_text("query", query) or ""
+        if line is not None and path is None:
+            raise ArgumentError("`line` needs `path`")
+        target = resolve(_required("path", path), self.folders()) if path is not None else None
+        if not query.strip() and (target is None or line is None):
+            raise ArgumentError("`query` is empty (give a query, or `path` and `line` to blame)")
+        filters = Filters(
+            author=check_text("author", author),
+            since=_date("since", since),
+            until=_date("until", until),
+            path_glob=_literal_glob(target.rel) if target is not None else None,
+        )
+        payload: dict[str, Any] = {"query": results.clean(query)}
+        tiers: list[str] = []
+        hits = []
+        if query.strip():
+            hits = history(self.searchable(), query, k=k, filters=filters)
+            tiers = ["lexical", "static", "minilm"]
+        if target is not None and line is not None:
+            payload["blame"] = [
+                results.blame_json(b) for b in blame(target.folder, target.rel, line)
+            ]
+        answer = results.fit_hits(hits, results.query_words(query), payload, max_tokens)
+        return self._answer(answer, tiers)
+
+    def index_status(self) -> str:
+        """Per workspace folder: files, chunks, each vector tier done of total, what is running
+        (indexing, embedding, following another process), who writes the index, when it was
+        last indexed, and why anything is missing."""
+        self.folders()
+        return results.dumps({"folders": [status.folder_status(d) for d in self.drivers]})
+
+    # ---- registration --------------------------------------------------------------------------
+    def register(self, server: MCPServer) -> None:
+        """Add the five tools to `server`, errors as tool errors."""
+        for tool in (
+            self.search_code,
+            self.find_related,
+            self.get_context,
+            self.search_history,
+            self.index_status,
+        ):
+            server.add_tool(
+                _tool_errors(tool),
+                name=tool.__name__,
+                description=" ".join((tool.__doc__ or "").split()),
+                annotations=READ_ONLY,
+                structured_output=False,
+            )
+
+
+def _tool_errors(tool: Any) -> Any:
+    """ArgumentError → ToolError (the agent sees the reason as the tool's error text)."""
+    import functools
+
+    @functools.wraps(tool)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return tool(*args, **kwargs)
+        except ArgumentError as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapped
+
+
+def _required(name: str, value: str | None) -> str:
+    checked = check_text(name, value, required=True)
+    assert checked is not None
+    return checked
+
+
+def _kind(value: str | None, allowed: tuple[str, ...]) -> str | None:
+    kind = check_text("kind", value)
+    if kind is not None and kind not in allowed:
+        raise ArgumentError(f"`kind` must be one of {', '.join(allowed)} (got {kind!r})")
+    return kind
+
+
+def _date(name: str, value: str | None) -> str | None:
+    date = check_text(name, value)
+    if date is not None and not DATE.fullmatch(date):
+        raise ArgumentError(f"`{name}` must be a date as YYYY, YYYY-MM or YYYY-MM-DD")
+    return date
+
+
+def _literal_glob(rel: str) -> str:
+    """A path as a gitignore pattern matching only itself (wildcards escaped, anchored)."""
+    return "/" + re.sub(r"([\\*?\[\]!#])", r"\\\1", rel)
+
+
+__all__ = ["HISTORY_KINDS", "Tools"]

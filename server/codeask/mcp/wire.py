@@ -1,0 +1,165 @@
+"""stdio for the MCP server: stdout carries only the protocol, and every request is answered.
+
+The SDK's stdio transport reads one JSON-RPC message per line. Two kinds of line it would
+drop without a word, leaving the agent to wait for an answer that never comes: a line with
+an unpaired surrogate escape (`"\\ud800"`: Python's JSON accepts it, the SDK's parser does
+not) and a runaway line. This layer answers those itself, through the same writer: a
+`tools/call` gets a tool error naming the argument, anything else a JSON-RPC error.
+
+stdout: the protocol gets a private copy of fd 1; fd 1 itself then points at stderr, so a
+stray print or a C library's output lands in the log, never in the protocol. fd 0 likewise
+points at /dev/null once the protocol has its copy (child processes read nothing of it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+
+from codeask.mcp.limits import MAX_LINE_BYTES, bad_text
+
+log = logging.getLogger("codeask.mcp")
+
+#: A `\uD800`-`\uDFFF` escape: the only way a JSON line can carry an unpaired surrogate.
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+#: The request id near the start of a runaway line (clients write it before the params).
+LEADING_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+INVALID_REQUEST, INVALID_PARAMS = -32600, -32602
+
+
+def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """Private copies of stdin and stdout for the protocol; fd 0 → /dev/null, fd 1 → stderr."""
+    wire_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+    wire_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, sys.stdin.fileno())
+    os.close(null)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return wire_in, wire_out
+
+
+class Output:
+    """The protocol's stdout: whole lines, one writer at a time (the SDK's and ours)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._lock = anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._raw.write, data)
+
+    async def flush(self) -> None:
+        """Writes are unbuffered: nothing to flush."""
+
+
+class Input:
+    """The protocol's stdin as lines for the SDK; lines it would drop are answered here."""
+
+    def __init__(self, raw: BinaryIO, output: Output) -> None:
+        self._raw = raw
+        self._output = output
+        self._buffer = b""
+
+    def __aiter__(self) -> Input:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            read = await anyio.to_thread.run_sync(self._readline)
+            if read is None:
+                raise StopAsyncIteration
+            line, size = read
+            if size > MAX_LINE_BYTES:
+                await self._refuse_runaway(line[:65536])
+                continue
+            text = line.decode("utf-8", errors="replace")
+            if SURROGATE_ESCAPE.search(text) and await self._answered_bad_text(text):
+                continue
+            return text
+
+    def _readline(self) -> tuple[bytes, int] | None:
+        """(the line, its size in bytes); of a line over MAX_LINE_BYTES only the start is
+        kept in memory, the rest is read and dropped. None at end of input."""
+        kept = bytearray()
+        size = 0
+        while True:
+            if not self._buffer:
+                self._buffer = self._raw.read(65536)
+                if not self._buffer:
+                    return (bytes(kept), size) if size else None
+            newline = self._buffer.find(b"\n")
+            end = newline + 1 if newline >= 0 else len(self._buffer)
+            part, self._buffer = self._buffer[:end], self._buffer[end:]
+            size += len(part)
+            if size <= MAX_LINE_BYTES:
+                kept += part
+            if newline >= 0:
+                return bytes(kept), size
+
+    async def _refuse_runaway(self, head: bytes) -> None:
+        found = LEADING_ID.search(head)
+        log.warning("refused a message over %d bytes", MAX_LINE_BYTES)
+        if found is None:
+            return
+        message_id = json.loads(found.group(1))
+        reason = f"message over {MAX_LINE_BYTES // (1024 * 1024)} MB refused"
+        await self._send({"id": message_id, "error": {"code": INVALID_REQUEST, "message": reason}})
+
+    async def _answered_bad_text(self, text: str) -> bool:
+        """A request whose arguments hold an unpaired surrogate: answer it (True); anything
+        else passes on to the SDK (False)."""
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or "id" not in message or "method" not in message:
+            return False
+        where = _bad_field(message.get("params"), "params")
+        if where is None:
+            return False  # paired surrogates: valid text, the SDK reads them
+        params = message.get("params") or {}
+        if message["method"] == "tools/call" and isinstance(params, dict):
+            field = where.removeprefix("params.arguments.")
+            result = {
+                "content": [{"type": "text", "text": f"`{field}` {_BAD}; send valid Unicode text"}],
+                "isError": True,
+            }
+            await self._send({"id": message["id"], "result": result})
+        else:
+            error = {"code": INVALID_PARAMS, "message": f"`{where}` {_BAD}"}
+            await self._send({"id": message["id"], "error": error})
+        return True
+
+    async def _send(self, payload: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **payload}, ensure_ascii=True)
+        await self._output.write(body + "\n")
+
+
+_BAD = "contains an unpaired surrogate (not valid Unicode text)"
+
+
+def _bad_field(value: Any, where: str) -> str | None:
+    """The dotted name of the first string in `value` that is not well-formed text."""
+    if isinstance(value, str):
+        return where if bad_text(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _bad_field(item, f"{where}.{key}")
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _bad_field(item, f"{where}[{index}]")
+            if found:
+                return found
+    return None
