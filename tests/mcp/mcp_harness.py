@@ -108,8 +108,9 @@ def server_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def mcp_command(*paths: Path | str) -> list[str]:
-    return [sys.executable, "-m", "codeask", "mcp", *map(str, paths)]
+def mcp_command(*paths: Path | str, flags: tuple[str, ...] = ()) -> list[str]:
+    """`codeask [flags] mcp [paths]` as this test run's Python runs it."""
+    return [sys.executable, "-m", "codeask", *flags, "mcp", *map(str, paths)]
 
 
 @asynccontextmanager
@@ -181,15 +182,24 @@ async def complete(client: Client, timeout: float = 120) -> dict[str, Any]:
 class RawPipe:
     """`codeask mcp` over raw JSON lines: for messages the SDK client refuses to send."""
 
-    def __init__(self, cwd: Path, env: dict[str, str], *paths: Path | str) -> None:
-        self.proc = subprocess.Popen(
-            mcp_command(*paths),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+    def __init__(
+        self,
+        cwd: Path,
+        env: dict[str, str],
+        *paths: Path | str,
+        flags: tuple[str, ...] = (),
+        stderr: Path | None = None,
+    ) -> None:
+        self.stderr = stderr or cwd.parent / "mcp-raw-stderr.log"
+        with self.stderr.open("ab") as log:  # a file: a full pipe would block the server
+            self.proc = subprocess.Popen(
+                mcp_command(*paths, flags=flags),
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
         self._ids = 0
 
     def send_line(self, line: bytes) -> None:

@@ -64,10 +64,15 @@ class Tools:
 
     # ---- the folders as they are now -----------------------------------------------------------
     def folders(self) -> list[FolderIndex]:
-        """Every open folder index (waiting only for the open itself, bounded)."""
+        """Every open folder index (waiting only for the open itself, bounded); a tool error
+        saying why when no folder could be opened (a refused root, an unreadable index)."""
         for driver in self.drivers:
             driver.opened.wait(OPEN_WAIT)
-        return [d.folder for d in self.drivers if d.folder is not None]
+        opened = [d.folder for d in self.drivers if d.folder is not None]
+        failed = [d for d in self.drivers if d.phase in ("refused", "error")]
+        if not opened and failed:
+            raise ArgumentError("; ".join(f"{d.root}: {d.message}" for d in failed))
+        return opened
 
     def searchable(self) -> list[FolderIndex]:
         """Open folders, and a background load of the MiniLM model when a search would use it."""
@@ -248,7 +253,8 @@ class Tools:
         """Per workspace folder: files, chunks, each vector tier done of total, what is running
         (indexing, embedding, following another process), who writes the index, when it was
         last indexed, and why anything is missing."""
-        self.folders()
+        for driver in self.drivers:
+            driver.opened.wait(OPEN_WAIT)
         return results.dumps({"folders": [status.folder_status(d) for d in self.drivers]})
 
     # ---- registration --------------------------------------------------------------------------

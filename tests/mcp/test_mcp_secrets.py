@@ -1,0 +1,75 @@
+"""Issue 27: no secret in any tool result.
+
+The repository of the secret-handling attack tests (tests/hostile/test_secrets.py: ~35 real
+token formats in code and config, private key blocks, a service-account file, credential
+files, secrets committed and deleted, a token pasted into a commit message) is served by a
+real `codeask mcp`; every tool is called the way an agent hunting for them would, and no
+value (nor a long run of one) appears in any answer.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from mcp_harness import call, complete, mcp_session
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
+from _secret_formats import Maker, token_formats
+from test_secrets import build, leaks
+
+pytestmark = pytest.mark.slow
+
+QUESTIONS = (
+    "where are the API tokens, passwords and keys configured?",
+    "what are the SMTP mail relay credentials?",
+    "show the private signing keys",
+    "which credentials does the settings module read?",
+)
+
+
+#: Plain words assigned to secret-looking names: no format rule sees them (low entropy); only
+#: the redaction for a remote endpoint does, and an agent's model is one.
+PLAIN_SECRETS = {
+    "SMTP_PASSWORD": "correcthorsebattery",
+    "db_passphrase": "mellonfriendenter",
+    "admin_token": "opensesamenow",
+}
+
+
+async def test_no_secret_in_any_tool_result(tmp_path: Path) -> None:
+    ws = build(tmp_path, seed=1234)
+    mail = "".join(f'{name} = "{value}"\n' for name, value in PLAIN_SECRETS.items())
+    (ws.root / "src" / "mail.py").write_text(
+        '"""Outgoing mail: the SMTP relay and its credentials."""\n\n' + mail, encoding="utf-8"
+    )
+    ws.values.extend(PLAIN_SECRETS.values())
+    answers: list[str] = []
+
+    async def keep(tool: str, **arguments: object) -> dict:
+        result = await client.call_tool(tool, arguments)
+        answers.append(result.content[0].text)  # type: ignore[union-attr]
+        return await call(client, tool, **arguments) if not result.is_error else {}
+
+    async with mcp_session(ws.root) as client:
+        await complete(client, timeout=240)
+        for secret in token_formats(Maker(1234)):
+            await keep("search_code", query=secret.line.replace("{v}", "").strip() or secret.name)
+            await keep("search_code", query=secret.name.replace("-", " "), k=50, max_tokens=30_000)
+        for question in QUESTIONS:
+            await keep("search_code", query=question, k=50, max_tokens=30_000)
+            await keep("get_context", question=question, k=50)
+        await keep("search_code", query="SMTP_PASSWORD db_passphrase admin_token")
+        for rel in ("src/config.py", "src/keys.py", "src/settings.py", "src/mail.py"):
+            for line in (1, 5, 20, 40):
+                await keep("find_related", path=rel, line=line)
+        for query in ("settings token", "temporary token demo", "add settings", "env"):
+            await keep("search_history", query=query, k=50, max_tokens=30_000)
+        await keep("search_history", path="src/settings.py", line=3)
+        await keep("search_history", query="token", path="src/settings.py")
+        await keep("index_status")
+    text = "\n".join(answers)
+    assert len(text) > 20_000, "the calls found little: the check would prove nothing"
+    assert "redacted" in text.lower()  # the values were there to be found
+    assert leaks(ws.values, text) == []
