@@ -2,6 +2,7 @@
  * Runs the private server environment's install (the decisions are in core/bootstrap.ts):
  * reads the bundled wheel, probes interpreters, and streams `python -m venv` / `pip install`
  * output line by line to the log. Node only, no vscode API, so the unit tests run it for real.
+ * Every process starts with `-P` in a directory outside the workspace (core/launch.ts).
  */
 
 import { spawn, execFile } from "node:child_process";
@@ -26,6 +27,7 @@ import {
   noPythonMessage,
   parseStamp,
 } from "./core/bootstrap";
+import { pythonCodeArgs, pythonProblem } from "./core/launch";
 
 const PROBE_TIMEOUT_MS = 20000;
 
@@ -68,24 +70,27 @@ export function privateEnvState(storageDir: string, bundled: WheelStamp, platfor
   return envState(parseStamp(text), bundled, existsSync(paths.python));
 }
 
-/** Runs the probe script with one interpreter: its output, or why it could not run. */
-function probePython(python: string): Promise<{ out?: string; problem?: string }> {
+/** Runs the probe script with one interpreter in `cwd`: its output, or why it could not run. */
+function probePython(python: string, cwd: string): Promise<{ out?: string; problem?: string }> {
   return new Promise((resolve) => {
-    execFile(python, ["-c", PYTHON_PROBE_SCRIPT], { timeout: PROBE_TIMEOUT_MS }, (error, stdout, stderr) => {
+    execFile(python, pythonCodeArgs(PYTHON_PROBE_SCRIPT), { timeout: PROBE_TIMEOUT_MS, cwd }, (error, stdout, stderr) => {
       if (!error) return resolve({ out: String(stdout) });
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return resolve({ problem: "not found" });
-      resolve({ problem: String(stderr).trim().split("\n").pop() || error.message });
+      resolve({ problem: pythonProblem(String(stderr), error.message) });
     });
   });
 }
 
-/** The first interpreter that can create the venv, or the message naming every one tried. */
-export async function findBasePython(search: PythonSearch): Promise<{ python: string } | { message: string }> {
+/**
+ * The first interpreter that can create the venv, or the message naming every one tried. The
+ * probes run in `cwd` (outside the workspace: the probe imports `venv` and `ensurepip`).
+ */
+export async function findBasePython(search: PythonSearch, cwd: string): Promise<{ python: string } | { message: string }> {
   const tried: string[] = [];
   for (const python of basePythonCandidates(search)) {
     if (python !== search.interpreter && !existsSync(python)) continue;
-    const probe = await probePython(python);
+    const probe = await probePython(python, cwd);
     const problem = probe.problem ?? judgePython(probe.out ?? "");
     if (problem === undefined) return { python };
     tried.push(`${python}: ${problem}`);
@@ -98,6 +103,8 @@ export interface InstallOptions {
   bundled: Bundled;
   basePython: string;
   platform: string;
+  /** Where venv / pip run: outside the workspace (core/launch.ts chooseLaunchDir). */
+  cwd: string;
   /** Each output line (also written to the log file). */
   log: (line: string) => void;
   /** The current step, and the latest notable pip line ("Collecting numpy", "Building wheel..."). */
@@ -123,7 +130,7 @@ export async function installPrivateEnv(options: InstallOptions): Promise<Instal
       options.progress(step.title);
       log(`$ ${[step.command, ...step.args].join(" ")}`);
       const tail: string[] = [];
-      const rc = await runStreaming(step.command, step.args, (line) => {
+      const rc = await runStreaming(step.command, step.args, options.cwd, (line) => {
         log(line);
         tail.push(line);
         if (tail.length > 20) tail.shift();
@@ -149,11 +156,20 @@ export async function installPrivateEnv(options: InstallOptions): Promise<Instal
   }
 }
 
-/** Runs a command, handing every stdout/stderr line to `onLine`; resolves with the exit code. */
-export function runStreaming(command: string, args: string[], onLine: (line: string) => void, signal?: AbortSignal): Promise<number> {
+/**
+ * Runs a command in `cwd` (outside the workspace), handing every stdout/stderr
+ * line to `onLine`; resolves with the exit code.
+ */
+export function runStreaming(
+  command: string,
+  args: string[],
+  cwd: string,
+  onLine: (line: string) => void,
+  signal?: AbortSignal,
+): Promise<number> {
   return new Promise((resolve) => {
     const env = { ...process.env, PYTHONUNBUFFERED: "1", PIP_DISABLE_PIP_VERSION_CHECK: "1", PIP_NO_INPUT: "1" };
-    const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"], signal });
+    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], signal });
     const split = () => {
       let rest = "";
       return {

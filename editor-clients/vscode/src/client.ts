@@ -4,8 +4,6 @@
  * (docs/protocol.md) as the `Server` port the commands use.
  */
 
-import { execFile } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
 import { homedir } from "node:os";
 import {
   type ConfigurationParams,
@@ -16,7 +14,8 @@ import {
 } from "vscode-languageclient/node";
 import { findBasePython, installPrivateEnv, privateEnvState, readBundledWheel, envPaths } from "./bootstrap";
 import { installPrompt, resolve as resolveServer } from "./core/bootstrap";
-import { type Candidate, type DiscoveryInput, type Probe, discover, expandHome } from "./core/discovery";
+import { type Candidate, type DiscoveryInput, discover, expandHome } from "./core/discovery";
+import { folderPaths, pythonModuleArgs, resolveSettingPath, serverExecutable, untrustedWorkspaceProgram } from "./core/launch";
 import {
   ANSWER_DELTA,
   ASK_CODE,
@@ -34,39 +33,8 @@ import {
 import { type SettingsTree, initializationOptions, interpreterChangeRestarts, toServerSettings } from "./core/settings";
 import type { VsCodeHost } from "./host";
 import type { CancelToken, Disposable, Server } from "./ports";
+import { launchDir, nodeProbe } from "./probe";
 import type { IndexStatusBar } from "./views";
-
-const PROBE_TIMEOUT_MS = 20000;
-
-/** Checks candidates for real: an executable file, or a Python that can import codeask. */
-export const nodeProbe: Probe = {
-  async check(candidate: Candidate): Promise<string | undefined> {
-    if (candidate.args[0] === "-m") return pythonHasCodeask(candidate.command);
-    return executableProblem(candidate.command);
-  },
-};
-
-function executableProblem(path: string): string | undefined {
-  try {
-    if (!statSync(path).isFile()) return "not a file";
-    accessSync(path, constants.X_OK);
-    return undefined;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ENOENT" ? "not found" : "not executable";
-  }
-}
-
-function pythonHasCodeask(python: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(python, ["-c", "import codeask"], { timeout: PROBE_TIMEOUT_MS }, (error, _stdout, stderr) => {
-      if (!error) return resolve(undefined);
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return resolve("not found");
-      const last = String(stderr).trim().split("\n").pop();
-      resolve(last || error.message);
-    });
-  });
-}
 
 /** Where the extension is installed (its `server/` wheel) and its global storage (the private env). */
 export interface ExtensionPaths {
@@ -179,7 +147,8 @@ export class CodeaskClient implements Server {
     this.status.setPhase("starting");
     const input = await this.discoveryInput();
     this.lastInterpreter = input.pythonExtensionInterpreter;
-    const found = await discover(input, nodeProbe);
+    const cwd = this.launchDir();
+    const found = await discover(input, nodeProbe(cwd));
     for (const line of found.skipped) this.host.log.appendLine(`server discovery: skipped ${line}`);
     const bundled = readBundledWheel(this.paths.extensionDir);
     const env = bundled ? privateEnvState(this.paths.storageDir, bundled.stamp, input.platform) : "missing";
@@ -194,7 +163,7 @@ export class CodeaskClient implements Server {
     });
     if (action === "start-found" && found.ok) return this.launch(found.candidate);
     const python = envPaths(this.paths.storageDir, input.platform).python;
-    if (action === "start-private") return this.launch({ command: python, args: ["-m", "codeask", "serve"], source: "private environment" });
+    if (action === "start-private") return this.launch({ command: python, args: pythonModuleArgs("codeask", ["serve"]), source: "private environment" });
     if (action === "install" && bundled) return this.install(input, bundled);
     const message = found.ok ? "" : found.message;
     if (action === "ask" && bundled) {
@@ -219,7 +188,8 @@ export class CodeaskClient implements Server {
 
   /** Creates / upgrades the private env with progress and a log, then starts its server. */
   private async install(input: DiscoveryInput, bundled: NonNullable<ReturnType<typeof readBundledWheel>>): Promise<void> {
-    const base = await findBasePython({ interpreter: input.pythonExtensionInterpreter, envPath: input.envPath, platform: input.platform });
+    const cwd = this.launchDir();
+    const base = await findBasePython({ interpreter: input.pythonExtensionInterpreter, envPath: input.envPath, platform: input.platform }, cwd);
     if ("message" in base) return this.installFailed(base.message);
     this.status.setPhase("installing", `Installing codeask ${bundled.stamp.version} with ${base.python}`);
     this.host.log.appendLine(`server install: codeask ${bundled.stamp.version} into ${this.paths.storageDir} with ${base.python}`);
@@ -229,6 +199,7 @@ export class CodeaskClient implements Server {
         bundled,
         basePython: base.python,
         platform: input.platform,
+        cwd,
         log: (line) => this.host.log.appendLine(`[install] ${line}`),
         progress: report,
         signal,
@@ -241,7 +212,7 @@ export class CodeaskClient implements Server {
     }
     if (!result.ok) return this.installFailed(result.message);
     this.installFailure = undefined;
-    await this.launch({ command: result.python, args: ["-m", "codeask", "serve"], source: "private environment" });
+    await this.launch({ command: result.python, args: pythonModuleArgs("codeask", ["serve"]), source: "private environment" });
   }
 
   /** Remembered for the session (no automatic retry); the notification offers the log and Retry. */
@@ -257,8 +228,10 @@ export class CodeaskClient implements Server {
 
   private async launch(candidate: Candidate): Promise<void> {
     const { command, args, source } = candidate;
-    this.host.log.appendLine(`starting ${command} ${args.join(" ")} (from ${source})`);
-    const client = new LanguageClient("codeask", "codeask", this.serverOptions(command, args), this.clientOptions());
+    const executable = serverExecutable(candidate, this.launchDir(), process.env);
+    this.host.log.appendLine(`starting ${command} ${args.join(" ")} in ${executable.options.cwd} (from ${source})`);
+    const serverOptions: ServerOptions = executable;
+    const client = new LanguageClient("codeask", "codeask", serverOptions, this.clientOptions());
     client.onNotification(ANSWER_DELTA, (params: AnswerDelta) => {
       for (const fn of this.deltaListeners) fn(params.streamToken, params.delta);
     });
@@ -279,23 +252,31 @@ export class CodeaskClient implements Server {
     }
   }
 
+  /** Where every process starts: never inside a workspace folder (core/launch.ts says why). */
+  private launchDir(): string {
+    return launchDir(this.paths.storageDir, folderPaths(this.host.folders()));
+  }
+
   private async discoveryInput(): Promise<DiscoveryInput> {
     const folder = this.host.folders()[0];
     const home = homedir();
+    const trusted = this.host.workspaceTrusted();
+    const folders = folderPaths(this.host.folders());
+    // A relative path is taken from the workspace only when the workspace is trusted.
+    const firstFolder = trusted ? folders[0] : undefined;
+    const path = (key: string) => resolveSettingPath(expandHome(this.host.setting<string>(key, folder) ?? "", home), firstFolder);
+    let interpreter = await this.host.pythonExtensionInterpreter(folder);
+    if (interpreter && untrustedWorkspaceProgram(interpreter, folders, trusted)) {
+      this.host.log.appendLine(`server discovery: skipped the Python extension's ${interpreter}: it lies in the untrusted workspace (Restricted Mode)`);
+      interpreter = undefined;
+    }
     return {
-      serverPath: expandHome(this.host.setting<string>("serverPath", folder) ?? "", home),
-      pythonPath: expandHome(this.host.setting<string>("pythonPath", folder) ?? "", home),
-      pythonExtensionInterpreter: await this.host.pythonExtensionInterpreter(folder),
+      serverPath: path("serverPath"),
+      pythonPath: path("pythonPath"),
+      pythonExtensionInterpreter: interpreter,
       envPath: process.env.PATH ?? "",
       platform: process.platform,
     };
-  }
-
-  private serverOptions(command: string, args: string[]): ServerOptions {
-    const env = { ...process.env, PYTHONUNBUFFERED: "1" };
-    // No `transport`: TransportKind.stdio would append `--stdio` to the arguments. A plain
-    // Executable already talks over stdin/stdout.
-    return { command, args, options: { env } };
   }
 
   private clientOptions(): LanguageClientOptions {

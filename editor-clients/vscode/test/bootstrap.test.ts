@@ -112,10 +112,10 @@ describe("bootstrap decisions", () => {
     assert.deepEqual(
       steps.map((s) => [s.command, ...s.args].join(" ")),
       [
-        "/usr/bin/python3 -m venv --clear /s/server-env",
-        "/s/server-env/bin/python -m pip --disable-pip-version-check --no-input install /ext/server/w.whl",
-        "/s/server-env/bin/python -m pip --disable-pip-version-check --no-input install --force-reinstall --no-deps /ext/server/w.whl",
-        "/s/server-env/bin/python -c import codeask.cli",
+        "/usr/bin/python3 -P -m venv --clear /s/server-env",
+        "/s/server-env/bin/python -P -m pip --disable-pip-version-check --no-input install /ext/server/w.whl",
+        "/s/server-env/bin/python -P -m pip --disable-pip-version-check --no-input install --force-reinstall --no-deps /ext/server/w.whl",
+        "/s/server-env/bin/python -P -c import codeask.cli",
       ],
     );
     assert.equal(installSteps("/p", "/s/e", "/w.whl", "linux", false).length, 3, "an existing env is reused");
@@ -158,19 +158,19 @@ with zipfile.ZipFile(f"{out}/codeask-{version}-py3-none-any.whl", "w") as z:
 
 describe("bootstrap runner (real python3, venv and pip)", () => {
   it("finds a python3 ≥ 3.11 on PATH, and names what it tried when none fits", async () => {
-    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform });
+    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform }, work);
     assert.ok("python" in found, JSON.stringify(found));
-    const none = await findBasePython({ interpreter: join(work, "no-such-python"), envPath: join(work, "empty-dir"), platform: "linux" });
+    const none = await findBasePython({ interpreter: join(work, "no-such-python"), envPath: join(work, "empty-dir"), platform: "linux" }, work);
     assert.ok("message" in none);
     assert.match(none.message, /no-such-python: not found/);
   });
 
   it("streams a command's output line by line and returns its exit code", async () => {
     const lines: string[] = [];
-    const rc = await runStreaming("python3", ["-c", "import sys; print('one'); print('two', file=sys.stderr); sys.exit(3)"], (l) => lines.push(l));
+    const rc = await runStreaming("python3", ["-c", "import sys; print('one'); print('two', file=sys.stderr); sys.exit(3)"], work, (l) => lines.push(l));
     assert.equal(rc, 3);
     assert.deepEqual(lines.sort(), ["one", "two"]);
-    assert.equal(await runStreaming(join(work, "missing-command"), [], () => undefined), -1);
+    assert.equal(await runStreaming(join(work, "missing-command"), [], work, () => undefined), -1);
   });
 
   it("installs the bundled wheel into a venv, reuses it, and upgrades on a new wheel", { timeout: 180_000 }, async () => {
@@ -181,11 +181,11 @@ describe("bootstrap runner (real python3, venv and pip)", () => {
     assert.ok(first);
     assert.equal(first.stamp.version, "0.0.1");
     assert.equal(privateEnvState(storage, first.stamp, process.platform), "missing");
-    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform });
+    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform }, work);
     assert.ok("python" in found);
     const progress: string[] = [];
     const lines: string[] = [];
-    const options = { storageDir: storage, basePython: found.python, platform: process.platform, log: (l: string) => lines.push(l), progress: (m: string) => progress.push(m) };
+    const options = { storageDir: storage, cwd: work, basePython: found.python, platform: process.platform, log: (l: string) => lines.push(l), progress: (m: string) => progress.push(m) };
     const ok = await installPrivateEnv({ ...options, bundled: first });
     assert.ok(ok.ok, JSON.stringify(ok));
     assert.equal(privateEnvState(storage, first.stamp, process.platform), "ready");
@@ -216,9 +216,9 @@ describe("bootstrap runner (real python3, venv and pip)", () => {
     makeWheel(join(ext, "server"), "0.0.3", true);
     const bundled = readBundledWheel(ext);
     assert.ok(bundled);
-    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform });
+    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform }, work);
     assert.ok("python" in found);
-    const result = await installPrivateEnv({ storageDir: storage, bundled, basePython: found.python, platform: process.platform, log: () => undefined, progress: () => undefined });
+    const result = await installPrivateEnv({ storageDir: storage, cwd: work, bundled, basePython: found.python, platform: process.platform, log: () => undefined, progress: () => undefined });
     assert.equal(result.ok, false);
     if (result.ok) return;
     assert.match(result.message, /while checking the installation: ImportError: broken build/);
@@ -233,14 +233,14 @@ describe("bootstrap runner (real python3, venv and pip)", () => {
     makeWheel(join(ext, "server"), "0.0.4");
     const bundled = readBundledWheel(ext);
     assert.ok(bundled);
-    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform });
+    const found = await findBasePython({ envPath: process.env.PATH ?? "", platform: process.platform }, work);
     assert.ok("python" in found);
     const abort = new AbortController();
     const progress = (m: string) => {
       if (m === "creating a Python environment") setTimeout(() => abort.abort(), 300);
     };
     const started = Date.now();
-    const result = await installPrivateEnv({ storageDir: storage, bundled, basePython: found.python, platform: process.platform, log: () => undefined, progress, signal: abort.signal });
+    const result = await installPrivateEnv({ storageDir: storage, cwd: work, bundled, basePython: found.python, platform: process.platform, log: () => undefined, progress, signal: abort.signal });
     assert.deepEqual({ ok: result.ok, cancelled: !result.ok && result.cancelled }, { ok: false, cancelled: true });
     assert.ok(Date.now() - started < 5000, "stopped at once");
     assert.equal(existsSync(envPaths(storage, process.platform).envDir), false);

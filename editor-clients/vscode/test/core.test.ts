@@ -48,9 +48,9 @@ describe("discovery", () => {
     assert.deepEqual(list, [{ command: "/venv/bin/codeask", args: ["serve"], source: "codeask.serverPath" }]);
   });
 
-  it("uses codeask.pythonPath with -m codeask serve", () => {
+  it("uses codeask.pythonPath with -P -m codeask serve", () => {
     const list = candidates(input({ pythonPath: "/venv/bin/python", pythonExtensionInterpreter: "/other/python" }));
-    assert.deepEqual(list, [{ command: "/venv/bin/python", args: ["-m", "codeask", "serve"], source: "codeask.pythonPath" }]);
+    assert.deepEqual(list, [{ command: "/venv/bin/python", args: ["-P", "-m", "codeask", "serve"], source: "codeask.pythonPath" }]);
   });
 
   it("falls back to the Python extension's interpreter, then PATH", () => {
@@ -58,7 +58,7 @@ describe("discovery", () => {
     assert.deepEqual(
       list.map((c) => `${c.source} ${c.command} ${c.args.join(" ")}`),
       [
-        "Python extension /env/bin/python -m codeask serve",
+        "Python extension /env/bin/python -P -m codeask serve",
         "PATH /usr/local/bin/codeask serve",
         "PATH /usr/bin/codeask serve",
       ],

@@ -10,6 +10,10 @@
 // the extension offers to install its bundled wheel into a private env, the test clicks
 // Install, waits for the server, and runs Semantic Search (pip's cache: $PIP_CACHE_DIR or
 // ~/.cache/pip, so warm runs reuse built wheels such as hnswlib's).
+// Both workspaces are hostile too: they hold `codeask/`, `pip/`, `venv/`, `ensurepip/`, `pygls/`
+// packages and `sitecustomize.py` that write a marker file when imported, and code-server runs
+// in the workspace (as after `cd repo && code-server .`); each scenario ends by checking that
+// no marker appeared and that every server runs with `-P` outside the workspace.
 // Prints `N passed, N failed`; exits 1 when anything failed.
 //
 // Environment: CODEASK_PYTHON (default <repo>/.venv/bin/python), CODEASK_VSIX (default
@@ -18,7 +22,7 @@
 // E2E_ONLY=main|bootstrap runs one scenario.
 
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -70,9 +74,9 @@ const CHROMIUM_ARGS = [
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Start a process in its own group (so the whole tree can be stopped), logging to a file. */
-function start(name, command, args, env, logFile) {
+function start(name, command, args, env, logFile, cwd = undefined) {
   const out = [];
-  const child = spawn(command, args, { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, args, { env, cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   const sink = (chunk) => {
     out.push(chunk);
     writeFileSync(logFile, Buffer.concat(out));
@@ -172,8 +176,32 @@ def retry_request(url: str, attempts: int = 3, backoff: float = 0.5) -> bytes:
   "README.md": "# shop\n\nA tiny shop: pricing, orders, configuration and network helpers.\n",
 };
 
-function makeWorkspace(root) {
-  for (const [rel, text] of Object.entries(FILES)) {
+/**
+ * The repository's trap (issue 26): modules that Python would import from the working directory
+ * (`python -m codeask`, `-m pip`, `-m venv`, the venv probe's `import ensurepip`, a dependency of
+ * the server such as pygls, `sitecustomize`) write `markers/<name>` and stop the process.
+ */
+const HOSTILE_MODULES = ["codeask", "pip", "venv", "ensurepip", "pygls"];
+
+function hostileFiles(markers) {
+  const trap = (name) =>
+    `import pathlib\npathlib.Path(${JSON.stringify(join(markers, name))}).write_text("imported from the workspace")\nraise SystemExit("hostile ${name} ran")\n`;
+  const files = { "sitecustomize.py": trap("sitecustomize"), "usercustomize.py": trap("usercustomize") };
+  for (const name of HOSTILE_MODULES) {
+    files[`${name}/__init__.py`] = trap(name);
+    files[`${name}/__main__.py`] = trap(`${name}.__main__`);
+  }
+  return files;
+}
+
+/** The markers the trap wrote (none when the extension ran nothing of the workspace). */
+function markersIn(markers) {
+  return existsSync(markers) ? readdirSync(markers) : [];
+}
+
+function makeWorkspace(root, markers) {
+  mkdirSync(markers, { recursive: true });
+  for (const [rel, text] of Object.entries({ ...FILES, ...hostileFiles(markers) })) {
     mkdirSync(dirname(join(root, rel)), { recursive: true });
     writeFileSync(join(root, rel), text);
   }
@@ -325,10 +353,11 @@ const QUIET_WORKBENCH = {
 /** Ask, cancel, search and hover with the repo venv's server (codeask.pythonPath). */
 async function mainScenario(work) {
   const workspace = join(work, "shop-workspace");
+  const markers = join(work, "markers-main");
   const userData = join(work, "user-data");
   const extensions = join(work, "extensions");
   mkdirSync(join(userData, "User"), { recursive: true });
-  makeWorkspace(workspace);
+  makeWorkspace(workspace, markers);
   log(`workspace ${workspace}`);
 
   // The LLM server starts first: it loads while code-server installs the extension.
@@ -397,6 +426,7 @@ async function mainScenario(work) {
     ],
     env,
     join(ARTIFACTS, "code-server.log"),
+    workspace,
   );
   await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
   log(`code-server on port ${port}`);
@@ -566,6 +596,10 @@ async function mainScenario(work) {
     await activeTab(page, texts[0].split(":")[0].split("/").pop());
   });
 
+  await step("the hostile workspace's modules never ran; the server runs with -P outside it", async () => {
+    checkNothingRanFromWorkspace(codeServer.pid, workspace, markers);
+  });
+
   await step("no error notifications", async () => {
     const toasts = (await notifications(page)).filter((t) => /codeask/i.test(t));
     if (toasts.length > 0) throw new Error(`notifications: ${JSON.stringify(toasts)}`);
@@ -599,8 +633,30 @@ function findFiles(dir, name, depth = 8) {
   return found;
 }
 
-/** Command lines of the `codeask serve` processes descending from `rootPid`. */
+/** The `codeask serve` processes descending from `rootPid`: their command lines. */
 function serversUnder(rootPid) {
+  return serverProcessesUnder(rootPid).map((r) => r.args);
+}
+
+/**
+ * Proves the hostile workspace ran nothing: no marker, and every server process under
+ * code-server starts Python with -P in a directory outside the workspace (/proc/PID/cwd).
+ */
+function checkNothingRanFromWorkspace(rootPid, workspace, markers) {
+  const written = markersIn(markers);
+  if (written.length > 0) throw new Error(`the workspace's own modules ran: ${written.join(", ")}`);
+  const servers = serverProcessesUnder(rootPid);
+  if (servers.length === 0) throw new Error("no codeask server runs under code-server");
+  for (const { pid, args } of servers) {
+    const cwd = readlinkSync(`/proc/${pid}/cwd`);
+    if (cwd === workspace || cwd.startsWith(`${workspace}/`)) throw new Error(`server ${pid} runs in the workspace (${cwd}): ${args}`);
+    if (/python/.test(args.split(" ")[0]) && !args.includes(" -P -m codeask serve")) throw new Error(`server without -P: ${args}`);
+    log(`server ${pid}: ${args} (cwd ${cwd})`);
+  }
+}
+
+/** The `codeask serve` processes descending from `rootPid`. */
+function serverProcessesUnder(rootPid) {
   const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
     .split("\n")
     .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
@@ -611,7 +667,7 @@ function serversUnder(rootPid) {
     for (let p = pid, hops = 0; p > 1 && hops < 50; p = parent.get(p) ?? 0, hops++) if (p === rootPid) return true;
     return false;
   };
-  return rows.filter((r) => r.args.includes("-m codeask serve") && under(r.pid)).map((r) => r.args);
+  return rows.filter((r) => /(-m codeask|codeask) serve/.test(r.args) && under(r.pid));
 }
 
 /**
@@ -622,11 +678,12 @@ function serversUnder(rootPid) {
  */
 async function bootstrapScenario(work) {
   const workspace = join(work, "bootstrap-workspace");
+  const markers = join(work, "markers-bootstrap");
   const userData = join(work, "bootstrap-user-data");
   const extensions = join(work, "bootstrap-extensions");
   mkdirSync(join(userData, "User"), { recursive: true });
   mkdirSync(join(userData, "Machine"), { recursive: true });
-  makeWorkspace(workspace);
+  makeWorkspace(workspace, markers);
   const path = (process.env.PATH ?? "").split(":").filter((d) => d && !existsSync(join(d, "codeask")));
   const env = {
     ...process.env,
@@ -665,6 +722,7 @@ async function bootstrapScenario(work) {
     ],
     env,
     join(ARTIFACTS, "code-server-bootstrap.log"),
+    workspace,
   );
   await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
@@ -716,7 +774,7 @@ async function bootstrapScenario(work) {
       log(`bootstrap: private env at ${dirname(stamps[0])}`);
       privatePython = join(dirname(stamps[0]), "bin/python");
       const running = serversUnder(codeServer.pid);
-      if (!running.some((a) => a.startsWith(`${privatePython} -m codeask serve`))) throw new Error(`no server from the private env runs: ${running}`);
+      if (!running.some((a) => a.startsWith(`${privatePython} -P -m codeask serve`))) throw new Error(`no server from the private env runs: ${running}`);
       const installLog = readFileSync(join(storage, "server-install.log"), "utf8");
       copyFileSync(join(storage, "server-install.log"), join(ARTIFACTS, "bootstrap-server-install.log"));
       if (!/Successfully installed .*codeask-\d/.test(installLog)) throw new Error("the install log lacks pip's 'Successfully installed codeask-…'");
@@ -740,12 +798,16 @@ async function bootstrapScenario(work) {
       let running = [];
       for (;;) {
         running = serversUnder(codeServer.pid);
-        const switched = running.some((a) => a.startsWith(`${PYTHON} -m codeask serve`)) && !running.some((a) => a.startsWith(`${privatePython} `));
+        const switched = running.some((a) => a.startsWith(`${PYTHON} -P -m codeask serve`)) && !running.some((a) => a.startsWith(`${privatePython} `));
         if (switched && (await status.innerText().catch(() => "")).includes("codeask: ready")) break;
         if (Date.now() > deadline) throw new Error(`no restart with ${PYTHON} within 60s; servers: ${JSON.stringify(running)}`);
         await sleep(500);
       }
       log(`bootstrap: after the setting change the server is ${running.join(" | ")}`);
+    });
+
+    await step("bootstrap: the hostile workspace's modules never ran (probe, venv, pip, both servers)", async () => {
+      checkNothingRanFromWorkspace(codeServer.pid, workspace, markers);
     });
 
     await step("bootstrap: no error notifications", async () => {

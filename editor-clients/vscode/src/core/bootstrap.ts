@@ -5,6 +5,8 @@
  * commands to run, what to tell the user); `bootstrap.ts` runs them. Pure: no I/O here.
  */
 
+import { pythonCodeArgs, pythonModuleArgs } from "./launch";
+
 /** The oldest Python the server supports (pyproject's requires-python). */
 export const MIN_PYTHON: readonly [number, number] = [3, 11];
 
@@ -150,21 +152,21 @@ export interface InstallStep {
  */
 export function installSteps(basePython: string, envDir: string, wheelPath: string, platform: string, fresh: boolean): InstallStep[] {
   const py = envPython(envDir, platform);
-  const pip = [py, "-m", "pip", "--disable-pip-version-check", "--no-input"];
+  const pip = (args: string[]) => pythonModuleArgs("pip", ["--disable-pip-version-check", "--no-input", ...args]);
   const steps: InstallStep[] = [];
-  if (fresh) steps.push({ title: "creating a Python environment", command: basePython, args: ["-m", "venv", "--clear", envDir] });
+  if (fresh) steps.push({ title: "creating a Python environment", command: basePython, args: pythonModuleArgs("venv", ["--clear", envDir]) });
   steps.push(
     {
       title: "installing codeask's dependencies from PyPI (first time: a few minutes)",
-      command: pip[0],
-      args: [...pip.slice(1), "install", wheelPath],
+      command: py,
+      args: pip(["install", wheelPath]),
     },
     {
       title: "installing the bundled codeask",
-      command: pip[0],
-      args: [...pip.slice(1), "install", "--force-reinstall", "--no-deps", wheelPath],
+      command: py,
+      args: pip(["install", "--force-reinstall", "--no-deps", wheelPath]),
     },
-    { title: "checking the installation", command: py, args: ["-c", "import codeask.cli"] },
+    { title: "checking the installation", command: py, args: pythonCodeArgs("import codeask.cli") },
   );
   return steps;
 }

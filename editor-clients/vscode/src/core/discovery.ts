@@ -4,6 +4,8 @@
  * probes are passed in.
  */
 
+import { pythonModuleArgs } from "./launch";
+
 export type CandidateSource = "codeask.serverPath" | "codeask.pythonPath" | "Python extension" | "PATH" | "private environment";
 
 export interface Candidate {
@@ -59,13 +61,13 @@ export function candidates(input: DiscoveryInput): Candidate[] {
     return [{ command: input.serverPath, args: ["serve"], source: "codeask.serverPath" }];
   }
   if (input.pythonPath) {
-    return [{ command: input.pythonPath, args: ["-m", "codeask", "serve"], source: "codeask.pythonPath" }];
+    return [{ command: input.pythonPath, args: pythonModuleArgs("codeask", ["serve"]), source: "codeask.pythonPath" }];
   }
   const found: Candidate[] = [];
   if (input.pythonExtensionInterpreter) {
     found.push({
       command: input.pythonExtensionInterpreter,
-      args: ["-m", "codeask", "serve"],
+      args: pythonModuleArgs("codeask", ["serve"]),
       source: "Python extension",
     });
   }
