@@ -72,6 +72,27 @@ def llm_env(server: LlamaServer, max_tokens: int) -> dict[str, str]:
     }
 
 
+#: How `codeask ask` reports an answer the model's token cap cut off (exit 3).
+CUT_BY_MAX_TOKENS = "codeask: incomplete answer: the model stopped at its token limit"
+
+
+def run_ask(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`codeask ask QUESTION ARGS` as a real subprocess; no CODEASK_LLM__ setting inherited."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_LLM__")}
+    cmd = [sys.executable, "-m", "codeask", "ask", QUESTION, "--root", str(root), *args]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=240, env={**clean, **env}, check=False
+    )
+
+
+def answered_or_cut(done: subprocess.CompletedProcess[str]) -> None:
+    """A whole answer (exit 0), or one the token cap cut (exit 3, said so); never an error."""
+    if done.returncode == 3:
+        assert done.stderr.strip().splitlines()[-1].startswith(CUT_BY_MAX_TOKENS), done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+
+
 def use_server(folder: FolderIndex, server: LlamaServer, max_tokens: int) -> object:
     """The folder's settings pointed at the real server."""
     llm = server.llm_settings(folder.settings.llm, max_tokens, read_timeout=120.0)
@@ -95,8 +116,8 @@ def test_cli_streams_an_answer_and_cites_the_embedding_module(
     while piece := os.read(proc.stdout.fileno(), 4096):
         reads.append((time.monotonic(), piece))
     stderr = proc.communicate(timeout=180)[1].decode()
-    assert proc.returncode == 0, stderr
     out = b"".join(piece for _, piece in reads).decode()
+    answered_or_cut(subprocess.CompletedProcess(cmd, proc.returncode, out, stderr))
     answer, _, sources = out.partition("\nSources:\n")
     assert answer.strip(), out
     before_sources = [piece for _, piece in reads if b"Sources:" not in piece]
@@ -111,7 +132,7 @@ async def test_ask_streams_deltas_of_our_prompt(
     deltas: list[str] = []
     offset = llama_server.log_size()
     result = await ask(AskRequest(QUESTION, [core_copy]), deltas.append)
-    assert result.error is None
+    assert result.error is None or (result.incomplete and "llm.max_tokens" in result.error)
     assert len(deltas) >= 3 and result.answer == "".join(deltas) and result.answer.strip()
     assert any(hit.path == f"{CORE}/embed.py" for hit in result.sources)
     # The server evaluated exactly our assembled prompt (its own token count of it).
@@ -144,4 +165,39 @@ async def test_cancelling_ask_mid_stream_then_the_server_keeps_serving(
 
     monkeypatch.setattr(core_copy, "settings", use_server(core_copy, llama_server, 8))
     again = await ask(AskRequest(QUESTION, [core_copy], k=1))
-    assert again.error is None and again.answer.strip()
+    assert again.answer.strip()
+    assert again.error is None or (again.incomplete and "llm.max_tokens" in again.error)
+
+
+def test_cli_answer_cut_by_the_token_cap_exits_3_and_says_incomplete(
+    core_copy: FolderIndex, llama_server: LlamaServer
+) -> None:
+    """Issue 26 item 13: llama.cpp ends a capped answer with finish_reason "length"; that
+    answer is not complete, and `codeask ask` must not exit 0 as if it were."""
+    done = run_ask(llm_env(llama_server, max_tokens=3), core_copy.root)
+    assert done.returncode == 3, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(CUT_BY_MAX_TOKENS) and "llm.max_tokens" in last and "3" in last
+    answer, _, sources = done.stdout.partition("\nSources:\n")
+    assert answer.strip(), done.stdout  # the part that arrived is printed
+    assert f"{CORE}/embed.py:" in sources  # and still cites its sources
+
+
+def test_cli_with_the_default_context_setting_fits_a_2048_token_server(
+    core_copy: FolderIndex, llama_server: LlamaServer
+) -> None:
+    """Issue 26 item 13: `llm.context_tokens` left at its default (8192) against a server that
+    holds 2,048 tokens: the prompt is budgeted to what the server reports (llama.cpp's
+    /props), so the first ask is answered instead of failing with HTTP 400. `-k 40` offers
+    as much code as a large repository's ten hits do (this corpus's chunks are small)."""
+    assert llama_server.n_ctx == 2048
+    env = llm_env(llama_server, max_tokens=64)
+    del env["CODEASK_LLM__CONTEXT_TOKENS"]
+    offset = llama_server.log_size()
+    done = run_ask(env, core_copy.root, "-k", "40")
+    assert "HTTP 400" not in done.stderr, done.stderr
+    answered_or_cut(done)
+    assert done.stdout.partition("\nSources:\n")[0].strip(), done.stdout
+    evaluated = llama_server.prompt_tokens_since(offset)
+    # The budget was the server's window, filled (not a token-starved prompt), and it held.
+    assert evaluated > 1024 and evaluated + 64 <= llama_server.n_ctx

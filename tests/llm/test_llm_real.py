@@ -16,7 +16,15 @@ import pytest
 
 from codeask import config
 from codeask.config import LLMSettings
-from codeask.core.llm import ChatUsage, list_models, stream_chat
+from codeask.core.llm import (
+    ChatUsage,
+    ContextExceeded,
+    cut_short,
+    fit_context,
+    list_models,
+    server_context_tokens,
+    stream_chat,
+)
 from codeask.core.prompt import ContextBlock, Prompt, build_prompt
 from llama_server import CANCELLED
 
@@ -133,3 +141,34 @@ async def test_cancel_mid_stream_then_the_next_request_is_served(
 async def test_list_models(llama_server: LlamaServer) -> None:
     models = await list_models(settings(llama_server))
     assert len(models) == 1 and "SmolLM2" in models[0]
+
+
+async def test_the_servers_window_is_read_from_its_props(llama_server: LlamaServer) -> None:
+    """llama.cpp's GET /props says `default_generation_settings.n_ctx`; it bounds the budget."""
+    configured = msgspec.structs.replace(settings(llama_server), context_tokens=8192)
+    assert await server_context_tokens(configured) == llama_server.n_ctx == 2048
+    assert (await fit_context(configured)).context_tokens == 2048
+
+
+async def test_a_capped_real_answer_ends_with_length_and_is_cut_short(
+    llama_server: LlamaServer,
+) -> None:
+    s = settings(llama_server, max_tokens=2)
+    usage = ChatUsage()
+    deltas = [d async for d in stream_chat(s, prompt_with(1, s).messages, usage=usage)]
+    assert deltas and usage.finish_reason == "length"
+    failure = cut_short(usage, s)
+    assert failure is not None and "llm.max_tokens (now 2)" in failure.message
+
+
+async def test_a_prompt_over_the_real_window_names_the_setting_and_the_servers_size(
+    llama_server: LlamaServer,
+) -> None:
+    """A prompt budgeted for 8192 tokens sent as is (no probe): llama.cpp refuses it with
+    HTTP 400 and its n_ctx; the message says which setting to change, and to what."""
+    s = msgspec.structs.replace(settings(llama_server, max_tokens=8), context_tokens=8192)
+    big = [{"role": "user", "content": "configuration " * 3000}]
+    with pytest.raises(ContextExceeded) as err:
+        _ = [d async for d in stream_chat(s, big)]
+    assert "HTTP 400" in err.value.message
+    assert f"set llm.context_tokens to {llama_server.n_ctx}" in err.value.message

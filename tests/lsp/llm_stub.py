@@ -25,15 +25,26 @@ class FakeLLM:
     disconnected: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
 @asynccontextmanager
-async def fake_llm(pieces: list[str] | None) -> AsyncIterator[FakeLLM]:
-    """Streams `pieces` as SSE chat deltas; with None, sends headers and then stalls."""
+async def fake_llm(pieces: list[str] | None, finish: str = "") -> AsyncIterator[FakeLLM]:
+    """Streams `pieces` as SSE chat deltas, then `finish` as the last chunk's finish_reason
+    (none by default: `[DONE]` alone ends the stream); with None, sends headers and then
+    stalls. Anything but a chat request (llama.cpp's GET /props, say) is 404: the stand-in
+    does not say its context size."""
     state = FakeLLM()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         match = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
         body = await reader.readexactly(int(match.group(1))) if match else b"{}"
+        if not head.startswith(b"POST /v1/chat/completions "):
+            writer.write(NOT_FOUND)
+            await writer.drain()
+            writer.close()
+            return
         state.requests.append(json.loads(body))
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
@@ -49,6 +60,9 @@ async def fake_llm(pieces: list[str] | None) -> AsyncIterator[FakeLLM]:
             writer.write(f"data: {json.dumps(chunk)}\n\n".encode())
             await writer.drain()
             await asyncio.sleep(0.01)
+        if finish:
+            last = {"choices": [{"delta": {}, "finish_reason": finish}]}
+            writer.write(f"data: {json.dumps(last)}\n\n".encode())
         writer.write(b"data: [DONE]\n\n")
         await writer.drain()
         writer.close()

@@ -9,6 +9,7 @@ import asyncio
 import importlib.util
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,27 @@ from lsp_harness import session
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from llama_server import LlamaServer, ServerError, llama_server, unavailable
+
 ASK_LANDED = importlib.util.find_spec("codeask.core.ask") is not None
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.xfail(not ASK_LANDED, reason="codeask.core.ask not landed", strict=True),
 ]
+
+
+@pytest.fixture(scope="module")
+def real_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """llama.cpp's server with SmolLM2-135M on loopback (tests/llama_server.py), for this
+    module's `llm` tests; skipped with the reason unless CODEASK_LLM_TESTS=1 and installed."""
+    reason = unavailable(opt_in=True)
+    if reason:
+        pytest.skip(reason)
+    try:
+        with llama_server(tmp_path_factory.mktemp("llama-lsp")) as server:
+            yield server
+    except ServerError as exc:
+        pytest.fail(str(exc))
 
 
 def _free_port() -> int:
@@ -90,3 +107,46 @@ async def test_ask_cancelled_mid_generation(project: Path, shared_cache: Path) -
         await asyncio.wait_for(llm.disconnected.wait(), 10)  # the HTTP stream was closed
         status = await lsp.status()
         assert status["state"] == "ready"
+
+
+@pytest.mark.llm
+async def test_ask_cut_by_the_real_models_token_cap_is_marked_incomplete(
+    project: Path, shared_cache: Path, real_llm: LlamaServer
+) -> None:
+    """Issue 26 item 13: llama.cpp ends a capped answer with finish_reason "length"; askCode
+    must mark it `incomplete` (what the editors render as "incomplete: ..."), with the part
+    that streamed, instead of passing it off as complete."""
+    options = {
+        "llm": {
+            "provider": "openai",
+            "baseUrl": real_llm.base_url,
+            "model": "smollm2",
+            "maxTokens": 3,
+            "temperature": 0,
+            "readTimeout": 120,
+        }
+    }
+    async with session([project], shared_cache, options=options) as lsp:
+        await lsp.wait_ready()
+        params = {"question": "How does the cache decide what to evict?", "streamToken": "cut"}
+        result = await asyncio.wait_for(lsp.request("workspace/askCode", params), 240)
+        assert result["incomplete"] is True, result
+        assert "token limit" in result["error"] and "llm.max_tokens" in result["error"]
+        streamed = "".join(d["delta"] for d in lsp.client.deltas)  # type: ignore[attr-defined]
+        assert result["answer"] and result["answer"] == streamed
+        assert result["sources"]
+
+
+async def test_ask_stopped_by_a_content_filter_is_marked_incomplete(
+    project: Path, shared_cache: Path
+) -> None:
+    """A stand-in endpoint (no filtering server runs here) ends with finish_reason
+    "content_filter", as OpenAI and Azure do: the part that arrived is kept, marked."""
+    async with (
+        fake_llm(["The cache ", "evicts"], finish="content_filter") as llm,
+        session([project], shared_cache, options=llm_options(llm.port)) as lsp,
+    ):
+        await lsp.wait_ready()
+        result = await lsp.request("workspace/askCode", {"question": "what does put do?"})
+        assert result["answer"] == "The cache evicts" and result["incomplete"] is True
+        assert "content filter" in result["error"]

@@ -446,9 +446,16 @@ class OpenAIFake:
     """
 
     def __init__(
-        self, words: list[str], *, stall: bool = False, prompt_tokens: int = 123, status: int = 200
+        self,
+        words: list[str],
+        *,
+        stall: bool = False,
+        prompt_tokens: int = 123,
+        status: int = 200,
+        finish: str = "stop",
     ) -> None:
         self.words = words
+        self.finish = finish
         self.status = status
         self.error_body = {"error": {"message": "The model `tiny` does not exist"}}
         self.stall = stall
@@ -494,7 +501,8 @@ class OpenAIFake:
             handler.wfile.flush()
             time.sleep(0.05)
         usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": len(self.words)}
-        self.event(handler, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        last = {"choices": [{"index": 0, "delta": {}, "finish_reason": self.finish}]}
+        self.event(handler, last)
         self.event(handler, {"choices": [], "usage": usage})
         self.event(handler, "[DONE]")
 
@@ -556,6 +564,24 @@ async def test_openai_protocol_fake_unknown_model_is_an_error_result(
     assert result.answer == "" and result.sources
     assert result.error is not None and "model 'tiny' not found" in result.error
     assert "/v1/models" in result.error  # how to list the models
+
+
+@pytest.mark.parametrize(
+    ("finish", "why"),
+    [("length", "its token limit"), ("content_filter", "the server's content filter")],
+)
+async def test_openai_protocol_fake_cut_by_the_server_is_an_incomplete_answer(
+    dense: FolderIndex, monkeypatch: pytest.MonkeyPatch, finish: str, why: str
+) -> None:
+    """Issue 26 item 13: finish_reason "length" / "content_filter" ends a stream properly, but
+    the answer is not whole: the part that arrived is kept, marked incomplete, and why."""
+    with OpenAIFake(WORDS, finish=finish) as fake:
+        settings = llm_settings(dense, provider="openai", base_url=fake.url, model="tiny")
+        monkeypatch.setattr(dense, "settings", settings)
+        result = await ask(AskRequest("how are chunks embedded?", [dense]))
+    assert result.answer == "".join(WORDS) and result.incomplete
+    assert result.error is not None and why in result.error and f'"{finish}"' in result.error
+    assert not result.endpoint_down and result.sources
 
 
 async def test_dead_endpoint_is_an_error_naming_the_url_quickly(
@@ -637,6 +663,21 @@ def test_cli_streams_the_answer_then_the_sources(dense: FolderIndex) -> None:
     answer, sources = done.stdout.split("\nSources:\n", 1)
     assert answer.strip() == "".join(WORDS)
     assert re.search(r"^  pkg/embedding\.py:\d+ embed_chunks$", sources, re.M)
+
+
+@pytest.mark.slow
+def test_cli_answer_stopped_by_a_content_filter_exits_3_and_says_so(dense: FolderIndex) -> None:
+    """A stand-in endpoint (no filtering server runs here; the token-cap case runs against
+    the real llama.cpp server in tests/llm) ends with finish_reason "content_filter"."""
+    with OpenAIFake(WORDS, finish="content_filter") as fake:
+        env = {"CODEASK_LLM__PROVIDER": "openai", "CODEASK_LLM__BASE_URL": fake.url}
+        done = run_cli("how are chunks embedded?", "--root", str(dense.root), env=env)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "codeask: incomplete answer: the server's content filter stopped the answer "
+        '(finish reason "content_filter")'
+    )
+    assert done.stdout.split("\nSources:\n", 1)[0].strip() == "".join(WORDS)
 
 
 @pytest.mark.slow

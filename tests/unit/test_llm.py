@@ -25,10 +25,12 @@ import pytest
 from codeask.config import LLMSettings
 from codeask.core.llm import (
     DECODE_PIECE,
+    AnswerCutShort,
     AnswerTooLong,
     AuthFailed,
     BadResponse,
     ChatUsage,
+    ContextExceeded,
     DeadlineExceeded,
     EndpointTimeout,
     EndpointUnreachable,
@@ -38,11 +40,15 @@ from codeask.core.llm import (
     StreamTruncated,
     _Inflater,
     chat_url,
+    cut_short,
+    fit_context,
     is_loopback,
     list_models,
     models_url,
     probe,
+    server_context_tokens,
     stream_chat,
+    window,
 )
 
 MESSAGES = [{"role": "system", "content": "rules"}, {"role": "user", "content": "what is x?"}]
@@ -789,3 +795,232 @@ async def test_probe_of_a_refused_port_is_not_ok_and_says_why() -> None:
     assert not health.ok and health.models == ()
     assert health.detail.startswith(f"cannot connect to {url}/api/tags: connection refused")
     assert health.detail.endswith("(start it with `ollama serve`)")
+
+
+# ---------------------------------------------------------------- the server's context window
+# Issue 26 item 13: a server that holds fewer tokens than `llm.context_tokens` refused the
+# first ask with HTTP 400. The window it reports (llama.cpp's GET /props, Ollama's POST
+# /api/show) now bounds the budget. No Ollama runs here: its /api/show is a loopback fake of
+# the documented reply; llama.cpp's real /props is read in tests/llm/test_llm_real.py.
+
+
+def ollama_show_fake(reply: dict[str, Any] | None, status: int = 200) -> Handler:
+    """A fake Ollama endpoint: POST /api/show answers `reply` (as Ollama 0.5+ shapes it)."""
+
+    async def handle(req: Request, reply_to: Reply, reader: asyncio.StreamReader) -> None:
+        if (req.method, req.path) != ("POST", "/api/show"):
+            await reply_to.whole(404, "404 page not found", "text/plain")
+            return
+        await reply_to.whole(status, json.dumps(reply if status == 200 else {"error": "nope"}))
+
+    return handle
+
+
+def show_reply(context_length: int | None, num_ctx: int | None = None) -> dict[str, Any]:
+    """/api/show's reply: model_info keyed by the architecture, Modelfile parameters as text."""
+    info: dict[str, Any] = {"general.architecture": "qwen2", "qwen2.block_count": 28}
+    if context_length is not None:
+        info["qwen2.context_length"] = context_length
+    params = 'stop                           "<|im_end|>"\ntemperature                    0.7'
+    if num_ctx is not None:
+        params = f"num_ctx                        {num_ctx}\n{params}"
+    return {
+        "modelfile": "# Modelfile",
+        "parameters": params,
+        "template": "{{ .Prompt }}",
+        "details": {"family": "qwen2"},
+        "model_info": info,
+    }
+
+
+async def test_fake_ollama_endpoint_api_show_bounds_the_context_to_the_models_length() -> None:
+    async with running(ollama_show_fake(show_reply(4096))) as srv:
+        s = settings(srv.url, "ollama", context_tokens=8192)
+        assert await server_context_tokens(s) == 4096
+        assert (await fit_context(s)).context_tokens == 4096  # min(configured, server's)
+        roomy = settings(srv.url, "ollama", model="other", context_tokens=2048)
+        assert (await fit_context(roomy)).context_tokens == 2048  # a smaller setting wins
+    assert [(r.method, r.path, r.json()) for r in srv.requests] == [
+        ("POST", "/api/show", {"model": "tiny"}),
+        ("POST", "/api/show", {"model": "other"}),
+    ]
+
+
+async def test_fake_ollama_endpoint_num_ctx_parameter_when_model_info_lacks_the_length() -> None:
+    async with running(ollama_show_fake(show_reply(None, num_ctx=3072))) as srv:
+        assert await server_context_tokens(settings(srv.url, "ollama")) == 3072
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        show_reply(None),  # says nothing about its window
+        {"model_info": {"general.architecture": "qwen2", "qwen2.context_length": "big"}},
+        {"model_info": {"general.architecture": "qwen2", "qwen2.context_length": -5}},
+        {"model_info": ["not", "a", "dict"]},
+    ],
+)
+async def test_fake_ollama_endpoint_without_a_usable_length_keeps_the_setting(
+    reply: dict[str, Any],
+) -> None:
+    async with running(ollama_show_fake(reply)) as srv:
+        s = settings(srv.url, "ollama", context_tokens=8192)
+        assert await server_context_tokens(s) is None
+        assert (await fit_context(s)).context_tokens == 8192
+
+
+async def test_the_window_is_asked_once_per_endpoint_and_model() -> None:
+    async with running(ollama_show_fake(show_reply(4096))) as srv:
+        for _ in range(3):
+            assert await server_context_tokens(settings(srv.url + "/api/", "ollama")) == 4096
+        unknown = settings(srv.url, "ollama", model="missing")
+        async with running(ollama_show_fake(None, status=404)) as gone:
+            missing = settings(gone.url, "ollama", model="missing")
+            assert await server_context_tokens(missing) is None
+            assert await server_context_tokens(missing) is None
+        assert len(gone.requests) == 1  # a definite "not here" is remembered too
+        assert await server_context_tokens(unknown) == 4096
+    assert len(srv.requests) == 2
+
+
+async def test_an_unreachable_window_probe_keeps_the_setting_and_is_asked_again_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(window, "RETRY_AFTER", 0.0)  # a failure is not remembered for good
+    port = free_port()
+    s = settings(f"http://127.0.0.1:{port}", "ollama", context_tokens=8192)
+    began = time.monotonic()
+    assert (await fit_context(s)).context_tokens == 8192
+    assert time.monotonic() - began < 1.0
+    fake = FakeServer(ollama_show_fake(show_reply(2048)))
+    server = await asyncio.start_server(fake.serve, "127.0.0.1", port)
+    async with server:
+        assert (await fit_context(s)).context_tokens == 2048
+
+
+async def test_the_window_probe_is_bounded_in_time_and_size() -> None:
+    async def drip(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200)
+        while True:
+            await reply.send(" ")
+            await asyncio.sleep(0.1)
+
+    async def flood(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.start(200)
+        await reply.send('{"model_info": {"x": "')
+        while True:
+            await reply.send("y" * 65536)
+
+    for handler in (drip, flood):
+        async with running(handler) as srv:
+            s = settings(srv.url, "ollama", context_tokens=8192, read_timeout=30.0)
+            began = time.monotonic()
+            assert (await fit_context(s)).context_tokens == 8192
+            assert time.monotonic() - began < window.PROBE_SECONDS + 1.0, handler.__name__
+
+
+async def test_the_window_probe_refuses_a_redirect_and_sends_the_key_only_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MY_LLM_KEY", API_KEY)
+    head = "307 Temporary Redirect\r\nLocation: http://elsewhere.invalid/props\r\nContent-Length: 0"
+    async with running(raw_stream(head)) as srv:
+        s = settings(srv.url, api_key_env="MY_LLM_KEY", context_tokens=8192)
+        assert (await fit_context(s)).context_tokens == 8192
+    assert [(r.method, r.path) for r in srv.requests] == [("GET", "/props")]
+    assert srv.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+
+
+async def test_llama_cpp_props_shape_gives_n_ctx() -> None:
+    props = {"default_generation_settings": {"n_ctx": 2048, "params": {}}, "total_slots": 1}
+
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.whole(200, json.dumps(props))
+
+    async with running(handle) as srv:
+        assert await server_context_tokens(settings(srv.url + "/v1")) == 2048
+    assert srv.requests[0].path == "/props"
+
+
+# ---------------------------------------------------------------- a prompt the server refused
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (  # llama.cpp (b6000+): the sizes in fields and in the text
+            {
+                "error": {
+                    "code": 400,
+                    "type": "exceed_context_size_error",
+                    "n_ctx": 2048,
+                    "n_prompt_tokens": 3031,
+                    "message": "request (3031 tokens) exceeds the "
+                    "available context size (2048 tokens), try increasing it",
+                }
+            },
+            2048,
+        ),
+        (  # OpenAI, vLLM
+            {
+                "error": {
+                    "code": "context_length_exceeded",
+                    "message": "This model's maximum "
+                    "context length is 4096 tokens. However, your messages resulted in "
+                    "5000 tokens. Please reduce the length of the messages.",
+                }
+            },
+            4096,
+        ),
+        ({"error": {"message": "prompt is too long: context length exceeded"}}, None),
+    ],
+)
+async def test_a_prompt_over_the_servers_window_names_the_setting_to_change(
+    body: dict[str, Any], said: int | None
+) -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.whole(400, json.dumps(body))
+
+    async with running(handle) as srv:
+        with pytest.raises(ContextExceeded) as err:
+            await collect(settings(srv.url, context_tokens=8192))
+    msg = err.value.message
+    assert "HTTP 400" in msg and "llm.context_tokens" in msg and "\n" not in msg
+    if said is None:
+        assert "(now 8192)" in msg
+    else:
+        assert f"set llm.context_tokens to {said}" in msg
+
+
+async def test_an_unrelated_400_is_not_called_a_context_overflow() -> None:
+    async def handle(req: Request, reply: Reply, reader: asyncio.StreamReader) -> None:
+        await reply.whole(400, json.dumps({"error": {"message": "temperature must be <= 2"}}))
+
+    async with running(handle) as srv:
+        with pytest.raises(BadResponse) as err:
+            await collect(settings(srv.url))
+    assert not isinstance(err.value, ContextExceeded)
+    assert "llm.context_tokens" not in err.value.message
+
+
+# ---------------------------------------------------------------- answers the server cut short
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ("stop", None),
+        ("", None),
+        ("length", "the model stopped at its token limit"),
+        ("content_filter", "the server's content filter stopped the answer"),
+    ],
+)
+def test_length_and_content_filter_endings_are_cut_short(reason: str, expected: str | None) -> None:
+    failure = cut_short(ChatUsage(finish_reason=reason), LLMSettings(max_tokens=77))
+    if expected is None:
+        assert failure is None
+    else:
+        assert isinstance(failure, AnswerCutShort) and failure.message.startswith(expected)
+        assert f'"{reason}"' in failure.message
+    if reason == "length":
+        assert failure is not None and "llm.max_tokens (now 77)" in failure.message

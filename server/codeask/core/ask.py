@@ -18,6 +18,12 @@ benchmark calls `prepare()` to time prompt assembly alone.
   first folder (the editor's primary folder). Paths in the prompt are then prefixed with the
   folder's name so two folders' `src/main.py` stay apart.
 - Secrets are redacted from the context when the LLM endpoint is not on this machine.
+- The prompt is budgeted to the smaller of `llm.context_tokens` and the window the server
+  reports (llama.cpp's /props, Ollama's /api/show; asked once per endpoint and model), so a
+  server started with a small window is not sent a prompt it refuses. `prompt_only` asks no
+  server: its prompt is budgeted to the setting.
+- An answer the server ended at its token cap or by a content filter is incomplete, like one a
+  cap or the deadline of ours cut.
 
 Retrieval and git work are blocking (SQLite, ONNX, pygit2): `ask()` runs them in a worker
 thread so an event loop (the language server) stays responsive. Cancellation: the caller
@@ -52,6 +58,8 @@ from codeask.core.llm import (
     EndpointUnreachable,
     LLMError,
     ModelNotFound,
+    cut_short,
+    fit_context,
     is_loopback,
     stream_chat,
 )
@@ -155,11 +163,13 @@ async def ask(request: AskRequest, on_delta: Callable[[str], None] | None = None
     failure (then `incomplete` is set) and the sources.
     """
     check_question(request.question)
-    prepared = await asyncio.to_thread(prepare, request)
+    llm = None if request.prompt_only else await _fitted_llm(request)
+    prepared = await asyncio.to_thread(prepare, request, llm)
     result = _result(prepared)
     if request.prompt_only:
         return result
     answer, usage, failure = await _generate(prepared.settings.llm, prepared.prompt, on_delta)
+    failure = failure or cut_short(usage, prepared.settings.llm)
     result.answer, result.incomplete = answer, bool(failure and answer)
     if failure is not None:
         result.error = failure.message
@@ -175,11 +185,15 @@ def check_question(question: str) -> None:
         raise ValueError("empty question")
 
 
-def prepare(request: AskRequest) -> Prepared:
-    """Retrieve, add editor and git context, and build the prompt (blocking; no model call)."""
+def prepare(request: AskRequest, llm: LLMSettings | None = None) -> Prepared:
+    """Retrieve, add editor and git context, and build the prompt (blocking; no model call).
+
+    `llm` replaces the first folder's LLM settings (`ask` passes them fitted to the server's
+    context window); without it they are resolved as configured.
+    """
     check_question(request.question)
-    settings = request.folders[0].settings if request.folders else Settings()
-    settings = msgspec.structs.replace(settings, llm=resolve_llm(settings.llm))
+    settings = _settings(request)
+    settings = msgspec.structs.replace(settings, llm=llm or resolve_llm(settings.llm))
     gathered, note = _gather(request, settings)
     multi = len(request.folders) > 1
     pairs = [
@@ -196,6 +210,21 @@ def prepare(request: AskRequest) -> Prepared:
         index_note=note,
     )
     return Prepared(prompt, _used_hits(prompt.sources, pairs), settings, note, gathered.history)
+
+
+def _settings(request: AskRequest) -> Settings:
+    """The settings of a question: the first folder's (the editor's primary folder)."""
+    return request.folders[0].settings if request.folders else Settings()
+
+
+async def _fitted_llm(request: AskRequest) -> LLMSettings:
+    """The LLM settings with `context_tokens` no larger than the server's window (asked once
+    per endpoint and model, bounded; the setting as is when the server does not say)."""
+    llm = _settings(request).llm
+    try:
+        return await fit_context(llm)
+    except LLMError:  # an unknown provider: the chat call reports it
+        return resolve_llm(llm)
 
 
 def source_path(hit: Hit, multi_root: bool) -> str:

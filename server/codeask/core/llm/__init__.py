@@ -4,8 +4,8 @@ A leaf of the engine: imports nothing of ours except `config`. Callers use the f
 (or `get_provider(settings)` for the `ChatProvider` itself); each provider is one module
 (`ollama`, `openai`) registered by name in `registry`, and what every provider shares is written
 once: bounded reading and decoding (`bounded`), HTTP, redirects and error messages
-(`transport`), the answer cap and the incomplete marking (`stream`). docs/providers.md says how
-to add one.
+(`transport`), the answer cap and the incomplete marking (`stream`), the server's own context
+window (`window`). docs/providers.md says how to add one.
 
 Every failure becomes an `LLMError` whose `.message` is one line the editor can show as is.
 """
@@ -17,14 +17,17 @@ from collections.abc import AsyncGenerator
 import msgspec
 
 from codeask.config import LLMSettings
+from codeask.core.llm import window
 from codeask.core.llm.base import MODEL_LIST_BYTES, LineStreamProvider
 from codeask.core.llm.bounded import DECODE_PIECE, Deadline, bounded_lines, decoded_pieces
 from codeask.core.llm.bounded import _Inflater as _Inflater  # the gzip-bomb unit tests use it
 from codeask.core.llm.errors import (
     EXCERPT_CHARS,
+    AnswerCutShort,
     AnswerTooLong,
     AuthFailed,
     BadResponse,
+    ContextExceeded,
     DeadlineExceeded,
     EndpointTimeout,
     EndpointUnreachable,
@@ -37,6 +40,7 @@ from codeask.core.llm.protocol import ChatProvider, ChatUsage, Health, Message
 from codeask.core.llm.registry import choices as provider_choices
 from codeask.core.llm.registry import get as _registered
 from codeask.core.llm.registry import names as provider_names
+from codeask.core.llm.stream import cut_short
 from codeask.core.llm.transport import ERROR_BODY_BYTES
 from codeask.core.llm.urls import is_loopback
 
@@ -45,11 +49,13 @@ __all__ = [
     "ERROR_BODY_BYTES",
     "EXCERPT_CHARS",
     "MODEL_LIST_BYTES",
+    "AnswerCutShort",
     "AnswerTooLong",
     "AuthFailed",
     "BadResponse",
     "ChatProvider",
     "ChatUsage",
+    "ContextExceeded",
     "Deadline",
     "DeadlineExceeded",
     "EndpointTimeout",
@@ -63,7 +69,9 @@ __all__ = [
     "StreamTruncated",
     "bounded_lines",
     "chat_url",
+    "cut_short",
     "decoded_pieces",
+    "fit_context",
     "get_provider",
     "is_loopback",
     "list_models",
@@ -72,7 +80,9 @@ __all__ = [
     "provider_choices",
     "provider_names",
     "resolve",
+    "server_context_tokens",
     "stream_chat",
+    "window",
 ]
 
 
@@ -126,3 +136,14 @@ async def list_models(settings: LLMSettings) -> list[str]:
 async def probe(settings: LLMSettings) -> Health:
     """Whether the configured endpoint answers and knows `llm.model`."""
     return await get_provider(settings).probe(resolve(settings))
+
+
+async def server_context_tokens(settings: LLMSettings) -> int | None:
+    """The context window the configured endpoint reports for `llm.model` (None when it does
+    not say or cannot be asked); asked once per endpoint and model (`window`)."""
+    return await window.server_tokens(get_provider(settings), resolve(settings))
+
+
+async def fit_context(settings: LLMSettings) -> LLMSettings:
+    """The resolved settings, `context_tokens` lowered to the server's window when smaller."""
+    return await window.fit(get_provider(settings), resolve(settings))

@@ -28,6 +28,15 @@ from codeask.core.llm.urls import base_url
 
 #: Bytes of a model list read at most (a hosted service's list of hundreds of models is ~1 MB).
 MODEL_LIST_BYTES = 8 * 1024 * 1024
+#: Bytes of a context-window reply read at most (llama.cpp's /props is ~3 KiB with its chat
+#: template; Ollama's /api/show, with the license and the tensor list of a large model, some
+#: hundreds of KiB).
+WINDOW_BYTES = 4 * 1024 * 1024
+#: Seconds the context-window request may take in all (capped by connect + read timeout): it
+#: runs before every first question to an endpoint, and without it the setting is used.
+WINDOW_SECONDS = 2.0
+#: Replies that mean "this server has no such request", not "try again later".
+NOT_OFFERED = (404, 405, 501)
 
 
 class LineStreamProvider(ABC):
@@ -65,6 +74,16 @@ class LineStreamProvider(ABC):
     def start_hint(self, url: str) -> str:
         """How to start the server at `url` when it refuses the connection ('' by default)."""
         return ""
+
+    def window_request(self, settings: LLMSettings) -> tuple[str, str, Any] | None:
+        """(method, URL, JSON body or None) of the request whose reply tells the server's
+        context window for `llm.model`; None (the default) when the API has none."""
+        return None
+
+    def window_in(self, data: Any) -> Any:
+        """The context size in the parsed reply to `window_request` (KeyError, TypeError or
+        ValueError when the reply does not say)."""
+        raise KeyError("no context size")
 
     def chat_url(self, settings: LLMSettings) -> str:
         """The base URL (with or without a pasted API suffix) plus `chat_path`."""
@@ -124,6 +143,31 @@ class LineStreamProvider(ABC):
             return self.model_names(json.loads(body))
         except (ValueError, KeyError, TypeError) as exc:
             raise BadResponse(f"{url} sent an unexpected model list ({exc})") from None
+
+    async def context_window(self, settings: LLMSettings) -> int | None:
+        """The context window the server reports for `llm.model`; None when it has no such
+        request or its reply does not say. Raises LLMError when it could not be asked (down,
+        slow, an HTTP error): the caller may ask again later.
+
+        Bounded like every call: the same client (timeouts, no redirects, the API key only to
+        this host), WINDOW_SECONDS in all, WINDOW_BYTES of reply.
+        """
+        request = self.window_request(settings)
+        if request is None:
+            return None
+        method, url, body = request
+        seconds = min(WINDOW_SECONDS, settings.connect_timeout + settings.read_timeout)
+        deadline = Deadline.after(seconds, f"no context size from {url} within {seconds:g} s")
+        async with response_to(settings, method, url, deadline, body=body) as response:
+            if response.status_code in NOT_OFFERED:
+                return None
+            await check_status(response, url, settings, deadline, self.list_hint(settings))
+            raw = await read_body(response, deadline, WINDOW_BYTES)
+        try:
+            size = self.window_in(json.loads(raw))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
     async def probe(self, settings: LLMSettings) -> Health:
         """The model list as a health check: reachable, and is `llm.model` among the models?"""

@@ -49,6 +49,16 @@ class AnswerTooLong(LLMError):
     """The answer went past `llm.max_answer_chars`; what arrived up to the cap was kept."""
 
 
+class AnswerCutShort(LLMError):
+    """The stream ended properly, but the server says the answer is not whole: it stopped at
+    its token limit (finish reason `length`) or a content filter stopped it."""
+
+
+class ContextExceeded(BadResponse):
+    """The server refused the prompt as longer than its context window (`llm.context_tokens`
+    is set above what the server holds)."""
+
+
 class DeadlineExceeded(EndpointTimeout):
     """The whole call took longer than its deadline (`llm.total_timeout` for an answer)."""
 

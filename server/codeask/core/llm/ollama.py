@@ -1,8 +1,10 @@
-"""Ollama's own API: POST /api/chat streams NDJSON (one JSON object a line), GET /api/tags."""
+"""Ollama's own API: POST /api/chat streams NDJSON (one JSON object a line), GET /api/tags
+lists the models, POST /api/show tells a model's context length."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from codeask.config import LLMSettings
@@ -10,7 +12,10 @@ from codeask.core.llm.base import LineStreamProvider
 from codeask.core.llm.errors import LLMError
 from codeask.core.llm.protocol import ChatUsage, Message
 from codeask.core.llm.stream import int_or_none
-from codeask.core.llm.urls import is_loopback
+from codeask.core.llm.urls import base_url, is_loopback
+
+#: `num_ctx 4096` among a Modelfile's parameters (one `name value` per line).
+_NUM_CTX = re.compile(r"^num_ctx\s+(\d{1,9})\s*$", re.M)
 
 
 class Ollama(LineStreamProvider):
@@ -57,6 +62,21 @@ class Ollama(LineStreamProvider):
 
     def list_hint(self, settings: LLMSettings) -> str:
         return f"list models with `ollama list` (or `ollama pull {settings.model}`)"
+
+    def window_request(self, settings: LLMSettings) -> tuple[str, str, Any] | None:
+        """The model's details."""
+        return "POST", base_url(settings) + "/api/show", {"model": settings.model}
+
+    def window_in(self, data: Any) -> Any:
+        """`model_info["<architecture>.context_length"]`: the longest context the model was
+        made for (the `num_ctx` we send may not exceed it). A Modelfile's `num_ctx` parameter
+        only when that is missing: it is a default our `num_ctx` overrides, not a limit."""
+        info = data.get("model_info") or {}
+        length = info.get(f"{info.get('general.architecture')}.context_length")
+        if length is not None:
+            return length
+        found = _NUM_CTX.search(str(data.get("parameters") or ""))
+        return int(found.group(1)) if found else None
 
     def start_hint(self, url: str) -> str:
         """Only for this machine: a remote Ollama is not ours to start."""

@@ -1,5 +1,6 @@
 """Any OpenAI-compatible server (llama.cpp, vLLM, LM Studio, OpenAI, Ollama's /v1):
-POST /v1/chat/completions streams server-sent events, GET /v1/models lists the models."""
+POST /v1/chat/completions streams server-sent events, GET /v1/models lists the models, and
+llama.cpp's GET /props tells its context window (other servers answer 404: the setting holds)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from codeask.core.llm.base import LineStreamProvider
 from codeask.core.llm.errors import LLMError
 from codeask.core.llm.protocol import ChatUsage, Message
 from codeask.core.llm.stream import int_or_none
+from codeask.core.llm.urls import base_url
 
 
 class OpenAICompatible(LineStreamProvider):
@@ -70,6 +72,15 @@ class OpenAICompatible(LineStreamProvider):
 
     def list_hint(self, settings: LLMSettings) -> str:
         return f"list models with GET {self.models_url(settings)}"
+
+    def window_request(self, settings: LLMSettings) -> tuple[str, str, Any] | None:
+        """llama.cpp's server properties (its one model; at the root, not under /v1)."""
+        return "GET", base_url(settings) + "/props", None
+
+    def window_in(self, data: Any) -> Any:
+        """`{"default_generation_settings": {"n_ctx": 2048, ...}, ...}`: one slot's window,
+        which is what one request gets."""
+        return data["default_generation_settings"]["n_ctx"]
 
 
 def _copy_usage(raw: Any, usage: ChatUsage) -> None:

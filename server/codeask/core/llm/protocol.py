@@ -70,6 +70,11 @@ class ChatProvider(Protocol):
         """Whether the endpoint answers and knows `llm.model`; never raises LLMError."""
         ...
 
+    async def context_window(self, settings: LLMSettings) -> int | None:
+        """The context window (tokens) the server reports for `llm.model`; None when it does
+        not say. LLMError when it could not be asked (`window` then keeps the setting)."""
+        ...
+
     def stream_chat(
         self, settings: LLMSettings, messages: list[Message], *, usage: ChatUsage | None = None
     ) -> AsyncGenerator[str, None]:

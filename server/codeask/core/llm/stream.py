@@ -3,7 +3,8 @@
 A provider supplies only `parse` (one line → text delta and whether it was the last) and the
 name of its end marker; here malformed lines are skipped, the answer is capped at
 `llm.max_answer_chars`, and a stream that stops before its end marker is `StreamTruncated`, so
-the caller keeps the partial answer marked incomplete.
+the caller keeps the partial answer marked incomplete. A stream that ends properly but says
+its answer was cut (`cut_short`: the token cap, a content filter) is incomplete too.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from codeask.config import LLMSettings
 from codeask.core.llm.errors import (
     EXCERPT_CHARS,
+    AnswerCutShort,
     AnswerTooLong,
     BadResponse,
     LLMError,
@@ -89,3 +92,23 @@ def _truncated(url: str, why: str, partial: bool) -> StreamTruncated:
     return StreamTruncated(
         f"the stream from {url} ended before the answer was complete ({why}){kept}"
     )
+
+
+def cut_short(usage: ChatUsage, settings: LLMSettings) -> AnswerCutShort | None:
+    """Why a properly ended answer is still not whole, from the finish reason the server gave
+    (OpenAI-compatible `finish_reason`, Ollama's `done_reason`); None for a whole answer.
+
+    Not raised by the stream itself: every delta has arrived, and callers other than `ask`
+    (tests, benchmarks) read the finish reason from `usage` as they please.
+    """
+    reason = usage.finish_reason
+    if reason == "length":
+        return AnswerCutShort(
+            f'the model stopped at its token limit (finish reason "{reason}"): '
+            f"raise llm.max_tokens (now {settings.max_tokens}) for longer answers"
+        )
+    if reason == "content_filter":
+        return AnswerCutShort(
+            f'the server\'s content filter stopped the answer (finish reason "{reason}")'
+        )
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from codeask.core.llm.errors import (
     EXCERPT_CHARS,
     AuthFailed,
     BadResponse,
+    ContextExceeded,
     EndpointTimeout,
     EndpointUnreachable,
     LLMError,
@@ -31,6 +33,14 @@ from codeask.core.llm.urls import is_loopback
 
 #: Bytes of an error body read at most.
 ERROR_BODY_BYTES = 4096
+#: An error body about the context window (llama.cpp `exceed_context_size_error`, OpenAI and
+#: vLLM "maximum context length", "context length exceeded") ...
+_CONTEXT_WORDS = re.compile(r"\bn_ctx\b|context[ _-]?(size|length|window)|maximum context", re.I)
+#: ... that says the prompt went past it (both must match: a 400 is not blamed on the window
+#: because it names it).
+_OVER_WORDS = re.compile(r"exceed|too (long|large|many)|maximum|greater than|more than", re.I)
+#: The window's size in the text: "context size (2048 tokens)", "context length is 4096".
+_WINDOW_SIZE = re.compile(r"context[ _-]?(?:size|length|window)(?: is| of)?\s*\(?(\d{1,9})\b", re.I)
 
 
 def api_key(settings: LLMSettings) -> str:
@@ -173,6 +183,8 @@ def _status_error(
     excerpt = _excerpt(body, settings)
     if status in (401, 403):
         return AuthFailed(_auth_message(status, url, settings))
+    if status in (400, 413, 422) and _CONTEXT_WORDS.search(body) and _OVER_WORDS.search(body):
+        return ContextExceeded(_context_message(status, body, excerpt, url, settings))
     low = excerpt.lower()
     model_missing = "model" in low and any(
         w in low for w in ("not found", "does not exist", "not exist", "unknown", "no such")
@@ -183,6 +195,34 @@ def _status_error(
             f"model '{settings.model}' not found at {url} (HTTP {status}{said}); {list_hint}"
         )
     return BadResponse(f"{url} answered HTTP {status}: {excerpt}")
+
+
+def _context_message(status: int, body: str, excerpt: str, url: str, settings: LLMSettings) -> str:
+    """The server refused the prompt as too long for its window: which setting to change,
+    and to what when the server said its size (llama.cpp's `n_ctx`, or in the text)."""
+    said = _window_said(body)
+    now = settings.context_tokens
+    if said is None:
+        fix = f"set llm.context_tokens to the server's context size (now {now})"
+    elif said < now:
+        fix = f"set llm.context_tokens to {said} (now {now})"
+    else:  # the budget already fit its window: our estimate fell short of its tokenizer
+        fix = f"lower llm.context_tokens below {now} (the server holds {said})"
+    return f"{url} answered HTTP {status}: {excerpt}; the prompt is larger than its window: {fix}"
+
+
+def _window_said(body: str) -> int | None:
+    """The context size an error body reports, if it does."""
+    try:
+        data = json.loads(body)
+        err = data.get("error", data) if isinstance(data, dict) else None
+        n_ctx = err.get("n_ctx") if isinstance(err, dict) else None
+    except ValueError:
+        n_ctx = None
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+        return n_ctx
+    found = _WINDOW_SIZE.search(body)
+    return int(found.group(1)) if found else None
 
 
 def _auth_message(status: int, url: str, settings: LLMSettings) -> str:
