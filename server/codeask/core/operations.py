@@ -69,27 +69,22 @@ class _StaticOnly:
         return self._folder.embedder
 
 
-def minilm_waiting(folder: FolderIndex) -> bool:
-    """Whether a hybrid search would load the MiniLM model first (it has vectors to search
-    and the model is not in memory yet)."""
-    wants = folder.settings.retrieve.dense_weight > 0 and folder.storage.vector_count(MINILM)
-    return bool(wants) and not folder.embedder_loaded
-
-
 def search_now(
     folders: Sequence[FolderIndex],
     query: str,
     *,
     k: int | None = None,
     filters: Filters | None = None,
+    minilm: bool = True,
 ) -> TieredResult:
-    """`codeask search`'s hybrid ranking with the tiers that answer at once: while the MiniLM
-    model is not loaded, lexical + the static tier over every chunk (the caller loads the
-    model in the background); afterwards exactly the CLI's ranking."""
-    waiting = any(minilm_waiting(f) for f in folders)
-    searched: Sequence[object] = [_StaticOnly(f) for f in folders] if waiting else folders
+    """`codeask search`'s hybrid ranking with the tiers that can answer at once. `minilm`
+    False (the caller is still loading the model's query path in the background): lexical +
+    the static tier over every chunk, so the search never waits for a model; True: exactly
+    the CLI's ranking."""
+    wants = minilm or not any(f.storage.vector_count(MINILM) for f in folders)
+    searched: Sequence[object] = folders if wants else [_StaticOnly(f) for f in folders]
     result = search(searched, query, k=k, filters=filters, mode="hybrid")  # type: ignore[arg-type]
-    return TieredResult(result, answering_tiers(folders, minilm=not waiting))
+    return TieredResult(result, answering_tiers(folders, minilm=minilm))
 
 
 def answering_tiers(folders: Sequence[FolderIndex], *, minilm: bool) -> list[str]:
@@ -199,10 +194,11 @@ def history(
     *,
     k: int | None = None,
     filters: Filters | None = None,
+    minilm: bool = True,
 ) -> list[Hit]:
     """Commits and diff hunks matching `query` (`codeask search --history`'s ranking)."""
     scoped = replace(filters or Filters(), scope="history")
-    return search_now(folders, query, k=k, filters=scoped).result.hits
+    return search_now(folders, query, k=k, filters=scoped, minilm=minilm).result.hits
 
 
 def blame(folder: FolderIndex, rel: str, line: int) -> list[BlameInfo]:

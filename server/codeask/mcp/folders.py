@@ -26,7 +26,6 @@ from codeask.core import background
 from codeask.core.discover import SkippedFile
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import CancelToken, FolderIndex, IndexReport, Progress, RootRefused
-from codeask.core.operations import minilm_waiting
 from codeask.core.writer_lock import LockInfo, holder, take_request
 
 log = logging.getLogger("codeask.mcp")
@@ -59,6 +58,8 @@ class FolderDriver:
         self.skipped: list[SkippedFile] = []
         self.last_pass: IndexReport | None = None
         self.opened = threading.Event()
+        #: The MiniLM query path is built: searches use that tier from now on.
+        self.query_ready = threading.Event()
         self._stop = threading.Event()
         self._token = CancelToken()
         self._embed_thread: threading.Thread | None = None
@@ -95,18 +96,25 @@ class FolderDriver:
         folder = self.folder
         return holder(folder.folder) if folder is not None else None
 
-    def want_query_model(self) -> None:
-        """A search would use MiniLM: load the model in the background (~1 s) unless it is
-        loaded or loading; searches use the other tiers until then."""
+    def want_query_model(self) -> bool:
+        """Whether searches may use MiniLM now (its query path is built); if not, build it in
+        the background (~1-2 s; the first time on a machine ~5 s more for the int8 copy) and
+        let searches use the other tiers until then."""
         folder = self.folder
-        if folder is None or not minilm_waiting(folder):
-            return
+        if self.query_ready.is_set():
+            return True
+        if folder is None or not folder.storage.vector_count("minilm"):
+            return False
         with self._lock:
-            if self._model_thread is not None and self._model_thread.is_alive():
-                return
-            self._model_thread = background.start(
-                folder.embedder.prepare_queries, name=f"codeask-model-{self.root.name}"
-            )
+            if self._model_thread is None or not self._model_thread.is_alive():
+                self._model_thread = background.start(
+                    self._load_query_model, folder, name=f"codeask-model-{self.root.name}"
+                )
+        return False
+
+    def _load_query_model(self, folder: FolderIndex) -> None:
+        self._guarded(folder.embedder.prepare_queries)
+        self.query_ready.set()
 
     # ---- the index thread ----------------------------------------------------------------------
     def _main(self) -> None:
@@ -200,7 +208,7 @@ class FolderDriver:
                 return
             if not folder.storage.pending_ids("minilm"):
                 break
-        self._guarded(folder.embedder.prepare_queries)
+        self._load_query_model(folder)
         self.phase = "ready"
 
     def _stop_embedding(self) -> None:

@@ -18,7 +18,14 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.operations import blame, context_for, history, related_at, search_now
+from codeask.core.operations import (
+    answering_tiers,
+    blame,
+    context_for,
+    history,
+    related_at,
+    search_now,
+)
 from codeask.core.records import CODE_KINDS, HISTORY_KINDS, TEXT_KINDS
 from codeask.core.retrieve import Filters
 from codeask.mcp import results, status
@@ -74,12 +81,12 @@ class Tools:
             raise ArgumentError("; ".join(f"{d.root}: {d.message}" for d in failed))
         return opened
 
-    def searchable(self) -> list[FolderIndex]:
-        """Open folders, and a background load of the MiniLM model when a search would use it."""
+    def searchable(self) -> tuple[list[FolderIndex], bool]:
+        """Open folders, and whether MiniLM may answer now (else its query path is being built
+        in the background and the other tiers answer)."""
         folders = self.folders()
-        for driver in self.drivers:
-            driver.want_query_model()
-        return folders
+        ready = [driver.want_query_model() for driver in self.drivers]
+        return folders, all(ready)
 
     def _answer(self, payload: dict[str, Any], tiers: list[str]) -> str:
         payload["index"] = status.summary(self.drivers, tiers)
@@ -115,7 +122,8 @@ class Tools:
             language=check_text("language", language),
             kind=_kind(kind, KINDS),
         )
-        found = search_now(self.searchable(), query, k=k, filters=filters)
+        folders, minilm = self.searchable()
+        found = search_now(folders, query, k=k, filters=filters, minilm=minilm)
         head = {"query": results.clean(query)}
         answer = results.fit_hits(found.result.hits, results.query_words(query), head, max_tokens)
         return self._answer(answer, found.tiers)
@@ -167,7 +175,7 @@ class Tools:
         it), within codeask's prompt budget, secrets redacted; plus its sources. For agents
         that bring their own model."""
         question = _required("question", question)
-        folders = self.searchable()
+        folders, _ = self.searchable()
         if not any(f.storage.chunk_count() for f in folders):
             return self._answer({"question": results.clean(question), "sources": []}, [])
         context = context_for(folders, question, k=k)
@@ -191,7 +199,7 @@ class Tools:
         }
         if multi:
             payload["folders"] = [str(f.root) for f in folders]
-        return self._answer(payload, ["lexical", "static", "minilm"])
+        return self._answer(payload, answering_tiers(folders, minilm=True))
 
     def search_history(
         self,
@@ -240,8 +248,9 @@ class Tools:
         tiers: list[str] = []
         hits = []
         if query.strip():
-            hits = history(self.searchable(), query, k=k, filters=filters)
-            tiers = ["lexical", "static", "minilm"]
+            folders, minilm = self.searchable()
+            hits = history(folders, query, k=k, filters=filters, minilm=minilm)
+            tiers = answering_tiers(folders, minilm=minilm)
         if target is not None and line is not None:
             payload["blame"] = [
                 results.blame_json(b) for b in blame(target.folder, target.rel, line)
