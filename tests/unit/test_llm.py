@@ -13,11 +13,14 @@ import gzip
 import json
 import logging
 import socket
+import ssl
+import subprocess
 import time
 import traceback
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,6 +51,7 @@ from codeask.core.llm import (
     probe,
     server_context_tokens,
     stream_chat,
+    transport,
     window,
 )
 
@@ -1024,3 +1028,59 @@ def test_length_and_content_filter_endings_are_cut_short(reason: str, expected: 
         assert f'"{reason}"' in failure.message
     if reason == "length":
         assert failure is not None and "llm.max_tokens (now 77)" in failure.message
+
+
+# ---------------------------------------------------------------- TLS: one verifying context
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (the openssl CLI)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+async def test_the_shared_tls_context_still_refuses_an_unknown_certificate(
+    self_signed: tuple[Path, Path],
+) -> None:
+    """The TLS context is made once per process (it was made per request: 100+ ms each on a
+    loaded machine); it must verify as before. An https endpoint with a certificate no CA
+    signed is refused, for the chat and for the context-window request alike."""
+    assert transport.ssl_context(False) is transport.ssl_context(False)
+    for trusted in (False, True):
+        made = transport.ssl_context(trusted)
+        assert made.verify_mode == ssl.CERT_REQUIRED and made.check_hostname
+    cert, key = self_signed
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    fake = FakeServer(openai_server(["secret answer"]))
+    server = await asyncio.start_server(fake.serve, "127.0.0.1", 0, ssl=tls)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        s = settings(f"https://127.0.0.1:{port}", context_tokens=8192)
+        with pytest.raises(LLMError) as err:
+            await collect(s)
+        assert err.value.message == (
+            f"cannot connect to {chat_url(s)}: certificate not trusted (self-signed certificate)"
+        )
+        assert (await fit_context(s)).context_tokens == 8192
+    assert fake.requests == []  # nothing was sent over the unverified connection
+
+
+def test_a_trusted_environment_may_name_its_own_ca_file(
+    self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, _ = self_signed
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    own = transport.ssl_context(True)
+    assert any(c.get("subject") == ((("commonName", "127.0.0.1"),),) for c in own.get_ca_certs())
+    loopback = transport.ssl_context(False)  # a loopback endpoint ignores the environment
+    assert not any(
+        c.get("subject") == ((("commonName", "127.0.0.1"),),) for c in loopback.get_ca_certs()
+    )

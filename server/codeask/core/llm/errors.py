@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 
 #: Longest piece of an error body (or of a server-sent error) quoted in a message.
 EXCERPT_CHARS = 200
@@ -68,9 +69,17 @@ class StreamTruncated(BadResponse):
 
 
 def reason(exc: Exception) -> str:
-    """The root cause on one line: the OS error's name ('connection refused', ...) when known."""
+    """The root cause on one line: the OS error's name ('connection refused', ...) when known.
+
+    TLS errors first: they are OSErrors whose errno is OpenSSL's code, not the OS's (a refused
+    certificate would read 'operation not permitted').
+    """
     cause: BaseException = exc
     for _ in range(8):  # bounded: exception chains can be long
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"certificate not trusted ({cause.verify_message or cause.reason})"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed ({cause.reason or cause})"
         if isinstance(cause, socket.gaierror):
             return f"cannot resolve host ({cause.strerror or cause})"
         if isinstance(cause, OSError) and cause.errno:

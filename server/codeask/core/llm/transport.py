@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import re
+import ssl
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -57,8 +59,30 @@ def _headers(settings: LLMSettings) -> dict[str, str]:
     return headers
 
 
+_ssl_contexts: dict[tuple[bool, str, str], ssl.SSLContext] = {}
+_ssl_lock = threading.Lock()
+
+
+def ssl_context(trust_env: bool) -> ssl.SSLContext:
+    """httpx's own verifying TLS context (certifi, or SSL_CERT_FILE / SSL_CERT_DIR when the
+    environment is trusted), made once per process and CA choice: making one loads the CA
+    bundle, ~15 ms idle and 100+ ms on a loaded machine, for every request otherwise."""
+    key = (
+        trust_env,
+        os.environ.get("SSL_CERT_FILE", "") if trust_env else "",
+        os.environ.get("SSL_CERT_DIR", "") if trust_env else "",
+    )
+    with _ssl_lock:
+        made = _ssl_contexts.get(key)
+        if made is None:
+            made = _ssl_contexts[key] = httpx.create_ssl_context(trust_env=trust_env)
+        return made
+
+
 def client(settings: LLMSettings) -> httpx.AsyncClient:
-    """A short-lived client: connect/read timeouts from settings, proxies only for remote hosts."""
+    """A short-lived client: connect/read timeouts from settings, proxies only for remote hosts,
+    certificates verified (one shared context: `ssl_context`)."""
+    trust_env = not is_loopback(settings.base_url)
     timeout = httpx.Timeout(
         connect=settings.connect_timeout,
         read=settings.read_timeout,
@@ -68,7 +92,8 @@ def client(settings: LLMSettings) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         timeout=timeout,
         headers=_headers(settings),
-        trust_env=not is_loopback(settings.base_url),
+        trust_env=trust_env,
+        verify=ssl_context(trust_env),
         follow_redirects=False,  # a redirect must not carry the Authorization header elsewhere
     )
 
