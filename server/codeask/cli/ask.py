@@ -4,7 +4,8 @@
 any model; `--json` prints one JSON object instead of streaming. Exit codes (as the rest of the
 CLI): 0 answered, 1 a user error (empty question, no index) or an LLM failure before any answer,
 3 an incomplete answer: the part that arrived is printed, then `codeask: incomplete answer:
-<why>` on stderr (a cap, `llm.total_timeout`, or a stream that broke off). Errors are one line
+<why>` on stderr (a cap, `llm.total_timeout`, a stream that broke off, or the server's own ending
+`length` (its token cap: `llm.max_tokens`) or `content_filter`). Errors are one line
 on stderr; after an LLM failure before any answer the sources found are still printed, and when
 the endpoint is down, silent or does not know the model, how to point codeask elsewhere follows.
 """
