@@ -1,6 +1,7 @@
 """`workspace/askCode` against a stand-in OpenAI-compatible endpoint served by the test
 (llm_stub.py: a real HTTP server on a loopback port), so the server's real LLM client,
-streaming and cancellation are exercised without a model.
+streaming and cancellation are exercised without a model; and, marked `llm`, against the real
+llama.cpp server with SmolLM2-135M (tests/llama_server.py) for what only a model does.
 """
 
 from __future__ import annotations
