@@ -161,7 +161,14 @@ def test_a_database_that_answers_with_nothing_published_is_not_retried(
     clone, _sha = publish(pg_dsn, tmp_path, monkeypatch)
     other = tmp_path / "other"
     shutil.copytree(clone, other)
-    pygit2.Repository(str(other)).remotes.set_url("origin", "git@github.com:Acme/Other.git")
+    repo = pygit2.Repository(str(other))
+    repo.remotes.set_url("origin", "git@github.com:Acme/Other.git")
+    # Another history (a root commit of its own): the published commit is no ancestor, so it
+    # is not found by commit under the other name either (core/pg/naming.py).
+    who = pygit2.Signature("Dev", "dev@example.com")
+    tree = repo.head.peel(pygit2.Commit).tree_id
+    root = repo.create_commit(None, who, who, "unrelated history", tree, [])
+    repo.head.set_target(root)
     monkeypatch.setenv(DSN_ENV, via(relay, pg_dsn))
     folder = FolderIndex(other, settings_for(tmp_path / "index", tmp_path / "cache"))
     assert folder.team.kind == "unreachable"
@@ -171,7 +178,8 @@ def test_a_database_that_answers_with_nothing_published_is_not_retried(
     clock.now += 1
     assert not retry_base(folder)  # it answered: nothing of github.com/acme/other there
     assert folder.team.kind == "unpublished" and folder.team.retry is None
-    assert "nothing of github.com/acme/other is published" in folder.team.reason
+    assert "nothing published" in folder.team.reason
+    assert "'github.com/acme/other' (from the `origin` URL)" in folder.team.reason
     team = folder.status().team
     assert team.retry_in is None
     assert team.summary() == "no team base: nothing published near HEAD, indexed locally"

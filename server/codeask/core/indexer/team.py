@@ -60,7 +60,8 @@ class TeamBase:
     reason: str = ""
     """Why there is no base ('' when there is one)."""
     kind: BaseKind = "off"
-    #: The name the base is published under (`repository_identity`) and how far HEAD is ahead.
+    #: The name the base is published under (this folder's own, `naming.repository_name`, when
+    #: nothing is found) and how far HEAD is ahead.
     repository: str = ""
     behind: int = 0
     #: Why the last query to the base failed; '' once one succeeded (or none failed).
@@ -109,10 +110,11 @@ def _unreachable(exc: BaseException) -> bool:
 
 
 def open_base(root: Path, settings: Settings) -> TeamBase:
-    """The published revision nearest HEAD for `embed.model`, or why there is none."""
+    """The published revision nearest HEAD for `embed.model`, or why there is none. Looked up
+    by commit under any name of this folder's scope, its own name (the publisher's derivation:
+    `naming.repository_name`) first among equals; see core/pg/naming.py for why."""
     from codeask.core.pg.connect import connect, dsn_from_env
-    from codeask.core.pg.publish import repository_identity
-    from codeask.core.pg.reader import nearest_revision
+    from codeask.core.pg.naming import nearest_published, repository_name
     from codeask.core.pg.storage import PublishedReader
 
     shas = ancestors(root)
@@ -120,34 +122,64 @@ def open_base(root: Path, settings: Settings) -> TeamBase:
         return TeamBase(
             reason="not a git repository with a commit: indexing locally", kind="unusable"
         )
-    name = repository_identity(root)
+    wanted = repository_name(root)
+    name = wanted.name
+    model = settings.embed.model
     try:
         dsn = dsn_from_env(settings.index.dsn_env)
         with connect(dsn) as conn:
-            found = nearest_revision(conn, name, shas, settings.embed.model)
+            if not _has_tables(conn):
+                return TeamBase(
+                    reason="nothing is published in the team database yet (it has no codeask "
+                    "tables): CI publishes with `codeask index --backend postgres` (writer "
+                    "role); indexing locally",
+                    kind="unpublished",
+                    repository=name,
+                )
+            found = nearest_published(conn, wanted, shas, model)
         if found is None:
             return TeamBase(
-                reason=f"nothing of {name} is published near HEAD: indexing locally",
+                reason=f"nothing published for {model} at HEAD or its last {len(shas) - 1} "
+                f"first-parent commit(s), under this folder's name {wanted.describe()} nor "
+                f"under any name: publish one with `codeask index --backend postgres"
+                f" --repo-name {name}`; indexing locally",
                 kind="unpublished",
                 repository=name,
             )
         shadowed = overlay_paths(root, found.sha)  # before the reader: nothing left open
-        reader = PublishedReader(dsn, found.id, model=settings.embed.model)
+        reader = PublishedReader(dsn, found.id, model=model)
     except Exception as exc:  # PgError, ValueError, ImportError or a driver error
         return TeamBase(
             reason=f"team index unusable ({first_line(exc)}): indexing locally",
             kind="unreachable" if _unreachable(exc) else "unusable",
         )
     behind = shas.index(found.sha)
+    if found.repository != name:
+        log.info(
+            "%s: published as '%s', found by commit (this folder's name is %s)",
+            root,
+            found.repository,
+            wanted.describe(),
+        )
     log.info(
         "%s: reading the team index of %s@%s (%d commit(s) behind HEAD); %d file(s) differ",
         root,
-        name,
+        found.repository,
         found.sha[:12],
         behind,
         len(shadowed),
     )
-    return TeamBase(reader, found.sha, shadowed, kind="base", repository=name, behind=behind)
+    return TeamBase(
+        reader, found.sha, shadowed, kind="base", repository=found.repository, behind=behind
+    )
+
+
+def _has_tables(conn: Any) -> bool:
+    """Whether anything was ever published here (a fresh database has no codeask tables)."""
+    from codeask.core.pg.schema import REVISION_TABLE
+
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (REVISION_TABLE,)).fetchone()
+    return bool(row and row[0])
 
 
 def refresh_shadowed(root: Path, team: TeamBase) -> None:

@@ -31,9 +31,9 @@ model; an HNSW index needs a fixed dimension), made by the first publish of that
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -52,6 +52,8 @@ from codeask.core.pg.connect import (
     dsn_from_env,
     redact,
 )
+from codeask.core.pg.naming import RepositoryName, repository_name
+from codeask.core.pg.naming import normalize_remote as normalize_remote  # re-exported
 from codeask.core.pg.schema import (
     CACHE_TABLE,
     CHUNK_TABLE,
@@ -91,6 +93,9 @@ class PublishResult:
     chunks: int
     files: int
     seconds: float
+    #: The name published under (publish_folder says where it came from in `name`).
+    repository: str = ""
+    name: RepositoryName | None = None
 
 
 def vector_index_name(dim: int) -> str:
@@ -263,6 +268,7 @@ def publish(
         result.chunks,
         result.files,
         seconds,
+        repo_name,
     )
 
 
@@ -361,47 +367,10 @@ def _publish(
 
 # ---- publishing a local folder index ---------------------------------------------------------
 
-_SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>(?!//).+)$")
-
-
-def normalize_remote(url: str) -> str:
-    """A git remote URL as a stable identity: `git@github.com:Org/Repo.git`,
-    `https://user:token@github.com/Org/Repo` and `ssh://git@github.com/Org/Repo.git` all give
-    `github.com/org/repo` (no scheme, user, password, port or `.git`; lower-cased)."""
-    text = url.strip()
-    match = None if "://" in text else _SCP_LIKE.match(text)
-    if match:
-        host, path = match["host"], match["path"]
-    elif "://" in text:
-        rest = text.split("://", 1)[1]
-        hostpart, _, path = rest.partition("/")
-        host = hostpart.rsplit("@", 1)[-1].split(":", 1)[0]
-    else:  # a local path
-        host, path = "", text
-    path = path.strip("/")
-    if path.endswith(".git"):
-        path = path[:-4]
-    return f"{host}/{path}".strip("/").lower()
-
 
 def repository_identity(root: Path) -> str:
-    """The name a folder is published under: its repository's `origin` URL, normalized
-    (plus `//<sub/folder>` when the folder is below the working tree's top), else the
-    folder's name."""
-    from codeask.core.git.repo import GIT_ERRORS, open_scoped
-
-    opened = open_scoped(root)
-    if opened is not None:
-        repo, scope = opened
-        try:
-            remotes = {r.name: r.url for r in repo.remotes}
-        except GIT_ERRORS:
-            remotes = {}
-        url = remotes.get("origin") or next((u for u in remotes.values() if u), None)
-        if url:
-            name = normalize_remote(url)
-            return f"{name}//{scope.prefix}" if scope.prefix else name
-    return Path(root).name
+    """The name a folder is published under without `--repo-name` (naming.repository_name)."""
+    return repository_name(root).name
 
 
 def revision_rows(
@@ -453,8 +422,9 @@ def publish_folder(
             f"{missing} of {len(chunks)} chunks have no {tier} vector yet ({model}): finish "
             "embedding (`codeask index`) before publishing"
         )
-    name = repo_name or repository_identity(root)
-    return publish(dsn, name, sha, model, dim, chunks, vectors, files, replace=replace)
+    name = repository_name(root, repo_name)
+    done = publish(dsn, name.name, sha, model, dim, chunks, vectors, files, replace=replace)
+    return dataclasses.replace(done, name=name)
 
 
 # ---- garbage collection ------------------------------------------------------------------------
