@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _publish(folder: FolderIndex, repo_name: str | None) -> str:
-    """Publish the folder's index as its HEAD commit; the line saying what happened."""
+    """Publish the folder's index as its HEAD commit; the lines saying what happened, under
+    which name and where the name came from (`--repo-name`, the `origin` URL, the folder)."""
     from codeask.core.pg.connect import PgError
     from codeask.core.pg.publish import publish_folder
 
@@ -87,13 +88,24 @@ def _publish(folder: FolderIndex, repo_name: str | None) -> str:
         done = publish_folder(folder, folder.settings.index.dsn_env, repo_name)
     except PgError as exc:
         raise UserError(f"publishing {folder.root} to the team index: {exc}") from None
+    named = done.name.describe() if done.name is not None else f"'{done.repository}'"
     if not done.created:
-        return f"{folder.root}: already published as revision {done.revision_id}; nothing written"
-    rate = done.chunks / done.seconds if done.seconds > 0 else 0.0
-    return (
-        f"{folder.root}: published revision {done.revision_id} ({done.chunks} chunks, "
-        f"{done.files} files) in {done.seconds:.1f}s ({rate:.0f} rows/s)"
-    )
+        line = (
+            f"{folder.root}: already published as {named}, revision {done.revision_id}; "
+            "nothing written"
+        )
+    else:
+        rate = done.chunks / done.seconds if done.seconds > 0 else 0.0
+        line = (
+            f"{folder.root}: published revision {done.revision_id} as {named}: {done.chunks} "
+            f"chunks, {done.files} files in {done.seconds:.1f}s ({rate:.0f} rows/s)"
+        )
+    if done.name is not None and done.name.source == "folder":
+        line += (
+            "\n  editors find it by commit whatever their clone's name; to publish under a name"
+            " of your choice, pass --repo-name NAME"
+        )
+    return line
 
 
 def _open_writer(root: Path, args: argparse.Namespace) -> FolderIndex | None:
