@@ -45,7 +45,7 @@ export interface ExtensionPaths {
 export class CodeaskClient implements Server {
   private client: LanguageClient | undefined;
   private readonly deltaListeners = new Set<(token: string | number, delta: string) => void>();
-  private starting: Promise<void> | undefined;
+  private startPromise: Promise<void> | undefined;
   /** The message of an install that failed in this session: not retried on its own. */
   private installFailure: string | undefined;
   /** The Python extension's interpreter at the last start, to restart only on a real change. */
@@ -61,15 +61,24 @@ export class CodeaskClient implements Server {
     return this.client?.state === State.Running;
   }
 
+  get starting(): boolean {
+    return this.startPromise !== undefined || this.client?.state === State.Starting;
+  }
+
+  async whenReady(): Promise<boolean> {
+    await this.startPromise?.catch(() => undefined);
+    return this.ready;
+  }
+
   /** Start (once at a time); failures end in the status bar and a notification with the fix. */
   start(requested = false): Promise<void> {
-    this.starting ??= this.doStart(requested).finally(() => (this.starting = undefined));
-    return this.starting;
+    this.startPromise ??= this.doStart(requested).finally(() => (this.startPromise = undefined));
+    return this.startPromise;
   }
 
   /** The Install Server command, and the notification's Install / Retry: (re)install, then start. */
   async installServer(): Promise<void> {
-    await this.starting;
+    await this.startPromise;
     await this.stop();
     await this.start(true);
   }

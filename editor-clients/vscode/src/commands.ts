@@ -6,12 +6,18 @@
 
 import { Debouncer, type Timers, realTimers } from "./core/debounce";
 import { locationLabel, searchRow } from "./core/format";
-import type { AskCodeParams, IndexState, SearchItem } from "./core/protocol";
+import type { AskCodeParams, IndexState, SearchItem, SemanticSearchResult } from "./core/protocol";
 import type { CancelSource, EditorContext, Host, PickItem, Server } from "./ports";
 import type { AnswerView, IndexStatusBar } from "./views";
 
 export const SEARCH_DEBOUNCE_MS = 250;
 export const SEARCH_K = 20;
+/** While the index is still being built, the open pick asks again this often. */
+export const SEARCH_REFRESH_MS = 2000;
+
+const SEARCH_TITLE = "codeask: Semantic Search";
+const WAITING_TITLE = "codeask: Semantic Search (waiting for the server to start…)";
+const NOT_RUNNING_TITLE = "codeask: the language server is not running (codeask: Show Logs)";
 
 /** askCode params: the question plus the current file and, when non-empty, the selection. */
 export function askParams(question: string, editor: EditorContext | undefined, streamToken: string): AskCodeParams {
@@ -92,26 +98,55 @@ export class Commands {
     this.currentAsk?.cancel();
   }
 
-  /** "codeask: Semantic Search": a QuickPick that queries as you type and opens the pick. */
+  /**
+   * "codeask: Semantic Search": a QuickPick that queries as you type and opens the pick. It
+   * opens while the server is still starting (and searches once it runs), stays open when the
+   * focus moves (VS Code hands the focus back to the answer webview after the palette closes,
+   * sometimes only once the pick is up), and asks again while the index is being built, so
+   * results appear in the open pick instead of a stale "No results".
+   */
   async semanticSearch(): Promise<void> {
-    const server = await this.requireServer();
+    const current = this.server();
+    const server = current && !current.ready && current.starting ? current : await this.requireServer();
     if (!server) return;
     const pick = this.host.createQuickPick<SearchItem>();
-    pick.title = "codeask: Semantic Search";
+    pick.title = SEARCH_TITLE;
     pick.placeholder = "Describe the code you are looking for (e.g. parse the config file)";
+    pick.ignoreFocusOut = true;
     const debouncer = new Debouncer(SEARCH_DEBOUNCE_MS, this.timers);
     let generation = 0;
     let inflight: CancelSource | undefined;
+    let refresh: unknown;
+    let closed = false;
+    const stopRefresh = (): void => {
+      if (refresh !== undefined) this.timers.clear(refresh);
+      refresh = undefined;
+    };
+
+    /** Waits for a starting server, saying so in the title; false when it did not come up. */
+    const serverUp = async (): Promise<boolean> => {
+      if (server.ready) return true;
+      pick.title = WAITING_TITLE;
+      pick.busy = true;
+      const up = await server.whenReady();
+      if (closed) return false;
+      pick.busy = false;
+      pick.title = up ? SEARCH_TITLE : NOT_RUNNING_TITLE;
+      return up;
+    };
 
     const run = async (query: string): Promise<void> => {
       const mine = ++generation;
       inflight?.cancel();
       inflight = undefined;
+      stopRefresh();
       if (!query.trim()) {
         pick.items = [];
         pick.busy = false;
         return;
       }
+      // No await when the server runs: the request leaves in the same tick as the debounce.
+      if (!server.ready && (!(await serverUp()) || mine !== generation)) return;
       const cancel = this.host.createCancelSource();
       inflight = cancel;
       pick.busy = true;
@@ -121,6 +156,7 @@ export class Commands {
         this.status.update(result.indexState);
         pick.items = this.rows(result.results);
         pick.title = searchTitle(result.indexState);
+        if (searchAgainLater(result)) refresh = this.timers.set(() => void run(query), SEARCH_REFRESH_MS);
       } catch (error) {
         if (mine !== generation || this.host.isCancellation(error)) return;
         pick.items = [];
@@ -139,12 +175,15 @@ export class Commands {
       void this.host.openLocation(item.uri, item.range);
     });
     pick.onDidHide(() => {
+      closed = true;
       debouncer.cancel();
       inflight?.cancel();
+      stopRefresh();
       generation++;
       pick.dispose();
     });
     pick.show();
+    if (!server.ready) void serverUp();
   }
 
   private rows(results: SearchItem[]): PickItem<SearchItem>[] {
@@ -173,8 +212,19 @@ export class Commands {
   onRestartRequested: (() => Promise<void>) | undefined;
 }
 
+/**
+ * Whether the open pick should ask again: the index is still loading or in its first pass (the
+ * answer may change), or nothing matched while vectors are still being filled in. Not for a
+ * merely warming index with results: the MiniLM tier can take many minutes to fill.
+ */
+export function searchAgainLater(result: SemanticSearchResult): boolean {
+  const state = result.indexState;
+  if (state.state === "indexing" || state.state === "empty") return true;
+  return state.state === "ready" && state.warming && result.results.length === 0;
+}
+
 /** The QuickPick title tells when results come from a partial index. */
 export function searchTitle(state: IndexState): string {
-  if (state.state === "ready" && !state.warming) return "codeask: Semantic Search";
+  if (state.state === "ready" && !state.warming) return SEARCH_TITLE;
   return `codeask: Semantic Search (index warming up ${Math.round(state.percent)}%: results may be incomplete)`;
 }

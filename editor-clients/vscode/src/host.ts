@@ -295,6 +295,12 @@ class QuickPickAdapter<T> implements QuickPickPort<T> {
   set busy(v: boolean) {
     this.qp.busy = v;
   }
+  get ignoreFocusOut(): boolean {
+    return this.qp.ignoreFocusOut;
+  }
+  set ignoreFocusOut(v: boolean) {
+    this.qp.ignoreFocusOut = v;
+  }
   get items(): PickItem<T>[] {
     return this.list;
   }

@@ -44,6 +44,8 @@ export interface QuickPickPort<T> extends Disposable {
   title: string | undefined;
   placeholder: string;
   busy: boolean;
+  /** Stay open when the focus moves elsewhere (Escape still closes it). */
+  ignoreFocusOut: boolean;
   items: PickItem<T>[];
   /** The highlighted item when the user pressed Enter. */
   readonly active: PickItem<T> | undefined;
@@ -107,6 +109,10 @@ export interface Host {
 /** The running language server, as the commands see it. */
 export interface Server {
   readonly ready: boolean;
+  /** Being found, installed or started: `whenReady` will settle. */
+  readonly starting: boolean;
+  /** Settles when the current start ends: true when the server then runs. */
+  whenReady(): Promise<boolean>;
   search(params: SemanticSearchParams, token: CancelToken): Promise<SemanticSearchResult>;
   ask(params: AskCodeParams, token: CancelToken): Promise<AskCodeResult>;
   indexStatus(): Promise<IndexState>;

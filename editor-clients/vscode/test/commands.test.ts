@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Commands, SEARCH_DEBOUNCE_MS, askParams, searchTitle } from "../src/commands";
-import type { AskCodeResult, SearchItem, SemanticSearchResult } from "../src/core/protocol";
+import { Commands, SEARCH_DEBOUNCE_MS, SEARCH_REFRESH_MS, askParams, searchAgainLater, searchTitle } from "../src/commands";
+import type { AskCodeResult, IndexState, SearchItem, SemanticSearchResult } from "../src/core/protocol";
 import { AnswerView, IndexStatusBar } from "../src/views";
 import { FakeHost, FakeServer, ManualClock, flush, indexState } from "./fakes";
 
@@ -245,6 +245,93 @@ describe("Semantic Search", () => {
     server.searches[0].reject(new Error("index is corrupt"));
     await flush();
     assert.match(pick.title ?? "", /search failed: index is corrupt/);
+  });
+
+  it("stays open when the focus moves away (the answer webview takes it back late)", async () => {
+    const { host, commands } = setup();
+    await commands.semanticSearch();
+    assert.equal(host.picks[0].ignoreFocusOut, true);
+  });
+
+  it("opens while the server starts, says so, and searches once it runs", async () => {
+    const { host, commands, server, clock } = setup();
+    server.ready = false;
+    server.starting = true;
+    await commands.semanticSearch();
+    const pick = host.picks[0];
+    assert.ok(pick.shown, "no error toast: the pick opens at once");
+    assert.deepEqual(host.errors, []);
+    assert.match(pick.title ?? "", /waiting for the server/);
+    pick.type("discount");
+    clock.advance(SEARCH_DEBOUNCE_MS);
+    await flush();
+    assert.equal(server.searches.length, 0, "nothing is sent before the server runs");
+    server.finishStart(true);
+    await flush();
+    assert.equal(server.searches.length, 1);
+    assert.deepEqual(server.searches[0].params, { query: "discount", k: 20 });
+    server.searches[0].resolve(searchResult([item("compute_discount")]));
+    await flush();
+    assert.equal(pick.title, "codeask: Semantic Search");
+    assert.equal((pick.items[0].data as SearchItem | undefined)?.symbol, "compute_discount");
+  });
+
+  it("says in the open pick when the starting server did not come up", async () => {
+    const { host, commands, server } = setup();
+    server.ready = false;
+    server.starting = true;
+    await commands.semanticSearch();
+    server.finishStart(false);
+    await flush();
+    assert.match(host.picks[0].title ?? "", /not running/);
+    assert.equal(host.picks[0].busy, false);
+  });
+
+  it("asks again while the index is being built, until results from a built index arrive", async () => {
+    const { host, commands, server, clock } = setup();
+    await commands.semanticSearch();
+    const pick = host.picks[0];
+    pick.type("parse the configuration file");
+    clock.advance(SEARCH_DEBOUNCE_MS);
+    server.searches[0].resolve({ results: [], indexState: indexState({ state: "indexing", percent: 10 }) });
+    await flush();
+    assert.equal(pick.items[0].label, "No results");
+    clock.advance(SEARCH_REFRESH_MS);
+    assert.equal(server.searches.length, 2, "the same query again");
+    assert.deepEqual(server.searches[1].params, { query: "parse the configuration file", k: 20 });
+    server.searches[1].resolve(searchResult([item("load_config", 5)]));
+    await flush();
+    assert.equal((pick.items[0].data as SearchItem | undefined)?.symbol, "load_config");
+    clock.advance(SEARCH_REFRESH_MS * 5);
+    assert.equal(server.searches.length, 2, "a built index is not asked again");
+  });
+
+  it("stops asking again once the pick is closed or the query changed", async () => {
+    const { host, commands, server, clock } = setup();
+    await commands.semanticSearch();
+    const pick = host.picks[0];
+    pick.type("config");
+    clock.advance(SEARCH_DEBOUNCE_MS);
+    server.searches[0].resolve({ results: [], indexState: indexState({ state: "empty", percent: 0 }) });
+    await flush();
+    pick.type("retry");
+    clock.advance(SEARCH_DEBOUNCE_MS);
+    assert.equal(server.searches.length, 2);
+    server.searches[1].resolve({ results: [], indexState: indexState({ state: "indexing", percent: 50 }) });
+    await flush();
+    pick.hide();
+    clock.advance(SEARCH_REFRESH_MS * 5);
+    assert.equal(server.searches.length, 2);
+  });
+
+  it("asks again only when it matters: building, or no match while vectors fill in", () => {
+    const result = (state: Partial<IndexState>, n: number) => ({ results: Array.from({ length: n }, (_, i) => item(`f${i}`)), indexState: indexState(state) });
+    assert.equal(searchAgainLater(result({ state: "indexing" }, 3)), true);
+    assert.equal(searchAgainLater(result({ state: "empty" }, 0)), true);
+    assert.equal(searchAgainLater(result({ state: "ready", warming: true }, 0)), true);
+    assert.equal(searchAgainLater(result({ state: "ready", warming: true }, 2)), false, "the MiniLM tier may take minutes");
+    assert.equal(searchAgainLater(result({ state: "ready" }, 0)), false);
+    assert.equal(searchAgainLater(result({ state: "error" }, 0)), false);
   });
 
   it("warns in the title while the index warms up", () => {

@@ -105,6 +105,7 @@ export class FakeQuickPick<T> implements QuickPickPort<T> {
   title: string | undefined;
   placeholder = "";
   busy = false;
+  ignoreFocusOut = false;
   items: PickItem<T>[] = [];
   activeIndex = 0;
   shown = false;
@@ -255,6 +256,18 @@ interface Pending<T> {
 /** A server whose requests stay pending until the test resolves them. */
 export class FakeServer implements Server {
   ready = true;
+  starting = false;
+  private readyWaiters: ((up: boolean) => void)[] = [];
+  whenReady(): Promise<boolean> {
+    if (!this.starting) return Promise.resolve(this.ready);
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
+  }
+  /** The start in progress ends: running (`up`) or failed. */
+  finishStart(up: boolean): void {
+    this.starting = false;
+    this.ready = up;
+    for (const fn of this.readyWaiters.splice(0)) fn(up);
+  }
   searches: Pending<SemanticSearchResult>[] = [];
   asks: Pending<AskCodeResult>[] = [];
   statusCalls = 0;

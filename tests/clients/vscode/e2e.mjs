@@ -231,6 +231,9 @@ async function searchPick(page) {
   return input;
 }
 
+/** The answer panel's content (a webview: an iframe holding the active frame). */
+const answerFrame = (page) => page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+
 /** Run a command from the palette by its title; waits until the palette lists it. */
 async function runCommand(page, title) {
   await page.keyboard.press("Escape");
@@ -493,7 +496,7 @@ async function mainScenario(work) {
     await input.fill("How is the discount applied to an order total?");
     await page.keyboard.press("Enter");
     const asked = Date.now();
-    const frame = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+    const frame = answerFrame(page);
     const statusLine = frame.locator("#status");
     await statusLine.waitFor({ state: "attached", timeout: 30_000 });
     const states = new Set();
@@ -519,7 +522,11 @@ async function mainScenario(work) {
     const error = (await frame.locator("#error").count()) ? await frame.locator("#error").innerText() : "";
     await shot(page, "02-ask-answer.png");
     log(`answer (${deltas} deltas, states ${[...states].join(">")}): ${JSON.stringify(answer.slice(0, 200))}`);
-    if (final !== "done") throw new Error(`answer ended as ${final}: ${error}`);
+    // maxTokens 48 keeps the run short, so the model usually stops at the cap: since issue 26
+    // item 13 the panel then marks the kept answer "incomplete" (status error) instead of done.
+    const cut = final === "error" && /^incomplete: .*token limit/.test(error);
+    if (final !== "done" && !cut) throw new Error(`answer ended as ${final}: ${error}`);
+    if (cut) log(`answer marked incomplete: ${error}`);
     if (!answer) throw new Error("empty answer");
     if (!states.has("streaming") || deltas < 2) throw new Error(`answer did not stream (deltas=${deltas}, states=${[...states]})`);
     const sources = frame.locator("#sources a.source");
@@ -543,7 +550,7 @@ async function mainScenario(work) {
     await input.waitFor({ state: "visible", timeout: 15_000 });
     await input.fill("Explain retry_request step by step in great detail.");
     await page.keyboard.press("Enter");
-    const frame = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+    const frame = answerFrame(page);
     const statusLine = frame.locator("#status");
     await frame.locator("#question").filter({ hasText: "retry_request" }).waitFor({ timeout: 30_000 });
     // Cancel once tokens stream (or after 3 s of prompt evaluation, whichever comes first).
@@ -559,6 +566,16 @@ async function mainScenario(work) {
   await step("Semantic Search lists the expected function and opens it", async () => {
     await runCommand(page, "codeask: Semantic Search");
     const input = await searchPick(page);
+    // The Cancel step left the focus in the answer panel, a webview. When the palette closes,
+    // VS Code gives the focus back to it, asynchronously (two iframes deep); on a loaded machine
+    // that lands after the search pick is up, and a pick that closed on focus-out was gone
+    // before the first keystroke (issue 26 item 8: a cold CI run, no list, no server error).
+    // Do what that late restore does, every time: the pick must still be there.
+    const panel = await answerFrame(page).locator("html").boundingBox();
+    if (!panel) throw new Error("the answer panel is not visible");
+    await page.mouse.click(panel.x + panel.width - 40, panel.y + panel.height / 2); // clear of the pick
+    await sleep(500);
+    if (!(await input.isVisible())) throw new Error("the search pick closed when the focus moved to the answer panel");
     await input.pressSequentially("parse the configuration file", { delay: 40 });
     const row = quickRows(page).filter({ hasText: "load_config" }).first();
     await row.waitFor({ state: "visible", timeout: 60_000 });
