@@ -96,13 +96,14 @@ async def first_useful(folder: Path, env: dict[str, str], log: Any, keep: float)
         calls = 0
         while True:
             calls += 1
-            _, answer = await call(c, "search_code", query=QUERIES[0])
+            last, answer = await call(c, "search_code", query=QUERIES[0])
             if answer["results"]:
                 break
             await anyio.sleep(0.25)
         first = time.perf_counter() - spawned
         out = {
             "connected_s": round(connected, 2),
+            "last_call_s": round(last, 2),
             "first_useful_s": round(first, 2),
             "calls": calls,
             "index": answer["index"],
@@ -122,8 +123,9 @@ async def warm(folder: Path, env: dict[str, str], log: Any, rounds: int) -> dict
     """Restart on the existing index: first answer, then every tool's latency."""
     spawned = time.perf_counter()
     async with client(folder, env, log) as c:
+        connected = time.perf_counter() - spawned
         pid = server_pid(folder)
-        _, answer = await call(c, "search_code", query=QUERIES[1])
+        first_call, answer = await call(c, "search_code", query=QUERIES[1])
         restart = time.perf_counter() - spawned
         first_results = len(answer["results"])
         await anyio.sleep(3)  # the MiniLM query model loads in the background
@@ -158,6 +160,8 @@ async def warm(folder: Path, env: dict[str, str], log: Any, rounds: int) -> dict
             for tool, values in times.items()
         }
         return {
+            "restart_connected_s": round(connected, 2),
+            "restart_first_call_s": round(first_call, 2),
             "restart_first_answer_s": round(restart, 2),
             "restart_results": first_results,
             "restart_tiers": answer["index"]["tiers_answered"],

@@ -48,8 +48,13 @@ async def test_two_agents_and_an_editor_share_one_writer(tmp_path: Path) -> None
                 assert status_b["chunks"] == status_a["folders"][0]["chunks"]
 
                 query = "expiring cache eviction"
+
+                async def with_minilm() -> dict | None:  # B builds its query path first
+                    answer = await call(second, "search_code", query=query)
+                    return answer if "minilm" in answer["index"]["tiers_answered"] else None
+
+                b_hits = (await wait_for(with_minilm, 60))["results"]
                 a_hits = (await call(first, "search_code", query=query))["results"]
-                b_hits = (await call(second, "search_code", query=query))["results"]
                 assert [h["path"] for h in a_hits] == [h["path"] for h in b_hits]
                 editor_hits = await anyio.to_thread.run_sync(editor.search, query)
                 assert editor_hits and editor_hits[0]["uri"].endswith("src/shop/cache.py")

@@ -61,6 +61,7 @@ class FolderDriver:
         #: The MiniLM query path is built: searches use that tier from now on.
         self.query_ready = threading.Event()
         self._stop = threading.Event()
+        self._serving = threading.Event()
         self._token = CancelToken()
         self._embed_thread: threading.Thread | None = None
         self._model_thread: threading.Thread | None = None
@@ -79,9 +80,14 @@ class FolderDriver:
         if self.phase != "refused":
             self._thread.start()
 
+    def serving(self) -> None:
+        """The server answers requests: indexing may start (opening started at `start`)."""
+        self._serving.set()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop after the current file or batch, then save and release the index."""
         self._stop.set()
+        self._serving.set()
         self._token.cancel()
         deadline = time.monotonic() + timeout
         for thread in (self._thread, self._embed_thread):
@@ -130,6 +136,7 @@ class FolderDriver:
             return
         finally:
             self.opened.set()  # tools answer from what is on disk from now on
+        self._serving.wait()  # the server's own start (imports: ~2 s) first, under the GIL
         if self.folder is not None and not self.folder.read_only:
             self._guarded(lambda: self._full(rebuild=False))
         while not self._stop.is_set():

@@ -21,7 +21,7 @@ MAX_CHARS: dict[str, int] = {
 }
 #: Results per call at most (`k`).
 MAX_K = 50
-#: A tool answer's default and largest size, in estimated tokens (prompt.estimate_tokens).
+#: A tool answer's default and largest size, in tokens (characters / 4: results.tokens).
 DEFAULT_MAX_TOKENS = 6_000
 MAX_MAX_TOKENS = 30_000
 #: A file read from disk for `find_related` (a file not indexed yet) at most.

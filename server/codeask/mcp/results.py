@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from codeask.core.git.commits import BlameInfo
-from codeask.core.lexical import code_tokens, expand_query, query_terms
-from codeask.core.prompt import estimate_tokens, redact_secrets
+from codeask.core.lexical import expand_query, query_terms
+from codeask.core.prompt import redact_secrets
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.retrieve import Hit
 
@@ -28,10 +28,12 @@ SHRINK_STEPS = (12, 6, 3, 1)
 LINES_ABOVE = 2
 #: A snippet line is cut to this many characters (minified code, data blobs).
 LINE_CHARS = 240
+CHARS_PER_TOKEN = 4
 
 
 def query_words(query: str) -> frozenset[str]:
-    """The code-aware terms of a query (with the stems of its prose words)."""
+    """The code-aware terms of a query (with the stems of its prose words), lower-cased: a
+    snippet line scores one per term it contains."""
     return frozenset(query_terms(expand_query(query)))
 
 
@@ -41,7 +43,8 @@ def snippet(chunk: Chunk, words: frozenset[str], lines: int) -> tuple[int, str]:
     if len(body) <= lines:
         start = 0
     else:
-        scores = [len(words.intersection(code_tokens(line))) for line in body]
+        lowered = [line.lower() for line in body]
+        scores = [sum(word in line for word in words) for line in lowered]
         best = max(range(len(body)), key=lambda i: (scores[i], -i))
         start = 0 if scores[best] == 0 else max(0, min(best - LINES_ABOVE, len(body) - lines))
     kept = [line[:LINE_CHARS] for line in body[start : start + lines]]
@@ -61,7 +64,7 @@ def hit_json(hit: Hit, words: frozenset[str], lines: int) -> dict[str, Any]:
     item: dict[str, Any] = {
         "path": str(hit.abs_path) if chunk.path else str(hit.root),
         "lines": f"{chunk.start_line}-{chunk.end_line}",
-        "symbol": clean(qualified(chunk)),
+        "symbol": qualified(chunk),  # from text redacted when indexed (names hold no literal)
         "kind": chunk.kind,
         "score": round(hit.score, 4),
         "snippet_start": first,
@@ -123,5 +126,6 @@ def dumps(payload: dict[str, Any]) -> str:
 
 
 def tokens(payload: dict[str, Any]) -> int:
-    """The estimated tokens of an answer as sent."""
-    return estimate_tokens(dumps(payload))
+    """The tokens of an answer as sent, estimated as characters / 4 (the measure agents'
+    token budgets and benchmarks/mcp_tokens.py use; prompt.estimate_tokens is ~10x slower)."""
+    return -(-len(dumps(payload)) // CHARS_PER_TOKEN)

@@ -48,6 +48,8 @@ def run(drivers: list[FolderDriver], wire: tuple[BinaryIO, BinaryIO]) -> int:
     """Serve the started `drivers` over `wire` until the agent closes stdin; returns the exit
     code. The folders are saved and released on the way out."""
     server = build_server(drivers)
+    for driver in drivers:
+        driver.serving()
     try:
         anyio.run(_serve, server, *wire)
     finally:

@@ -151,7 +151,7 @@ class Tools:
         if chunk is not None:
             payload["at"] = {
                 "lines": f"{chunk.start_line}-{chunk.end_line}",
-                "symbol": results.clean(results.qualified(chunk)),
+                "symbol": results.qualified(chunk),
                 "kind": chunk.kind,
             }
         words = results.query_words(chunk.symbol if chunk is not None else "")
@@ -184,7 +184,7 @@ class Tools:
             {
                 "path": str(hit.abs_path) if hit.path else "",
                 "lines": f"{hit.chunk.start_line}-{hit.chunk.end_line}",
-                "symbol": results.clean(results.qualified(hit.chunk)),
+                "symbol": results.qualified(hit.chunk),
                 "kind": hit.chunk.kind,
             }
             for hit in context.sources
