@@ -103,7 +103,7 @@ def test_the_wheel_alone_in_a_fresh_venv_indexes_and_searches_offline(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "shapes.py").write_text(SOURCE)
-    run([codeask_bin, "index", str(workspace)], cwd=tmp_path, env=env)
+    run([codeask_bin, "index", "--full", str(workspace)], cwd=tmp_path, env=env)
     # Dense only, and no word shared with the code: the packaged model must have run.
     query = "compute the total price of a bill including tax"
     search = [codeask_bin, "search", query, "--root", str(workspace), "--mode", "dense"]

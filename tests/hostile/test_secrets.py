@@ -262,7 +262,7 @@ def test_real_embedder_never_sees_a_value(tmp_path: Path) -> None:
     root.mkdir()
     write(root, "settings.py", _module(formats))
     ws = Workspace(tmp_path, root, [s.value for s in formats], [], {}, cli_env(tmp_path))
-    _, log = codeask(ws, "index", str(root))
+    _, log = codeask(ws, "index", "--full", str(root))
     cache = every_byte(tmp_path / "cache").decode("utf-8", errors="replace")
     stored = every_byte(root / ".codeask").decode("utf-8", errors="replace")
     computed = re.search(r"100% embedded \((\d+) computed\)", log)

@@ -200,7 +200,7 @@ def indexed(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     root.mkdir()
     (root / "calc.py").write_text('def add(a, b):\n    """Add two numbers."""\n    return a + b\n')
     env = env_for(tmp_path)
-    run = codeask("index", str(root), cwd=root, env=env, timeout=300)
+    run = codeask("index", "--full", str(root), cwd=root, env=env, timeout=300)
     assert run.returncode == 0, run.stderr.decode()
     return root, env
 

@@ -320,7 +320,7 @@ def test_fifty_sigkills_of_index_under_a_running_server(
     last_generation = 0
     kills = {"running": 0, "already exited": 0}
     # the CLI is the writer first (killed mid-run); the server starts read-only and takes over
-    first = spawn("index", cwd=project, env=env)
+    first = spawn("index", "--full", cwd=project, env=env)
     time.sleep(1.5)
     server = LspPipe([project], env, tmp_path / "serve.log").start()
     try:

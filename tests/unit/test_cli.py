@@ -105,3 +105,23 @@ def test_search_and_ask_flags_become_filters_in_one_place() -> None:
     )
     ask = build_parser().parse_args(["ask", "why?", "--lang", "go", "--path", "src/**"])
     assert Filters.from_options(ask) == Filters(language="go", path_glob="src/**")
+
+
+@pytest.mark.slow
+def test_index_returns_after_the_first_pass_and_full_completes_the_minilm_tier(
+    project: Path,
+) -> None:
+    """The quick start's `codeask index` must not wait minutes for the MiniLM tier (issue 26)."""
+    first = codeask("index", str(project), cwd=project)
+    assert first.returncode == 0, first.stderr
+    assert "`codeask index --full` completes it" in first.stderr
+    summary = json.loads(codeask("index", "--json", str(project), cwd=project).stdout)[0]
+    assert summary["static_embedded"] == summary["chunks"] > 0
+    assert summary["minilm_pending"] == summary["chunks"]
+    found = codeask("search", "draw the bill as a document", "--json", cwd=project)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"][0]["symbol"] == "render_invoice_pdf"
+    full = codeask("index", "--full", "--json", str(project), cwd=project)
+    assert json.loads(full.stdout)[0]["minilm_pending"] == 0
+    again = codeask("index", str(project), cwd=project)
+    assert "--full" not in again.stderr  # nothing left to complete: no hint

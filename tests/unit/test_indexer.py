@@ -284,7 +284,7 @@ def test_kill_9_during_indexing_then_restart(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "ws", files)
     env = {**os.environ, "CODEASK_INDEX__CHECKPOINT_SECONDS": "0.2"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codeask", "index", str(root)],
+        [sys.executable, "-m", "codeask", "index", "--full", str(root)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

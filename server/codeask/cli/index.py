@@ -28,6 +28,8 @@ from codeask.progress_view import ProgressOutput, progress_interval
 
 #: How often a waiting `codeask index` retries the writer lock.
 WAIT_POLL_SECONDS = 0.5
+#: MiniLM tier throughput measured on 2 shared cores (benchmarks/README.md): for the estimate.
+MINILM_CHUNKS_PER_SECOND = 17.0
 
 
 class IndexBusyError(UserError):
@@ -43,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if publish:
         if args.lexical_only:
             raise UserError("--backend postgres publishes vectors: it cannot run --lexical-only")
+        args.full = True  # a published index carries every tier
         os.environ["CODEASK_INDEX__BACKEND"] = "postgres"  # this run shares the team's vectors
     reports = []
     published: list[str] = []
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             with _progress_bar(args, root) as progress:
                 refresh = folder.rebuild if args.rebuild else folder.refresh
-                report = refresh(progress=progress, cancel=token, embed=not args.lexical_only)
+                full = args.full and not args.lexical_only
+                report = refresh(progress=progress, cancel=token, embed=full)
         except KeyboardInterrupt:
             token.cancel()
             folder.close()
@@ -72,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
         print_json([_index_summary(root, report, status) for root, report, status in reports])
     else:
         for root, report, status in reports:
-            _print_index_summary(root, report, status, verbose=args.verbose > 0)
+            _print_index_summary(
+                root, report, status, verbose=args.verbose > 0, hint_full=not args.lexical_only
+            )
     for line in published:
         sys.stderr.write(line + "\n")
     return EXIT_OK
@@ -171,12 +177,13 @@ def _index_summary(root: Path, report: IndexReport, status: IndexStatus) -> dict
         "embedded": status.embedded,
         "static_embedded": status.static_embedded,
         "static_computed": report.static_computed,
+        "minilm_pending": status.chunks - status.embedded if "minilm" in status.tiers else 0,
         "index_dir": status.index_dir,
     }
 
 
 def _print_index_summary(
-    root: Path, report: IndexReport, status: IndexStatus, *, verbose: bool
+    root: Path, report: IndexReport, status: IndexStatus, *, verbose: bool, hint_full: bool
 ) -> None:
     err = sys.stderr
     err.write(
@@ -188,6 +195,20 @@ def _print_index_summary(
     )
     if report.skipped and not verbose:  # with -v they were logged one by one above
         err.write("  skipped files are listed with -v\n")
+    if hint_full and "minilm" in status.tiers and status.embedded < status.chunks:
+        missing = status.chunks - status.embedded
+        err.write(
+            f"  first pass done (lexical + static vectors): search away. The MiniLM tier has "
+            f"{status.embedded}/{status.chunks} chunks; `codeask index --full` completes it "
+            f"(~{_minutes(missing)} on 2 cores), or an editor's codeask server fills it in "
+            "the background\n"
+        )
+
+
+def _minutes(chunks: int) -> str:
+    """How long the MiniLM tier takes for `chunks`, at the ~17 chunks/s measured on 2 cores."""
+    seconds = chunks / MINILM_CHUNKS_PER_SECOND
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s"
 
 
 def _progress_bar(args: argparse.Namespace, root: Path) -> ProgressOutput:

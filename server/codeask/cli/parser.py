@@ -28,7 +28,16 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("paths", nargs="*", help="folders to index (default: this project)")
     index.add_argument("--rebuild", action="store_true", help="forget the index and rebuild it")
     index.add_argument(
-        "--lexical-only", action="store_true", help="skip embedding (search is lexical)"
+        "--full",
+        action="store_true",
+        help="also wait for the MiniLM tier (minutes: ~17 chunks/s on 2 cores); without it, "
+        "index returns once the first pass (lexical + static vectors) is searchable",
+    )
+    index.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="the first pass only, never the MiniLM tier (the default without --full; "
+        "kept for scripts)",
     )
     index.add_argument(
         "--no-wait",

@@ -101,7 +101,8 @@ def _print_hits(result: SearchResult, elapsed: float) -> None:
         for line in hit.preview(2).splitlines():  # bidi overrides and controls shown escaped
             out.write(f"    {display_text(line[:120])}\n")
     note = (
-        f"  (dense results filling in: {result.embedded}/{result.chunks} embedded)"
+        f"  (MiniLM tier {result.embedded}/{result.chunks}: the first pass answered; "
+        "`codeask index --full` or an editor's codeask server completes it)"
         if result.warming
         else ""
     )
