@@ -18,6 +18,7 @@ from mcp_harness import (
     build_project,
     call,
     complete,
+    gitrepo,
     mcp_session,
     server_env,
     wait_for,
@@ -144,8 +145,7 @@ async def test_answers_while_the_index_is_being_built(tmp_path: Path) -> None:
         '    """Locate the needle."""\n'
         '    return haystack.index("needle")\n'
     )
-    build = __import__("mcp_harness").gitrepo
-    build.commit(build.make_repo(root), files, "many handlers")
+    gitrepo.commit(gitrepo.make_repo(root), files, "many handlers")
     async with mcp_session(root) as client:
         started = time.monotonic()
         first = await call(client, "search_code", query="find_the_needle")

@@ -8,8 +8,8 @@ agent sees the reason), never a crash.
 
 from __future__ import annotations
 
+import functools
 import re
-import threading
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -26,7 +26,7 @@ from codeask.core.operations import (
     related_at,
     search_now,
 )
-from codeask.core.records import CODE_KINDS, HISTORY_KINDS, TEXT_KINDS
+from codeask.core.records import CODE_KINDS, TEXT_KINDS
 from codeask.core.retrieve import Filters
 from codeask.mcp import results, status
 from codeask.mcp.folders import FolderDriver
@@ -67,7 +67,6 @@ class Tools:
 
     def __init__(self, drivers: list[FolderDriver]) -> None:
         self.drivers = drivers
-        self._lock = threading.Lock()
 
     # ---- the folders as they are now -----------------------------------------------------------
     def folders(self) -> list[FolderIndex]:
@@ -287,7 +286,6 @@ class Tools:
 
 def _tool_errors(tool: Any) -> Any:
     """ArgumentError → ToolError (the agent sees the reason as the tool's error text)."""
-    import functools
 
     @functools.wraps(tool)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -322,6 +320,3 @@ def _date(name: str, value: str | None) -> str | None:
 def _literal_glob(rel: str) -> str:
     """A path as a gitignore pattern matching only itself (wildcards escaped, anchored)."""
     return "/" + re.sub(r"([\\*?\[\]!#])", r"\\\1", rel)
-
-
-__all__ = ["HISTORY_KINDS", "Tools"]
