@@ -52,7 +52,7 @@ def flip_middle_byte(path: Path) -> None:
 
 
 def index_json(root: Path, env: dict[str, str], *extra: str) -> tuple[dict[str, object], str]:
-    result = codeask("-v", "index", "--json", *extra, cwd=root, env=env)
+    result = codeask("-v", "index", "--full", "--json", *extra, cwd=root, env=env)
     assert result.returncode == 0, result.stderr
     return dict(json.loads(result.stdout)[0]), result.stderr
 
@@ -109,7 +109,7 @@ def test_one_damaged_snapshot_file_costs_only_itself(
     root = git_project(tmp_path / "proj")
     first, _ = index_json(root, warm_env)
     manifest, _ = live_snapshot(root / ".codeask")
-    ext = "hnsw" if component == "vectors" else "msgpack"
+    ext = "npz" if component == "vectors" else "msgpack"
     flip_middle_byte(root / ".codeask" / f"gen-{manifest.generation:06d}" / f"{component}.{ext}")
     (root / ".codeask" / "lexical.sqlite").unlink()  # no shortcut: readers use the snapshot
 

@@ -72,7 +72,7 @@ def test_a_damaged_static_component_rebuilds_only_that_tier(tmp_path: Path) -> N
     chunks_before = set(folder.store.chunks)
     folder.close()
     live = tmp_path / ".codeask" / (tmp_path / ".codeask" / "CURRENT").read_text()
-    damaged = live / "static.hnsw"
+    damaged = live / "static.npz"
     blob = bytearray(damaged.read_bytes())
     blob[len(blob) // 2] ^= 0xFF
     damaged.unlink()

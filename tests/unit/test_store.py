@@ -74,7 +74,7 @@ def test_model_change_starts_clean_with_reason(tmp_path: Path) -> None:
     assert loaded.chunks == {}
 
 
-@pytest.mark.parametrize("name", ["vectors.hnsw", "chunks.msgpack", "files.msgpack"])
+@pytest.mark.parametrize("name", ["vectors.npz", "chunks.msgpack", "files.msgpack"])
 def test_truncated_component_is_detected(tmp_path: Path, name: str) -> None:
     store = filled_store(tmp_path / "idx")
     live = tmp_path / "idx" / f"gen-{store.generation:06d}" / name
@@ -83,7 +83,7 @@ def test_truncated_component_is_detected(tmp_path: Path, name: str) -> None:
     live.write_bytes(data[: len(data) // 2])
     loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
     assert name in reason and "truncated" in reason
-    if name == "vectors.hnsw":  # only the vectors are lost: chunks stay, they embed again
+    if name == "vectors.npz":  # only the vectors are lost: chunks stay, they embed again
         assert loaded.chunks.keys() == store.chunks.keys() and not loaded.vectors.live
     else:
         assert loaded.chunks == {}

@@ -4,7 +4,7 @@ Layout of an index folder:
 
     CURRENT                 name of the live snapshot folder (replaced atomically)
     gen-000007/manifest.json  schema, model, dim, generation, next id, size+blake2b of each file
-    gen-000007/files.msgpack, chunks.msgpack, history.msgpack, vectors.hnsw, static.hnsw
+    gen-000007/files.msgpack, chunks.msgpack, history.msgpack, vectors.npz, static.npz
 
 A snapshot folder is written completely (temp files, fsync) before CURRENT points at it, so a
 kill at any moment leaves either the old or the new snapshot live, never a mix. This module
@@ -27,8 +27,8 @@ _EXT = {
     "files": "msgpack",
     "chunks": "msgpack",
     "history": "msgpack",
-    "vectors": "hnsw",
-    "static": "hnsw",
+    "vectors": "npz",
+    "static": "npz",
 }
 
 

@@ -95,7 +95,7 @@ class SnapshotLoader:
         """Damaged vectors: keep the chunks; they embed again (from the content-hash cache)."""
         try:
             self.snapshots.verify(live, "vectors", manifest)
-            return VectorIndex.load(live / "vectors.hnsw", self.dim, len(known) + 1024, known)
+            return VectorIndex.load(live / "vectors.npz", self.dim, len(known) + 1024, known)
         except (StoreError, RuntimeError, OSError, ValueError) as exc:
             self._lost("vectors", f"{exc}; kept the chunks, they are embedded again")
             return VectorIndex(self.dim)
@@ -111,7 +111,7 @@ class SnapshotLoader:
                     f"(dim {manifest.static_dim}), configured is '{self.static_model}'"
                 )
             self.snapshots.verify(live, "static", manifest)
-            path = live / "static.hnsw"
+            path = live / "static.npz"
             return VectorIndex.load(path, self.static_dim, len(known) + 1024, known)
         except (StoreError, RuntimeError, OSError, ValueError) as exc:
             self._lost("static", f"{exc}; kept the chunks, the static tier is rebuilt")

@@ -5,7 +5,7 @@ the indexer writes it through `IndexWriter`. `Storage` is both. Each implementat
 locking (callers never take a store's lock) and whatever caches it keeps (the symbol table of
 the local one lives on the instance, not in a module keyed by `id(store)`).
 
-Implementations: `core/storage_local.py` (`LocalStorage`: hnswlib tiers + msgspec snapshots +
+Implementations: `core/storage_local.py` (`LocalStorage`: exact vector tiers + msgspec snapshots +
 SQLite FTS5, the default). How to add another: docs/storage.md.
 
 Chunk ids are the implementation's business: callers only pass back ids it handed out

@@ -1,9 +1,10 @@
 """`LocalStorage`: the default `Storage` (core/storage.py), an adapter over the local parts.
 
 Chunks, files and history live in `IndexStore` (catalog + msgspec snapshots), vectors in its
-hnswlib tiers (chunk ids are the hnsw labels), lexical rows in `LexicalIndex` (SQLite FTS5 and
-its in-memory copy; chunk ids are the FTS rowids). This class takes the store's lock where a
-call must see or change several parts at once, and owns the symbol table retrieval asks.
+tiers (one float32 matrix each, rows keyed by chunk id: core/vectors.py), lexical rows in
+`LexicalIndex` (SQLite FTS5 and its in-memory copy; chunk ids are the FTS rowids). This class
+takes the store's lock where a call must see or change several parts at once, and owns the
+symbol table retrieval asks.
 """
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ class IndexStore:
         if name in PARTS:
             fsync_write(path, self.catalog.encode(name))
         else:
-            self.tiers.tier(name).save(path)
+            fsync_write(path, self.tiers.tier(name).encode())
 
     def disk_bytes(self) -> int:
         """Size of the index folder on disk."""

@@ -42,7 +42,7 @@ Where it differs from `LocalStorage` of the index that was published (and why):
 - `vector()` returns the halfvec (fp16) the revision stores: within ~1e-3 per component of the
   local float32 vector; `dense_top_k` similarities differ by as much, so two neighbours whose
   similarities are within ~1e-4 may swap (the test saw one pair 1.3e-5 apart). Its ranking is
-  pgvector's HNSW (iterative scan) where local uses hnswlib: both approximate; on small
+  pgvector's HNSW (iterative scan), approximate, where local search is exact; on small
   revisions both are exact and agree otherwise.
 - `lexical_top_k` / `lexical_files`: after the first few queries (or `warm_up`), a background
   thread reads the revision's rows once and builds its chunk and whole-file BM25 tables in
