@@ -168,7 +168,8 @@ class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_tokens: int = 1024
     """Longest answer, in tokens."""
     context_tokens: int = 8192
-    """The model's context window; the prompt is budgeted to fit it with room for the answer."""
+    """The model's context window; the prompt is budgeted to fit it with room for the answer.
+    A server that reports a smaller window (llama.cpp's /props, Ollama's /api/show) bounds it."""
     connect_timeout: float = 2.0
     """Seconds to wait for a connection."""
     read_timeout: float = 60.0

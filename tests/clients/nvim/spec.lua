@@ -477,7 +477,11 @@ it(
       return view.status ~= 'waiting' and view.status ~= 'streaming'
     end)
     eq(view.status, 'done', 'status (' .. tostring(view.message) .. ')')
-    eq(view.message, nil, 'no LLM error')
+    -- SmolLM2 may reach the test's token cap: that answer is marked incomplete, not an error.
+    truthy(
+      view.message == nil or view.message:find('^incomplete: the model stopped at its token limit'),
+      'no LLM error but the token cap: ' .. tostring(view.message)
+    )
     truthy(#vim.trim(view.text) > 0, 'non-empty answer')
     truthy(#streamed > #('# ' .. params.question), 'streamed text was shown before the end')
     local text = buf_text(view.buf)
