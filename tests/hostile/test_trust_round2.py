@@ -305,3 +305,22 @@ def test_status_of_a_folder_never_indexed_says_so(tmp_path: Path) -> None:
     assert as_json.returncode == 1
     row = json.loads(as_json.stdout)[0]
     assert row["indexed"] is False and row["embedded_percent"] == 0.0
+
+
+def test_ask_source_lines_escape_bidi_overrides_in_subjects_and_headings(tmp_path: Path) -> None:
+    """`codeask ask` prints its sources as `path:line symbol` / `commit <sha> <subject>`."""
+    from codeask.cli.ask import source_line
+    from codeask.core.records import Chunk
+    from codeask.core.retrieve import Hit
+
+    commit = Chunk(
+        path="a.py", language="git", kind="commit", start_line=1, end_line=1,
+        text="x", symbol="0123456789", meta={"subject": "fix \u202eevil\nforged"},
+    )  # fmt: skip
+    heading = Chunk(
+        path="README.md", language="markdown", kind="section", start_line=3, end_line=9,
+        text="y", symbol="Intro \u202e reversed",
+    )  # fmt: skip
+    for chunk in (commit, heading):
+        line = source_line(Hit(chunk=chunk, score=1.0, root=tmp_path))
+        assert "\u202e" not in line and "\n" not in line and "\\u202e" in line, line

@@ -29,6 +29,7 @@ from codeask.config import LLMSettings, user_config_path
 from codeask.core.ask import AskRequest, AskResult, ask, check_question, index_note, source_path
 from codeask.core.indexer import FolderIndex
 from codeask.core.llm import provider_choices, resolve
+from codeask.core.names import display_text
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.retrieve import Filters, Hit
 
@@ -144,9 +145,9 @@ def source_line(hit: Hit, multi: bool = False) -> str:
     if chunk.kind in HISTORY_KINDS:
         subject = chunk.meta.get("subject", "")
         where = f"{source_path(hit, multi)}:{chunk.start_line} " if chunk.kind == "hunk" else ""
-        return f"{where}{chunk.kind} {chunk.symbol} {subject}".rstrip()
+        return f"{where}{chunk.kind} {chunk.symbol} {display_text(subject)}".rstrip()
     name = f"{chunk.parent}.{chunk.symbol}" if chunk.parent else chunk.symbol
-    return f"{source_path(hit, multi)}:{chunk.start_line} {name}".rstrip()
+    return f"{source_path(hit, multi)}:{chunk.start_line} {display_text(name)}".rstrip()
 
 
 def _result_json(result: AskResult, multi: bool, prompt_only: bool) -> dict[str, Any]:
