@@ -61,7 +61,9 @@ describe("package.json", () => {
   const python = join(root, "..", "..", ".venv", "bin", "python");
   const hasServer = existsSync(python) && spawnSync(python, ["-c", "import codeask.config"]).status === 0;
   it("restricts every setting the server protects", { skip: hasServer ? false : "no repo venv with codeask" }, () => {
-    const script = "import json\nfrom codeask.config import PROTECTED\nprint(json.dumps(sorted(PROTECTED)))";
+    // Protected settings, and the limits a repository may only lower (BOUNDED_FIELDS): a
+    // workspace value in an untrusted workspace could raise them, so VS Code must ignore it.
+    const script = "import json\nfrom codeask.config import PROTECTED, BOUNDED_FIELDS\nprint(json.dumps(sorted(PROTECTED | BOUNDED_FIELDS)))";
     const protectedNames: string[] = JSON.parse(execFileSync(python, ["-c", script], { encoding: "utf8" }));
     const camel = (s: string) => s.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
     for (const name of protectedNames) {

@@ -38,7 +38,8 @@ export const TRUST_KEY = "trustWorkspace";
 
 /**
  * Settings that decide where code and credentials go or which program runs: the server's
- * protected settings (`codeask.config.PROTECTED`, camelCased) and the server executable. In an
+ * protected settings (`codeask.config.PROTECTED`, camelCased), the limits a repository may only
+ * lower (`codeask.config.BOUNDED_FIELDS`) and the server executable. In an
  * untrusted workspace VS Code ignores their workspace values (package.json
  * `capabilities.untrustedWorkspaces.restrictedConfigurations`), and so does `explicitValue`.
  */
@@ -48,6 +49,8 @@ export const RESTRICTED_KEYS = [
   "llm.provider",
   "llm.baseUrl",
   "llm.apiKeyEnv",
+  "llm.maxTokens",
+  "llm.contextTokens",
   "index.location",
   "embed.model",
 ] as const;
