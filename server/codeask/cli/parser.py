@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
         "there (CI, writer role; the DSN is read from the variable index.dsn_env names)",
     )
     index.add_argument(
-        "--repo-name", help="the repository's name in the team index (default: origin's URL)"
+        "--repo-name",
+        help="the repository's name in the team index (default: the origin URL, else the folder "
+        "name; the name is printed)",
     )
     index.add_argument("--json", action="store_true")
 
