@@ -26,6 +26,7 @@ from codeask.core import background
 from codeask.core.discover import SkippedFile
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import CancelToken, FolderIndex, IndexReport, Progress, RootRefused
+from codeask.core.static_embed import load_static_embedder
 from codeask.core.writer_lock import LockInfo, holder, take_request
 
 log = logging.getLogger("codeask.mcp")
@@ -136,6 +137,9 @@ class FolderDriver:
             return
         finally:
             self.opened.set()  # tools answer from what is on disk from now on
+        folder = self.folder
+        if folder is not None and "static" in folder.settings.embed.tiers:
+            self._guarded(lambda: load_static_embedder(folder.settings))  # every search uses it
         self._serving.wait()  # the server's own start (imports: ~2 s) first, under the GIL
         if self.folder is not None and not self.folder.read_only:
             self._guarded(lambda: self._full(rebuild=False))
