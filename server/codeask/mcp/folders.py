@@ -1,14 +1,16 @@
 """Each workspace folder's index behind the MCP server, kept current in the background.
 
 Tools never wait for indexing: they read whatever the folder's `FolderIndex` holds now. Two
-threads per folder, both at background priority (core/background.py), as the language server
-runs them (lsp/folders) but without its editor plumbing (saves, `$/progress`, settings):
+threads per folder, as the language server runs them (lsp/folders) but without its editor
+plumbing (saves, `$/progress`, settings):
 
 - the index thread opens the index (`mode="auto"`: the writer when the lock is free, else a
   reader of the writer's snapshots), runs full passes when it writes (the first, a rescan when
   HEAD moves or every `RESCAN_SECONDS`, a rebuild another process asked for), and polls every
   `POLL_SECONDS`: a reader reloads new snapshots and becomes the writer once the lock frees;
-- the embedding thread fills the MiniLM backlog after each pass, then loads the query path.
+- the embedding thread fills the MiniLM backlog after each pass, then loads the query path,
+  at background priority (core/background.py). The index thread is not lowered: an agent waits
+  for its first pass, while the editor's server lowers it to keep hovers fast.
 
 So a second `codeask mcp`, or an editor's `codeask serve`, on the same folder never indexes
 or embeds it twice: one writes, the others follow (core/writer_lock.py).
@@ -125,7 +127,6 @@ class FolderDriver:
 
     # ---- the index thread ----------------------------------------------------------------------
     def _main(self) -> None:
-        background.lower_this_thread()
         try:
             self._open()
         except RootRefused as exc:
