@@ -251,7 +251,11 @@ class AskCodeResult(msgspec.Struct, rename="camel", omit_defaults=True):
         str | None, _doc("Set when the LLM call failed or was stopped; sources are still there.")
     ] = None
     incomplete: Annotated[
-        bool, _doc("`answer` is what arrived before `error` stopped it (a cap, a deadline).")
+        bool,
+        _doc(
+            "`answer` is what arrived before `error` stopped it (a cap, a deadline, or the "
+            "server's own ending: its token cap or a content filter)."
+        ),
     ] = False
 
 

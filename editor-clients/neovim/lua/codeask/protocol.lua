@@ -87,7 +87,7 @@
 ---@field truncated boolean
 ---@field indexState codeask.IndexState
 ---@field error? string Set when the LLM call failed or was stopped; sources are still there.
----@field incomplete? boolean `answer` is what arrived before `error` stopped it (a cap, a deadline).
+---@field incomplete? boolean `answer` is what arrived before `error` stopped it (a cap, a deadline, or the server's own ending: its token cap or a content filter).
 
 ---@class codeask.AskSource
 ---@field uri string

@@ -132,7 +132,7 @@ export interface AskCodeResult {
   indexState: IndexState;
   /** Set when the LLM call failed or was stopped; sources are still there. */
   error?: string;
-  /** `answer` is what arrived before `error` stopped it (a cap, a deadline). */
+  /** `answer` is what arrived before `error` stopped it (a cap, a deadline, or the server's own ending: its token cap or a content filter). */
   incomplete?: boolean;
 }
 
