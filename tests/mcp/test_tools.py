@@ -86,6 +86,16 @@ async def test_every_tool_on_a_real_repository(project: Path) -> None:
         paths = {r["path"] for r in related["results"]}
         assert str(project / "src/shop/parser.py") in paths
 
+        # a file the index has not seen yet (no rescan before 60 s): cut from its text
+        (project / "src/shop/fresh.py").write_text(
+            "from shop.cache import ExpiringCache\n\n\ndef warm_cache(keys):\n"
+            "    cache = ExpiringCache(ttl_seconds=60)\n    return [cache.get(k) for k in keys]\n",
+            encoding="utf-8",
+        )
+        fresh = await call(client, "find_related", path="src/shop/fresh.py", line=5)
+        assert fresh["at"]["symbol"] == "warm_cache"
+        assert str(project / "src/shop/cache.py") in {r["path"] for r in fresh["results"]}
+
         context = await call(client, "get_context", question="How is an expression tokenized?")
         assert "tokenize_expression" in context["context"]
         assert any(s["path"].endswith("src/shop/parser.py") for s in context["sources"])
