@@ -33,7 +33,7 @@ from typing import Any
 from benchmarks.retrieval import load_instances, parse_overrides, require
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.retrieve import rank_files, search
+from codeask.core.retrieve import Filters, fused_candidates, rank_files, search
 
 #: Where repos.tar.xz is unpacked when the eval folder has no repos/.
 DEFAULT_WORK = Path.home() / ".cache" / "codeask-eval" / "search"
@@ -87,17 +87,35 @@ def sources_dir(eval_dir: Path, work: Path, repos: list[Repo]) -> Path:
     return work
 
 
-def open_repo(folder: Path, index_home: Path, overrides: list[str]) -> FolderIndex:
-    """The repository as a user's workspace folder, its index in `index_home` (outside it)."""
-    base = {"index": {"location": str(index_home)}, "history": {"enabled": False}}
+def open_repo(
+    folder: Path, index_home: Path, overrides: list[str], cache: Path | None = None
+) -> FolderIndex:
+    """The repository as a user's workspace folder, its index in `index_home` (outside it);
+    with `cache`, vectors are computed afresh there instead of coming from the user's shared
+    content-hash cache (which would make a repeated run's index time a cache read)."""
+    base: dict[str, Any] = {"index": {"location": str(index_home)}, "history": {"enabled": False}}
+    if cache is not None:
+        base["embed"] = {"cache_dir": str(cache)}
     settings, warnings = build_settings(base, parse_overrides(overrides))
     if warnings:
         raise SystemExit("; ".join(warnings))
     return FolderIndex(folder, settings)
 
 
-def ask(folder: FolderIndex, question: str, depth: int) -> list[str]:
-    """Files for one question, best first: `codeask search`'s hits ranked into files."""
+#: How chunk hits become files: `search` ranks `codeask search`'s diversified hits (k = depth)
+#: with rank_files (the default); `hits` keeps the order in which `codeask search` (k = the
+#: setting) shows files; `candidates` ranks every fused candidate, as benchmarks/retrieval.py does.
+FILES_FROM = ("search", "hits", "candidates")
+
+
+def ask(folder: FolderIndex, question: str, depth: int, files_from: str = "search") -> list[str]:
+    """Files for one question, best first, deduplicated."""
+    if files_from == "candidates":
+        hits = fused_candidates([folder], question, filters=Filters())
+        return [path for path, _ in rank_files(hits, depth)]
+    if files_from == "hits":
+        shown = search([folder], question).hits
+        return list(dict.fromkeys(hit.path for hit in shown))[:depth]
     result = search([folder], question, k=depth)
     return [path for path, _ in rank_files(result.hits, depth)]
 
@@ -110,7 +128,7 @@ def answer_repo(
     timings: Timings,
 ) -> list[dict[str, Any]]:
     """Index one repository (first pass) and answer its questions; one line on stderr."""
-    folder = open_repo(folder_path, args.index_home, args.set)
+    folder = open_repo(folder_path, args.index_home, args.set, args.cache)
     try:
         started = time.perf_counter()
         folder.refresh(embed=args.full)
@@ -118,11 +136,11 @@ def answer_repo(
         chunks = folder.status().chunks
         timings.chunks[repo.name] = chunks
         if questions:  # warm: the first query loads what a running server already holds
-            ask(folder, questions[0]["query"], args.depth)
+            ask(folder, questions[0]["query"], args.depth, args.files_from)
         lines, latencies = [], []
         for question in questions:
             t0 = time.perf_counter()
-            ranked = ask(folder, question["query"], args.depth)
+            ranked = ask(folder, question["query"], args.depth, args.files_from)
             latencies.append((time.perf_counter() - t0) * 1000)
             lines.append({"qid": question["qid"], "results": [repo.prefix(p) for p in ranked]})
     finally:
@@ -192,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
     started, timings, lines = time.perf_counter(), Timings(), []
     with tempfile.TemporaryDirectory(prefix="codeask-search-eval-") as scratch:
         if args.index_home is None:  # a fresh index each run: index time is a first pass
-            args.index_home = Path(scratch)
+            args.index_home = Path(scratch) / "indexes"
+        # a fresh vector cache too, unless MiniLM is wanted (its model lives in the user cache)
+        args.cache = None if args.full or args.warm_cache else Path(scratch) / "cache"
         for repo in chosen:
             folder = sources / repo.name / repo.root
             if not folder.is_dir():
@@ -235,7 +255,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--depth", type=int, default=50, help="ranked files per question")
     parser.add_argument(
+        "--files-from",
+        choices=FILES_FROM,
+        default="search",
+        help="search: codeask search's hits ranked into files (default); hits: files in the "
+        "order codeask search shows them; candidates: every fused candidate (retrieval.py's way)",
+    )
+    parser.add_argument(
         "--full", action="store_true", help="also the MiniLM tier (`codeask index --full`)"
+    )
+    parser.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="take vectors from the user's embedding cache (default: a fresh one per run)",
     )
     parser.add_argument("--per-query", type=Path, help="the scorer's per-question rows, here")
     parser.add_argument("-v", "--verbose", action="store_true")
