@@ -213,8 +213,10 @@ it('it attaches to any filetype (markdown, toml) with the same client', function
   end
 end)
 
-it('the index becomes ready and fully embedded (codeask/indexStatus)', function()
-  local state = wait_for('index ready and embedded', 150000, function()
+-- Waits until the index is ready with every chunk in both tiers (a save re-chunks a file: its
+-- new chunks get their MiniLM vectors a moment after they become searchable).
+local function wait_embedded(timeout)
+  return wait_for('index ready and embedded', timeout, function()
     local done, result
     require('codeask').index_status(function(err, s)
       done, result = true, not err and s or nil
@@ -233,6 +235,10 @@ it('the index becomes ready and fully embedded (codeask/indexStatus)', function(
     end
     vim.wait(400)
   end)
+end
+
+it('the index becomes ready and fully embedded (codeask/indexStatus)', function()
+  local state = wait_embedded(150000)
   truthy(state.files >= 4, 'files indexed: ' .. vim.inspect(state))
   eq(state.folders[1].root, root, 'folder root')
   eq(state.folders[1].tiers, { 'static', 'minilm' }, 'the default tiers')
@@ -636,6 +642,7 @@ end)
 
 it(':checkhealth codeask renders the server answer: version, index, LLM endpoint, tiers', function()
   reset('src/shop/cart.py')
+  wait_embedded(60000) -- the file saved by the previous spec: its new chunks' MiniLM vectors
   local response = codeask_client():request_sync('codeask/health', vim.empty_dict(), 20000, 0)
   local h = truthy(response and response.result, 'codeask/health: ' .. vim.inspect(response))
   eq(h.llm.provider, 'openai', 'the settings the client sent')
