@@ -28,6 +28,9 @@ from codeask.progress_view import ProgressOutput, progress_interval
 
 #: How often a waiting `codeask index` retries the writer lock.
 WAIT_POLL_SECONDS = 0.5
+#: Writers that keep an index current for as long as they run (an editor's server, an agent's
+#: MCP server): `codeask index` leaves the work to them instead of waiting for them to exit.
+LONG_LIVED_WRITERS = ("serve", "mcp")
 #: MiniLM tier throughput measured on 2 shared cores (benchmarks/README.md): for the estimate.
 MINILM_CHUNKS_PER_SECOND = 17.0
 
@@ -130,7 +133,7 @@ def _open_writer(root: Path, args: argparse.Namespace) -> FolderIndex | None:
         except RootRefused as exc:
             raise UserError(str(exc)) from None
         except IndexBusy as busy:
-            if busy.holder is not None and busy.holder.kind == "serve":
+            if busy.holder is not None and busy.holder.kind in LONG_LIVED_WRITERS:
                 _defer_to_server(busy, rebuild=args.rebuild)
                 return None
             if args.no_wait:

@@ -71,7 +71,7 @@ def _read_lexical(
     in-memory copy built from the snapshot's chunks (never touching the writer's file)."""
     path = folder / "lexical.sqlite"
     clean = not store.recovered
-    rows, short = len(store.chunks), kind != "serve"
+    rows, short = len(store.chunks), kind not in ("serve", "mcp")  # long-lived readers
     view = (
         LexicalIndex.open_snapshot(
             path, store.generation, rows, short_lived=short, fallback=fallback
