@@ -150,7 +150,8 @@ def test_search_and_status_in_a_folder_without_index_create_nothing(
     asked = codeask("ask", "where is bread kneaded?", "--prompt-only", cwd=root, env=env)
     assert found.returncode == 1
     assert found.stderr.strip() == "codeask: no index here yet: run `codeask index` first"
-    assert status.returncode == 0, status.stderr
+    assert status.returncode == 1, status.stderr  # never indexed: says so (issue 26 item 14)
+    assert json.loads(status.stdout)[0]["indexed"] is False
     assert asked.returncode in (0, 1), asked.stderr
     assert tree_state(root) == before, "a reader created or changed files"
 
