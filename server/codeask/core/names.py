@@ -85,3 +85,16 @@ def display_text(text: str) -> str:
     if not any(_unsafe(char) and char != "\t" for char in text):
         return text
     return "".join(_escape(char) if _unsafe(char) and char != "\t" else char for char in text)
+
+
+def bad_text(value: str) -> str | None:
+    """Why a string from a client is not well-formed text (NUL, unpaired surrogate), or None:
+    the faces refuse such arguments with this reason (the LSP, the MCP server)."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains an unpaired surrogate (not valid Unicode text)"
+    return None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from codeask.core.names import bad_text as bad_text
+
 #: Field (as the client spells it) → maximum length in characters.
 MAX_CHARS: dict[str, int] = {
     "query": 20_000,  # workspace/semanticSearch, codeask.search
@@ -45,18 +47,6 @@ def check_length(field: str, value: str) -> None:
     limit = MAX_CHARS[field]
     if len(value) > limit:
         raise LimitError(f"`{field}` is {len(value)} characters; the maximum is {limit}")
-
-
-def bad_text(value: str) -> str | None:
-    """Why a string is not well-formed text (NUL, unpaired surrogate), or None."""
-    if "\x00" in value:
-        return "contains a NUL character"
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "contains an unpaired surrogate (not valid Unicode text)"
-    return None
 
 
 def check_text(value: Any, where: str = "params") -> None:

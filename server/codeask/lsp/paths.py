@@ -12,8 +12,6 @@ and size caps): what the index would skip, a request cannot read either (e.g. a 
 from __future__ import annotations
 
 import logging
-import os
-import stat
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -22,6 +20,7 @@ from pygls.workspace import Workspace
 
 from codeask.config import load_settings
 from codeask.core.discover import SourceFile, check_file
+from codeask.core.safe_read import read_regular_text
 from codeask.lsp.folders import Folders
 from codeask.lsp.limits import MAX_CHARS, MAX_DISK_READ
 
@@ -68,16 +67,7 @@ def discovery_allows(folders: Folders, path: Path) -> bool:
 
 def read_inside(path: Path) -> str:
     """A regular file's text ('' when missing, too large or a symlink swapped in since)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DISK_READ:
-            return ""
-        return handle.read(MAX_DISK_READ).decode("utf-8", errors="replace")
+    return read_regular_text(path, MAX_DISK_READ)
 
 
 def document_text(workspace: Workspace, folders: Folders, uri: str) -> str | None:

@@ -8,6 +8,8 @@ further down). A breach is a tool error that names the argument and the limit, n
 
 from __future__ import annotations
 
+from codeask.core.names import bad_text as bad_text
+
 #: Argument → maximum length in characters (as the language server's limits, lsp/limits.py).
 MAX_CHARS: dict[str, int] = {
     "query": 20_000,
@@ -33,18 +35,6 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 
 class ArgumentError(ValueError):
     """An argument over its limit or not well-formed text; the message names it."""
-
-
-def bad_text(value: str) -> str | None:
-    """Why a string is not well-formed text (NUL, unpaired surrogate), or None."""
-    if "\x00" in value:
-        return "contains a NUL character"
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "contains an unpaired surrogate (not valid Unicode text)"
-    return None
 
 
 def check_text(name: str, value: str | None, *, required: bool = False) -> str | None:

@@ -9,13 +9,12 @@ or a `.env` are refused with a tool error. Reads never follow a symlink swapped 
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from codeask.core.discover import SourceFile, check_file
 from codeask.core.indexer import FolderIndex
+from codeask.core.safe_read import read_regular_text
 from codeask.mcp.limits import MAX_DISK_READ, ArgumentError
 
 
@@ -59,14 +58,5 @@ def innermost(path: Path, folders: list[FolderIndex]) -> FolderIndex | None:
 
 
 def read_text(path: Path) -> str:
-    """A regular file's text ('' when missing, too large, or a symlink swapped in since)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_DISK_READ:
-            return ""
-        return handle.read(MAX_DISK_READ).decode("utf-8", errors="replace")
+    """A regular file's text ('' when missing, too large or a symlink swapped in since)."""
+    return read_regular_text(path, MAX_DISK_READ)
