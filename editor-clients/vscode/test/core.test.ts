@@ -417,6 +417,7 @@ describe("answer rendering", () => {
     );
     const html = renderAnswerBody(model, md);
     assert.match(html, /class="error">incomplete: the answer exceeded llm.max_answer_chars=9; stopped/);
+    assert.match(html, /data-status="incomplete"[^>]*>Incomplete: stopped early/, "not \"Failed\"");
     assert.match(html, /<article id="answer"><p>It starts<\/p>/);
   });
 

@@ -8,7 +8,8 @@ import MarkdownIt from "markdown-it";
 import { locationHref, locationLabel } from "./format";
 import type { AskCodeResult, AskSource } from "./protocol";
 
-export type AnswerStatus = "waiting" | "streaming" | "done" | "cancelled" | "error";
+/** `incomplete`: the model or a cap stopped the answer early; what arrived is kept. */
+export type AnswerStatus = "waiting" | "streaming" | "done" | "incomplete" | "cancelled" | "error";
 
 export interface SourceLink {
   label: string;
@@ -50,7 +51,7 @@ export function applyResult(model: AnswerModel, result: AskCodeResult, folders: 
   model.promptTokens = result.promptTokens;
   model.truncated = result.truncated;
   if (result.error) {
-    model.status = "error";
+    model.status = result.incomplete ? "incomplete" : "error";
     // A partial answer (a cap or the deadline stopped it) stays visible, marked incomplete.
     model.error = result.incomplete ? `incomplete: ${result.error}` : result.error;
     if (result.incomplete && result.answer) model.text = result.answer;
@@ -97,6 +98,7 @@ const STATUS_TEXT: Record<AnswerStatus, string> = {
   waiting: "Retrieving context and waiting for the model…",
   streaming: "Streaming…",
   done: "Done",
+  incomplete: "Incomplete: stopped early",
   cancelled: "Cancelled",
   error: "Failed",
 };
