@@ -15,6 +15,7 @@ import {
 import { findBasePython, installPrivateEnv, privateEnvState, readBundledWheel, envPaths } from "./bootstrap";
 import { installPrompt, resolve as resolveServer } from "./core/bootstrap";
 import { type Candidate, type DiscoveryInput, discover, expandHome } from "./core/discovery";
+import { type McpServerSpec, mcpServerSpec } from "./core/mcp";
 import { folderPaths, pythonModuleArgs, resolveSettingPath, serverExecutable, untrustedWorkspaceProgram } from "./core/launch";
 import {
   ANSWER_DELTA,
@@ -40,6 +41,8 @@ import type { IndexStatusBar } from "./views";
 export interface ExtensionPaths {
   extensionDir: string;
   storageDir: string;
+  /** The extension's version (the MCP definition's version includes it). */
+  version: string;
 }
 
 export class CodeaskClient implements Server {
@@ -48,6 +51,10 @@ export class CodeaskClient implements Server {
   private startPromise: Promise<void> | undefined;
   /** The message of an install that failed in this session: not retried on its own. */
   private installFailure: string | undefined;
+  /** The server last launched (the MCP server runs the same one with `mcp`). */
+  private launched: Candidate | undefined;
+  /** Set by extension.ts: the MCP definitions may have changed. */
+  onServerChanged: (() => void) | undefined;
   /** The Python extension's interpreter at the last start, to restart only on a real change. */
   private lastInterpreter: string | undefined;
 
@@ -235,8 +242,22 @@ export class CodeaskClient implements Server {
     });
   }
 
+  /**
+   * codeask's MCP server for agent mode: the server this extension resolved, with `mcp`
+   * instead of `serve`, on the workspace folders (none while no server is found).
+   */
+  async mcpServers(): Promise<McpServerSpec[]> {
+    await this.whenReady();
+    if (!this.launched) return [];
+    const spec = mcpServerSpec(this.launched, folderPaths(this.host.folders()), this.launchDir(), this.host.workspaceTrusted(), this.paths.version);
+    return spec ? [spec] : [];
+  }
+
   private async launch(candidate: Candidate): Promise<void> {
     const { command, args, source } = candidate;
+    const changed = this.launched?.command !== command || this.launched?.args.join(" ") !== args.join(" ");
+    this.launched = candidate;
+    if (changed) this.onServerChanged?.();
     const executable = serverExecutable(candidate, this.launchDir(), process.env);
     this.host.log.appendLine(`starting ${command} ${args.join(" ")} in ${executable.options.cwd} (from ${source})`);
     const serverOptions: ServerOptions = executable;

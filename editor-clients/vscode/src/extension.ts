@@ -6,6 +6,7 @@
 import type { ExtensionContext } from "vscode";
 import { CodeaskClient } from "./client";
 import { Commands } from "./commands";
+import { MCP_PROVIDER_ID } from "./core/mcp";
 import { needsRestart } from "./core/settings";
 import { VsCodeHost } from "./host";
 import { AnswerView, IndexStatusBar } from "./views";
@@ -24,6 +25,7 @@ export async function activate(context: ExtensionContext): Promise<void> {
   const codeask = new CodeaskClient(host, status, {
     extensionDir: context.extensionPath,
     storageDir: context.globalStorageUri.fsPath,
+    version: String((context.extension.packageJSON as { version?: unknown }).version ?? ""),
   });
   client = codeask;
   const commands = new Commands(host, () => client, answers, status);
@@ -40,8 +42,15 @@ export async function activate(context: ExtensionContext): Promise<void> {
     else if (affects("")) void codeask.settingsChanged();
   });
   const interpreter = host.onPythonInterpreterChange(() => void codeask.interpreterChanged());
+  // Agent mode gets the same server as an MCP server, where this VS Code has the API.
+  const mcp = host.registerMcpProvider(MCP_PROVIDER_ID, () => codeask.mcpServers());
+  if (mcp) codeask.onServerChanged = () => mcp.changed();
+  host.log.appendLine(mcp ? `MCP server definition provider ${MCP_PROVIDER_ID} registered` : "MCP: this VS Code has no MCP server API (1.101+): not offered to agent mode");
   // Trust granted: the server pulls the settings again and may now apply the project file.
-  const trust = host.onTrustGranted(() => void codeask.settingsChanged());
+  const trust = host.onTrustGranted(() => {
+    void codeask.settingsChanged();
+    mcp?.changed(); // the MCP server now trusts the workspace too
+  });
   context.subscriptions.push(host, status, answers, config, interpreter, trust, { dispose: () => void codeask.stop() });
   await codeask.start();
 }

@@ -5,6 +5,7 @@
 
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
+import type { McpServerSpec } from "./core/mcp";
 import { explicitValue } from "./core/settings";
 import type { Range } from "./core/protocol";
 import type {
@@ -196,6 +197,29 @@ export class VsCodeHost implements Host, Disposable {
     return watcher;
   }
 
+  /**
+   * Offers codeask's MCP server to agent mode (vscode.lm.registerMcpServerDefinitionProvider,
+   * VS Code 1.101+). Undefined when this VS Code has no such API; `changed` makes VS Code ask
+   * `provide` again (another server was resolved, trust was granted).
+   */
+  registerMcpProvider(id: string, provide: () => Promise<McpServerSpec[]>): { changed(): void; dispose(): void } | undefined {
+    const api = vscode as unknown as McpApi;
+    if (typeof api.lm?.registerMcpServerDefinitionProvider !== "function" || !api.McpStdioServerDefinition) return undefined;
+    const Definition = api.McpStdioServerDefinition;
+    const emitter = new vscode.EventEmitter<void>();
+    const registration = api.lm.registerMcpServerDefinitionProvider(id, {
+      onDidChangeMcpServerDefinitions: emitter.event,
+      provideMcpServerDefinitions: async () =>
+        (await provide()).map((spec) => {
+          const definition = new Definition(spec.label, spec.command, spec.args, spec.env, spec.version);
+          definition.cwd = vscode.Uri.file(spec.cwd);
+          return definition;
+        }),
+    });
+    this.subscriptions.push(registration, emitter);
+    return { changed: () => emitter.fire(), dispose: () => (registration.dispose(), emitter.dispose()) };
+  }
+
   /** The Python extension's selected interpreter, if that extension is installed. */
   async pythonExtensionInterpreter(scopeUri?: string): Promise<string | undefined> {
     const ext = vscode.extensions.getExtension<PythonApi>("ms-python.python");
@@ -241,6 +265,29 @@ export class VsCodeHost implements Host, Disposable {
     for (const d of this.subscriptions) d.dispose();
     this.channel.dispose();
   }
+}
+
+/** VS Code's MCP API (1.101+), typed here: the extension builds against @types/vscode 1.95. */
+interface McpStdioDefinition {
+  cwd?: vscode.Uri;
+}
+interface McpApi {
+  lm?: {
+    registerMcpServerDefinitionProvider?(
+      id: string,
+      provider: {
+        onDidChangeMcpServerDefinitions?: vscode.Event<void>;
+        provideMcpServerDefinitions(token: vscode.CancellationToken): Promise<McpStdioDefinition[]>;
+      },
+    ): vscode.Disposable;
+  };
+  McpStdioServerDefinition?: new (
+    label: string,
+    command: string,
+    args?: string[],
+    env?: Record<string, string>,
+    version?: string,
+  ) => McpStdioDefinition;
 }
 
 /** The parts of the Python extension's API used to find its interpreter. */

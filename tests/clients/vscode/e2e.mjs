@@ -10,16 +10,19 @@
 // the extension offers to install its bundled wheel into a private env, the test clicks
 // Install, waits for the server, and runs Semantic Search (pip's cache: $PIP_CACHE_DIR or
 // ~/.cache/pip, so warm runs reuse built wheels such as hnswlib's).
-// Both workspaces are hostile too: they hold `codeask/`, `pip/`, `venv/`, `ensurepip/`, `pygls/`
-// packages and `sitecustomize.py` that write a marker file when imported, and code-server runs
-// in the workspace (as after `cd repo && code-server .`); each scenario ends by checking that
-// no marker appeared and that every server runs with `-P` outside the workspace.
+// Then the mcp scenario (AI features on): agent mode's MCP: List Servers shows the "codeask"
+// server the extension provides; the test starts it and checks its process.
+// Every workspace is hostile too: it holds `codeask/`, `pip/`, `venv/`, `ensurepip/`, `pygls/`
+// and `mcp/` (the MCP SDK's name) packages and `sitecustomize.py` that write a marker file when
+// imported, and code-server runs in the workspace (as after `cd repo && code-server .`); each
+// scenario ends by checking that no marker appeared and that every server (serve and mcp) runs
+// with `-P` outside the workspace.
 // Prints `N passed, N failed`; exits 1 when anything failed.
 //
 // Environment: CODEASK_PYTHON (default <repo>/.venv/bin/python), CODEASK_VSIX (default
 // editor-clients/vscode/dist/codeask.vsix), CHROMIUM (default /usr/bin/chromium),
 // E2E_KEEP=1 keeps the temporary folder, E2E_UPDATE_SCREENSHOT=1 refreshes the README's picture,
-// E2E_ONLY=main|bootstrap runs one scenario.
+// E2E_ONLY=main|bootstrap|mcp runs one scenario.
 
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -181,7 +184,7 @@ def retry_request(url: str, attempts: int = 3, backoff: float = 0.5) -> bytes:
  * (`python -m codeask`, `-m pip`, `-m venv`, the venv probe's `import ensurepip`, a dependency of
  * the server such as pygls, `sitecustomize`) write `markers/<name>` and stop the process.
  */
-const HOSTILE_MODULES = ["codeask", "pip", "venv", "ensurepip", "pygls"];
+const HOSTILE_MODULES = ["codeask", "pip", "venv", "ensurepip", "pygls", "mcp"];
 
 function hostileFiles(markers) {
   const trap = (name) =>
@@ -268,6 +271,21 @@ async function activeTab(page, name, timeout = 20_000) {
     .waitFor({ state: "visible", timeout });
 }
 
+/**
+ * The cursor's line in the visible text editor, read from its gutter (marked focused or not),
+ * waiting up to 10 s for `expected`. Not the status bar's "Ln N": it is hidden while the answer
+ * webview holds the focus, which it can take back after the link click (seen under load).
+ */
+async function cursorLine(page, expected) {
+  const number = page.locator(".monaco-editor .margin .line-numbers.active-line-number").first();
+  let seen = NaN;
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(200)) {
+    seen = Number((await number.innerText({ timeout: 2_000 }).catch(() => "")).trim());
+    if (seen === expected) break;
+  }
+  return seen;
+}
+
 async function notifications(page) {
   return (await page.locator(".notification-toast").allInnerTexts().catch(() => [])).map((t) => t.replace(/\s+/g, " "));
 }
@@ -316,8 +334,9 @@ async function main() {
     stopAll();
     if (process.env.E2E_KEEP !== "1") rmSync(work, { recursive: true, force: true });
   });
-  if (only !== "bootstrap") await scenario("main", () => mainScenario(work));
-  if (only !== "main") await scenario("bootstrap", () => bootstrapScenario(work));
+  if (only === "all" || only === "main") await scenario("main", () => mainScenario(work));
+  if (only === "all" || only === "bootstrap") await scenario("bootstrap", () => bootstrapScenario(work));
+  if (only === "all" || only === "mcp") await scenario("mcp", () => mcpScenario(work));
 }
 
 /** Runs one scenario; a setup failure is counted and the next scenario still runs. */
@@ -510,7 +529,7 @@ async function mainScenario(work) {
         streamedText = (await frame.locator("#answer").innerText().catch(() => "")).trim();
         if (streamedText) await shot(page, "02-ask-streaming.png");
       }
-      if (s === "done" || s === "error" || s === "cancelled") break;
+      if (s === "done" || s === "incomplete" || s === "error" || s === "cancelled") break;
       if (Date.now() > deadline) throw new Error(`no answer within ${ANSWER_TIMEOUT / 1000}s (states ${[...states]})`);
       await sleep(100);
     }
@@ -523,8 +542,8 @@ async function mainScenario(work) {
     await shot(page, "02-ask-answer.png");
     log(`answer (${deltas} deltas, states ${[...states].join(">")}): ${JSON.stringify(answer.slice(0, 200))}`);
     // maxTokens 48 keeps the run short, so the model usually stops at the cap: since issue 26
-    // item 13 the panel then marks the kept answer "incomplete" (status error) instead of done.
-    const cut = final === "error" && /^incomplete: .*token limit/.test(error);
+    // item 13 the panel then marks the kept answer incomplete instead of done.
+    const cut = final === "incomplete" && /^incomplete: .*token limit/.test(error);
     if (final !== "done" && !cut) throw new Error(`answer ended as ${final}: ${error}`);
     if (cut) log(`answer marked incomplete: ${error}`);
     if (!answer) throw new Error("empty answer");
@@ -540,8 +559,8 @@ async function mainScenario(work) {
     await sources.filter({ hasText: target }).first().click();
     await activeTab(page, target.split(":")[0].split("/").pop());
     const line = Number(target.split(":")[1].split("-")[0]);
-    const at = await cursor.innerText();
-    if (!at.includes(`Ln ${line},`)) throw new Error(`source link opened at "${at}", expected line ${line}`);
+    const at = await cursorLine(page, line);
+    if (at !== line) throw new Error(`source link opened at line ${at}, expected line ${line}`);
   });
 
   await step("Cancel stops an answer in progress ($/cancelRequest)", async () => {
@@ -652,7 +671,9 @@ function findFiles(dir, name, depth = 8) {
 
 /** The `codeask serve` processes descending from `rootPid`: their command lines. */
 function serversUnder(rootPid) {
-  return serverProcessesUnder(rootPid).map((r) => r.args);
+  return serverProcessesUnder(rootPid)
+    .map((r) => r.args)
+    .filter((a) => / serve\b/.test(a));
 }
 
 /**
@@ -667,12 +688,12 @@ function checkNothingRanFromWorkspace(rootPid, workspace, markers) {
   for (const { pid, args } of servers) {
     const cwd = readlinkSync(`/proc/${pid}/cwd`);
     if (cwd === workspace || cwd.startsWith(`${workspace}/`)) throw new Error(`server ${pid} runs in the workspace (${cwd}): ${args}`);
-    if (/python/.test(args.split(" ")[0]) && !args.includes(" -P -m codeask serve")) throw new Error(`server without -P: ${args}`);
+    if (/python/.test(args.split(" ")[0]) && !/ -P -m codeask (serve|mcp)\b/.test(args)) throw new Error(`server without -P: ${args}`);
     log(`server ${pid}: ${args} (cwd ${cwd})`);
   }
 }
 
-/** The `codeask serve` processes descending from `rootPid`. */
+/** The `codeask serve` and `codeask mcp` processes descending from `rootPid`. */
 function serverProcessesUnder(rootPid) {
   const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
     .split("\n")
@@ -684,7 +705,7 @@ function serverProcessesUnder(rootPid) {
     for (let p = pid, hops = 0; p > 1 && hops < 50; p = parent.get(p) ?? 0, hops++) if (p === rootPid) return true;
     return false;
   };
-  return rows.filter((r) => /(-m codeask|codeask) serve/.test(r.args) && under(r.pid));
+  return rows.filter((r) => /(-m codeask|codeask) (serve|mcp)\b/.test(r.args) && under(r.pid));
 }
 
 /**
@@ -836,6 +857,99 @@ async function bootstrapScenario(work) {
     if (results.some((r) => !r.ok && r.name.startsWith("bootstrap"))) {
       const logs = join(userData, "logs");
       if (existsSync(logs)) cpSync(logs, join(ARTIFACTS, "vscode-logs-bootstrap"), { recursive: true });
+    }
+  }
+}
+
+// ---- agent mode: the extension offers codeask's MCP server ------------------------------------
+/**
+ * A profile with AI features on (MCP: List Servers needs them; the other scenarios turn them
+ * off), the repo venv's server and a hostile workspace: VS Code lists the "codeask" MCP server
+ * from the extension's definition provider, starts it on request, and it runs as
+ * `<python> -P -m codeask mcp <workspace>` outside the workspace, running nothing of it.
+ */
+async function mcpScenario(work) {
+  const workspace = join(work, "mcp-workspace");
+  const markers = join(work, "markers-mcp");
+  const userData = join(work, "mcp-user-data");
+  const extensions = join(work, "mcp-extensions");
+  mkdirSync(join(userData, "User"), { recursive: true });
+  mkdirSync(join(userData, "Machine"), { recursive: true });
+  makeWorkspace(workspace, markers);
+  const env = {
+    ...process.env,
+    XDG_CACHE_HOME: join(work, "mcp-cache"),
+    XDG_CONFIG_HOME: join(work, "mcp-config"),
+    XDG_DATA_HOME: join(work, "mcp-data"),
+    HF_HUB_OFFLINE: "1",
+    PYTHONUNBUFFERED: "1",
+  };
+  delete env.VSCODE_IPC_HOOK_CLI;
+  const profile = ["--user-data-dir", userData, "--extensions-dir", extensions];
+  execFileSync(NODE24, [CODE_SERVER, ...profile, "--install-extension", VSIX], { env, stdio: "pipe" });
+  writeFileSync(join(userData, "Machine/settings.json"), JSON.stringify({ "codeask.pythonPath": PYTHON }, null, 2));
+  writeFileSync(join(userData, "User/settings.json"), JSON.stringify({ ...QUIET_WORKBENCH, "chat.disableAIFeatures": false }, null, 2));
+  const port = await freePort();
+  const codeServer = start(
+    "code-server (mcp)",
+    NODE24,
+    [
+      CODE_SERVER,
+      ...profile,
+      "--config", join(work, "code-server-mcp.yaml"),
+      "--auth", "none",
+      "--bind-addr", `127.0.0.1:${port}`,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      workspace,
+    ],
+    env,
+    join(ARTIFACTS, "code-server-mcp.log"),
+    workspace,
+  );
+  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  try {
+    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    currentPage = page;
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
+    log("mcp: workbench loaded");
+    const status = page.locator(".statusbar-item").filter({ hasText: "codeask: ready" }).first();
+    await status.waitFor({ state: "visible", timeout: INDEX_TIMEOUT });
+
+    await step("mcp: MCP: List Servers offers codeask's server (the extension's definition provider)", async () => {
+      await runCommand(page, "MCP: List Servers");
+      const row = quickRows(page).filter({ hasText: "codeask" }).first();
+      await row.waitFor({ state: "visible", timeout: 30_000 });
+      log(`mcp: listed: ${(await row.innerText()).replace(/\s+/g, " ")}`);
+      await shot(page, "20-mcp-list.png");
+      await row.click();
+      const startRow = quickRows(page).filter({ hasText: /Start Server/ }).first();
+      await startRow.waitFor({ state: "visible", timeout: 15_000 });
+      await startRow.click();
+    });
+
+    await step("mcp: it runs as <python> -P -m codeask mcp <workspace> outside the workspace; nothing of the workspace ran", async () => {
+      const deadline = Date.now() + 60_000;
+      let mcp = [];
+      while (mcp.length === 0 && Date.now() < deadline) {
+        mcp = serverProcessesUnder(codeServer.pid).filter((r) => / mcp\b/.test(r.args));
+        if (mcp.length === 0) await sleep(500);
+      }
+      if (mcp.length === 0) throw new Error(`no codeask mcp process under code-server; servers: ${JSON.stringify(serverProcessesUnder(codeServer.pid))}`);
+      if (!mcp.every((r) => r.args === `${PYTHON} -P -m codeask mcp ${workspace}`)) throw new Error(`unexpected MCP launch: ${mcp.map((r) => r.args)}`);
+      await sleep(3_000); // it imports its packages (mcp, pygls...) after starting
+      checkNothingRanFromWorkspace(codeServer.pid, workspace, markers);
+    });
+  } finally {
+    await browser.close();
+    if (results.some((r) => !r.ok && r.name.startsWith("mcp"))) {
+      const logs = join(userData, "logs");
+      if (existsSync(logs)) cpSync(logs, join(ARTIFACTS, "vscode-logs-mcp"), { recursive: true });
     }
   }
 }
