@@ -104,11 +104,12 @@ def test_codeask_status_shows_an_unreachable_team_database(tmp_path: Path) -> No
             text=True,
             timeout=120,
         )
-        assert run.returncode == 0, run.stderr
+        assert run.returncode == 1, run.stderr  # never indexed here: says so, exits 1
         assert "pw-Kx3" not in run.stdout + run.stderr
         return run.stdout
 
     text = status()
+    assert "not indexed yet" in text
     assert "  no team base: database unreachable, indexed locally\n" in text
     assert "    (team index unusable (cannot connect to the team database dev@127.0.0.1" in text
     team = json.loads(status("--json"))[0]["team"]

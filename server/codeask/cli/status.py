@@ -44,6 +44,7 @@ def _print_row(row: IndexStatus) -> None:
             f"{root}\n  not indexed yet: run `codeask index {shlex.quote(root)}` "
             "(or open it in an editor with codeask)\n"
         )
+        _print_team(row)
         return
     when = (
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.last_indexed))
@@ -57,6 +58,10 @@ def _print_row(row: IndexStatus) -> None:
         f"  model {row.model}\n  index {display_path(row.index_dir)} "
         f"({row.disk_bytes / 1e6:.1f} MB), last indexed {when}\n"
     )
+    _print_team(row)
+
+
+def _print_team(row: IndexStatus) -> None:
     if team := row.team.summary():
         sys.stdout.write(f"  {team}\n")
         if row.team.reason:
