@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from _hostile_llm import HostileLLM
+from test_bad_names import _git
+from test_llm_hostile import cli_env
 
 from codeask.config import BOUNDED_FIELDS, LLMSettings, Settings, load_settings
 
@@ -44,15 +45,7 @@ RAISED = {
 
 def env_for(base: Path, **extra: str) -> dict[str, str]:
     """Private XDG config and cache, the offline model, no inherited CODEASK_ settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
-    env.update(
-        XDG_CONFIG_HOME=str(base / "config"),
-        XDG_CACHE_HOME=str(base / "cache"),
-        HF_HUB_OFFLINE="1",
-        PYTHONUNBUFFERED="1",
-        **extra,
-    )
-    return env
+    return cli_env(base, {}) | extra
 
 
 def codeask(
@@ -257,12 +250,6 @@ def test_a_sibling_of_home_is_still_indexed(tmp_path: Path) -> None:
 
 
 # ---- 5. bidi overrides and newlines from file names in history previews ----------------------
-def _git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com"}
-    env.update(GIT_COMMITTER_NAME="A", GIT_COMMITTER_EMAIL="a@example.com")
-    subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
-
-
 @pytest.mark.slow
 def test_history_previews_escape_bidi_overrides_and_newlines(tmp_path: Path) -> None:
     root = tmp_path / "repo"
