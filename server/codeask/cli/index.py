@@ -48,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
     if publish:
         if args.lexical_only:
             raise UserError("--backend postgres publishes vectors: it cannot run --lexical-only")
-        args.full = True  # a published index carries every tier
         os.environ["CODEASK_INDEX__BACKEND"] = "postgres"  # this run shares the team's vectors
     reports = []
     published: list[str] = []
@@ -60,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             with _progress_bar(args, root) as progress:
                 refresh = folder.rebuild if args.rebuild else folder.refresh
-                full = args.full and not args.lexical_only
+                # a published index carries every tier; --lexical-only never waits for MiniLM
+                full = (args.full or publish) and not args.lexical_only
                 report = refresh(progress=progress, cancel=token, embed=full)
         except KeyboardInterrupt:
             token.cancel()

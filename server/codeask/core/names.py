@@ -67,15 +67,10 @@ def input_text(text: str) -> str:
     tokenizers, msgspec and the LSP's JSON never see them."""
     if is_utf8(text):
         return text
-    raw = text.encode("utf-8", "surrogateescape") if _escapes_only(text) else None
-    if raw is not None:
-        return raw.decode("utf-8", "replace")
-    return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
-
-
-def _escapes_only(text: str) -> bool:
-    """Whether every surrogate in `text` is a PEP 383 escape of one byte (U+DC80..U+DCFF)."""
-    return all(not ("\ud800" <= c <= "\udfff") or "\udc80" <= c <= "\udcff" for c in text)
+    try:  # only PEP 383 escapes: give the bytes back, decoded with replacement
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a lone surrogate that stands for no byte
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
 
 
 def display_text(text: str) -> str:
