@@ -102,6 +102,32 @@ def build_parser() -> argparse.ArgumentParser:
     _add_query_options(ask)
     ask.add_argument("--prompt-only", action="store_true", help="print the prompt, call no model")
 
+    selfcheck = sub.add_parser(
+        "eval",
+        help="retrieval self-check from this repository's git history: recent commit messages "
+        "as questions, their files as answers (R@5 / MRR per language and tier)",
+    )
+    selfcheck.add_argument("path", nargs="?", help="workspace folder (default: this project)")
+    selfcheck.add_argument(
+        "--commits", type=int, default=200, help="questions at most, newest first (default 200)"
+    )
+    selfcheck.add_argument("--since", help="only commits on or after this date (YYYY-MM-DD)")
+    selfcheck.add_argument(
+        "--max-files",
+        type=int,
+        default=3,
+        help="skip commits that change more code files than this (default 3)",
+    )
+    selfcheck.add_argument(
+        "--subject-only", action="store_true", help="ask the subject line alone, not the body"
+    )
+    selfcheck.add_argument(
+        "--questions",
+        action="store_true",
+        help="also list every question and where its files ranked",
+    )
+    selfcheck.add_argument("--json", action="store_true")
+
     gc = sub.add_parser(
         "gc", help="team index: delete all but the newest published revisions (writer role)"
     )
