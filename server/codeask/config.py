@@ -208,6 +208,21 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Quiet time after a save before the file is reindexed."""
 
 
+class DaemonSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The per-user daemon `codeask search` and `codeask status` ask (docs/daemon.md); read from
+    the user config and the environment only (it is the user's process, not a project's)."""
+
+    enabled: bool = False
+    """Ask one warm per-user daemon (started on demand) instead of loading the index and the
+    models in every command; off: everything runs in-process (`--no-daemon` for one command)."""
+    idle_seconds: float = 600.0
+    """The daemon exits after this many seconds without a request."""
+
+    def __post_init__(self) -> None:
+        if not self.idle_seconds > 0:
+            raise ValueError("daemon.idle_seconds must be more than 0")
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """All settings."""
 
@@ -218,6 +233,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm: LLMSettings = msgspec.field(default_factory=LLMSettings)
     history: HistorySettings = msgspec.field(default_factory=HistorySettings)
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
+    daemon: DaemonSettings = msgspec.field(default_factory=DaemonSettings)
 
 
 SECTIONS: dict[str, type[msgspec.Struct]] = {
