@@ -1,5 +1,5 @@
-"""`codeask index | search | status | health | ask | serve | mcp | gc | eval`: one module per
-command, `common` for what they share, `parser` for the flags.
+"""`codeask index | search | status | health | ask | serve | mcp | gc | eval | daemon`: one
+module per command, `common` for what they share, `parser` for the flags.
 
 Human output (`index` shows a progress line: see progress_view), `--json` for machines. Logs go to
 stderr: under `serve`, stdout is the LSP channel. Exit codes: 0 ok, 1 no results or a user
@@ -31,6 +31,7 @@ COMMANDS = {
     "gc": "codeask.cli.gc",
     "mcp": "codeask.cli.mcp",
     "eval": "codeask.cli.eval",
+    "daemon": "codeask.cli.daemon",
 }
 
 

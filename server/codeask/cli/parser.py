@@ -83,10 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--since", help="history: on or after this date (YYYY-MM-DD)")
     search.add_argument("--until", help="history: on or before this date (YYYY-MM-DD)")
+    _add_no_daemon(search)
 
     status = sub.add_parser("status", help="what is indexed")
     status.add_argument("--root", action="append", help="workspace folder (repeatable)")
     status.add_argument("--json", action="store_true")
+    _add_no_daemon(status)
+
+    daemon = sub.add_parser(
+        "daemon",
+        help="run the per-user daemon `search` and `status` ask (foreground; docs/daemon.md)",
+    )
+    control = daemon.add_mutually_exclusive_group()
+    control.add_argument("--stop", action="store_true", help="stop the running daemon")
+    control.add_argument("--status", action="store_true", help="is one running, and what it holds")
 
     health = sub.add_parser(
         "health", help="LLM endpoint, model, embedding tiers and index: what the editors check"
@@ -150,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--stdio", action="store_true", help="use stdio (the default; accepted for LSP clients)"
     )
     return parser
+
+
+def _add_no_daemon(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer in this process even when `daemon.enabled` is on",
+    )
 
 
 def _add_query_options(parser: argparse.ArgumentParser) -> None:
