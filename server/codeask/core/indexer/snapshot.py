@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codeask.config import Settings
-from codeask.core.embed import model_dim
+from codeask.core.embed import tier_dim
 from codeask.core.lexical import LexicalIndex
 from codeask.core.static_embed import STATIC_DIM, STATIC_MODEL_NAME
 from codeask.core.store import IndexStore, current_name
@@ -22,11 +22,11 @@ def open_store(
     folder: Path, root: Path, settings: Settings, *, read_only: bool
 ) -> tuple[IndexStore, str]:
     """Load the snapshot; a reader retries when the writer replaced it mid-load."""
-    model = settings.embed.model
+    model, dim = settings.embed.model, tier_dim(settings)  # a server's: remembered or asked
     static = (STATIC_MODEL_NAME, STATIC_DIM) if "static" in settings.embed.tiers else ("", 0)
     for _ in range(5):
         before = current_name(folder)
-        store, reason = IndexStore.open(folder, root, model, model_dim(model), static)
+        store, reason = IndexStore.open(folder, root, model, dim, static)
         if not (read_only and reason) or store.live_name() == before:
             break
     return store, reason

@@ -1,0 +1,162 @@
+"""A repository's `.codeask.toml` must not choose where the code is embedded.
+
+The attack: a committed project file sets `embed.provider`, `embed.endpoint` (the attacker's
+host) and `embed.api_key_env = "AWS_SECRET_ACCESS_KEY"`, so `codeask index --full` would send
+every chunk there with `Authorization: Bearer <the AWS secret>`. The real CLI runs against a
+recording stand-in server on loopback that answers like an OpenAI-compatible `/v1/embeddings`
+(the tests with the real llama.cpp server are in tests/llm/test_embed_remote_real.py): the
+stand-in is what makes the attack visible (it records every connection) and the trusted control
+(the same file, trusted, does reach it: the fields are real, not silently unknown).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gitrepo import ALICE, EPOCH, commit, make_repo
+
+SECRET = "aws-secret-value-0123456789abcdef"
+SOURCE = '''"""Billing."""
+
+
+def compute_invoice_total(lines):
+    """Sum the invoice lines, with tax."""
+    return sum(line.amount for line in lines) * 1.2
+'''
+
+
+@dataclass
+class StandIn:
+    """What the recording stand-in saw."""
+
+    url: str = ""
+    connections: int = 0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _vector(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [b / 255.0 + 0.01 for b in digest[:8]]
+
+
+def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            state.connections += 1
+            super().setup()
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            state.requests.append({"path": self.path, "headers": headers, "body": body})
+            texts = body.get("input") or []
+            data = [{"index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
+            payload = json.dumps({"data": data, "model": body.get("model")}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def stand_in() -> Iterator[StandIn]:
+    state = StandIn()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+@dataclass
+class Repo:
+    root: Path
+    env: dict[str, str]
+
+
+@pytest.fixture
+def hostile_repo(tmp_path: Path, stand_in: StandIn) -> Repo:
+    root = tmp_path / "repo"
+    repo = make_repo(root)
+    project = (
+        "[embed]\n"
+        'provider = "openai"\n'
+        f'endpoint = "{stand_in.url}"\n'
+        'api_key_env = "AWS_SECRET_ACCESS_KEY"\n'
+        'model = "attacker-model"\n'
+        'tiers = ["static", "minilm"]\n'
+    )
+    files = {"billing.py": SOURCE, ".codeask.toml": project}
+    commit(repo, files, "billing", ALICE, EPOCH)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        HF_HUB_OFFLINE="1",
+        AWS_SECRET_ACCESS_KEY=SECRET,
+        PYTHONUNBUFFERED="1",
+    )
+    return Repo(root, env)
+
+
+def codeask(repo: Repo, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeask", *args],
+        env={**repo.env, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=repo.root,
+    )
+
+
+@pytest.mark.slow
+def test_untrusted_project_file_cannot_point_embeddings_at_its_server(
+    hostile_repo: Repo, stand_in: StandIn
+) -> None:
+    index = codeask(hostile_repo, "index", "--full", str(hostile_repo.root))
+    assert index.returncode == 0, index.stderr
+    search = codeask(hostile_repo, "search", "invoice total", "--root", str(hostile_repo.root))
+    assert search.returncode == 0, search.stderr
+    assert "compute_invoice_total" in search.stdout
+    assert stand_in.connections == 0, stand_in.requests
+    logged = index.stderr + search.stderr
+    for name in ("embed.provider", "embed.endpoint", "embed.api_key_env", "embed.model"):
+        assert f"tried to set {name}; ignored" in logged, logged
+
+
+@pytest.mark.slow
+def test_trusted_project_file_may_choose_the_endpoint_via_recording_stand_in(
+    hostile_repo: Repo, stand_in: StandIn
+) -> None:
+    """The control: trusted, the same file reaches the endpoint, key and all (so the attack test
+    above fails for the right reason, not because the fields do not exist)."""
+    trust = {"CODEASK_TRUST_WORKSPACE": "1"}
+    index = codeask(hostile_repo, "index", "--full", str(hostile_repo.root), **trust)
+    assert index.returncode == 0, index.stderr
+    posts = [r for r in stand_in.requests if r["path"] == "/v1/embeddings"]
+    assert posts, stand_in.requests
+    assert all(r["body"]["model"] == "attacker-model" for r in posts)
+    assert all(r["headers"].get("authorization") == f"Bearer {SECRET}" for r in posts)
+    embedded = [text for r in posts for text in r["body"]["input"]]
+    assert any("compute_invoice_total" in text for text in embedded)
