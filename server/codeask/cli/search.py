@@ -8,23 +8,38 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json, roots
-from codeask.core.git.repo import open_repo
-from codeask.core.indexer import FolderIndex
+from codeask.cli.forward import through_daemon
 from codeask.core.names import display_path, display_text
-from codeask.core.retrieve import Filters, Hit, SearchResult, search
+
+if TYPE_CHECKING:  # the engine is imported only when this process answers (not the daemon)
+    from codeask.core.indexer import FolderIndex
+    from codeask.core.retrieve import Hit, SearchResult
 
 
 def run(args: argparse.Namespace) -> int:
     """Search the folders' indexes; exit code 1 when there are no hits."""
+    answered = through_daemon("search", args)
+    return execute(args) if answered is None else answered
+
+
+def execute(
+    args: argparse.Namespace, open_folder: Callable[[Path], FolderIndex] | None = None
+) -> int:
+    """The search itself, here or in the daemon (whose `open_folder` keeps indexes open)."""
+    from codeask.core.indexer import FolderIndex
+    from codeask.core.retrieve import Filters, search
+
     if not args.query.strip():
         raise UserError("empty query")
     folder_roots = roots(args.root)
     _check_history(folder_roots, args.scope)
-    folders = [FolderIndex.open(root, mode="read") for root in folder_roots]
+    opener = open_folder or (lambda root: FolderIndex.open(root, mode="read"))
+    folders = [opener(root) for root in folder_roots]
     if not any(f.storage.paths() for f in folders):
         damaged = [f for f in folders if f.damage]
         if damaged:
@@ -56,6 +71,8 @@ def _check_history(folder_roots: list[Path], scope: str) -> None:
     asked for; otherwise a note for each folder that is not one (its code is still searched)."""
     if scope == "code":
         return
+    from codeask.core.git.repo import open_repo
+
     missing = [display_path(str(root)) for root in folder_roots if open_repo(root) is None]
     if scope == "history" and len(missing) == len(folder_roots):
         raise UserError(

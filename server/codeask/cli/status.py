@@ -7,17 +7,28 @@ import shlex
 import sys
 import time
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from codeask.cli.common import EXIT_OK, EXIT_USER, print_json, roots
-from codeask.core.indexer import FolderIndex
-from codeask.core.indexer.status import IndexStatus
+from codeask.cli.forward import through_daemon
 from codeask.core.names import display_path
+
+if TYPE_CHECKING:  # the engine is imported only when this process answers (not the daemon)
+    from codeask.core.indexer.status import IndexStatus
 
 
 def run(args: argparse.Namespace) -> int:
     """One block (or JSON object) per folder: files, chunks, embedding, history, model, size,
     and the team base (`index.backend = "postgres"`). Exit code 1 when a folder has no index
     yet, so scripts can tell."""
+    answered = through_daemon("status", args)
+    return execute(args) if answered is None else answered
+
+
+def execute(args: argparse.Namespace) -> int:
+    """The status itself, here or in the daemon."""
+    from codeask.core.indexer import FolderIndex
+
     rows = []
     for root in roots(args.root):
         folder = FolderIndex.open(root, mode="read")

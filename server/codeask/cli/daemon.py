@@ -1,0 +1,121 @@
+"""`codeask daemon`: run the per-user daemon in the foreground (`--stop`, `--status`).
+
+Usually started on demand by `codeask search` or `codeask status` when `daemon.enabled` is on;
+it answers those commands with the same code they run in-process (handed over here, so the
+daemon package never imports the CLI) and exits after `daemon.idle_seconds` without a request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from codeask import __version__
+from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json
+from codeask.daemon import client, protocol
+from codeask.daemon.paths import LOCK_NAME, Unsafe, private_dir
+from codeask.daemon.protocol import PROTOCOL, Request
+
+#: Seconds `--stop` waits for the daemon to be gone.
+STOP_SECONDS = 10.0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.stop:
+        return _stop()
+    if args.status:
+        return _status()
+    return serve()
+
+
+def serve() -> int:
+    """The daemon, until idle or stopped."""
+    from codeask.config import load_settings
+    from codeask.daemon.folders import FolderCache
+    from codeask.daemon.server import Daemon
+
+    settings, _ = load_settings(None)
+    try:
+        run_dir = private_dir(create=True)
+    except Unsafe as exc:
+        raise UserError(str(exc)) from exc
+    folders = FolderCache()
+    daemon = Daemon(
+        run_dir,
+        {"search": _command("search", folders), "status": _command("status", None)},
+        idle_seconds=settings.daemon.idle_seconds,
+        environment=protocol.environment_key(),
+        on_exit=folders.close,
+    )
+    daemon.describe_with(lambda: {"folders": folders.roots(), "loads": folders.opened})
+    threading.Thread(target=_warm_imports, daemon=True).start()
+    return daemon.serve()
+
+
+def _command(name: str, folders: object) -> Callable[[argparse.Namespace], int]:
+    """The CLI command `name` as the daemon runs it (a user error becomes its CommandError)."""
+    from codeask.daemon.server import CommandError
+
+    def handler(args: argparse.Namespace) -> int:
+        try:
+            if name == "search":
+                from codeask.cli import search
+                from codeask.daemon.folders import FolderCache
+
+                assert isinstance(folders, FolderCache)
+                return search.execute(args, open_folder=folders.open)
+            from codeask.cli import status
+
+            return status.execute(args)
+        except UserError as exc:
+            raise CommandError(str(exc), exc.exit_code) from exc
+
+    return handler
+
+
+def _warm_imports() -> None:
+    """What the first search needs, imported while the daemon waits for it."""
+    from codeask.cli import search, status  # noqa: F401
+    from codeask.core import retrieve  # noqa: F401
+
+
+def _ping(command: str) -> protocol.Reply:
+    request = Request(protocol=PROTOCOL, version=__version__, command=command)
+    return client.call(request, start=False)
+
+
+def _status() -> int:
+    try:
+        reply = _ping("ping")
+    except client.Unavailable as exc:
+        sys.stdout.write(f"no codeask daemon answers ({exc})\n")
+        return EXIT_USER
+    if reply.status != "ok":
+        sys.stdout.write(f"a codeask daemon answers but refuses: {reply.message}\n")
+        return EXIT_USER
+    print_json(reply.info)
+    return EXIT_OK
+
+
+def _stop() -> int:
+    from codeask.daemon.server import lock_holder
+
+    try:
+        run_dir = private_dir(create=False)
+        _ping("stop")
+    except FileNotFoundError:
+        sys.stdout.write("no codeask daemon running\n")
+        return EXIT_OK
+    except (client.Unavailable, Unsafe) as exc:
+        sys.stdout.write(f"no codeask daemon answers ({exc})\n")
+        return EXIT_OK
+    deadline = time.monotonic() + STOP_SECONDS
+    while lock_holder(run_dir / LOCK_NAME) is not None:
+        if time.monotonic() > deadline:
+            raise UserError(f"the daemon did not stop within {STOP_SECONDS:.0f} s")
+        time.sleep(0.05)
+    sys.stdout.write("codeask daemon stopped\n")
+    return EXIT_OK

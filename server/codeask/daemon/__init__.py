@@ -1,0 +1,12 @@
+"""One warm codeask per user (issue 29): a daemon on a Unix socket that `codeask search` and
+`codeask status` ask instead of loading the index and the models in every command.
+
+- `paths`: where the socket, the lock and the log live, and the ownership checks (0700 dir,
+  0600 socket, both the user's).
+- `protocol`: length-prefixed msgspec JSON requests and replies, with a version.
+- `server`: the daemon (one per user: a flock; peers of another uid refused; idle exit).
+- `client`: what a command calls: the daemon's answer, started on demand, or None (in-process).
+- `folders`: the daemon's opened folder indexes, reopened when a new snapshot is published.
+
+It imports `codeask.core` (and the CLI hands it its commands); `codeask.core` never imports it.
+"""

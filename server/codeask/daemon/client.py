@@ -1,0 +1,143 @@
+"""The client side: what `codeask search` and `codeask status` call before doing anything
+themselves.
+
+`ask()` returns the daemon's reply, starting a daemon when none answers, or raises
+`Unavailable` (the caller then answers in-process and says why in one line). It imports only
+the standard library, msgspec and this package's light modules: no numpy, ONNX or tree-sitter
+on the forwarding path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codeask import __version__
+from codeask.daemon import protocol
+from codeask.daemon.paths import LOG_NAME, SOCKET_NAME, Unsafe, check_socket, private_dir
+from codeask.daemon.protocol import PROTOCOL, Reply, Request
+
+#: Seconds a daemon started on demand may take to listen (imports on a busy machine: ~2 s).
+START_SECONDS = 20.0
+#: Seconds to wait for an answer (the first search of a folder loads its index and models).
+REPLY_SECONDS = 600.0
+#: The daemon's log is started afresh past this size.
+LOG_LIMIT = 1 << 20
+#: Daemons started for one request at most (one that lost the start race exits at once).
+STARTS = 3
+
+
+class Unavailable(Exception):
+    """No daemon answered this request; the message says why (one line)."""
+
+
+def enabled(args: argparse.Namespace) -> bool:
+    """`daemon.enabled` (user config, environment), unless `--no-daemon`."""
+    if getattr(args, "no_daemon", False):
+        return False
+    from codeask.config import load_settings  # stdlib + msgspec only
+
+    settings, _ = load_settings(None)
+    return settings.daemon.enabled
+
+
+def ask(command: str, args: argparse.Namespace) -> Reply:
+    """The daemon's reply to `command` with `args` (status ok or user_error)."""
+    request = Request(
+        protocol=PROTOCOL,
+        version=__version__,
+        command=command,
+        args=vars(args),
+        cwd=os.getcwd(),
+        environment=protocol.environment_key(),
+    )
+    reply = call(request, start=True)
+    if reply.status in ("refused", "failed"):
+        raise Unavailable(reply.message or reply.status)
+    return reply
+
+
+def call(request: Request, *, start: bool) -> Reply:
+    """Send one request and read its reply (starting a daemon first when `start`)."""
+    try:
+        run_dir = private_dir(create=True)
+    except (Unsafe, OSError) as exc:
+        raise Unavailable(str(exc)) from exc
+    sock = connect(run_dir, start=start)
+    with sock:
+        try:
+            sock.settimeout(REPLY_SECONDS)
+            protocol.send(sock, request)
+            return protocol.receive(sock, Reply)
+        except TimeoutError as exc:
+            raise Unavailable(f"no answer within {REPLY_SECONDS:.0f} s") from exc
+        except (protocol.ProtocolError, OSError) as exc:
+            raise Unavailable(f"the daemon went away mid-request ({exc})") from exc
+
+
+def connect(run_dir: Path, *, start: bool) -> socket.socket:
+    """A connection to the user's daemon (checked: our socket, our uid at the other end)."""
+    path = run_dir / SOCKET_NAME
+    deadline = time.monotonic() + START_SECONDS
+    started: list[Any] = []
+    while True:
+        try:
+            return _connect_once(path)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            if not start:
+                raise Unavailable("no daemon is running") from exc
+            if not started or (started[-1].poll() is not None and len(started) < STARTS):
+                started.append(_start(run_dir))
+            if time.monotonic() > deadline:
+                raise Unavailable(
+                    f"the daemon did not start within {START_SECONDS:.0f} s "
+                    f"(see {run_dir / LOG_NAME})"
+                ) from exc
+            time.sleep(0.02)
+
+
+def _connect_once(path: Path) -> socket.socket:
+    try:
+        check_socket(path)
+    except Unsafe as exc:
+        raise Unavailable(f"refused: {exc}") from exc
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        uid = protocol.peer_uid(sock)
+    except OSError:
+        sock.close()
+        raise
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise Unavailable(f"refused: the daemon at {path} runs as uid {uid}, not as you")
+    return sock
+
+
+def _start(run_dir: Path) -> Any:
+    """`codeask daemon` in the background, its own session, its output in daemon.log."""
+    import subprocess
+
+    log_path = run_dir / LOG_NAME
+    with _open_log(log_path) as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "codeask.cli", "daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd="/",
+            start_new_session=True,
+        )
+
+
+def _open_log(path: Path) -> Any:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    if os.fstat(fd).st_size > LOG_LIMIT:
+        os.ftruncate(fd, 0)
+    return os.fdopen(fd, "ab")

@@ -1,0 +1,65 @@
+"""Where the daemon lives and who may talk to it.
+
+`$XDG_RUNTIME_DIR/codeask/` (else `$XDG_CACHE_HOME/codeask/run/`, ~/.cache/...): a directory
+only the user can enter (0700, owned by the user, not a symlink), holding `daemon.sock`
+(0600), `daemon.lock` (the flock that makes one daemon per directory) and `daemon.log`.
+Two users have two directories, so two daemons; a directory or a socket that belongs to
+someone else is refused, never used or repaired.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+SOCKET_NAME = "daemon.sock"
+LOCK_NAME = "daemon.lock"
+LOG_NAME = "daemon.log"
+
+
+class Unsafe(Exception):
+    """The runtime directory or the socket is not the user's own: never connect or bind there."""
+
+
+def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_RUNTIME_DIR/codeask`, else the user cache dir's `codeask/run` (not created)."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_RUNTIME_DIR", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "codeask"
+    cache = env.get("XDG_CACHE_HOME", "")
+    base = Path(cache) if cache and os.path.isabs(cache) else Path.home() / ".cache"
+    return base / "codeask" / "run"
+
+
+def private_dir(*, create: bool, environ: Mapping[str, str] | None = None) -> Path:
+    """The runtime directory, checked (and made, with `create`): a directory, ours, 0700.
+
+    A directory of ours with looser bits is tightened; one of another user (or a symlink) is
+    `Unsafe`: whoever owns it could put their own socket there.
+    """
+    path = runtime_dir(environ)
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise Unsafe(f"{path} is not a directory")
+    if info.st_uid != os.getuid():
+        raise Unsafe(f"{path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})")
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def check_socket(path: Path) -> None:
+    """Raise `Unsafe` unless `path` is a socket owned by this user (FileNotFoundError: none)."""
+    info = os.lstat(path)
+    if not stat.S_ISSOCK(info.st_mode):
+        raise Unsafe(f"{path} is not a socket")
+    if info.st_uid != os.getuid():
+        raise Unsafe(f"{path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})")

@@ -1,0 +1,270 @@
+"""The daemon: one per user, answering the CLI's commands from warm memory.
+
+`serve()` takes `daemon.lock` (flock: a second daemon started in a race exits at once; the
+kernel drops the lock when the holder dies, even by SIGKILL), binds `daemon.sock` 0600, and
+answers one request per connection. Peers of another uid are dropped unanswered
+(SO_PEERCRED). Requests run one at a time under one lock: a command runs with the client's
+working directory and its stdout/stderr captured, exactly as it would in the client's own
+process. After `idle_seconds` without a request the socket is removed and the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import io
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from codeask import __version__
+from codeask.daemon import protocol
+from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
+from codeask.daemon.protocol import PROTOCOL, Reply, Request
+
+log = logging.getLogger("codeask.daemon")
+
+#: A command: the parsed arguments in, the exit code out; output goes to sys.stdout/stderr.
+Handler = Callable[[argparse.Namespace], int]
+#: Seconds a client may take to send its request once connected.
+REQUEST_SECONDS = 30.0
+#: How often the accept loop looks at the idle clock and the stop flag.
+TICK_SECONDS = 0.25
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+class CommandError(Exception):
+    """A user error a command raised: its one line and exit code go back to the client."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Daemon:
+    """The daemon of one runtime directory."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        handlers: Mapping[str, Handler],
+        *,
+        idle_seconds: float,
+        environment: str,
+        on_exit: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.handlers = dict(handlers)
+        self.idle_seconds = idle_seconds
+        self.environment = environment
+        self.on_exit = on_exit
+        self.started = time.time()
+        self.served = 0
+        self._busy = threading.Lock()
+        self._in_flight = 0
+        self._count = threading.Lock()
+        self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._info: Callable[[], dict[str, Any]] = dict
+
+    def describe_with(self, info: Callable[[], dict[str, Any]]) -> None:
+        """Extra fields `codeask daemon --status` shows (e.g. the folders held)."""
+        self._info = info
+
+    # ---- lifetime ------------------------------------------------------------------------------
+    def serve(self) -> int:
+        """Run until idle, stopped or signalled; 0 also when another daemon already runs."""
+        lock = _take_lock(self.run_dir / LOCK_NAME)
+        if lock is None:
+            log.info("another codeask daemon holds %s; leaving it to answer", self.run_dir)
+            return 0
+        path = self.run_dir / SOCKET_NAME
+        listener = _bind(path)
+        bound = os.stat(path).st_ino
+        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        log.info("codeask daemon %s (pid %d) listening on %s", __version__, os.getpid(), path)
+        try:
+            self._accept_loop(listener)
+        finally:
+            with contextlib.suppress(OSError):
+                if os.stat(path).st_ino == bound:  # never remove a successor's socket
+                    path.unlink()
+            listener.close()
+            self.on_exit()
+            log.info("codeask daemon (pid %d) exits after %d requests", os.getpid(), self.served)
+            os.close(lock)  # last: a new daemon may bind only once this one is gone
+        return 0
+
+    def _accept_loop(self, listener: socket.socket) -> None:
+        listener.settimeout(TICK_SECONDS)
+        while not self._stop.is_set():
+            if self._idle():
+                log.info("idle for %.0f s: exiting", self.idle_seconds)
+                return
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with self._count:
+                self._in_flight += 1
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _idle(self) -> bool:
+        with self._count:
+            return not self._in_flight and time.monotonic() - self._last > self.idle_seconds
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # ---- one connection ------------------------------------------------------------------------
+    def _connection(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                uid = protocol.peer_uid(conn)
+                if uid is not None and uid != os.getuid():
+                    log.warning("refused a connection from uid %d (not uid %d)", uid, os.getuid())
+                    return
+                conn.settimeout(REQUEST_SECONDS)
+                try:
+                    request = protocol.receive(conn, Request)
+                except (protocol.ProtocolError, OSError) as exc:
+                    log.warning("dropped a connection: %s", exc)
+                    return
+                reply = self._answer(request)
+                conn.settimeout(None)
+                try:
+                    protocol.send(conn, reply)
+                except (protocol.ProtocolError, OSError, ValueError) as exc:
+                    log.warning("could not send the reply: %s", exc)
+                    with contextlib.suppress(OSError, protocol.ProtocolError):
+                        protocol.send(conn, self._reply("failed", message=str(exc)))
+        finally:
+            with self._count:
+                self._in_flight -= 1
+                self._last = time.monotonic()
+
+    def _reply(self, status: protocol.Status, **fields: Any) -> Reply:
+        return Reply(protocol=PROTOCOL, version=__version__, status=status, **fields)
+
+    def _answer(self, request: Request) -> Reply:
+        if request.protocol != PROTOCOL or request.version != __version__:
+            return self._reply(
+                "refused",
+                message=f"version mismatch: the daemon is codeask {__version__} (protocol "
+                f"{PROTOCOL}), the client {request.version} (protocol {request.protocol})",
+            )
+        if request.command == "ping":
+            return self._reply("ok", info=self.info())
+        if request.command == "stop":
+            self._stop.set()
+            return self._reply("ok", message="stopping")
+        if request.environment != self.environment:
+            return self._reply(
+                "refused",
+                message="the daemon was started under another environment (CODEASK_*, HOME, "
+                "XDG_* or GIT_* differ)",
+            )
+        handler = self.handlers.get(request.command)
+        if handler is None:
+            return self._reply("refused", message=f"unknown command {request.command!r}")
+        with self._busy:
+            self.served += 1
+            return self._run(handler, request)
+
+    def _run(self, handler: Handler, request: Request) -> Reply:
+        """The command as the client would run it: its cwd, its verbosity, output captured."""
+        try:
+            os.chdir(request.cwd)
+        except OSError as exc:
+            return self._reply("refused", message=f"cannot enter {request.cwd!r}: {exc}")
+        args = argparse.Namespace(**request.args)
+        out, err = io.StringIO(), io.StringIO()
+        capture = logging.StreamHandler(err)
+        capture.setFormatter(logging.Formatter(LOG_FORMAT))
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(max(logging.WARNING - 10 * int(getattr(args, "verbose", 0)), logging.DEBUG))
+        root.addHandler(capture)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = handler(args)
+        except CommandError as exc:
+            return self._reply(
+                "user_error",
+                stdout=out.getvalue(),
+                stderr=err.getvalue(),
+                code=exc.code,
+                message=str(exc),
+            )
+        except Exception as exc:  # the client answers in-process (and shows the real error)
+            log.exception("%s failed", request.command)
+            return self._reply("failed", message=f"{type(exc).__name__}: {exc}")
+        finally:
+            root.removeHandler(capture)
+            root.setLevel(level)
+            os.chdir("/")
+        return self._reply("ok", stdout=out.getvalue(), stderr=err.getvalue(), code=code)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "socket": str(self.run_dir / SOCKET_NAME),
+            "uptime_seconds": round(time.time() - self.started, 1),
+            "requests": self.served,
+            "idle_seconds": self.idle_seconds,
+            **self._info(),
+        }
+
+
+def _take_lock(path: Path) -> int | None:
+    """The daemon lock's fd, held for life (pid written for messages), or None when taken."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid of the daemon holding the lock at `path`, or None when no daemon holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _bind(path: Path) -> socket.socket:
+    """A listening socket at `path`, 0600 from birth (umask), replacing a dead daemon's."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # we hold the lock: whatever is there is a dead daemon's
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    return listener
