@@ -124,15 +124,9 @@ def select_questions(root: Path, language_of: LanguageOf, options: SelectOptions
     """Walk the history from HEAD, newest first, until `options.commits` questions are found.
 
     Raises NoHistory when `root` is in no repository or the repository has no commit."""
-    opened = open_scoped(root)
-    if opened is None:
-        raise NoHistory(f"{root} is not a git repository: no history to ask questions from")
-    repo, scope = opened
-    head = head_commit(repo)
-    if head is None:
-        raise NoHistory(f"the repository at {root} has no commits yet: no history to ask from")
+    repo, scope, head = open_history(root)
     boundary = shallow_boundary(repo)
-    since = _epoch(options.since) if options.since else None
+    since = parse_day(options.since) if options.since else None
     found = Selection()
     for commit in _walk(repo, head):
         if since is not None and commit.commit_time < since:
@@ -149,6 +143,18 @@ def select_questions(root: Path, language_of: LanguageOf, options: SelectOptions
     return found
 
 
+def open_history(root: Path) -> tuple[pygit2.Repository, Scope, pygit2.Commit]:
+    """The repository holding `root`, where `root` sits in it, and HEAD; NoHistory without."""
+    opened = open_scoped(root)
+    if opened is None:
+        raise NoHistory(f"{root} is not a git repository: no history to ask questions from")
+    repo, scope = opened
+    head = head_commit(repo)
+    if head is None:
+        raise NoHistory(f"the repository at {root} has no commits yet: no history to ask from")
+    return repo, scope, head
+
+
 def _walk(repo: pygit2.Repository, head: pygit2.Commit) -> Iterator[pygit2.Commit]:
     """Commits reachable from HEAD, newest first; a missing object ends the walk."""
     try:
@@ -157,7 +163,8 @@ def _walk(repo: pygit2.Repository, head: pygit2.Commit) -> Iterator[pygit2.Commi
         return
 
 
-def _epoch(day: str) -> int:
+def parse_day(day: str) -> int:
+    """A YYYY-MM-DD day as the epoch second it starts (UTC); ValueError naming the format."""
     try:
         parsed = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError:
