@@ -1,0 +1,281 @@
+"""The embedding endpoint client's bounds and errors, against real loopback HTTP servers.
+
+The servers here are small stand-ins (standard-library HTTP servers that hang, redirect, refuse
+or answer fixed vectors): they play the failures a real server rarely shows on demand. The
+provider against llama.cpp's real server is tested in tests/llm/test_embed_remote_real.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings
+from codeask.core import embed_remote
+from codeask.core.embed import load_embedder, tier_dim
+from codeask.core.embed_remote import (
+    NO_VECTOR,
+    RemoteEmbedder,
+    RemoteError,
+    cache_stem,
+    remote_spec,
+)
+
+Reply = Callable[[BaseHTTPRequestHandler, dict[str, Any]], None]
+
+
+def _json(handler: BaseHTTPRequestHandler, status: int, payload: object) -> None:
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def vectors_of(dim: int) -> Reply:
+    """Answer `dim`-sized OpenAI-style vectors (row i is all i+1)."""
+
+    def reply(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        rows = [{"index": i, "embedding": [float(i + 1)] * dim} for i in range(len(body["input"]))]
+        _json(handler, 200, {"data": rows})
+
+    return reply
+
+
+class StandIn:
+    """A loopback HTTP server with a chosen reply; counts connections and keeps the requests."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.connections = 0
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                outer.connections += 1
+                super().setup()
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                outer.requests.append({"path": self.path, "headers": headers, "body": body})
+                reply(self, body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Reply], StandIn]]:
+    started: list[StandIn] = []
+
+    def start(reply: Reply) -> StandIn:
+        started.append(StandIn(reply))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def embed_settings(url: str, **fields: Any) -> EmbedSettings:
+    return EmbedSettings(provider="openai", endpoint=url, model="code-model", **fields)
+
+
+def embedder(url: str, dim: int = 0, **fields: Any) -> RemoteEmbedder:
+    settings = embed_settings(url, **fields)
+    return RemoteEmbedder(settings, remote_spec(settings), dim)
+
+
+# ---- settings ----------------------------------------------------------------------------
+def test_spec_needs_an_endpoint_and_a_model_name() -> None:
+    with pytest.raises(RemoteError, match=r"needs embed\.endpoint"):
+        remote_spec(EmbedSettings(provider="openai", model="m"))
+    with pytest.raises(RemoteError, match=r"needs embed\.model"):
+        remote_spec(EmbedSettings(provider="ollama", model=DEFAULT_EMBED_MODEL))
+    with pytest.raises(RemoteError, match="http:// or https://"):
+        remote_spec(EmbedSettings(provider="openai", endpoint="file:///etc", model="m"))
+    ollama = remote_spec(EmbedSettings(provider="ollama", model="nomic-embed-text"))
+    assert ollama.url == "http://127.0.0.1:11434/api/embed"
+    pasted = remote_spec(EmbedSettings(provider="openai", endpoint="http://h:8080/v1/", model="m"))
+    assert pasted.url == "http://h:8080/v1/embeddings"
+
+
+def test_every_endpoint_and_model_gets_its_own_cache_file() -> None:
+    specs = [
+        remote_spec(EmbedSettings(provider=p, endpoint=e, model=m))  # type: ignore[arg-type]
+        for p in ("openai", "ollama")
+        for e in ("http://a:1", "http://b:1")
+        for m in ("m", "m2")
+    ]
+    assert len({cache_stem(s) for s in specs}) == len(specs)
+
+
+def test_invalid_bounds_fall_back_to_defaults() -> None:
+    for bad in ({"request_texts": 0}, {"max_input_chars": 0}, {"request_timeout": 0}):
+        with pytest.raises(ValueError):
+            EmbedSettings(**bad)  # type: ignore[arg-type]
+
+
+# ---- requests ------------------------------------------------------------------------------
+def test_batches_are_bounded_and_rows_come_back_unit_length(
+    serve: Callable[[Reply], StandIn],
+) -> None:
+    server = serve(vectors_of(4))
+    rows = embedder(server.url, request_texts=2, max_input_chars=5).embed(["a" * 50] * 5)
+    assert [len(r["body"]["input"]) for r in server.requests] == [2, 2, 1]
+    assert all(t == "aaaaa" for r in server.requests for t in r["body"]["input"])
+    assert rows.shape == (5, 4)
+    assert abs(float(rows[0] @ rows[0]) - 1.0) < 1e-6
+
+
+def test_the_key_goes_in_the_header_and_an_unset_variable_is_named(
+    serve: Callable[[Reply], StandIn], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = serve(vectors_of(3))
+    monkeypatch.setenv("TEAM_EMBED_KEY", "k-123")
+    embedder(server.url, api_key_env="TEAM_EMBED_KEY").embed(["x"])
+    assert server.requests[0]["headers"]["authorization"] == "Bearer k-123"
+    monkeypatch.delenv("TEAM_EMBED_KEY")
+    with pytest.raises(RemoteError, match=r"\$TEAM_EMBED_KEY, which is not set"):
+        embedder(server.url, api_key_env="TEAM_EMBED_KEY").embed(["x"])
+
+
+def test_a_redirect_is_not_followed_so_the_key_stays(
+    serve: Callable[[Reply], StandIn], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = serve(vectors_of(3))
+
+    def redirect(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        handler.send_response(307)
+        handler.send_header("location", elsewhere.url + "/v1/embeddings")
+        handler.send_header("content-length", "0")
+        handler.end_headers()
+
+    first = serve(redirect)
+    monkeypatch.setenv("TEAM_EMBED_KEY", "k-123")
+    with pytest.raises(RemoteError, match="HTTP 307"):
+        embedder(first.url, api_key_env="TEAM_EMBED_KEY").embed(["x"])
+    assert elsewhere.connections == 0
+
+
+def test_a_refusal_is_one_line_with_the_servers_words_and_a_hint(
+    serve: Callable[[Reply], StandIn],
+) -> None:
+    def refuse(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        _json(handler, 401, {"error": {"message": "bad key\x1b[31m\nforged line"}})
+
+    server = serve(refuse)
+    with pytest.raises(RemoteError) as refused:
+        embedder(server.url).embed(["x"])
+    message = str(refused.value)
+    assert "HTTP 401" in message and "bad key" in message and "embed.api_key_env" in message
+    assert "\n" not in message and "\x1b" not in message
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ({"data": [{"embedding": [1.0, 2.0]}]}, "1 vectors"),  # 2 texts asked
+        ({"data": [{"embedding": [1.0]}, {"embedding": [1.0, 2.0]}]}, "sizes"),
+        ({"data": [{"embedding": [1.0, "NaN"]}, {"embedding": [1.0, 2.0]}]}, "not embeddings"),
+        ({"object": "list"}, "not embeddings"),
+    ],
+)
+def test_a_malformed_answer_is_refused(
+    serve: Callable[[Reply], StandIn], answer: dict[str, Any], why: str
+) -> None:
+    server = serve(lambda handler, body: _json(handler, 200, answer))
+    with pytest.raises(RemoteError, match=why):
+        embedder(server.url).embed(["a", "b"])
+
+
+def test_another_size_under_the_same_name_is_refused(serve: Callable[[Reply], StandIn]) -> None:
+    server = serve(vectors_of(8))
+    with pytest.raises(RemoteError, match="now answers 8-dimensional vectors of 'code-model'"):
+        embedder(server.url, dim=4).embed(["x"])
+
+
+def test_an_endless_answer_is_cut(
+    serve: Callable[[Reply], StandIn], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embed_remote, "MAX_ANSWER_BYTES", 1 << 16)
+    server = serve(vectors_of(20_000))
+    with pytest.raises(RemoteError, match="more than"):
+        embedder(server.url).embed(["x"])
+
+
+# ---- a dead or hanging endpoint never holds up search ---------------------------------------
+@pytest.fixture
+def hanging() -> Iterator[tuple[str, list[socket.socket]]]:
+    """A loopback port that accepts connections and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+    stop.set()
+    thread.join()
+    for conn in accepted:
+        conn.close()
+    listener.close()
+
+
+def test_a_hanging_endpoint_costs_one_search_its_timeout_then_rests(
+    hanging: tuple[str, list[socket.socket]], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, accepted = hanging
+    model = embedder(url, dim=4, request_timeout=1.0)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        assert model.embed_query("where are invoices totalled") is NO_VECTOR
+    assert 0.9 < time.monotonic() - started < 5
+    assert "search without the model tier" in caplog.text and url in caplog.text
+    started = time.monotonic()
+    assert model.embed_query("and refunds?") is NO_VECTOR
+    assert time.monotonic() - started < 0.1
+    assert len(accepted) == 1  # the second search did not even connect
+
+
+def test_a_dead_endpoint_opens_the_index_with_no_size_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    settings = Settings(embed=embed_settings(url, cache_dir=str(tmp_path)))
+    with caplog.at_level(logging.WARNING):
+        assert tier_dim(settings) == 0
+    assert "model tier waits for its server" in caplog.text and url in caplog.text
+    with pytest.raises(RemoteError, match="did not answer when this index opened"):
+        load_embedder(settings)
