@@ -102,6 +102,7 @@ def test_findable_answers_score_one_and_agree_with_codeask_search(tmp_path: Path
     [first_pass] = report["tiers"]  # MiniLM not built: only the first pass is measured
     assert first_pass["name"] == "first_pass"
     assert first_pass["overall"] == {"n": 6, "R@1": 1.0, "R@5": 1.0, "MRR": 1.0}
+    assert first_pass["no_file_named"] == first_pass["overall"]  # no message names its file
     assert set(first_pass["languages"]) == {"python", "typescript", "lua"}
     assert first_pass["languages"]["python"]["n"] == 4
     assert any("MiniLM tier 0/" in note for note in report["notes"])
@@ -170,9 +171,16 @@ def test_json_schema_and_human_report(tmp_path: Path) -> None:
     selection = report["selection"]
     assert selection["questions"] == 4 and selection["commits"] == 4
     assert selection["commits_read"] == 4  # stops once it has its questions
-    assert set(selection) >= {"since", "max_files", "skipped", "files_dropped", "verbatim_subjects"}
+    assert set(selection) >= {
+        "since",
+        "max_files",
+        "skipped",
+        "files_dropped",
+        "verbatim_subjects",
+        "naming_an_answer_file",
+    }
     tier = report["tiers"][0]
-    assert set(tier) == {"name", "label", "overall", "languages", "query_ms_p50"}
+    assert set(tier) == {"name", "label", "overall", "no_file_named", "languages", "query_ms_p50"}
     assert set(tier["overall"]) == {"n", "R@1", "R@5", "MRR"}
     question = report["questions"][0]
     assert set(question) == {
@@ -182,6 +190,7 @@ def test_json_schema_and_human_report(tmp_path: Path) -> None:
         "answers",
         "languages",
         "verbatim_subject",
+        "names_an_answer_file",
         "tiers",
     }
     assert set(question["tiers"]["first_pass"]) == {"first_rank", "top"}

@@ -10,8 +10,10 @@ import pytest
 from gitrepo import EPOCH, commit, make_repo, shallow_clone
 
 from codeask.core.languages import language_for_path
+from codeask.core.selfcheck import names_an_answer, score
 from codeask.core.selfcheck_questions import (
     NoHistory,
+    Question,
     SelectOptions,
     clean_message,
     select_questions,
@@ -239,3 +241,19 @@ def _date(epoch: int) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d")
+
+
+def test_a_question_naming_its_file_is_told_apart() -> None:
+    def asked(text: str) -> Question:
+        return Question("0" * 40, "2024-03-01", text, ("core/bm25.py",), ("python",))
+
+    assert names_an_answer(asked("bm25.py: tokenize in batches"))
+    assert names_an_answer(asked("speed up core/bm25.py for long rows"))
+    assert not names_an_answer(asked("bm25: tokenize rows in batches"))
+
+
+def test_score_is_recall_and_reciprocal_rank() -> None:
+    ranked = ["a.py", "b.py", "c.py", "d.py", "e.py", "f.py"]
+    assert score(["b.py"], ranked) == {"R@1": 0.0, "R@5": 1.0, "MRR": 0.5}
+    assert score(["a.py", "f.py"], ranked) == {"R@1": 0.5, "R@5": 0.5, "MRR": 1.0}
+    assert score(["z.py"], ranked) == {"R@1": 0.0, "R@5": 0.0, "MRR": 0.0}

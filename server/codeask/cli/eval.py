@@ -229,11 +229,13 @@ def _print_report(report: dict[str, Any], *, show_questions: bool) -> None:
     )
     out(
         f"  answer files gone or not indexed since: {selection['files_dropped']}; questions "
-        f"whose subject is verbatim in an answer file now: {selection['verbatim_subjects']}\n\n"
+        f"naming an answer file: {selection['naming_an_answer_file']}; whose subject is "
+        f"verbatim in an answer file now: {selection['verbatim_subjects']}\n\n"
     )
     out(f"{'tier':32} {'language':12} {'n':>5} " + " ".join(f"{m:>6}" for m in METRICS) + "\n")
     for tier in report["tiers"]:
-        rows = [("all", tier["overall"]), *tier["languages"].items()]
+        rows = [("all", tier["overall"]), ("no file named", tier["no_file_named"])]
+        rows += tier["languages"].items()
         for i, (language, row) in enumerate(rows):
             label = tier["label"] if i == 0 else ""
             values = " ".join(f"{row[m]:6.3f}" for m in METRICS)
@@ -244,7 +246,8 @@ def _print_report(report: dict[str, Any], *, show_questions: bool) -> None:
     out(
         f"\nR@k: share of a question's answer files among the first k files `codeask search` "
         f"ranks; MRR: mean of 1/rank of the first answer file (0 beyond {DEPTH}). A language's "
-        "row scores its own answer files only.\n"
+        "row scores its own answer files only; `no file named` leaves out the questions that name "
+        "an answer file by path or file name.\n"
     )
     out("Limits: " + " ".join(LIMITS) + "\n")
     if show_questions:

@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import msgspec
@@ -149,6 +149,9 @@ class TierResult:
 
     tier: Tier
     overall: Row = field(default_factory=Row)
+    unnamed: Row = field(default_factory=Row)
+    """Questions that name none of their answer files (a message saying `bm25.py: ...` is
+    answered by the path alone)."""
     languages: dict[str, Row] = field(default_factory=dict)
     ranks: list[int | None] = field(default_factory=list)
     """Rank of the first answer file, per question (None: not in the first DEPTH)."""
@@ -159,7 +162,10 @@ class TierResult:
     def add(self, question: Question, ranked: list[str], elapsed_ms: float) -> None:
         """Score one question overall and, for each language of its answers, on the answer
         files of that language alone."""
-        self.overall.add(score(question.answers, ranked))
+        scores = score(question.answers, ranked)
+        self.overall.add(scores)
+        if not names_an_answer(question):
+            self.unnamed.add(scores)
         for language in dict.fromkeys(question.languages):
             pairs = zip(question.answers, question.languages, strict=True)
             mine = [path for path, lang in pairs if lang == language]
@@ -175,9 +181,18 @@ class TierResult:
             "name": self.tier.name,
             "label": self.tier.label,
             "overall": self.overall.to_json(),
+            "no_file_named": self.unnamed.to_json(),
             "languages": {language: row.to_json() for language, row in ordered},
             "query_ms_p50": round(_median(self.latencies_ms), 2),
         }
+
+
+def names_an_answer(question: Question) -> bool:
+    """Whether the question names one of its answer files, by path or by file name."""
+    text = question.question.lower()
+    return any(
+        rel.lower() in text or PurePosixPath(rel).name.lower() in text for rel in question.answers
+    )
 
 
 def _median(values: list[float]) -> float:
@@ -245,6 +260,7 @@ class Report:
                 "skipped": dict(sorted(self.selection.skipped.items(), key=lambda i: -i[1])),
                 "files_dropped": self.selection.files_dropped,
                 "verbatim_subjects": sum(self.verbatim),
+                "naming_an_answer_file": sum(names_an_answer(q) for q in questions),
             },
             "depth": DEPTH,
             "tiers": [result.to_json() for result in self.results],
@@ -261,6 +277,7 @@ class Report:
             "answers": list(question.answers),
             "languages": list(question.languages),
             "verbatim_subject": self.verbatim[i],
+            "names_an_answer_file": names_an_answer(question),
             "tiers": {
                 r.tier.name: {"first_rank": r.ranks[i], "top": r.tops[i]} for r in self.results
             },
