@@ -165,6 +165,13 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Weight of exact symbol-name and path hits in rank fusion."""
     file_weight: float = 1.0
     """Weight of whole-file BM25 (a prior on every chunk of a matching file)."""
+    file_name_weight: float = 1.0
+    """A typed question's words matching a file's name (`url path mapping` → `urlmap.rb`) lift
+    that file's candidates by this share of the best score times the share of words matched;
+    0 turns it off. Pasted reports are left out (their words name everything)."""
+    definition_weight: float = 3.0
+    """A question that is a symbol (`Rack::Response`) lifts the chunks defining it by this share
+    of the best score (half for camelCase names inside prose); 0 turns it off."""
     call_weight: float = 0.3
     """Share of a top candidate's score given to the functions it calls (0 turns it off; 0.3:
     dev R@5 .843 → .857 and MRR .694 → .686 with MiniLM, benchmarks/README.md)."""

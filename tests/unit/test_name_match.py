@@ -1,0 +1,111 @@
+"""Names in a typed question: file names that say its words, symbols it is or names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.unit.test_retrieve import make_folder
+
+from codeask.core.name_match import (
+    defines,
+    file_stems_for,
+    is_symbol_query,
+    name_match_share,
+    queried_symbols,
+    question_words,
+)
+from codeask.core.retrieve import rank_files, search
+
+
+def test_question_words_drop_stop_words_and_short_words() -> None:
+    assert question_words("how is the URL path mapped to an app") == {
+        "url",
+        "path",
+        "mapped",
+        "app",
+    }
+
+
+def test_file_names_match_words_exactly_or_by_prefix() -> None:
+    words = question_words("URL path mapping across mounted apps")
+    assert name_match_share(words, "lib/rack/urlmap.rb") == 1 / 6  # url ~ urlmap
+    assert name_match_share(question_words("deferred body proxy"), "lib/body_proxy.rb") == 2 / 3
+    assert name_match_share(question_words("path management"), "rails/paths.rb") == 1 / 2
+    # the folder's name counts, the grandparent's does not; the suffix never does
+    assert name_match_share(question_words("middleware order"), "src/middleware/x.go") == 1 / 2
+    assert name_match_share(question_words("middleware order"), "middleware/src/x.go") == 0
+    assert name_match_share(question_words("ruby files"), "lib/x.rb") == 0
+
+
+def test_symbol_questions() -> None:
+    for question in ("Rack::Response", "Request", "SqlMapper", "std.mem.sort", "_private", "a_b"):
+        assert is_symbol_query(question), question
+    for question in ("session", "how are requests parsed", "URL path mapping"):
+        assert not is_symbol_query(question), question
+    assert queried_symbols("Rack::Response") == ({"Response"}, True)
+    assert queried_symbols("where does parseHttpRequest handle HTTPServer") == (
+        {"parseHttpRequest"},
+        False,
+    )
+
+
+def test_definitions_are_read_from_text_in_many_languages() -> None:
+    assert defines("module Rails\n  class Application < Engine\n", "Application")
+    assert defines("pub struct Router<S> {", "Router")
+    assert defines("defmodule Phoenix.Router do", "Router")
+    assert defines("export function createRouter(options) {", "createRouter")
+    assert defines("CREATE TABLE users (id int)", "users")
+    assert not defines("app = Application.new", "Application")
+    assert not defines("class ApplicationRecord < Base", "Application")
+    assert not defines("the Class Application is documented", "Application")
+
+
+def test_file_stems_for_a_symbol() -> None:
+    assert file_stems_for("BodyProxy") == ["BodyProxy", "bodyproxy", "body_proxy", "body-proxy"]
+
+
+def test_a_file_named_by_the_question_outranks_files_that_repeat_its_words(
+    tmp_path: Path,
+) -> None:
+    """Two files repeat "url" and "path" in every function; `urlmap.rb` is the answer."""
+    noisy = "".join(
+        f"def handle_{i}(env)\n  path = env['PATH_INFO']\n  url = build_url(path)\nend\n\n"
+        for i in range(3)
+    )
+    files = {
+        "lib/sendfile.rb": noisy,
+        "lib/builder.rb": noisy.replace("handle_", "build_"),
+        "lib/urlmap.rb": "class URLMap\n  def remap(map)\n    map.each { |location, app| app }\n"
+        "  end\n\n  def call(env)\n    path = env['PATH_INFO']\n  end\nend\n",
+    }
+    folder = make_folder(tmp_path, files)
+    ranked: dict[float, list[str]] = {}
+    for weight in (0.0, 1.0):
+        folder.settings.retrieve.file_name_weight = weight
+        hits = search([folder], "URL path mapping", mode="lexical", k=30).hits
+        ranked[weight] = [path for path, _ in rank_files(hits)]
+    assert ranked[0.0][0] != "lib/urlmap.rb"
+    assert ranked[1.0][0] == "lib/urlmap.rb"
+    folder.close()
+
+
+def test_a_symbol_question_finds_the_file_defining_it(tmp_path: Path) -> None:
+    """`Application`: the class is defined in application.rb, whose header chunk tree-sitter
+    names nothing; other files only reopen or use it."""
+    methods = "".join(f"  def step_{i}\n    run(Application)\n  end\n\n" for i in range(6))
+    files = {
+        "lib/application.rb": f"module Rails\n  class Application < Engine\n{methods}  end\nend\n",
+        "lib/boot.rb": "".join(
+            f"def boot_{i}\n  Application.new.step_{i}\n  Application.run\nend\n\n"
+            for i in range(6)
+        ),
+    }
+    folder = make_folder(tmp_path, files)
+    ranked: dict[float, list[str]] = {}
+    for weight in (0.0, 3.0):
+        folder.settings.retrieve.definition_weight = weight
+        hits = search([folder], "Application", mode="lexical", k=30).hits
+        ranked[weight] = [path for path, _ in rank_files(hits)]
+    assert ranked[0.0][0] == "lib/boot.rb"
+    assert ranked[3.0][0] == "lib/application.rb"
+    folder.close()
