@@ -17,7 +17,7 @@ from codeask import __version__
 from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json
 from codeask.daemon import client, protocol
 from codeask.daemon.paths import LOCK_NAME, Unsafe, private_dir
-from codeask.daemon.protocol import PROTOCOL, Request
+from codeask.daemon.protocol import PROTOCOL
 
 #: Seconds `--stop` waits for the daemon to be gone.
 STOP_SECONDS = 10.0
@@ -47,7 +47,7 @@ def serve() -> int:
         run_dir,
         {"search": _command("search", folders), "status": _command("status", None)},
         idle_seconds=settings.daemon.idle_seconds,
-        environment=protocol.environment_key(),
+        environment=protocol.environment(),
         on_exit=folders.close,
     )
     daemon.describe_with(lambda: {"folders": folders.roots(), "loads": folders.opened})
@@ -82,8 +82,8 @@ def _warm_imports() -> None:
     from codeask.core import retrieve  # noqa: F401
 
 
-def _ping(command: str) -> protocol.Reply:
-    request = Request(protocol=PROTOCOL, version=__version__, command=command)
+def _ping(command: str) -> client.Answer:
+    request = {"protocol": PROTOCOL, "version": __version__, "command": command}
     return client.call(request, start=False)
 
 
@@ -93,10 +93,10 @@ def _status() -> int:
     except client.Unavailable as exc:
         sys.stdout.write(f"no codeask daemon answers ({exc})\n")
         return EXIT_USER
-    if reply.status != "ok":
-        sys.stdout.write(f"a codeask daemon answers but refuses: {reply.message}\n")
+    if reply["status"] != "ok":
+        sys.stdout.write(f"a codeask daemon answers but refuses: {reply.get('message')}\n")
         return EXIT_USER
-    print_json(reply.info)
+    print_json(reply.get("info", {}))
     return EXIT_OK
 
 

@@ -24,10 +24,10 @@ def through_daemon(command: str, args: argparse.Namespace) -> int | None:
     except client.Unavailable as exc:
         sys.stderr.write(f"codeask: daemon unavailable ({exc}); answering in-process\n")
         return None
-    sys.stdout.write(reply.stdout)
-    sys.stderr.write(reply.stderr)
-    if reply.status == "user_error":
-        error = UserError(reply.message)
-        error.exit_code = reply.code
+    sys.stdout.write(reply["stdout"])
+    sys.stderr.write(reply["stderr"])
+    if reply["status"] == "user_error":
+        error = UserError(reply["message"])
+        error.exit_code = reply["code"]
         raise error
-    return reply.code
+    return int(reply["code"])

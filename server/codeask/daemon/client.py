@@ -14,13 +14,14 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from codeask import __version__
 from codeask.daemon import protocol
 from codeask.daemon.paths import LOG_NAME, SOCKET_NAME, Unsafe, check_socket, private_dir
-from codeask.daemon.protocol import PROTOCOL, Reply, Request
+from codeask.daemon.protocol import PROTOCOL
 
 #: Seconds a daemon started on demand may take to listen (imports on a busy machine: ~2 s).
 START_SECONDS = 20.0
@@ -30,39 +31,80 @@ REPLY_SECONDS = 600.0
 LOG_LIMIT = 1 << 20
 #: Daemons started for one request at most (one that lost the start race exits at once).
 STARTS = 3
+#: The setting's environment variable (`daemon.enabled`, config.py's DaemonSettings).
+ENABLED_ENV = "CODEASK_DAEMON__ENABLED"
+
+#: A reply as JSON: status, stdout, stderr, code, message, info (daemon/messages.py's Reply).
+Answer = dict[str, Any]
 
 
 class Unavailable(Exception):
     """No daemon answered this request; the message says why (one line)."""
 
 
-def enabled(args: argparse.Namespace) -> bool:
-    """`daemon.enabled` (user config, environment), unless `--no-daemon`."""
+def enabled(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> bool:
+    """`daemon.enabled` unless `--no-daemon`: the environment, else the user config, else off.
+
+    Read here without `codeask.config` (msgspec and the whole settings tree cost more than the
+    forwarded search itself) for the plain cases: `true`/`false` in the variable, a boolean
+    `[daemon] enabled` in the user config. Anything else takes the full settings path, so the
+    answer is always load_settings' (tests/daemon/test_settings.py holds them together).
+    """
     if getattr(args, "no_daemon", False):
         return False
-    from codeask.config import load_settings  # stdlib + msgspec only
+    env = os.environ if environ is None else environ
+    raw = env.get(ENABLED_ENV)
+    if raw is not None and raw.strip() in ("true", "false"):
+        return raw.strip() == "true"
+    if raw is None:
+        base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        path = Path(base).expanduser() / "codeask" / "config.toml"
+        if not path.exists():
+            return False
+        quick = _user_config_value(path)
+        if quick is not None:
+            return quick
+    from codeask.config import load_settings
 
-    settings, _ = load_settings(None)
-    return settings.daemon.enabled
+    return load_settings(None, environ=env)[0].daemon.enabled
 
 
-def ask(command: str, args: argparse.Namespace) -> Reply:
+def _user_config_value(path: Path) -> bool | None:
+    """`[daemon] enabled` when the file parses and it is a boolean (else None: ask config)."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    section = data.get("daemon", {})
+    if not isinstance(section, dict) or set(section) - {"enabled", "idle_seconds"}:
+        return None
+    value = section.get("enabled", False)
+    return value if isinstance(value, bool) else None
+
+
+def ask(command: str, args: argparse.Namespace) -> Answer:
     """The daemon's reply to `command` with `args` (status ok or user_error)."""
-    request = Request(
-        protocol=PROTOCOL,
-        version=__version__,
-        command=command,
-        args=vars(args),
-        cwd=os.getcwd(),
-        environment=protocol.environment_key(),
-    )
+    request = {
+        "protocol": PROTOCOL,
+        "version": __version__,
+        "command": command,
+        "args": vars(args),
+        "cwd": os.getcwd(),
+        "environment": protocol.environment(),
+    }
     reply = call(request, start=True)
-    if reply.status in ("refused", "failed"):
-        raise Unavailable(reply.message or reply.status)
+    if reply["status"] not in ("ok", "user_error"):
+        raise Unavailable(str(reply.get("message") or reply["status"]))
+    if not (isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str)):
+        raise Unavailable("the daemon's reply has no output")
+    if not isinstance(reply.get("code"), int):
+        raise Unavailable("the daemon's reply has no exit code")
     return reply
 
 
-def call(request: Request, *, start: bool) -> Reply:
+def call(request: dict[str, Any], *, start: bool) -> Answer:
     """Send one request and read its reply (starting a daemon first when `start`)."""
     try:
         run_dir = private_dir(create=True)
@@ -73,11 +115,19 @@ def call(request: Request, *, start: bool) -> Reply:
         try:
             sock.settimeout(REPLY_SECONDS)
             protocol.send(sock, request)
-            return protocol.receive(sock, Reply)
+            reply = protocol.receive(sock)
         except TimeoutError as exc:
             raise Unavailable(f"no answer within {REPLY_SECONDS:.0f} s") from exc
         except (protocol.ProtocolError, OSError) as exc:
             raise Unavailable(f"the daemon went away mid-request ({exc})") from exc
+    if reply.get("protocol") != PROTOCOL or reply.get("status") not in (
+        "ok",
+        "user_error",
+        "refused",
+        "failed",
+    ):
+        raise Unavailable(f"the daemon speaks another protocol ({reply.get('protocol')!r})")
+    return reply
 
 
 def connect(run_dir: Path, *, start: bool) -> socket.socket:

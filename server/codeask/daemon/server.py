@@ -24,10 +24,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from codeask import __version__
 from codeask.daemon import protocol
+from codeask.daemon.messages import Reply, Request, Status
 from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
-from codeask.daemon.protocol import PROTOCOL, Reply, Request
+from codeask.daemon.protocol import PROTOCOL
 
 log = logging.getLogger("codeask.daemon")
 
@@ -57,7 +60,7 @@ class Daemon:
         handlers: Mapping[str, Handler],
         *,
         idle_seconds: float,
-        environment: str,
+        environment: dict[str, str],
         on_exit: Callable[[], None] = lambda: None,
     ) -> None:
         self.run_dir = run_dir
@@ -133,24 +136,22 @@ class Daemon:
                     return
                 conn.settimeout(REQUEST_SECONDS)
                 try:
-                    request = protocol.receive(conn, Request)
-                except (protocol.ProtocolError, OSError) as exc:
+                    request = msgspec.convert(protocol.receive(conn), Request)
+                except (protocol.ProtocolError, OSError, msgspec.ValidationError) as exc:
                     log.warning("dropped a connection: %s", exc)
                     return
                 reply = self._answer(request)
                 conn.settimeout(None)
                 try:
-                    protocol.send(conn, reply)
+                    protocol.send(conn, msgspec.to_builtins(reply))
                 except (protocol.ProtocolError, OSError, ValueError) as exc:
                     log.warning("could not send the reply: %s", exc)
-                    with contextlib.suppress(OSError, protocol.ProtocolError):
-                        protocol.send(conn, self._reply("failed", message=str(exc)))
         finally:
             with self._count:
                 self._in_flight -= 1
                 self._last = time.monotonic()
 
-    def _reply(self, status: protocol.Status, **fields: Any) -> Reply:
+    def _reply(self, status: Status, **fields: Any) -> Reply:
         return Reply(protocol=PROTOCOL, version=__version__, status=status, **fields)
 
     def _answer(self, request: Request) -> Reply:

@@ -1,0 +1,71 @@
+"""What the daemon tests share: running `codeask`, finding the daemon of an environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
+from codeask.daemon.server import lock_holder
+
+ENABLED = "CODEASK_DAEMON__ENABLED"
+
+
+def codeask(
+    *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`codeask ARGS` as a user runs it: a real process."""
+    return subprocess.run(
+        [sys.executable, "-m", "codeask", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_dir(env: dict[str, str]) -> Path:
+    """Where the daemon of `env` lives (`$XDG_RUNTIME_DIR/codeask`)."""
+    return Path(env["XDG_RUNTIME_DIR"]) / "codeask"
+
+
+def daemon_pid(env: dict[str, str]) -> int | None:
+    """The pid holding the daemon lock of `env`, or None when no daemon runs there."""
+    return lock_holder(run_dir(env) / LOCK_NAME)
+
+
+def socket_path(env: dict[str, str]) -> Path:
+    return run_dir(env) / SOCKET_NAME
+
+
+def without_seconds(stdout: str) -> dict[str, object]:
+    """`search --json` minus its timing: what must be equal with and without the daemon."""
+    payload = json.loads(stdout)
+    payload.pop("seconds")
+    return payload
+
+
+def wait_until(predicate: object, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def stop_daemon(env: dict[str, str]) -> None:
+    """Stop the daemon of `env` if one runs: asked first, then SIGKILL by its pid."""
+    pid = daemon_pid(env)
+    if not pid:
+        return
+    codeask("daemon", "--stop", cwd=Path("/"), env=env, timeout=30)
+    if daemon_pid(env) is not None:
+        os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda: daemon_pid(env) is None), f"daemon {pid} survived SIGKILL"

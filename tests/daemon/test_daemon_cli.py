@@ -1,0 +1,140 @@
+"""`codeask search` and `codeask status` through the per-user daemon: real processes, answers
+compared with the same commands answered in-process (`--no-daemon`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from daemon_helpers import (
+    ENABLED,
+    codeask,
+    daemon_pid,
+    run_dir,
+    socket_path,
+    wait_until,
+    without_seconds,
+)
+
+pytestmark = pytest.mark.slow
+QUERIES = ("invoice pdf", "tax rate for a country", "mail the customer", "render_invoice_pdf")
+
+
+def in_process(query: str, project: Path, env: dict[str, str]) -> dict[str, object]:
+    local = codeask("search", query, "--json", "--no-daemon", cwd=project, env=env)
+    assert local.returncode == 0, local.stderr
+    return without_seconds(local.stdout)
+
+
+def test_search_starts_the_daemon_on_demand(project: Path, daemon_env: dict[str, str]) -> None:
+    assert daemon_pid(daemon_env) is None
+    found = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+    assert found.returncode == 0, found.stderr
+    assert "daemon unavailable" not in found.stderr
+    pid = daemon_pid(daemon_env)
+    assert pid, "no daemon holds the lock after a search with daemon.enabled"
+    assert without_seconds(found.stdout) == in_process("invoice pdf", project, daemon_env)
+    # Private: the directory 0700, the socket 0600, both ours.
+    folder, sock = os.stat(run_dir(daemon_env)), os.stat(socket_path(daemon_env))
+    assert stat.S_IMODE(folder.st_mode) == 0o700 and stat.S_IMODE(sock.st_mode) == 0o600
+    assert folder.st_uid == sock.st_uid == os.getuid()
+    # Human output and status: byte for byte what the command prints in-process.
+    human = codeask("search", "invoice pdf", cwd=project, env=daemon_env)
+    local = codeask("search", "invoice pdf", "--no-daemon", cwd=project, env=daemon_env)
+    assert human.stdout == local.stdout and "render_invoice_pdf" in human.stdout
+    status = codeask("status", "--json", cwd=project, env=daemon_env)
+    local_status = codeask("status", "--json", "--no-daemon", cwd=project, env=daemon_env)
+    assert status.returncode == local_status.returncode == 0
+    assert json.loads(status.stdout) == json.loads(local_status.stdout)
+    # A user error comes back as the same one line and exit code.
+    missing = codeask("search", "x", "--root", "nowhere", cwd=project, env=daemon_env)
+    assert (missing.returncode, missing.stderr) == (1, "codeask: not a folder: nowhere\n")
+    assert daemon_pid(daemon_env) == pid, "one daemon answered all of them"
+
+
+def test_two_clients_share_one_daemon(project: Path, daemon_env: dict[str, str]) -> None:
+    expected = {query: in_process(query, project, daemon_env) for query in QUERIES}
+    first = codeask("search", QUERIES[0], "--json", cwd=project, env=daemon_env)
+    assert first.returncode == 0, first.stderr
+    pid = daemon_pid(daemon_env)
+    answers: list[tuple[str, int, str, str]] = []
+
+    def client(offset: int) -> None:
+        for i in range(6):
+            query = QUERIES[(i + offset) % len(QUERIES)]
+            done = codeask("search", query, "--json", cwd=project, env=daemon_env)
+            answers.append((query, done.returncode, done.stdout, done.stderr))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 12
+    for query, code, stdout, stderr in answers:
+        assert code == 0 and "daemon unavailable" not in stderr, stderr
+        assert without_seconds(stdout) == expected[query]
+    assert daemon_pid(daemon_env) == pid
+    state = codeask("daemon", "--status", cwd=project, env=daemon_env)
+    info = json.loads(state.stdout)
+    assert info["pid"] == pid and info["requests"] == 13
+    assert info["folders"] == [str(project)] and info["loads"] == 1, "the index loaded once"
+
+
+def test_the_daemon_sees_a_new_snapshot(project: Path, daemon_env: dict[str, str]) -> None:
+    before = codeask(
+        "search", "refund_order", "--json", "--mode", "lexical", cwd=project, env=daemon_env
+    )
+    assert json.loads(before.stdout)["results"] == []
+    (project / "billing" / "refund.py").write_text(
+        'def refund_order(order):\n    """Give the money back."""\n    return order\n'
+    )
+    indexed = codeask("index", str(project), cwd=project, env=daemon_env)
+    assert indexed.returncode == 0, indexed.stderr
+    after = codeask("search", "refund_order", "--json", cwd=project, env=daemon_env)
+    assert after.returncode == 0, after.stderr
+    assert without_seconds(after.stdout) == in_process("refund_order", project, daemon_env)
+    assert json.loads(after.stdout)["results"][0]["symbol"] == "refund_order"
+
+
+def test_off_by_setting_and_by_flag(project: Path, daemon_env: dict[str, str]) -> None:
+    off = dict(daemon_env)
+    off[ENABLED] = "false"
+    by_setting = codeask("search", "invoice pdf", "--json", cwd=project, env=off)
+    by_flag = codeask("search", "invoice pdf", "--json", "--no-daemon", cwd=project, env=daemon_env)
+    status = codeask("status", "--no-daemon", cwd=project, env=daemon_env)
+    del off[ENABLED]  # the default is off
+    by_default = codeask("status", cwd=project, env=off)
+    for done in (by_setting, by_flag, status, by_default):
+        assert done.returncode == 0, done.stderr
+        assert "daemon" not in done.stderr
+    assert without_seconds(by_setting.stdout) == without_seconds(by_flag.stdout)
+    assert by_setting.stdout.count("render_invoice_pdf") >= 1
+    assert daemon_pid(daemon_env) is None
+    assert not run_dir(daemon_env).exists(), "nothing of the daemon was even created"
+
+
+def test_idle_exit(project: Path, daemon_env: dict[str, str]) -> None:
+    daemon_env["CODEASK_DAEMON__IDLE_SECONDS"] = "1"
+    found = codeask("search", "invoice pdf", cwd=project, env=daemon_env)
+    assert found.returncode == 0, found.stderr
+    assert wait_until(lambda: daemon_pid(daemon_env) is None, timeout=20), "still running"
+    assert not socket_path(daemon_env).exists()
+    again = codeask("search", "invoice pdf", cwd=project, env=daemon_env)  # a new one starts
+    assert again.returncode == 0 and again.stdout == found.stdout
+
+
+def test_stop_and_status(project: Path, daemon_env: dict[str, str]) -> None:
+    none = codeask("daemon", "--status", cwd=project, env=daemon_env)
+    assert none.returncode == 1 and "no codeask daemon answers" in none.stdout
+    codeask("status", cwd=project, env=daemon_env)
+    pid = daemon_pid(daemon_env)
+    assert pid
+    stopped = codeask("daemon", "--stop", cwd=project, env=daemon_env)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert daemon_pid(daemon_env) is None and not socket_path(daemon_env).exists()
+    assert wait_until(lambda: not Path(f"/proc/{pid}").exists(), timeout=10)
