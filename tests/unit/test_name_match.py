@@ -82,7 +82,7 @@ def test_a_file_named_by_the_question_outranks_files_that_repeat_its_words(
     ranked: dict[float, list[str]] = {}
     for weight in (0.0, 1.0):
         folder.settings.retrieve.file_name_weight = weight
-        hits = search([folder], "URL path mapping", mode="lexical", k=30).hits
+        hits = search([folder], "URL mapping", mode="lexical", k=30).hits
         ranked[weight] = [path for path, _ in rank_files(hits)]
     assert ranked[0.0][0] != "lib/urlmap.rb"
     assert ranked[1.0][0] == "lib/urlmap.rb"
