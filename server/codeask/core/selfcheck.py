@@ -45,8 +45,9 @@ LIMITS = (
     "function it named) makes a question easier than it was; the count of questions whose "
     "subject appears verbatim in an answer file says how often that is blatant.",
     "Searches run on the index as it is (never rebuilt here): a stale index answers from "
-    "older files. History chunks are never results, but they still take candidate slots, as "
-    "in `codeask search`.",
+    "older files. History chunks are never results, but as in `codeask search` they take "
+    "candidate slots and count in the term statistics, so an index with history (the commit "
+    "itself among it) ranks code somewhat differently from one without (docs/eval.md).",
     "Small samples move a lot: with n under ~50 in a row, read its numbers as a direction, "
     "not a score.",
 )
