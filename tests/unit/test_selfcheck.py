@@ -257,3 +257,18 @@ def test_score_is_recall_and_reciprocal_rank() -> None:
     assert score(["b.py"], ranked) == {"R@1": 0.0, "R@5": 1.0, "MRR": 0.5}
     assert score(["a.py", "f.py"], ranked) == {"R@1": 0.5, "R@5": 0.5, "MRR": 1.0}
     assert score(["z.py"], ranked) == {"R@1": 0.0, "R@5": 0.0, "MRR": 0.0}
+
+
+def test_a_sweep_over_many_files_is_not_a_question(tmp_path: Path) -> None:
+    """One code file among twenty-one changed files (a rename sweep, a licence header): the
+    message describes the sweep, not the code file."""
+    root = tmp_path / "repo"
+    repo = make_repo(root)
+    commit(repo, {"app.py": py("main")}, "Add the main entry point of the app", when=EPOCH)
+    sweep = {f"docs/page{i}.md": f"# page {i}\n" for i in range(20)} | {
+        "app.py": py("main", "return 2")
+    }
+    commit(repo, sweep, "Add twenty documentation pages and touch the app", when=EPOCH + DAY)
+    found = select_questions(root, on_disk(root), SelectOptions(max_files=100))
+    assert [q.question for q in found.questions] == ["Add the main entry point of the app"]
+    assert dict(found.skipped) == {"more files than a focused change": 1}
