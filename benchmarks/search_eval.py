@@ -135,7 +135,10 @@ def answer_repo(
         timings.index_s[repo.name] = time.perf_counter() - started
         chunks = folder.status().chunks
         timings.chunks[repo.name] = chunks
-        if questions:  # warm: the first query loads what a running server already holds
+        # warm, as a running server is: it builds the in-memory BM25 copy once indexing ends
+        # (lsp/folders/indexing.py), and its first query loads the models and name tables
+        folder.storage.warm_up()
+        if questions:
             ask(folder, questions[0]["query"], args.depth, args.files_from)
         lines, latencies = [], []
         for question in questions:

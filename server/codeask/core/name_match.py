@@ -74,8 +74,16 @@ def name_match_share(words: frozenset[str], path: str) -> float:
     if not words:
         return 0.0
     names = path_words(path)
+    if not _heads(names) & {word[:MIN_PREFIX] for word in words}:
+        return 0.0  # no name starts like any word: most files, rejected in one set operation
     matched = sum(1 for word in words if _matches_any(word, names))
     return matched / len(words)
+
+
+@functools.lru_cache(maxsize=65536)
+def _heads(names: frozenset[str]) -> frozenset[str]:
+    """The names' first MIN_PREFIX letters: any match (exact or by prefix) shares them."""
+    return frozenset(name[:MIN_PREFIX] for name in names)
 
 
 def _matches_any(word: str, names: frozenset[str]) -> bool:

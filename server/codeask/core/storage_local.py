@@ -223,3 +223,4 @@ class LocalStorage:
 
     def warm_up(self) -> None:
         self.lexical.warm_up()
+        self._symbol_table()  # ~0.2 s on a 17k-chunk folder: not on a first query's path
