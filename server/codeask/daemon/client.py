@@ -10,6 +10,7 @@ on the forwarding path.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import socket
 import sys
@@ -31,8 +32,6 @@ REPLY_SECONDS = 600.0
 LOG_LIMIT = 1 << 20
 #: Daemons started for one request at most (one that lost the start race exits at once).
 STARTS = 3
-#: The setting's environment variable (`daemon.enabled`, config.py's DaemonSettings).
-ENABLED_ENV = "CODEASK_DAEMON__ENABLED"
 
 #: A reply as JSON: status, stdout, stderr, code, message, info (daemon/messages.py's Reply).
 Answer = dict[str, Any]
@@ -43,45 +42,56 @@ class Unavailable(Exception):
 
 
 def enabled(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> bool:
-    """`daemon.enabled` unless `--no-daemon`: the environment, else the user config, else off.
+    """`daemon.enabled` (user config < environment; default off), unless `--no-daemon`.
 
-    Read here without `codeask.config` (msgspec and the whole settings tree cost more than the
-    forwarded search itself) for the plain cases: `true`/`false` in the variable, a boolean
-    `[daemon] enabled` in the user config. Anything else takes the full settings path, so the
-    answer is always load_settings' (tests/daemon/test_settings.py holds them together).
+    Read here without `codeask.config` (msgspec and the whole settings tree cost more than a
+    forwarded search) when the daemon section is plain: booleans, a positive number of
+    seconds, nothing else. Anything else takes load_settings' path, so the answer is always
+    load_settings' (tests/daemon/test_daemon_settings.py holds the two together).
     """
     if getattr(args, "no_daemon", False):
         return False
     env = os.environ if environ is None else environ
-    raw = env.get(ENABLED_ENV)
-    if raw is not None and raw.strip() in ("true", "false"):
-        return raw.strip() == "true"
-    if raw is None:
-        base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-        path = Path(base).expanduser() / "codeask" / "config.toml"
-        if not path.exists():
-            return False
-        quick = _user_config_value(path)
-        if quick is not None:
-            return quick
-    from codeask.config import load_settings
+    section = _plain_section(env)
+    if section is None:
+        from codeask.config import load_settings
 
-    return load_settings(None, environ=env)[0].daemon.enabled
+        return load_settings(None, environ=env)[0].daemon.enabled
+    return bool(section.get("enabled", False))
 
 
-def _user_config_value(path: Path) -> bool | None:
-    """`[daemon] enabled` when the file parses and it is a boolean (else None: ask config)."""
-    import tomllib
+def _plain_section(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The merged `[daemon]` section when every value in it is plain, else None."""
+    section: dict[str, Any] = {}
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    path = Path(base).expanduser() / "codeask" / "config.toml"
+    if path.exists():
+        import tomllib
 
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return None
+        found = data.get("daemon", {})
+        if not isinstance(found, dict):
+            return None
+        section.update(found)
+    for name, raw in env.items():
+        if not (name.startswith("CODEASK_") and name[8:].lower().startswith("daemon__")):
+            continue
+        text = raw.strip()
+        if text in ("true", "false"):
+            section[name[16:].lower()] = text == "true"
+        elif text.isdigit():
+            section[name[16:].lower()] = int(text)
+        else:
+            return None
+    flag, idle = section.get("enabled", False), section.get("idle_seconds", 1)
+    if set(section) - {"enabled", "idle_seconds"} or not isinstance(flag, bool):
         return None
-    section = data.get("daemon", {})
-    if not isinstance(section, dict) or set(section) - {"enabled", "idle_seconds"}:
-        return None
-    value = section.get("enabled", False)
-    return value if isinstance(value, bool) else None
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < math.inf:
+        return None  # an invalid section falls back to its defaults: config.py decides
+    return section
 
 
 def ask(command: str, args: argparse.Namespace) -> Answer:

@@ -155,17 +155,19 @@ class Daemon:
         return Reply(protocol=PROTOCOL, version=__version__, status=status, **fields)
 
     def _answer(self, request: Request) -> Reply:
-        if request.protocol != PROTOCOL or request.version != __version__:
-            return self._reply(
-                "refused",
-                message=f"version mismatch: the daemon is codeask {__version__} (protocol "
-                f"{PROTOCOL}), the client {request.version} (protocol {request.protocol})",
-            )
-        if request.command == "ping":
+        mismatch = (
+            f"version mismatch: the daemon is codeask {__version__} (protocol {PROTOCOL}), "
+            f"the client {request.version} (protocol {request.protocol})"
+        )
+        if request.protocol != PROTOCOL:
+            return self._reply("refused", message=mismatch)
+        if request.command == "ping":  # any version may ask: `codeask daemon --status`
             return self._reply("ok", info=self.info())
-        if request.command == "stop":
+        if request.command == "stop":  # and stop it, after an upgrade
             self._stop.set()
             return self._reply("ok", message="stopping")
+        if request.version != __version__:
+            return self._reply("refused", message=mismatch)
         if request.environment != self.environment:
             return self._reply(
                 "refused",

@@ -1,0 +1,57 @@
+"""A daemon of another codeask version is never used for answers (the client answers itself
+and says why), yet `codeask daemon --status` and `--stop` still reach it after an upgrade."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from daemon_helpers import codeask, daemon_pid, socket_path, wait_until, without_seconds
+
+pytestmark = pytest.mark.slow
+#: The real daemon, run as if it were another release (its version set before it loads).
+OTHER_RELEASE = (
+    "import codeask; codeask.__version__ = '0.0.0-other'\n"
+    "from codeask.cli import main\n"
+    "raise SystemExit(main(['daemon']))\n"
+)
+
+
+def test_a_daemon_of_another_version(project: Path, daemon_env: dict[str, str]) -> None:
+    other = subprocess.Popen(
+        [sys.executable, "-c", OTHER_RELEASE],
+        env=daemon_env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert wait_until(lambda: socket_path(daemon_env).exists(), timeout=60)
+        assert daemon_pid(daemon_env) == other.pid
+        found = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+        local = codeask(
+            "search", "invoice pdf", "--json", "--no-daemon", cwd=project, env=daemon_env
+        )
+        assert found.returncode == 0, found.stderr
+        assert without_seconds(found.stdout) == without_seconds(local.stdout)
+        assert found.stderr == (
+            "codeask: daemon unavailable (version mismatch: the daemon is codeask 0.0.0-other "
+            "(protocol 1), the client 0.1.0 (protocol 1)); answering in-process\n"
+        )
+        assert daemon_pid(daemon_env) == other.pid, "not replaced behind its back"
+        status = codeask("daemon", "--status", cwd=project, env=daemon_env)
+        assert '"version": "0.0.0-other"' in status.stdout
+        stopped = codeask("daemon", "--stop", cwd=project, env=daemon_env)
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout
+        assert other.wait(timeout=30) == 0
+        again = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+        assert again.returncode == 0 and again.stderr == ""  # a daemon of ours answered
+        assert wait_until(lambda: daemon_pid(daemon_env) not in (None, other.pid))
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
