@@ -279,3 +279,17 @@ def test_a_dead_endpoint_opens_the_index_with_no_size_and_says_so(
     assert "model tier waits for its server" in caplog.text and url in caplog.text
     with pytest.raises(RemoteError, match="did not answer when this index opened"):
         load_embedder(settings)
+
+
+def test_a_dead_endpoint_keeps_the_size_the_index_holds(tmp_path: Path) -> None:
+    """Another URL for the same model name (nothing remembered for it) while the server is down:
+    the index opens with the size it holds (no rebuild), and its vectors wait for the server."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    settings = Settings(embed=embed_settings(url, cache_dir=str(tmp_path / "kept")))
+    assert tier_dim(settings, built=384) == 384
+    embedder = load_embedder(settings)
+    assert embedder.dim == 384
+    with pytest.raises(RemoteError, match="cannot reach"):
+        embedder.embed_keyed(["h"], ["def f(): pass"])

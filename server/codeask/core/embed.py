@@ -464,9 +464,9 @@ def load_embedder(settings: Settings) -> CachedEmbedder:
 
 
 # ---- a server as the model tier (embed.provider = openai | ollama) -------------------------
-#: Identities whose size was unknown (server down) when an index opened in this process: its
-#: model tier was opened with size 0, so vectors learned later must not be put into it.
-_opened_without_size: set[str] = set()
+#: Identities whose server did not answer when an index opened in this process, with the size
+#: the index was opened with (0: none known): vectors of another size must not go into it.
+_opened_unanswered: dict[str, int] = {}
 
 
 def _remote_spec(settings: Settings) -> tuple[RemoteSpec, Path]:
@@ -483,23 +483,25 @@ def _remote_embedder(settings: Settings) -> tuple[RemoteEmbedder, str]:
     from codeask.core.embed_remote import RemoteEmbedder, RemoteError, read_dim, write_dim
 
     spec, record = _remote_spec(settings)
-    if spec.identity in _opened_without_size:
+    opened = _opened_unanswered.get(spec.identity)
+    if opened == 0:
         raise RemoteError(
             f"the {spec.provider} embedding endpoint {spec.url} did not answer when this index "
             "opened, so its model tier has no size yet: run `codeask index --full` again (or "
             "restart the editor's server) now that it answers"
         )
-    model = RemoteEmbedder(settings.embed, spec, read_dim(record, spec))
+    model = RemoteEmbedder(settings.embed, spec, opened or read_dim(record, spec))
     if not model.dim:
         write_dim(record, spec, model.probe())
     return model, record.stem
 
 
-def tier_dim(settings: Settings) -> int:
+def tier_dim(settings: Settings, built: int = 0) -> int:
     """The vector size of the model tier, for opening an index: the local model's, or the
-    server's (remembered from its first answer; asked once when unknown). A server that cannot
-    answer then gives 0 and a warning: the index opens, lexical + static search work, and the
-    model tier waits for the server."""
+    server's (remembered from its first answer; asked once when unknown). When the server
+    cannot answer: `built` (the size the index on disk holds for this model name, 0 if none)
+    and a warning: the index opens as it is, lexical + static search work, and the model tier
+    waits for the server."""
     if settings.embed.provider == "local":
         return model_dim(settings.embed.model)
     from codeask.core.embed_remote import RemoteEmbedder, RemoteError, read_dim, write_dim
@@ -516,9 +518,9 @@ def tier_dim(settings: Settings) -> int:
     try:
         dim = model.probe()
     except RemoteError as exc:
-        _opened_without_size.add(spec.identity)
+        _opened_unanswered[spec.identity] = built
         log.warning("model tier waits for its server: %s", exc)
-        return 0
+        return built
     finally:
         model.close()
     write_dim(record, spec, dim)

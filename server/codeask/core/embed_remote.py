@@ -211,7 +211,7 @@ class RemoteEmbedder:
             raise RemoteError(
                 f"{where} now answers {size}-dimensional vectors of '{self.spec.model}', the "
                 f"index holds {self.dim}: another model answers under that name. Give it its "
-                "own embed.model name (the index then rebuilds its model tier)"
+                "own embed.model name (the index is then rebuilt)"
             )
         if not self.dim:
             self.dim = size

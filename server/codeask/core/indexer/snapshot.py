@@ -13,7 +13,7 @@ from codeask.config import Settings
 from codeask.core.embed import tier_dim
 from codeask.core.lexical import LexicalIndex
 from codeask.core.static_embed import STATIC_DIM, STATIC_MODEL_NAME
-from codeask.core.store import IndexStore, current_name
+from codeask.core.store import IndexStore, current_name, read_manifest
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -22,7 +22,9 @@ def open_store(
     folder: Path, root: Path, settings: Settings, *, read_only: bool
 ) -> tuple[IndexStore, str]:
     """Load the snapshot; a reader retries when the writer replaced it mid-load."""
-    model, dim = settings.embed.model, tier_dim(settings)  # a server's: remembered or asked
+    model, built = settings.embed.model, read_manifest(folder)
+    # a server's size: remembered, else asked, else (server down) the one this index holds
+    dim = tier_dim(settings, built.dim if built is not None and built.model == model else 0)
     static = (STATIC_MODEL_NAME, STATIC_DIM) if "static" in settings.embed.tiers else ("", 0)
     for _ in range(5):
         before = current_name(folder)
