@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -138,3 +140,56 @@ def test_stop_and_status(project: Path, daemon_env: dict[str, str]) -> None:
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert daemon_pid(daemon_env) is None and not socket_path(daemon_env).exists()
     assert wait_until(lambda: not Path(f"/proc/{pid}").exists(), timeout=10)
+
+
+#: What a forwarded command must not load: the engine's heavy parts (models, vectors, parsing,
+#: git) and the settings tree. `codeask.core.names` is the parser's (file names as text).
+TIME = "/usr/bin/time"
+HEAVY = (
+    "numpy",
+    "onnxruntime",
+    "tree_sitter",
+    "tree_sitter_language_pack",
+    "pygit2",
+    "fastembed",
+    "tokenizers",
+    "msgspec",
+    "codeask.config",
+)
+
+
+def test_the_forwarding_client_stays_light(project: Path, daemon_env: dict[str, str]) -> None:
+    assert codeask("search", "invoice pdf", cwd=project, env=daemon_env).returncode == 0
+    traced = codeask(
+        "search", "invoice pdf", cwd=project, env=dict(daemon_env, PYTHONPROFILEIMPORTTIME="1")
+    )
+    assert traced.returncode == 0 and "render_invoice_pdf" in traced.stdout
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in traced.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "codeask.daemon.client" in imported
+    heavy = sorted(
+        name
+        for name in imported
+        if name.split(".")[0] in HEAVY
+        or name in HEAVY
+        or (name.startswith("codeask.core.") and name != "codeask.core.names")
+    )
+    assert heavy == []
+    # Peak RSS as /usr/bin/time sees it: a direct child of pytest would count pytest's own
+    # pages (the kernel's maxrss keeps the forking parent's image across exec).
+    if not Path(TIME).exists():
+        pytest.skip(f"no {TIME} to measure the client's RSS")
+    timed = subprocess.run(
+        [TIME, "-f", "%M", sys.executable, "-m", "codeask", "search", "invoice pdf"],
+        cwd=project,
+        env=daemon_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert timed.returncode == 0, timed.stderr
+    peak_kb = int(timed.stderr.strip().splitlines()[-1])
+    assert peak_kb < 60 * 1024, f"client peak RSS {peak_kb} KB"
