@@ -160,3 +160,27 @@ def test_trusted_project_file_may_choose_the_endpoint_via_recording_stand_in(
     assert all(r["headers"].get("authorization") == f"Bearer {SECRET}" for r in posts)
     embedded = [text for r in posts for text in r["body"]["input"]]
     assert any("compute_invoice_total" in text for text in embedded)
+
+
+def test_untrusted_project_file_may_lower_the_request_bounds_not_raise_them(
+    tmp_path: Path,
+) -> None:
+    from codeask.config import EmbedSettings, load_settings
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path)}
+    raised = "request_texts = 100000\nrequest_timeout = 1e9\nmax_input_chars = 100000000\n"
+    (root / ".codeask.toml").write_text(f"[embed]\n{raised}")
+    settings, warnings = load_settings(root, environ=env)
+    default = EmbedSettings()
+    got = (settings.embed.request_texts, settings.embed.request_timeout)
+    assert got == (default.request_texts, default.request_timeout)
+    assert settings.embed.max_input_chars == default.max_input_chars
+    for name in ("embed.request_texts", "embed.request_timeout", "embed.max_input_chars"):
+        assert any(f"tried to raise {name}" in w for w in warnings), warnings
+    lowered = "request_texts = 4\nrequest_timeout = 5.0\nmax_input_chars = 500\n"
+    (root / ".codeask.toml").write_text(f"[embed]\n{lowered}")
+    settings, warnings = load_settings(root, environ=env)
+    assert (settings.embed.request_texts, settings.embed.max_input_chars) == (4, 500)
+    assert settings.embed.request_timeout == 5.0 and not warnings
