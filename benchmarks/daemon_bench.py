@@ -8,7 +8,8 @@ private cache and runtime dir, then runs the same queries as real `codeask searc
 subprocesses: through the daemon (started by the first of them, then warm) and with
 `--no-daemon`. For each: wall time per command (p50, p90), CPU seconds (user + system) and
 peak RSS of the client process (wait4's rusage), plus the daemon's own RSS afterwards. The
-outputs of both ways are compared: every query must print the same hits.
+outputs of both ways are compared: every query must print the same hits. `python -c pass`
+under the same conditions is the floor any command pays (the load average is printed too).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+TIME = "/usr/bin/time"
 FLASK = Path.home() / ".cache" / "codeask-eval" / "src" / "flask-2.2.3"
 QUERIES = (
     "url routing rule",
@@ -72,6 +74,7 @@ def bench(repo: Path, tmp: Path, *, runs: int, full: bool) -> dict[str, Any]:
             for i in range(runs)
         ]
         daemon_rss = daemon_rss_mb(work, env)
+        bare = [measure([], work, env, command=[sys.executable, "-c", "pass"]) for _ in range(runs)]
     finally:
         subprocess.run(codeask("daemon", "--stop"), env=env, capture_output=True, timeout=30)
     same = all(d["stdout"] == n["stdout"] for d, n in zip(daemon, local, strict=True))
@@ -86,6 +89,7 @@ def bench(repo: Path, tmp: Path, *, runs: int, full: bool) -> dict[str, Any]:
         "first_call_with_daemon_start": summary([first]),
         "through_daemon": summary(daemon),
         "in_process": summary(local),
+        "python_startup": summary(bare),
         "daemon_rss_mb": daemon_rss,
         "same_output": same,
         "daemon_notes": notes,
@@ -97,23 +101,35 @@ def codeask(*args: str) -> list[str]:
     return [sys.executable, "-m", "codeask", *args]
 
 
-def measure(args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
-    """One `codeask` process: wall, CPU and peak RSS from its own rusage (wait4)."""
+def measure(
+    args: list[str], cwd: Path, env: dict[str, str], *, command: list[str] | None = None
+) -> dict[str, Any]:
+    """One `codeask` process under /usr/bin/time: wall (ours), CPU (user + system) and peak
+    RSS (time's %M: the kernel's maxrss of a direct child of this process would also count
+    this process's pages, kept across fork and exec)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(codeask(*args), cwd=cwd, env=env, stdout=out, stderr=err)
-        _, _, usage = os.wait4(proc.pid, 0)
+        subprocess.run(
+            [TIME, "-f", "codeask-time %U %S %M", *(command or codeask(*args))],
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=err,
+            check=False,
+        )
         wall = time.perf_counter() - started
-        proc.returncode = 0  # reaped here: Popen must not wait for it again
         out.seek(0)
         err.seek(0)
-        return {
-            "wall": wall,
-            "cpu": usage.ru_utime + usage.ru_stime,
-            "rss_mb": usage.ru_maxrss / 1024,
-            "stdout": out.read().decode(),
-            "stderr": err.read().decode(),
-        }
+        out_text, stderr = out.read().decode(), err.read().decode()
+    lines = stderr.splitlines()
+    user, system, peak_kb = lines[-1].split()[1:]
+    return {
+        "wall": wall,
+        "cpu": float(user) + float(system),
+        "rss_mb": int(peak_kb) / 1024,
+        "stdout": out_text,
+        "stderr": "\n".join(lines[:-1]),
+    }
 
 
 def daemon_rss_mb(cwd: Path, env: dict[str, str]) -> float | None:
@@ -141,7 +157,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
 def print_report(report: dict[str, Any]) -> None:
     print(f"{report['repo']} ({report['tiers']}), {report['runs']} runs each")
     print(f"{'':32} {'p50 wall':>9} {'p90 wall':>9} {'CPU-s':>7} {'client RSS':>11}")
-    for key in ("first_call_with_daemon_start", "through_daemon", "in_process"):
+    for key in ("first_call_with_daemon_start", "through_daemon", "in_process", "python_startup"):
         s = report[key]
         print(
             f"{key:32} {s['wall_p50_ms']:>7.0f}ms {s['wall_p90_ms']:>7.0f}ms "
