@@ -55,7 +55,7 @@ def vectors_of(dim: int) -> Reply:
 class StandIn:
     """A loopback HTTP server with a chosen reply; counts connections and keeps the requests."""
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, host: str = "127.0.0.1") -> None:
         self.connections = 0
         self.requests: list[dict[str, Any]] = []
         outer = self
@@ -76,8 +76,8 @@ class StandIn:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -293,3 +293,38 @@ def test_a_dead_endpoint_keeps_the_size_the_index_holds(tmp_path: Path) -> None:
     assert embedder.dim == 384
     with pytest.raises(RemoteError, match="cannot reach"):
         embedder.embed_keyed(["h"], ["def f(): pass"])
+
+
+def _outward_address() -> str:
+    """This machine's address on its first non-loopback interface ('' when it has none)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a route
+        except OSError:
+            return ""
+        address = str(probe.getsockname()[0])
+    return "" if address.startswith("127.") else address
+
+
+SECRET_CODE = 'DB_PASSWORD = "hunter2-prod-7f3a9c"\nconnect(DB_PASSWORD)'
+
+
+def test_a_remote_endpoint_gets_secret_literals_blanked_a_local_one_the_text() -> None:
+    """As for a remote LLM: code sent off this machine loses literals assigned to secret-looking
+    names (known token formats were already redacted at indexing, for every endpoint)."""
+    address = _outward_address()
+    if not address:
+        pytest.skip("no non-loopback interface here to reach a server by")
+    remote = StandIn(vectors_of(3), host=address)
+    local = StandIn(vectors_of(3))
+    try:
+        embedder(remote.url).embed([SECRET_CODE])
+        embedder(remote.url, dim=3).embed_query(SECRET_CODE)
+        embedder(local.url).embed([SECRET_CODE])
+    finally:
+        remote.close()
+        local.close()
+    sent_off = [t for r in remote.requests for t in r["body"]["input"]]
+    assert len(sent_off) == 2
+    assert all("hunter2" not in t and "DB_PASSWORD" in t for t in sent_off)
+    assert local.requests[0]["body"]["input"] == [SECRET_CODE]

@@ -25,6 +25,8 @@ import numpy as np
 
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings
 from codeask.core.embed import EmbedError
+from codeask.core.llm.urls import is_loopback
+from codeask.core.prompt import redact_secrets
 from codeask.core.rerank import blend_lead
 
 log = logging.getLogger(__name__)
@@ -127,6 +129,9 @@ class RemoteEmbedder:
         self.dim = dim
         self.batch = settings.request_texts
         self.max_chars = settings.max_input_chars
+        #: Off this machine, literals assigned to secret-looking names are blanked too (known
+        #: secret formats were redacted when the file was indexed), as for a remote LLM.
+        self.redacts = not is_loopback(spec.endpoint)
         timeout = settings.request_timeout
         self._timeout = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
         quick = min(QUERY_TIMEOUT, timeout)
@@ -221,11 +226,17 @@ class RemoteEmbedder:
         return matrix / np.where(norms > 0, norms, 1.0)
 
     # ---- the Embedder protocol ------------------------------------------------------------
+    def _sendable(self, text: str) -> str:
+        """What goes to the server: redacted when it is remote, cut, never empty."""
+        if self.redacts:
+            text = redact_secrets(text)[0]
+        return text[: self.max_chars] or " "
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, in order; each text cut to `embed.max_input_chars`."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        clipped = [text[: self.max_chars] or " " for text in texts]
+        clipped = [self._sendable(text) for text in texts]
         parts = [
             self._vectors(clipped[start : start + self.batch])
             for start in range(0, len(clipped), self.batch)
@@ -239,9 +250,9 @@ class RemoteEmbedder:
         the next searches do not wait on it either."""
         if time.monotonic() < self._rest_until:
             return NO_VECTOR
-        texts = [text[: self.max_chars] or " "]
+        texts = [self._sendable(text)]
         if lead and lead_weight > 0:
-            texts.append(lead[: self.max_chars])
+            texts.append(self._sendable(lead))
         try:
             rows = self._vectors(texts, self._query_timeout)
         except RemoteError as exc:
