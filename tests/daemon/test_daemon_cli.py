@@ -193,3 +193,23 @@ def test_the_forwarding_client_stays_light(project: Path, daemon_env: dict[str, 
     assert timed.returncode == 0, timed.stderr
     peak_kb = int(timed.stderr.strip().splitlines()[-1])
     assert peak_kb < 60 * 1024, f"client peak RSS {peak_kb} KB"
+
+
+def test_ask_prompt_only_through_the_daemon(project: Path, daemon_env: dict[str, str]) -> None:
+    question = ("ask", "how is the invoice rendered as a pdf", "--prompt-only")
+    local = codeask(*question, "--no-daemon", cwd=project, env=daemon_env)
+    assert local.returncode == 0, local.stderr
+    assert daemon_pid(daemon_env) is None
+    forwarded = codeask(*question, cwd=project, env=daemon_env)
+    assert daemon_pid(daemon_env), "the daemon answered it"
+    assert (forwarded.returncode, forwarded.stdout, forwarded.stderr) == (
+        local.returncode,
+        local.stdout,
+        local.stderr,
+    )
+    assert "billing/invoice.py" in forwarded.stdout
+    as_json = codeask(*question, "--json", cwd=project, env=daemon_env)
+    local_json = codeask(*question, "--json", "--no-daemon", cwd=project, env=daemon_env)
+    assert json.loads(as_json.stdout) == json.loads(local_json.stdout)
+    info = json.loads(codeask("daemon", "--status", cwd=project, env=daemon_env).stdout)
+    assert info["requests"] == 2

@@ -26,7 +26,7 @@ COMMANDS = {
     "search": "codeask.cli.search",
     "status": "codeask.cli.status",
     "health": "codeask.cli.health",
-    "ask": "codeask.cli.ask",
+    "ask": "codeask.cli.ask_entry",  # `--prompt-only` may be answered by the daemon
     "serve": "codeask.cli.serve",
     "gc": "codeask.cli.gc",
     "mcp": "codeask.cli.mcp",

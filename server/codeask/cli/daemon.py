@@ -45,7 +45,11 @@ def serve() -> int:
     folders = FolderCache()
     daemon = Daemon(
         run_dir,
-        {"search": _command("search", folders), "status": _command("status", None)},
+        {
+            "search": _command("search", folders),
+            "status": _command("status", None),
+            "ask": _command("ask", None),
+        },
         idle_seconds=settings.daemon.idle_seconds,
         environment=protocol.environment(),
         on_exit=folders.close,
@@ -67,6 +71,12 @@ def _command(name: str, folders: object) -> Callable[[argparse.Namespace], int]:
 
                 assert isinstance(folders, FolderCache)
                 return search.execute(args, open_folder=folders.open)
+            if name == "ask":  # --prompt-only only: nothing else is sent here
+                from codeask.cli import ask
+
+                if not args.prompt_only:
+                    raise RuntimeError("only `ask --prompt-only` is answered by the daemon")
+                return ask.run(args)
             from codeask.cli import status
 
             return status.execute(args)

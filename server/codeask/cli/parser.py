@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question", type=input_text)
     _add_query_options(ask)
     ask.add_argument("--prompt-only", action="store_true", help="print the prompt, call no model")
+    _add_no_daemon(ask)
 
     selfcheck = sub.add_parser(
         "eval",

@@ -151,7 +151,12 @@ def connect(run_dir: Path, *, start: bool) -> socket.socket:
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             if not start:
                 raise Unavailable("no daemon is running") from exc
-            if not started or (started[-1].poll() is not None and len(started) < STARTS):
+            ended = started[-1].poll() if started else None
+            if ended:  # 0: it lost the start race to another daemon, which will listen
+                raise Unavailable(
+                    f"the daemon failed to start (exit {ended}; see {run_dir / LOG_NAME})"
+                ) from exc
+            if not started or (ended is not None and len(started) < STARTS):
                 started.append(_start(run_dir))
             if time.monotonic() > deadline:
                 raise Unavailable(
