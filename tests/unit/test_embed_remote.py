@@ -328,3 +328,20 @@ def test_a_remote_endpoint_gets_secret_literals_blanked_a_local_one_the_text() -
     assert len(sent_off) == 2
     assert all("hunter2" not in t and "DB_PASSWORD" in t for t in sent_off)
     assert local.requests[0]["body"]["input"] == [SECRET_CODE]
+
+
+def test_opening_an_index_waits_on_a_hanging_server_once_and_briefly(
+    hanging: tuple[str, list[socket.socket]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing remembered, the server accepts and never answers: the size question gets a
+    search's timeout (not `embed.request_timeout`), and opening again right after asks nothing."""
+    monkeypatch.setattr(embed_remote, "QUERY_TIMEOUT", 1.0)
+    url, accepted = hanging
+    settings = Settings(embed=embed_settings(url, cache_dir=str(tmp_path), request_timeout=60.0))
+    started = time.monotonic()
+    assert tier_dim(settings, built=384) == 384
+    assert time.monotonic() - started < 5
+    started = time.monotonic()
+    assert tier_dim(settings, built=384) == 384
+    assert time.monotonic() - started < 0.1
+    assert len(accepted) == 1

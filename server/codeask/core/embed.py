@@ -464,9 +464,10 @@ def load_embedder(settings: Settings) -> CachedEmbedder:
 
 
 # ---- a server as the model tier (embed.provider = openai | ollama) -------------------------
-#: Identities whose server did not answer when an index opened in this process, with the size
-#: the index was opened with (0: none known): vectors of another size must not go into it.
-_opened_unanswered: dict[str, int] = {}
+#: Identities whose server did not answer when an index opened in this process: the size the
+#: index was opened with (0: none known; vectors of another size must not go into it) and when
+#: (opening again within `QUERY_REST` seconds does not ask again).
+_unanswered: dict[str, tuple[int, float]] = {}
 
 
 def _remote_spec(settings: Settings) -> tuple[RemoteSpec, Path]:
@@ -483,7 +484,8 @@ def _remote_embedder(settings: Settings) -> tuple[RemoteEmbedder, str]:
     from codeask.core.embed_remote import RemoteEmbedder, RemoteError, read_dim, write_dim
 
     spec, record = _remote_spec(settings)
-    opened = _opened_unanswered.get(spec.identity)
+    failed = _unanswered.get(spec.identity)
+    opened = failed[0] if failed else None
     if opened == 0:
         raise RemoteError(
             f"the {spec.provider} embedding endpoint {spec.url} did not answer when this index "
@@ -504,7 +506,13 @@ def tier_dim(settings: Settings, built: int = 0) -> int:
     waits for the server."""
     if settings.embed.provider == "local":
         return model_dim(settings.embed.model)
-    from codeask.core.embed_remote import RemoteEmbedder, RemoteError, read_dim, write_dim
+    from codeask.core.embed_remote import (
+        QUERY_REST,
+        RemoteEmbedder,
+        RemoteError,
+        read_dim,
+        write_dim,
+    )
 
     try:
         spec, record = _remote_spec(settings)
@@ -514,14 +522,19 @@ def tier_dim(settings: Settings, built: int = 0) -> int:
     dim = read_dim(record, spec)
     if dim or "minilm" not in settings.embed.tiers:
         return dim
+    failed_at = _unanswered.get(spec.identity, (0, -QUERY_REST))[1]
+    if time.monotonic() - failed_at < QUERY_REST:  # it just failed: do not wait on it again
+        _unanswered[spec.identity] = (built, failed_at)
+        return built
     model = RemoteEmbedder(settings.embed, spec)
     try:
         dim = model.probe()
     except RemoteError as exc:
-        _opened_unanswered[spec.identity] = built
+        _unanswered[spec.identity] = (built, time.monotonic())
         log.warning("model tier waits for its server: %s", exc)
         return built
     finally:
         model.close()
+    _unanswered.pop(spec.identity, None)
     write_dim(record, spec, dim)
     return dim

@@ -262,9 +262,10 @@ class RemoteEmbedder:
         return blend_lead(rows[0], rows[1], lead_weight) if len(rows) > 1 else rows[0]
 
     def probe(self) -> int:
-        """The vector size, asking the endpoint once when it is not known yet."""
+        """The vector size, asking the endpoint once when it is not known yet (within a
+        search's timeout: opening an index waits on it)."""
         if not self.dim:
-            self._vectors([PROBE_TEXT])
+            self._vectors([PROBE_TEXT], self._query_timeout)
         return self.dim
 
     def close(self) -> None:
