@@ -345,3 +345,23 @@ def test_opening_an_index_waits_on_a_hanging_server_once_and_briefly(
     assert tier_dim(settings, built=384) == 384
     assert time.monotonic() - started < 0.1
     assert len(accepted) == 1
+
+
+def test_a_trickling_answer_is_stopped_at_the_time_limit(
+    serve: Callable[[Reply], StandIn],
+) -> None:
+    def trickle(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", "100000")
+        handler.end_headers()
+        for _ in range(40):  # a byte every 0.1 s: each read is quick, the answer never ends
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.1)
+
+    server = serve(trickle)
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match="still sending its answer"):
+        embedder(server.url, request_timeout=1.0).embed(["x"])
+    assert time.monotonic() - started < 2.5

@@ -15,7 +15,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -138,8 +138,6 @@ class RemoteEmbedder:
         self._query_timeout = httpx.Timeout(quick, connect=min(CONNECT_TIMEOUT, quick))
         self._client: httpx.Client | None = None
         self._rest_until = 0.0
-        #: Called with the size the first time it is learned (the cache remembers it).
-        self.on_dim: Callable[[int], None] | None = None
 
     # ---- requests -----------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -171,15 +169,15 @@ class RemoteEmbedder:
             request = self._http().build_request(
                 "POST", self.spec.url, json=body_json, headers=self._headers(), timeout=timeout
             )
+            deadline = time.monotonic() + float(timeout.read or 0)
             response = self._http().send(request, stream=True)
             try:
-                body = _read_bounded(response, where)
+                body = _read_bounded(response, where, deadline)
             finally:
                 response.close()
         except httpx.TimeoutException as exc:
             raise RemoteError(
-                f"{where} did not answer within {timeout.read:g} s (embed.request_timeout): "
-                f"{type(exc).__name__}"
+                f"{where} did not answer within {timeout.read:g} s: {type(exc).__name__}"
             ) from exc
         except httpx.HTTPError as exc:
             raise RemoteError(f"cannot reach the {where}: {exc or type(exc).__name__}") from exc
@@ -220,8 +218,6 @@ class RemoteEmbedder:
             )
         if not self.dim:
             self.dim = size
-            if self.on_dim is not None:
-                self.on_dim(size)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms > 0, norms, 1.0)
 
@@ -275,13 +271,16 @@ class RemoteEmbedder:
             self._client = None
 
 
-def _read_bounded(response: httpx.Response, where: str) -> bytes:
+def _read_bounded(response: httpx.Response, where: str, deadline: float) -> bytes:
+    """The whole answer, at most MAX_ANSWER_BYTES, by `deadline` (a trickle is stopped too)."""
     parts: list[bytes] = []
     size = 0
     for part in response.iter_bytes():
         size += len(part)
         if size > MAX_ANSWER_BYTES:
             raise RemoteError(f"{where} sent more than {MAX_ANSWER_BYTES >> 20} MiB in one answer")
+        if time.monotonic() > deadline:
+            raise RemoteError(f"{where} was still sending its answer at the time limit")
         parts.append(part)
     return b"".join(parts)
 
