@@ -60,8 +60,16 @@ MAX_PATH_PARTS = 64
 CANDIDATES = 200
 FILE_CANDIDATES = 100
 FILTERED_CANDIDATES = 2000
+#: Test code in the languages codeask reads: test folders (`tests/`, `__tests__/`, `spec/`),
+#: `test_x.py`, `x_test.go`, `x_spec.rb`, `x.test.ts`, `x.spec.js`, `FooTest.java`,
+#: `FooTests.cs`, `FooSpec.scala`, `FooSuite.scala`, `conftest.py`.
 TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*$|_tests?\.[a-z]+$|(^|/)conftest\.py$"
+    r"(^|/)(tests?|testing|__tests__|specs?)(/|$)"
+    r"|(^|/)test_[^/]*$"
+    r"|_(tests?|spec)\.[a-z]+$"
+    r"|\.(test|spec)\.[a-z]+$"
+    r"|[a-z0-9](Tests?|Spec|Suite)\.[a-z]+$"
+    r"|(^|/)conftest\.py$"
 )
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 VENDORED = re.compile(
@@ -83,6 +91,10 @@ MIN_NAME_SHARE = 0.1
 EMBEDDED_SYMBOL_SHARE = 0.5
 #: A definition in a file named for its symbol (`response.rb` defines `Response`).
 NAMED_FILE_LIFT = 1.5
+#: The lift of a file's best candidate by its share of all candidate score (see
+#: `_lift_coherent_files`): eval-search file NDCG@10 .859 → .864 and pasted reports R@5 .851 →
+#: .858 at 0.1; 0.2 (semble's) cost the reports' MRR .641 → .626, 0.5 cost both.
+FILE_COHERENCE = 0.1
 
 
 class Searchable(Protocol):
@@ -461,6 +473,30 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
                     fused[chunk.id] *= factor
     if mode != "dense" and settings.call_weight > 0 and signals.report:
         _propagate_calls(folder, found, signals, settings.call_weight)
+    _lift_coherent_files(found, FILE_COHERENCE)
+
+
+def _lift_coherent_files(found: _Candidates, weight: float) -> None:
+    """Each file's best candidate gains `weight` × the best score × the file's candidate
+    score summed, over the largest such sum: the file where the answer lives usually matches
+    in many places (a big module such as `SqlMapper.cs` or `_client.py`), which the per-file
+    cap of a result list and `rank_files`' three chunks no longer show."""
+    fused = found.fused
+    if not fused:
+        return
+    top = max(fused.values())
+    sums: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for path, chunks in found.by_path.items():
+        live = [c.id for c in chunks if c.kind not in HISTORY_KINDS and c.id in fused]
+        if live:
+            sums[path] = sum(fused[i] for i in live)
+            best[path] = max(live, key=fused.__getitem__)
+    if not sums:
+        return
+    largest = max(sums.values())
+    for path, total in sums.items():
+        fused[best[path]] += weight * top * total / largest
 
 
 def _name_boosts(folder: Searchable, found: _Candidates, signals: QuerySignals) -> None:
