@@ -213,3 +213,18 @@ def test_ask_prompt_only_through_the_daemon(project: Path, daemon_env: dict[str,
     assert json.loads(as_json.stdout) == json.loads(local_json.stdout)
     info = json.loads(codeask("daemon", "--status", cwd=project, env=daemon_env).stdout)
     assert info["requests"] == 2
+
+
+def test_minilm_tier_answers_the_same(project: Path, daemon_env: dict[str, str]) -> None:
+    """With the MiniLM tier built, the daemon's warm model ranks as a fresh process does."""
+    full = codeask("index", "--full", str(project), cwd=project, env=daemon_env)
+    assert full.returncode == 0, full.stderr
+    for query in ("where do we mail invoices", "vat for france"):
+        expected = in_process(query, project, daemon_env)
+        assert expected["warming"] is False, "the MiniLM tier answered in-process"
+        for _ in range(2):  # the first loads the model in the daemon, the second reuses it
+            found = codeask("search", query, "--json", cwd=project, env=daemon_env)
+            assert found.returncode == 0 and "daemon unavailable" not in found.stderr
+            assert without_seconds(found.stdout) == expected
+    results = in_process("vat for france", project, daemon_env)["results"]
+    assert "dense" in results[0]["retrievers"]  # type: ignore[index]  (the MiniLM tier)
