@@ -46,9 +46,26 @@ def test_test_paths() -> None:
         "x/conftest.py",
         "go/thing_test.go",
         "testing/x.py",
+        "spec/rack/request_spec.rb",
+        "lib/x_spec.rb",
+        "src/__tests__/x.ts",
+        "src/router.test.ts",
+        "src/router.spec.js",
+        "src/test/java/org/x/RouterTest.java",
+        "Dapper.Tests/QueryTests.cs",
+        "core/src/HeadersSpec.scala",
+        "core/src/ParserSuite.scala",
     ):
         assert is_test_path(path), path
-    for path in ("src/latest.py", "pkg/contest.py", "attestation/x.py"):
+    for path in (
+        "src/latest.py",
+        "pkg/contest.py",
+        "attestation/x.py",
+        "src/Contest.java",
+        "src/inspect.ts",
+        "lib/specification.rb",
+        "src/Illuminate/Testing/TestResponse.php",  # a framework's testing helpers are code
+    ):
         assert not is_test_path(path), path
 
 
