@@ -3,6 +3,7 @@ and says why), yet `codeask daemon --status` and `--stop` still reach it after a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,28 @@ def test_a_daemon_of_another_version(project: Path, daemon_env: dict[str, str]) 
         if other.poll() is None:
             other.kill()
             other.wait()
+
+
+def test_changed_code_retires_the_daemon(project: Path, daemon_env: dict[str, str]) -> None:
+    """A checkout pulled (or a package upgraded) under a running daemon: the version string
+    may not change, the code did. The daemon refuses, exits, and the next call gets a new one."""
+    import codeask.daemon.messages as loaded
+
+    first = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+    assert first.returncode == 0 and first.stderr == ""
+    pid = daemon_pid(daemon_env)
+    source = Path(loaded.__file__)
+    before = source.stat()
+    try:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        stale = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert stale.returncode == 0
+    assert without_seconds(stale.stdout) == without_seconds(first.stdout)
+    assert "codeask's code changed since the daemon started" in stale.stderr
+    assert "messages.py" in stale.stderr
+    assert wait_until(lambda: daemon_pid(daemon_env) != pid, timeout=20)
+    fresh = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+    assert fresh.returncode == 0 and fresh.stderr == ""
+    assert daemon_pid(daemon_env) not in (None, pid)

@@ -8,6 +8,7 @@ daemon package never imports the CLI) and exits after `daemon.idle_seconds` with
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import threading
 import time
@@ -38,6 +39,7 @@ def serve() -> int:
     from codeask.daemon.server import Daemon
 
     settings, _ = load_settings(None)
+    logging.getLogger("codeask.daemon").setLevel(logging.INFO)  # start, exit, refusals: the log
     try:
         run_dir = private_dir(create=True)
     except Unsafe as exc:

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -76,6 +77,7 @@ class Daemon:
         self._last = time.monotonic()
         self._stop = threading.Event()
         self._info: Callable[[], dict[str, Any]] = dict
+        self._code = CodeWatch()
 
     def describe_with(self, info: Callable[[], dict[str, Any]]) -> None:
         """Extra fields `codeask daemon --status` shows (e.g. the folders held)."""
@@ -92,6 +94,7 @@ class Daemon:
         listener = _bind(path)
         bound = os.stat(path).st_ino
         signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        self._code.changed()  # what is loaded now is the code this daemon runs
         log.info("codeask daemon %s (pid %d) listening on %s", __version__, os.getpid(), path)
         try:
             self._accept_loop(listener)
@@ -168,6 +171,14 @@ class Daemon:
             return self._reply("ok", message="stopping")
         if request.version != __version__:
             return self._reply("refused", message=mismatch)
+        stale = self._code.changed()
+        if stale:
+            self._stop.set()  # the next command starts a daemon with the code on disk
+            return self._reply(
+                "refused",
+                message=f"codeask's code changed since the daemon started ({stale}); "
+                "it exits, the next command starts a new one",
+            )
         if request.environment != self.environment:
             return self._reply(
                 "refused",
@@ -191,6 +202,8 @@ class Daemon:
         out, err = io.StringIO(), io.StringIO()
         capture = logging.StreamHandler(err)
         capture.setFormatter(logging.Formatter(LOG_FORMAT))
+        this_request = threading.get_ident()  # not the daemon's other threads' records
+        capture.addFilter(lambda record: record.thread == this_request)
         root = logging.getLogger()
         level = root.level
         root.setLevel(max(logging.WARNING - 10 * int(getattr(args, "verbose", 0)), logging.DEBUG))
@@ -225,6 +238,29 @@ class Daemon:
             "idle_seconds": self.idle_seconds,
             **self._info(),
         }
+
+
+class CodeWatch:
+    """codeask's source files as this process loaded them. A newer one on disk (an upgrade,
+    a `git pull` in a checkout: the version string need not change) means the daemon would
+    answer with old code: it refuses and exits instead. ~150 stats per request."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, float] = {}
+
+    def changed(self) -> str:
+        """The first loaded codeask file whose mtime moved since first seen ('' when none)."""
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None) if name.startswith("codeask") else None
+            if not path:
+                continue
+            try:
+                mtime = os.stat(path).st_mtime
+            except OSError:
+                return str(path)
+            if self._seen.setdefault(path, mtime) != mtime:
+                return str(path)
+        return ""
 
 
 def _take_lock(path: Path) -> int | None:
