@@ -4,11 +4,12 @@ when the test ends (stopped, else SIGKILLed by its pid), so no daemon outlives a
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_helpers import ENABLED, codeask, stop_daemon
+from daemon_helpers import ENABLED, codeask, processes_run_in, stop_daemon, wait_until
 
 
 @pytest.fixture()
@@ -45,3 +46,9 @@ def daemon_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     env["CODEASK_DAEMON__IDLE_SECONDS"] = "120"
     yield env
     stop_daemon(env)
+    folders = {str(runtime), env["XDG_RUNTIME_DIR"]}
+    wait_until(lambda: not processes_run_in(folders), timeout=15)  # a stopped one finishing
+    left = processes_run_in(folders)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "a process of this test outlived it (killed now)"

@@ -69,3 +69,21 @@ def stop_daemon(env: dict[str, str]) -> None:
     if daemon_pid(env) is not None:
         os.kill(pid, signal.SIGKILL)
         assert wait_until(lambda: daemon_pid(env) is None), f"daemon {pid} survived SIGKILL"
+
+
+def processes_run_in(runtime_dirs: set[str]) -> list[int]:
+    """Pids of live processes whose environment names one of these runtime dirs (this test's:
+    the paths are unique per test), read from /proc."""
+    wanted = {f"XDG_RUNTIME_DIR={folder}".encode() for folder in runtime_dirs}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            variables = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and wanted.intersection(variables):
+            found.append(int(entry.name))
+    return found

@@ -14,7 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_helpers import codeask, daemon_pid, run_dir, socket_path, wait_until, without_seconds
+from daemon_helpers import (
+    codeask,
+    daemon_pid,
+    run_dir,
+    socket_path,
+    stop_daemon,
+    wait_until,
+    without_seconds,
+)
 
 from codeask import __version__
 from codeask.daemon.protocol import PROTOCOL
@@ -142,25 +150,28 @@ def test_the_daemon_drops_another_uid(
     project: Path, daemon_env: dict[str, str], shared: Path, nobody: pwd.struct_passwd
 ) -> None:
     daemon_env["XDG_RUNTIME_DIR"] = str(shared)  # a path `nobody` can walk to, for this test
-    shared.chmod(0o755)
-    assert codeask("status", cwd=project, env=daemon_env).returncode == 0
-    pid = daemon_pid(daemon_env)
-    assert pid
-    run_dir(daemon_env).chmod(0o755)  # a loosened directory and socket: only the uid check
-    socket_path(daemon_env).chmod(0o666)  # is left between the daemon and another user
-    intruder = subprocess.run(
-        [PYTHON, "-c", INTRUDER, str(socket_path(daemon_env)), str(PROTOCOL), __version__],
-        user=nobody.pw_uid,
-        group=nobody.pw_gid,
-        extra_groups=[],
-        cwd="/",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert intruder.stdout == "reply b''\n", intruder.stderr  # closed, not one byte answered
-    log = (run_dir(daemon_env) / "daemon.log").read_text()
-    assert f"refused a connection from uid {nobody.pw_uid}" in log
-    assert daemon_pid(daemon_env) == pid
-    assert codeask("status", cwd=project, env=daemon_env).returncode == 0  # we still are served
-    assert wait_until(lambda: daemon_pid(daemon_env) == pid)
+    try:
+        shared.chmod(0o755)
+        assert codeask("status", cwd=project, env=daemon_env).returncode == 0
+        pid = daemon_pid(daemon_env)
+        assert pid
+        run_dir(daemon_env).chmod(0o755)  # a loosened directory and socket: only the uid check
+        socket_path(daemon_env).chmod(0o666)  # is left between the daemon and another user
+        intruder = subprocess.run(
+            [PYTHON, "-c", INTRUDER, str(socket_path(daemon_env)), str(PROTOCOL), __version__],
+            user=nobody.pw_uid,
+            group=nobody.pw_gid,
+            extra_groups=[],
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert intruder.stdout == "reply b''\n", intruder.stderr  # closed, not one byte answered
+        log = (run_dir(daemon_env) / "daemon.log").read_text()
+        assert f"refused a connection from uid {nobody.pw_uid}" in log
+        assert daemon_pid(daemon_env) == pid
+        assert codeask("status", cwd=project, env=daemon_env).returncode == 0  # we still are served
+        assert wait_until(lambda: daemon_pid(daemon_env) == pid)
+    finally:  # before `shared` (and the daemon's lock in it) is removed
+        stop_daemon(daemon_env)
