@@ -110,3 +110,27 @@ def _connections(path: Path) -> int:
     """Sockets bound to `path` in /proc/net/unix: the listener, then accepted or queued ones."""
     lines = Path("/proc/net/unix").read_text().splitlines()
     return sum(1 for line in lines if line.endswith(" " + str(path)))
+
+
+def test_stop_waits_for_the_request_in_flight(project: Path, daemon_env: dict[str, str]) -> None:
+    """`codeask daemon --stop` while a search runs inside (its first: the index opens, the
+    static model loads): the search still gets the daemon's own answer, then the daemon goes."""
+    expected = expected_answers(project, daemon_env)[QUERIES[1]]
+    assert codeask("status", cwd=project, env=daemon_env).returncode == 0  # opens no cache
+    pid = daemon_pid(daemon_env)
+    client = subprocess.Popen(
+        [sys.executable, "-m", "codeask", "search", QUERIES[1], "--json"],
+        cwd=project,
+        env=daemon_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert wait_until(lambda: _connections(socket_path(daemon_env)) >= 2, timeout=30)
+    stopped = codeask("daemon", "--stop", cwd=project, env=daemon_env)
+    out, err = client.communicate(timeout=300)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert (client.returncode, err) == (0, ""), "answered by the daemon, no fallback note"
+    assert without_seconds(out) == expected
+    assert daemon_pid(daemon_env) is None
+    assert wait_until(lambda: not Path(f"/proc/{pid}").exists(), timeout=15)

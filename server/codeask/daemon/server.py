@@ -39,6 +39,8 @@ log = logging.getLogger("codeask.daemon")
 Handler = Callable[[argparse.Namespace], int]
 #: Seconds a client may take to send its request once connected.
 REQUEST_SECONDS = 30.0
+#: Seconds a stopping daemon waits for the requests it accepted.
+DRAIN_SECONDS = 30.0
 #: How often the accept loop looks at the idle clock and the stop flag.
 TICK_SECONDS = 0.25
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
@@ -103,6 +105,7 @@ class Daemon:
                 if os.stat(path).st_ino == bound:  # never remove a successor's socket
                     path.unlink()
             listener.close()
+            self._drain()
             self.on_exit()
             log.info("codeask daemon (pid %d) exits after %d requests", os.getpid(), self.served)
             os.close(lock)  # last: a new daemon may bind only once this one is gone
@@ -121,6 +124,16 @@ class Daemon:
             with self._count:
                 self._in_flight += 1
             threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _drain(self) -> None:
+        """Let requests already accepted finish (a stop asked mid-search must not close the
+        folders under it), for at most DRAIN_SECONDS."""
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while time.monotonic() < deadline:
+            with self._count:
+                if not self._in_flight:
+                    return
+            time.sleep(0.05)
 
     def _idle(self) -> bool:
         with self._count:
