@@ -228,3 +228,17 @@ def test_minilm_tier_answers_the_same(project: Path, daemon_env: dict[str, str])
             assert without_seconds(found.stdout) == expected
     results = in_process("vat for france", project, daemon_env)["results"]
     assert "dense" in results[0]["retrievers"]  # type: ignore[index]  (the MiniLM tier)
+
+
+def test_a_socket_path_too_long_falls_back(project: Path, daemon_env: dict[str, str]) -> None:
+    """AF_UNIX paths stop at 107 bytes: a deep runtime dir cannot hold the socket. The command
+    still answers (in-process, one note) and leaves no daemon behind."""
+    deep = Path(daemon_env["XDG_RUNTIME_DIR"]) / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True, mode=0o700)
+    daemon_env["XDG_RUNTIME_DIR"] = str(deep)
+    found = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+    assert found.returncode == 0, found.stderr
+    assert without_seconds(found.stdout) == in_process("invoice pdf", project, daemon_env)
+    assert found.stderr.startswith("codeask: daemon unavailable (")
+    assert found.stderr.count("\n") == 1
+    assert daemon_pid(daemon_env) is None

@@ -24,6 +24,11 @@ def through_daemon(command: str, args: argparse.Namespace) -> int | None:
     except client.Unavailable as exc:
         sys.stderr.write(f"codeask: daemon unavailable ({exc}); answering in-process\n")
         return None
+    except Exception as exc:  # anything else on the way: the command must still answer
+        sys.stderr.write(
+            f"codeask: daemon unavailable ({type(exc).__name__}: {exc}); answering in-process\n"
+        )
+        return None
     sys.stdout.write(reply["stdout"])
     sys.stderr.write(reply["stderr"])
     if reply["status"] == "user_error":
