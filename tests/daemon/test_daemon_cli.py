@@ -16,6 +16,7 @@ from daemon_helpers import (
     ENABLED,
     codeask,
     daemon_pid,
+    processes_run_in,
     run_dir,
     socket_path,
     wait_until,
@@ -242,3 +243,30 @@ def test_a_socket_path_too_long_falls_back(project: Path, daemon_env: dict[str, 
     assert found.stderr.startswith("codeask: daemon unavailable (")
     assert found.stderr.count("\n") == 1
     assert daemon_pid(daemon_env) is None
+
+
+def test_racing_starts_leave_one_daemon(project: Path, daemon_env: dict[str, str]) -> None:
+    """Four searches at once with no daemon: each may start one; the flock keeps one, the
+    others exit at once, and every search gets the right answer."""
+    expected = in_process("invoice pdf", project, daemon_env)
+    runs: list[subprocess.CompletedProcess[str]] = []
+    threads = [
+        threading.Thread(
+            target=lambda: runs.append(
+                codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+            )
+        )
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [run.returncode for run in runs] == [0, 0, 0, 0], [run.stderr for run in runs]
+    assert all(without_seconds(run.stdout) == expected for run in runs)
+    assert all("daemon unavailable" not in run.stderr for run in runs)
+    pid = daemon_pid(daemon_env)
+    folder = daemon_env["XDG_RUNTIME_DIR"]
+    assert wait_until(lambda: processes_run_in({folder}) == [pid], timeout=20), (
+        f"daemon processes: {processes_run_in({folder})}, lock holder {pid}"
+    )
