@@ -150,6 +150,8 @@ def test_dense_search_and_embedding_cache(tmp_path: Path) -> None:
     assert first.status().embedded == first.status().chunks
     hits = search([first], "how much does everything in the basket cost", mode="dense").hits
     assert hits[0].chunk.symbol == "total_price"
+    assert hits[0].retrievers == ["dense"], "a dense-mode search asks the model tier"
+    first.settings.retrieve.model_tier_for = "all"  # typed hybrid questions ask it too
     hybrid = search([first], "exponential backoff when a call fails", k=3).hits
     assert hybrid[0].chunk.symbol == "RetryWithBackoff"
     assert "dense" in hybrid[0].retrievers

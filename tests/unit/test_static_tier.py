@@ -165,12 +165,23 @@ def test_a_zero_static_weight_leaves_the_tier_out(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_with_scope_missing_the_static_tier_steps_aside_once_minilm_is_complete(
+def test_the_static_tier_steps_aside_once_minilm_is_complete_where_minilm_answers(
     tmp_path: Path,
 ) -> None:
+    """With `retrieve.model_tier_for = all` (typed questions too); by default a typed question
+    is the static tier's over every chunk, and a pasted report is MiniLM's."""
     folder = open_index(make_tree(tmp_path))
     folder.refresh()  # both tiers complete
     assert folder.status().embedded == folder.status().chunks
+    typed = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert typed[0].chunk.symbol == "RetryWithBackoff"
+    assert "static" in typed[0].retrievers
+    assert all("dense" not in hit.retrievers for hit in typed)
+    report = "exponential backoff when a call fails\n" + "the retry loop gives up at once\n" * 20
+    pasted = search([folder], report, k=3).hits
+    assert "dense" in pasted[0].retrievers
+    assert all("static" not in hit.retrievers for hit in pasted)
+    folder.settings.retrieve.model_tier_for = "all"
     hits = search([folder], "exponential backoff when a call fails", k=3).hits
     assert hits[0].chunk.symbol == "RetryWithBackoff"
     assert all("static" not in hit.retrievers for hit in hits)

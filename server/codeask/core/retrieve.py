@@ -25,7 +25,7 @@ from typing import Literal, NamedTuple, Protocol
 import numpy as np
 import pathspec
 
-from codeask.config import RetrieveSettings, Settings
+from codeask.config import DEFAULT_EMBED_MODEL, RetrieveSettings, Settings
 from codeask.core.embed import CachedEmbedder
 from codeask.core.languages import language_for_path
 from codeask.core.lexical import expand_query
@@ -297,7 +297,9 @@ def _dense_lists(folder: Searchable, vectors: dict[str, np.ndarray]) -> list[_De
         plan.append(_DenseList("dense", "minilm", model, weights.dense_weight))
     wants_static = weights.static_weight > 0 and STATIC_MODEL_NAME in vectors
     if wants_static and folder.storage.vector_count("static"):
-        missing: Tier | None = None if weights.static_scope == "all" else "minilm"
+        # without a MiniLM list for this question, the static tier ranks every chunk
+        all_chunks = weights.static_scope == "all" or not any(d.tier == "minilm" for d in plan)
+        missing: Tier | None = None if all_chunks else "minilm"
         static = _DenseList("static", "static", STATIC_MODEL_NAME, weights.static_weight, missing)
         plan.append(static)
     return plan
@@ -611,21 +613,40 @@ def _overlaps(a: Chunk, b: Chunk) -> bool:
     return a.start_line <= b.end_line and b.start_line <= a.end_line
 
 
-def embed_query(folders: Sequence[Searchable], query: str, lead: str = "") -> dict[str, np.ndarray]:
+def embed_query(
+    folders: Sequence[Searchable], query: str, lead: str = "", *, report: bool = True
+) -> dict[str, np.ndarray]:
     """One query vector per distinct model among the folders' filled tiers (a tier without
     vectors, or weighted 0, costs no model call: MiniLM's first load is ~1 s). A report's
-    `lead` line is blended into the MiniLM vector (`retrieve.lead_dense_weight`)."""
+    `lead` line is blended into the MiniLM vector (`retrieve.lead_dense_weight`). A typed
+    question (`report` False) asks the model tier only as `retrieve.model_tier_for` says."""
     vectors: dict[str, np.ndarray] = {}
     for folder in folders:
         weights = folder.settings.retrieve
         model = folder.settings.embed.model
         storage = folder.storage
-        if model not in vectors and storage.vector_count("minilm") and weights.dense_weight > 0:
+        wanted = report or _model_tier_for(folder.settings) == "all"
+        if (
+            wanted
+            and model not in vectors
+            and storage.vector_count("minilm")
+            and weights.dense_weight > 0
+        ):
             vectors[model] = _minilm_query(folder, query, lead)
         wants_static = storage.vector_count("static") and weights.static_weight > 0
         if STATIC_MODEL_NAME not in vectors and wants_static:
             vectors[STATIC_MODEL_NAME] = load_static_embedder(folder.settings).embed([query])[0]
     return vectors
+
+
+def _model_tier_for(settings: Settings) -> str:
+    """`retrieve.model_tier_for` with `auto` resolved: typed questions too for a model the
+    user chose, only reports for the packaged MiniLM (measured: it adds ~nothing to them)."""
+    chosen = settings.retrieve.model_tier_for
+    if chosen != "auto":
+        return chosen
+    packaged = settings.embed.provider == "local" and settings.embed.model == DEFAULT_EMBED_MODEL
+    return "reports" if packaged else "all"
 
 
 def _minilm_query(folder: Searchable, query: str, lead: str) -> np.ndarray:
@@ -660,7 +681,9 @@ def _ranked_hits(
     signals = query_signals(query)
     limit = FILTERED_CANDIDATES if filters.narrows else CANDIDATES
     if mode != "lexical" and vectors is None:
-        vectors = embed_query(folders, signals.text, signals.lead)
+        # an explicit dense search asks for meaning: the model tier answers it too
+        report = signals.report or mode == "dense"
+        vectors = embed_query(folders, signals.text, signals.lead, report=report)
     glob = pathspec.GitIgnoreSpec.from_lines([filters.path_glob]) if filters.path_glob else None
     if mode != "lexical" and vectors:
         _prefetch_dense(folders, vectors, limit)
