@@ -228,7 +228,7 @@ def test_minilm_tier_answers_the_same(project: Path, daemon_env: dict[str, str])
             assert found.returncode == 0 and "daemon unavailable" not in found.stderr
             assert without_seconds(found.stdout) == expected
     results = in_process("vat for france", project, daemon_env)["results"]
-    assert "dense" in results[0]["retrievers"]  # type: ignore[index]  (the MiniLM tier)
+    assert any("dense" in hit["retrievers"] for hit in results), "the MiniLM tier took part"  # type: ignore[attr-defined, index]
 
 
 def test_a_socket_path_too_long_falls_back(project: Path, daemon_env: dict[str, str]) -> None:
