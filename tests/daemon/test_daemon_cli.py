@@ -217,18 +217,34 @@ def test_ask_prompt_only_through_the_daemon(project: Path, daemon_env: dict[str,
 
 
 def test_minilm_tier_answers_the_same(project: Path, daemon_env: dict[str, str]) -> None:
-    """With the MiniLM tier built, the daemon's warm model ranks as a fresh process does."""
+    """With the MiniLM tier built, the daemon's warm model ranks as a fresh process does
+    (`--mode dense`: the packaged MiniLM answers it; typed hybrid questions too)."""
     full = codeask("index", "--full", str(project), cwd=project, env=daemon_env)
     assert full.returncode == 0, full.stderr
-    for query in ("where do we mail invoices", "vat for france"):
-        expected = in_process(query, project, daemon_env)
-        assert expected["warming"] is False, "the MiniLM tier answered in-process"
-        for _ in range(2):  # the first loads the model in the daemon, the second reuses it
-            found = codeask("search", query, "--json", cwd=project, env=daemon_env)
-            assert found.returncode == 0 and "daemon unavailable" not in found.stderr
-            assert without_seconds(found.stdout) == expected
-    results = in_process("vat for france", project, daemon_env)["results"]
-    assert any("dense" in hit["retrievers"] for hit in results), "the MiniLM tier took part"  # type: ignore[attr-defined, index]
+    for mode in ("dense", "hybrid"):
+        for query in ("where do we mail invoices", "vat for france"):
+            local = codeask(
+                "search",
+                query,
+                "--json",
+                "--mode",
+                mode,
+                "--no-daemon",
+                cwd=project,
+                env=daemon_env,
+            )
+            assert local.returncode == 0, local.stderr
+            expected = without_seconds(local.stdout)
+            assert expected["warming"] is False, "every tier is complete"
+            for _ in range(2):  # the first loads the model in the daemon, the second reuses it
+                found = codeask(
+                    "search", query, "--json", "--mode", mode, cwd=project, env=daemon_env
+                )
+                assert found.returncode == 0 and "daemon unavailable" not in found.stderr
+                assert without_seconds(found.stdout) == expected
+            if mode == "dense":
+                hits = expected["results"]
+                assert hits and all("dense" in hit["retrievers"] for hit in hits)  # type: ignore[attr-defined, index]
 
 
 def test_a_socket_path_too_long_falls_back(project: Path, daemon_env: dict[str, str]) -> None:
