@@ -40,6 +40,9 @@ RAISED = {
     "chunk.window_lines": 10_000_000,
     "embed.batch_size": 100_000,
     "retrieve.k": 10_000_000,
+    "embed.request_texts": 100_000,
+    "embed.request_timeout": 1e9,
+    "embed.max_input_chars": 100_000_000,
 }
 
 

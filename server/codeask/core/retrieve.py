@@ -293,7 +293,8 @@ def _dense_lists(folder: Searchable, vectors: dict[str, np.ndarray]) -> list[_De
     weights = folder.settings.retrieve
     model = folder.settings.embed.model
     plan: list[_DenseList] = []
-    if weights.dense_weight > 0 and model in vectors:
+    # a size-0 vector: the model's server did not answer (core/embed_remote.py)
+    if weights.dense_weight > 0 and model in vectors and vectors[model].size:
         plan.append(_DenseList("dense", "minilm", model, weights.dense_weight))
     wants_static = weights.static_weight > 0 and STATIC_MODEL_NAME in vectors
     if wants_static and folder.storage.vector_count("static"):
