@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.unit.test_retrieve import make_folder
 
+from codeask.core import retrieve
 from codeask.core.name_match import (
     defines,
     file_stems_for,
@@ -108,4 +110,25 @@ def test_a_symbol_question_finds_the_file_defining_it(tmp_path: Path) -> None:
         ranked[weight] = [path for path, _ in rank_files(hits)]
     assert ranked[0.0][0] == "lib/boot.rb"
     assert ranked[3.0][0] == "lib/application.rb"
+    folder.close()
+
+
+def test_a_file_that_matches_in_many_places_outranks_one_lucky_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coherence lift: `client.py` answers "send request retry" in four functions, `misc.py`
+    in one chunk that repeats the words; the lift (a share of the best score by each file's
+    summed candidate score) puts the file that answers from many places first."""
+    client = "".join(
+        f"def step_{i}(request):\n    '''send the request, retry on failure'''\n"
+        f"    return transport.send(request)\n\n"
+        for i in range(4)
+    )
+    misc = "def send_request_retry(request):\n    send(request); send(request); retry(request)\n"
+    folder = make_folder(tmp_path, {"pkg/client.py": client, "pkg/misc.py": misc})
+    first: dict[float, str] = {}
+    for lift in (0.0, retrieve.FILE_COHERENCE):
+        monkeypatch.setattr(retrieve, "FILE_COHERENCE", lift)
+        first[lift] = search([folder], "send request retry", mode="lexical", k=30).hits[0].path
+    assert first == {0.0: "pkg/misc.py", retrieve.FILE_COHERENCE: "pkg/client.py"}
     folder.close()
