@@ -10,21 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import msgspec
 
-from codeask.config import Settings
 from codeask.core.ask import AskRequest, prepare
 from codeask.core.chunk import chunk_file
-from codeask.core.embed import CachedEmbedder
 from codeask.core.git.blame import blame_commits
 from codeask.core.git.commits import BlameInfo
 from codeask.core.indexer import FolderIndex
 from codeask.core.prompt import redact_secrets
 from codeask.core.records import Chunk
-from codeask.core.retrieve import Filters, Hit, SearchResult, related, search
-from codeask.core.storage import IndexReader, Tier
+from codeask.core.retrieve import Filters, Hit, SearchResult, WithSettings, related, search
+from codeask.core.storage import Tier
 
 LEXICAL = "lexical"
 STATIC: Tier = "static"
@@ -47,26 +44,13 @@ class TieredResult:
     """`lexical`, then `static` and `minilm` when their vectors took part."""
 
 
-class _StaticOnly:
+def _static_only(folder: FolderIndex) -> WithSettings:
     """A folder as retrieval sees it while the MiniLM model loads: its MiniLM list is left
     out and the static tier answers for every chunk, so no search waits for the model."""
-
-    def __init__(self, folder: FolderIndex) -> None:
-        self._folder = folder
-        retrieve = msgspec.structs.replace(
-            folder.settings.retrieve, dense_weight=0.0, static_scope="all"
-        )
-        self.settings: Settings = msgspec.structs.replace(folder.settings, retrieve=retrieve)
-        self.root: Path = folder.root
-        self.uncommitted = folder.uncommitted
-
-    @property
-    def storage(self) -> IndexReader:
-        return self._folder.storage
-
-    @property
-    def embedder(self) -> CachedEmbedder:
-        return self._folder.embedder
+    retrieve = msgspec.structs.replace(
+        folder.settings.retrieve, dense_weight=0.0, static_scope="all"
+    )
+    return WithSettings(folder, msgspec.structs.replace(folder.settings, retrieve=retrieve))
 
 
 def search_now(
@@ -82,7 +66,7 @@ def search_now(
     the static tier over every chunk, so the search never waits for a model; True: exactly
     the CLI's ranking."""
     wants = minilm or not any(f.storage.vector_count(MINILM) for f in folders)
-    searched: Sequence[object] = folders if wants else [_StaticOnly(f) for f in folders]
+    searched: Sequence[object] = folders if wants else [_static_only(f) for f in folders]
     result = search(searched, query, k=k, filters=filters, mode="hybrid")  # type: ignore[arg-type]
     return TieredResult(result, answering_tiers(folders, minilm=minilm))
 

@@ -111,6 +111,25 @@ class Searchable(Protocol):
     def embedder(self) -> CachedEmbedder: ...
 
 
+class WithSettings:
+    """A folder searched with other settings (another tier's weights, a static-only pass):
+    the index itself is shared, only the ranking's knobs differ."""
+
+    def __init__(self, folder: Searchable, settings: Settings) -> None:
+        self.root = folder.root
+        self.settings = settings
+        self._folder = folder
+        self.uncommitted: frozenset[str] = getattr(folder, "uncommitted", frozenset())
+
+    @property
+    def storage(self) -> IndexReader:
+        return self._folder.storage
+
+    @property
+    def embedder(self) -> CachedEmbedder:
+        return self._folder.embedder
+
+
 @dataclass
 class Filters:
     """Narrow a search; every field is optional."""

@@ -21,11 +21,9 @@ from typing import Any
 import msgspec
 
 from codeask.config import Settings
-from codeask.core.embed import CachedEmbedder
-from codeask.core.retrieve import Filters, Searchable, rank_files, search
+from codeask.core.retrieve import Filters, Searchable, WithSettings, rank_files, search
 from codeask.core.safe_read import read_regular_text
 from codeask.core.selfcheck_questions import Question, Selection
-from codeask.core.storage import IndexReader
 
 #: Files ranked per question (a first answer below this rank scores 0 in MRR).
 DEPTH = 50
@@ -60,24 +58,6 @@ class Tier:
     name: str
     label: str
     settings: Settings
-
-
-class Tuned:
-    """A folder index searched with other retrieve settings (a tier); the index is shared."""
-
-    def __init__(self, folder: Searchable, settings: Settings) -> None:
-        self.root = folder.root
-        self.settings = settings
-        self._folder = folder
-        self.uncommitted: frozenset[str] = getattr(folder, "uncommitted", frozenset())
-
-    @property
-    def storage(self) -> IndexReader:
-        return self._folder.storage
-
-    @property
-    def embedder(self) -> CachedEmbedder:
-        return self._folder.embedder
 
 
 @dataclass(frozen=True)
@@ -207,7 +187,7 @@ def measure(
     """Ask every question in every tier through `codeask search`'s code path."""
     results = []
     for tier in tiers:
-        tuned = Tuned(folder, tier.settings)
+        tuned = WithSettings(folder, tier.settings)
         result = TierResult(tier)
         if questions:  # warm: the first query loads the models a running server holds
             ranked_files(tuned, questions[0].question)
