@@ -191,15 +191,15 @@ def test_the_static_tier_steps_aside_once_minilm_is_complete_where_minilm_answer
 def test_model_tier_for_auto_means_reports_for_the_packaged_model_only() -> None:
     """`auto`: the packaged MiniLM answers pasted reports only (it added ~nothing to typed
     questions, benchmarks/README.md Round 9); a model the user chose answers every question."""
-    from codeask.core.retrieve import _model_tier_for
+    from codeask.core.retrieve import model_tier_for
 
     packaged, _ = build_settings({})
-    assert _model_tier_for(packaged) == "reports"
+    assert model_tier_for(packaged) == "reports"
     chosen, _ = build_settings({"embed": {"model": "BAAI/bge-small-en-v1.5"}})
-    assert _model_tier_for(chosen) == "all"
+    assert model_tier_for(chosen) == "all"
     served, _ = build_settings(
         {"embed": {"provider": "openai", "endpoint": "http://127.0.0.1:1", "model": "m"}}
     )
-    assert _model_tier_for(served) == "all"
+    assert model_tier_for(served) == "all"
     pinned, _ = build_settings({"retrieve": {"model_tier_for": "all"}})
-    assert _model_tier_for(pinned) == "all"
+    assert model_tier_for(pinned) == "all"

@@ -645,7 +645,7 @@ def embed_query(
         weights = folder.settings.retrieve
         model = folder.settings.embed.model
         storage = folder.storage
-        wanted = report or _model_tier_for(folder.settings) == "all"
+        wanted = report or model_tier_for(folder.settings) == "all"
         if (
             wanted
             and model not in vectors
@@ -659,7 +659,7 @@ def embed_query(
     return vectors
 
 
-def _model_tier_for(settings: Settings) -> str:
+def model_tier_for(settings: Settings) -> str:
     """`retrieve.model_tier_for` with `auto` resolved: typed questions too for a model the
     user chose, only reports for the packaged MiniLM (measured: it adds ~nothing to them)."""
     chosen = settings.retrieve.model_tier_for

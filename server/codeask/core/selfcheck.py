@@ -21,7 +21,14 @@ from typing import Any
 import msgspec
 
 from codeask.config import Settings
-from codeask.core.retrieve import Filters, Searchable, WithSettings, rank_files, search
+from codeask.core.retrieve import (
+    Filters,
+    Searchable,
+    WithSettings,
+    model_tier_for,
+    rank_files,
+    search,
+)
 from codeask.core.safe_read import read_regular_text
 from codeask.core.selfcheck_questions import Question, Selection
 
@@ -80,13 +87,29 @@ def tiers_for(settings: Settings, counts: TierCounts) -> tuple[list[Tier], list[
     notes: list[str] = []
     if "minilm" in counts.tiers:
         if counts.chunks and counts.minilm >= counts.chunks:
-            tiers.append(Tier("default", "default (+ MiniLM)", settings))
+            tiers += _model_tiers(settings)
         else:
             notes.append(
                 f"MiniLM tier {counts.minilm}/{counts.chunks} chunks: the default hybrid is "
                 "measured once it is complete (`codeask index --full`)"
             )
     return tiers, notes
+
+
+def _model_tiers(settings: Settings) -> list[Tier]:
+    """The default; and, when the default keeps the model tier to pasted reports (the packaged
+    MiniLM), the same with it on every question too: whether it helps on this repository."""
+    if model_tier_for(settings) == "all":
+        return [Tier("default", "default (+ MiniLM)", settings)]
+    everywhere = msgspec.structs.replace(settings.retrieve, model_tier_for="all")
+    return [
+        Tier("default", "default (MiniLM for pasted reports)", settings),
+        Tier(
+            "minilm_all",
+            "MiniLM on every question",
+            msgspec.structs.replace(settings, retrieve=everywhere),
+        ),
+    ]
 
 
 def ranked_files(folder: Searchable, question: str, depth: int = DEPTH) -> list[str]:
