@@ -151,3 +151,19 @@ async def test_a_one_letter_password_is_redacted_without_mangling_the_message() 
     health = await llm_health(llm(port, base_url=f"http://u:p@127.0.0.1:{port}"))
     assert health.error.startswith(f"cannot connect to http://***@127.0.0.1:{port}/v1/models: ")
     assert "u:p@" not in health.error and "refused" in health.error
+
+
+def test_a_served_model_tier_names_its_server_not_a_download() -> None:
+    """With `embed.provider` openai/ollama the model tier is the server's: health says so
+    instead of "not packaged: downloaded on first use" (which a fastembed model would be)."""
+    from codeask.config import build_settings
+    from codeask.core.health import embedding_health
+
+    served, _ = build_settings(
+        {"embed": {"provider": "openai", "endpoint": "http://127.0.0.1:9", "model": "nomic"}}
+    )
+    tier = next(t for t in embedding_health(served).tiers if t.name == "minilm")
+    assert "served by openai at http://127.0.0.1:9" in tier.detail
+    fastembed, _ = build_settings({"embed": {"model": "BAAI/bge-small-en-v1.5"}})
+    tier = next(t for t in embedding_health(fastembed).tiers if t.name == "minilm")
+    assert "downloaded on first use" in tier.detail

