@@ -251,6 +251,36 @@ class FtsTables:
             self.db.commit()
             self._written(TableWrite(chunk_rows=tuple(rows)))
 
+    def replace_file_chunks(
+        self,
+        removed: list[int],
+        rows: list[tuple[int, str, str, str]],
+        path: str,
+        file_row: tuple[str, str] | None,
+    ) -> None:
+        """A file's new chunks and whole-file row, its old chunks dropped: one transaction and
+        one write to replay (three commits per file were a quarter of a first pass's FTS time)."""
+        with self.lock:
+            self._mark_dirty()
+            db = self.db
+            db.executemany("DELETE FROM fts WHERE rowid = ?", [(i,) for i in removed])
+            db.executemany("DELETE FROM fts WHERE rowid = ?", [(r[0],) for r in rows])
+            db.executemany("INSERT INTO fts (rowid, body, symbol, path) VALUES (?, ?, ?, ?)", rows)
+            db.execute("DELETE FROM files_fts WHERE file = ?", (path,))
+            if file_row is not None:
+                db.execute(
+                    "INSERT INTO files_fts (file, body, path) VALUES (?, ?, ?)", (path, *file_row)
+                )
+            db.commit()
+            self._written(
+                TableWrite(
+                    chunk_rows=tuple(rows),
+                    chunk_removed=tuple(removed),
+                    file=path,
+                    file_row=file_row,
+                )
+            )
+
     def replace_file(self, path: str, row: tuple[str, str] | None) -> None:
         """Set a file's whole-file row (body, path tokens); None just drops it."""
         with self.lock:

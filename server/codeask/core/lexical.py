@@ -239,6 +239,13 @@ class LexicalIndex:
         if rows:
             self.tables.upsert(rows)
 
+    def replace_file(self, path: str, removed: Iterable[int], chunks: Iterable[Chunk]) -> None:
+        """A file's chunks replaced (`removed` dropped) and its whole-file row rebuilt, in one
+        transaction, each chunk's columns tokenized once."""
+        rows = [(c.id, *doc_columns(c)) for c in chunks]
+        file_columns = [(body, symbol, path_tokens) for _, body, symbol, path_tokens in rows]
+        self.tables.replace_file_chunks(list(removed), rows, path, file_row(path, file_columns))
+
     def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:
         """Whole-file row: long questions match files whose terms are spread over many chunks."""
         self.tables.replace_file(path, file_row(path, [doc_columns(c) for c in chunks]))

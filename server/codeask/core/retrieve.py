@@ -495,7 +495,8 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
                     fused[chunk.id] *= factor
     if mode != "dense" and settings.call_weight > 0 and signals.report:
         _propagate_calls(folder, found, signals, settings.call_weight)
-    _lift_coherent_files(found, FILE_COHERENCE)
+    if mode != "dense":  # a nearest-neighbour list asks for the closest chunks as they are
+        _lift_coherent_files(found, FILE_COHERENCE)
 
 
 def _lift_coherent_files(found: _Candidates, weight: float) -> None:

@@ -158,9 +158,7 @@ class LocalStorage:
             removed = store.replace_file(record, list(chunks))
             if static_rows is not None:
                 store.add_static_vectors([c.id for c in chunks], static_rows)
-            lexical.remove(removed)
-            lexical.upsert(chunks)
-            lexical.upsert_file(record.path, chunks)
+            lexical.replace_file(record.path, removed, chunks)
             return removed
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
