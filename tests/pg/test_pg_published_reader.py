@@ -342,23 +342,18 @@ def test_search_dense_and_hybrid_over_the_published_revision_return_the_local_to
         assert _top_files(there, query, mode) == _top_files(here, query, mode), query
 
 
-def test_search_lexical_same_top5_files_but_ts_rank_swaps_one_pair(
+def test_search_lexical_same_top5_files_despite_ts_rank(
     local: object, reader: PublishedReader
 ) -> None:
-    """Lexical only: the same top-5 files for every question, in the same order for three of
-    the four. For "apply the coupon discount at checkout" the first two swap: PostgreSQL's
-    ts_rank has no inverse document frequency, so pricing.py (which says `apply_discount` and
-    `discount` most often) outranks cart.py, which BM25 puts first for the rarer `coupon` and
-    `checkout`. Fusion with the dense lists (hybrid, above) restores the local order."""
+    """Lexical only: the same top-5 files in the same order for every question. PostgreSQL's
+    ts_rank has no inverse document frequency, so for "apply the coupon discount at checkout"
+    its chunk list puts pricing.py (which says `apply_discount` and `discount` most often)
+    above cart.py, which BM25 puts first for the rarer `coupon` and `checkout`; the files
+    swapped until round 9's file ranking (a file's best chunk plus its next two decayed, and
+    each file's best chunk lifted by its share of all candidate score), which agrees on both."""
     there, here = _views(local, reader)
     for query in QUERIES:
-        mine, theirs = _top_files(there, query, "lexical"), _top_files(here, query, "lexical")
-        assert set(mine) == set(theirs), query
-        if query == "apply the coupon discount at checkout":
-            assert mine[:2] == theirs[:2][::-1] == ["src/shop/pricing.py", "src/shop/cart.py"]
-            assert mine[2:] == theirs[2:]
-        else:
-            assert mine == theirs, query
+        assert _top_files(there, query, "lexical") == _top_files(here, query, "lexical"), query
 
 
 def test_in_memory_bm25_ranks_exactly_as_the_local_storage(

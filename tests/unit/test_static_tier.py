@@ -203,3 +203,16 @@ def test_model_tier_for_auto_means_reports_for_the_packaged_model_only() -> None
     assert model_tier_for(served) == "all"
     pinned, _ = build_settings({"retrieve": {"model_tier_for": "all"}})
     assert model_tier_for(pinned) == "all"
+
+
+def test_minilm_answers_typed_questions_when_no_static_tier_can(tmp_path: Path) -> None:
+    """`embed.tiers = ["minilm"]` (or a team revision holding MiniLM only): with no static tier,
+    the model tier answers typed questions too, or they would have no dense list at all."""
+    layer = {"history": {"enabled": False}, "embed": {"tiers": ["minilm"]}}
+    settings, _ = build_settings(layer)
+    folder = FolderIndex(make_tree(tmp_path), settings)
+    folder.refresh()
+    hits = search([folder], "exponential backoff when a call fails", k=3).hits
+    assert hits[0].chunk.symbol == "RetryWithBackoff"
+    assert "dense" in hits[0].retrievers
+    folder.close()

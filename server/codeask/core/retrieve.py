@@ -646,7 +646,10 @@ def embed_query(
         weights = folder.settings.retrieve
         model = folder.settings.embed.model
         storage = folder.storage
-        wanted = report or model_tier_for(folder.settings) == "all"
+        # the model tier answers typed questions too when asked to, or when no static tier
+        # can (`embed.tiers = ["minilm"]`, a team revision that holds MiniLM only)
+        no_static = not storage.vector_count("static") or weights.static_weight <= 0
+        wanted = report or no_static or model_tier_for(folder.settings) == "all"
         if (
             wanted
             and model not in vectors
