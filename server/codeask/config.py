@@ -154,8 +154,9 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     R@5 .838 → .909 with MiniLM) or `all` (typed questions too: on 232 short questions in 12
     languages the packaged MiniLM moved file NDCG@10 .883 → .886 at ~10× the query time and
     +200 MB; benchmarks/README.md). `auto`: `reports` with the packaged MiniLM, `all` with a
-    model you chose (`embed.model`, `embed.provider`). Other questions are ranked by the
-    static tier over every chunk."""
+    model you chose (`embed.model`, `embed.provider`) or when no static tier can answer
+    (`embed.tiers = ["minilm"]`, a team revision). Other questions are ranked by the static
+    tier over every chunk."""
     static_scope: Literal["missing", "all"] = "missing"
     """`missing`: the static tier ranks only chunks without a MiniLM vector yet (it covers the
     gap while MiniLM fills in); `all`: every chunk, fused beside MiniLM (see benchmarks/README)."""
