@@ -114,15 +114,6 @@ def queried_symbols(question: str) -> tuple[set[str], bool]:
     return set(EMBEDDED_SYMBOL.findall(question)), False
 
 
-def stem_names(path: str, name: str) -> bool:
-    """A file named for the symbol: `response.rb` for `Response`, `url_map.py` for `UrlMap`,
-    `requests.go` for `Request`."""
-    stem = PurePosixPath(path).stem.lower()
-    flat = stem.replace("_", "").replace("-", "")
-    lowered = name.lower()
-    return lowered in (stem, flat, stem.rstrip("s"), flat.rstrip("s"))
-
-
 #: What stands before a defined name on its line: a definition word, then qualifiers.
 DEFINED_AFTER = re.compile(
     rf"(?:^|\s)(?:(?:{DEFINITION_WORDS})|(?i:{SQL_DEFINITION}))\s+{QUALIFIER}$", re.MULTILINE

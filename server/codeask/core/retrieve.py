@@ -763,7 +763,8 @@ def _dense_done(folder: Searchable) -> int:
 #: A file's second and third best chunks add this share of their score, compounding: a file
 #: that answers from several places outranks one lucky chunk, while a big file whose many
 #: chunks each mention the words does not outrank the one file about them (the plain sum of
-#: three: file NDCG@10 .846 on eval-search, .859 with 0.3; pasted reports R@5 .838 → .851).
+#: three: file NDCG@10 .838 on eval-search, .859 with 0.3; pasted reports R@5 .838 → .851;
+#: benchmarks/README.md, Round 9).
 FILE_CHUNK_DECAY = 0.3
 
 
