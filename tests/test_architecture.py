@@ -1,0 +1,277 @@
+"""The import rules of docs/architecture.md, checked on the source (no import is executed).
+
+The graph is built with `ast` over server/codeask/**.py and counts EVERY import statement:
+top-level ones, those under `if TYPE_CHECKING:` (a type-only import still ties two modules
+together: one cannot be read, moved or tested without the other) and function-local ones (a
+lazy import postpones a circle, it does not remove it). An edge goes to what the statement
+names: `from a.b import c` reaches the module `a.b.c` when it is one, else the package `a.b`
+(its `__init__`); `import a.b.c` reaches `a.b.c`. That a package's `__init__` runs before its
+submodules is not an edge (Python always initialises the parent first, so only a submodule that
+imports names from its own package's `__init__` can close a circle through it, and that shows
+as an explicit edge). `importlib.import_module` with a computed name (cli/__init__.py's command
+table) is not seen.
+
+What the tests prove:
+- `codeask.core` and `codeask.config` reach neither the editor protocol (pygls, lsprotocol),
+  nor the MCP SDK, nor the faces built on the engine (`codeask.lsp`, `codeask.mcp`,
+  `codeask.cli`, `codeask.daemon`), directly or through any chain of our own modules.
+- The import circles (strongly connected components of more than one module, and a module
+  importing itself) are exactly `KNOWN_CIRCLES`: a new circle fails and is named; a known one
+  that is gone fails too, so the list only shrinks (docs/architecture.md, "Circles left").
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+SERVER = Path(__file__).resolve().parent.parent / "server"
+PACKAGE = SERVER / "codeask"
+
+#: Faces built on the engine and the libraries only they may use.
+FACES = ("codeask.lsp", "codeask.mcp", "codeask.cli", "codeask.daemon")
+FACE_LIBRARIES = ("pygls", "lsprotocol", "mcp")
+#: The engine and the ground floor below it.
+ENGINE = ("codeask.core", "codeask.config")
+
+#: Circles still in the tree, each to be broken (never add one: the list only shrinks).
+#: Listed in docs/architecture.md under "Circles left", with who owns the modules.
+KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset(
+    {
+        frozenset(
+            {
+                "codeask.core.embed",
+                "codeask.core.embed_remote",
+                "codeask.core.pg.layered",
+                "codeask.core.query_encoder",
+            }
+        ),
+        frozenset(
+            {
+                "codeask.core.indexer.files",
+                "codeask.core.indexer.folder",
+                "codeask.core.indexer.full_pass",
+                "codeask.core.indexer.history",
+                "codeask.core.indexer.opening",
+                "codeask.core.indexer.status",
+                "codeask.core.indexer.team",
+                "codeask.core.indexer.team_retry",
+                "codeask.core.indexer.updates",
+                "codeask.core.indexer.vectors",
+            }
+        ),
+    }
+)
+
+
+def module_name(path: Path, server: Path) -> str:
+    """`server/codeask/core/pg/__init__.py` → `codeask.core.pg`."""
+    parts = list(path.relative_to(server).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_modules(server: Path = SERVER) -> dict[str, Path]:
+    """Every module of the `codeask` package under `server`, by dotted name."""
+    found = (p for p in (server / "codeask").rglob("*.py") if "__pycache__" not in p.parts)
+    return {module_name(path, server): path for path in found}
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute module a `from ... import` names (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def outside_packages(tree: ast.AST) -> set[str]:
+    """Top-level packages not ours that a module imports, wherever the statement stands."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names - {"codeask"}
+
+
+def _owner(name: str, modules: Mapping[str, Path]) -> str | None:
+    """The longest module of ours that `name` is or lies in (None: not ours)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph(
+    modules: Mapping[str, Path],
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(our module → our modules it imports, our module → outside top-level packages)."""
+    ours: dict[str, set[str]] = {}
+    outside: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        ours[module] = our_imports(tree, module, path.name == "__init__.py", modules)
+        outside[module] = outside_packages(tree)
+    return ours, outside
+
+
+def our_imports(
+    tree: ast.AST, module: str, is_package: bool, modules: Mapping[str, Path]
+) -> set[str]:
+    """Our modules a module's import statements reach, wherever they stand (module level,
+    under `if TYPE_CHECKING:`, inside functions): `from a import b` → `a.b` if it is a module,
+    else `a`; `import a.b` → `a.b` (or the longest module it lies in)."""
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                owner = _owner(alias.name, modules) if alias.name.startswith("codeask") else None
+                if owner:
+                    targets.add(owner)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, module, is_package)
+            if base.split(".")[0] != "codeask":
+                continue
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                owner = full if full in modules else _owner(base, modules)
+                if owner:
+                    targets.add(owner)
+    return targets
+
+
+def reachable(start: str, graph: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """Modules reachable from `start`, each with the module it was reached from."""
+    seen: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        current = todo.pop()
+        for target in graph.get(current, ()):
+            if target not in seen and target != start:
+                seen[target] = current
+                todo.append(target)
+    return seen
+
+
+def chain(start: str, end: str, parents: Mapping[str, str]) -> list[str]:
+    """The import chain start → ... → end found by `reachable`."""
+    path = [end]
+    while path[-1] != start:
+        path.append(parents[path[-1]])
+    return path[::-1]
+
+
+def circles(graph: Mapping[str, Iterable[str]]) -> set[frozenset[str]]:
+    """Strongly connected components of more than one module, and modules importing
+    themselves (Tarjan's algorithm, iterative: the graph has ~300 modules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: set[frozenset[str]] = set()
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(root, sorted(graph.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, pending = work[-1]
+            if pending:
+                target = pending.pop()
+                if target not in index:
+                    index[target] = low[target] = counter
+                    counter += 1
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, sorted(graph.get(target, ()))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: set[str] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in graph.get(node, ()):
+                    found.add(frozenset(component))
+    return found
+
+
+def describe(found: Iterable[frozenset[str]]) -> str:
+    """Circles as sorted lines, for failure messages and notes."""
+    return "\n".join(
+        f"  {len(c)} modules: {', '.join(sorted(c))}" for c in sorted(found, key=sorted)
+    )
+
+
+def _in(module: str, roots: Iterable[str]) -> bool:
+    return any(module == root or module.startswith(root + ".") for root in roots)
+
+
+# ---- the tests ------------------------------------------------------------------------------
+MODULES = source_modules()
+GRAPH, OUTSIDE = import_graph(MODULES)
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    """The edges the rules rely on are there: a TYPE_CHECKING-only import, a function-local
+    import and a package `__init__` re-export (if one of these were missed, every other test
+    here would pass vacuously)."""
+    assert len(MODULES) > 100
+    assert "codeask.core.storage" in GRAPH["codeask.core.pg.publish"]  # under TYPE_CHECKING
+    assert "codeask.core.pg.publish" in GRAPH["codeask.cli.index"]  # inside a function
+    assert "codeask.core.indexer.folder" in GRAPH["codeask.core.indexer"]  # the __init__
+    assert "pygls" in OUTSIDE["codeask.lsp.server"] or any(
+        "pygls" in OUTSIDE[m] for m in MODULES if m.startswith("codeask.lsp")
+    )
+
+
+def test_engine_never_reaches_a_face_or_its_libraries() -> None:
+    """core and config import no face (lsp, mcp, cli, daemon) and no face's library (pygls,
+    lsprotocol, the MCP SDK), directly or through a chain of our modules. Each offending
+    import is named once, with the chain that reaches it from the engine."""
+    offending: dict[str, str] = {}
+    for module in sorted(m for m in GRAPH if _in(m, ENGINE)):
+        parents = reachable(module, GRAPH)
+        for source in [module, *sorted(t for t in parents if not _in(t, FACES))]:
+            via = [module] if source == module else chain(module, source, parents)
+            faces = sorted(t for t in GRAPH[source] if _in(t, FACES))
+            libraries = sorted(OUTSIDE[source] & set(FACE_LIBRARIES))
+            for target in [*faces, *libraries]:
+                offending.setdefault(f"{source} imports {target}", " → ".join([*via, target]))
+    lines = [f"{edge}  (reached: {path})" for edge, path in sorted(offending.items())]
+    assert not lines, "the engine reaches a face:\n" + "\n".join(lines)
+
+
+def test_import_circles_are_only_the_known_ones() -> None:
+    """No new circle; and a circle that was broken leaves KNOWN_CIRCLES (the list shrinks)."""
+    found = circles(GRAPH)
+    new = found - KNOWN_CIRCLES
+    gone = KNOWN_CIRCLES - found
+    assert not new, "new import circle(s):\n" + describe(new)
+    assert not gone, "circle(s) broken: remove them from KNOWN_CIRCLES\n" + describe(gone)
+
+
+def test_circle_finder_finds_a_circle_and_a_self_import() -> None:
+    """The finder on a small graph: a 3-module circle, a self-import, and acyclic rest."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert circles(graph) == {frozenset({"a", "b", "c"}), frozenset({"e"})}
+
+
+if __name__ == "__main__":  # the circles of today's tree, for notes and reviews
+    print(describe(circles(GRAPH)) or "no circles")
