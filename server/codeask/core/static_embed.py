@@ -44,7 +44,9 @@ BATCH = 1024
 
 
 def read_matrix(path: Path) -> np.ndarray:
-    """The `embeddings` tensor of a one-tensor safetensors file, as float32 (rows = token ids)."""
+    """The `embeddings` tensor of a one-tensor safetensors file in its stored dtype (rows =
+    token ids): the shipped float16 stays float16, 15 MB resident instead of 30 (issue 29);
+    `StaticEmbedder` widens only the rows a text gathers, which changes no bit of a vector."""
     blob = path.read_bytes()
     try:
         (size,) = struct.unpack("<Q", blob[:8])
@@ -57,7 +59,7 @@ def read_matrix(path: Path) -> np.ndarray:
             count=(end - start) // np.dtype(dtype).itemsize,
             offset=8 + size + start,
         )
-        return data.reshape(info["shape"]).astype(np.float32)
+        return data.reshape(info["shape"]).copy()  # its own buffer: the file's bytes go
     except (struct.error, ValueError, KeyError, TypeError) as exc:
         raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
 
@@ -116,10 +118,12 @@ class StaticEmbedder:
 
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         # One small gather + sum per text: ~30x faster here than np.add.reduceat over the batch.
+        # The gathered float16 rows are widened before the sum (exact), so every vector is
+        # bit for bit the one a float32 matrix gives.
         means = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, ids in enumerate(self.token_ids(texts)):
             if ids:
-                means[row] = self._matrix[ids].sum(axis=0) / len(ids)
+                means[row] = self._matrix[ids].astype(np.float32).sum(axis=0) / len(ids)
         norms = np.linalg.norm(means, axis=1, keepdims=True) + 1e-32
         return means / norms
 
