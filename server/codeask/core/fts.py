@@ -1,7 +1,9 @@
 """The SQLite FTS5 tables of the lexical index: schema, writes, generation stamp, guarded reads.
 
 Tables: `fts` (one row per chunk, rowid = chunk id; columns body, symbol, path), `files_fts`
-(one row per file), `vocab` (fts5vocab over `fts`: document frequencies) and `meta` (schema,
+(one row per file, rowid = its key in `file_keys`), `file_keys` (path → that rowid: FTS5 cannot
+index its unindexed `file` column, and finding a file's row by it read the whole table once per
+file written), `vocab` (fts5vocab over `fts`: document frequencies) and `meta` (schema,
 generation). Rows arrive already tokenized (space-separated `[a-z0-9]+` words, see lexical.py),
 so FTS5's own tokenizer stays out of the way. The standard library's sqlite3 gives incremental,
 crash-safe transactions; the generation stamp says which store snapshot the rows match.
@@ -20,7 +22,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "2"
+SCHEMA = "3"
 #: bm25 column weights of `fts`: body, symbol (name + parent), path.
 CHUNK_WEIGHTS = (1.0, 4.0, 2.0)
 #: The whole-file table's weights as FTS5 applies `bm25(files_fts, 1.0, 2.0)`: the first
@@ -79,6 +81,7 @@ def _open_writer(path: Path | None) -> sqlite3.Connection:
         "CREATE VIRTUAL TABLE IF NOT EXISTS files_fts USING fts5("
         "file UNINDEXED, body, path, tokenize='unicode61 remove_diacritics 0')"
     )
+    db.execute("CREATE TABLE IF NOT EXISTS file_keys (id INTEGER PRIMARY KEY, path TEXT UNIQUE)")
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
     row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
     if row is None or row[0] != SCHEMA:  # written once: opening an index writes nothing
@@ -96,7 +99,7 @@ def _drop_if_old_schema(db: sqlite3.Connection) -> None:
     row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
     if row and row[0] == SCHEMA:
         return
-    for name in ("vocab", "fts", "files_fts", "meta"):
+    for name in ("vocab", "fts", "files_fts", "file_keys", "meta"):
         db.execute(f"DROP TABLE IF EXISTS {name}")
     db.commit()
 
@@ -136,6 +139,24 @@ def _open_reader(
         db.close()
         return None
     return db, "immutable" in mode
+
+
+def _put_file_row(db: sqlite3.Connection, path: str, row: tuple[str, str] | None) -> None:
+    """Replace (or, with None, drop) a file's whole-file row, found by its key (no scan)."""
+    found = db.execute("SELECT id FROM file_keys WHERE path = ?", (path,)).fetchone()
+    if found is not None:
+        db.execute("DELETE FROM files_fts WHERE rowid = ?", found)
+    if row is None:
+        db.execute("DELETE FROM file_keys WHERE path = ?", (path,))
+        return
+    key = (
+        found[0]
+        if found
+        else db.execute("INSERT INTO file_keys (path) VALUES (?)", (path,)).lastrowid
+    )
+    db.execute(
+        "INSERT INTO files_fts (rowid, file, body, path) VALUES (?, ?, ?, ?)", (key, path, *row)
+    )
 
 
 class FtsTables:
@@ -266,11 +287,7 @@ class FtsTables:
             db.executemany("DELETE FROM fts WHERE rowid = ?", [(i,) for i in removed])
             db.executemany("DELETE FROM fts WHERE rowid = ?", [(r[0],) for r in rows])
             db.executemany("INSERT INTO fts (rowid, body, symbol, path) VALUES (?, ?, ?, ?)", rows)
-            db.execute("DELETE FROM files_fts WHERE file = ?", (path,))
-            if file_row is not None:
-                db.execute(
-                    "INSERT INTO files_fts (file, body, path) VALUES (?, ?, ?)", (path, *file_row)
-                )
+            _put_file_row(db, path, file_row)
             db.commit()
             self._written(
                 TableWrite(
@@ -285,11 +302,7 @@ class FtsTables:
         """Set a file's whole-file row (body, path tokens); None just drops it."""
         with self.lock:
             self._mark_dirty()
-            self.db.execute("DELETE FROM files_fts WHERE file = ?", (path,))
-            if row is not None:
-                self.db.execute(
-                    "INSERT INTO files_fts (file, body, path) VALUES (?, ?, ?)", (path, *row)
-                )
+            _put_file_row(self.db, path, row)
             self.db.commit()
             self._written(TableWrite(file=path, file_row=row))
 
@@ -307,6 +320,7 @@ class FtsTables:
             self._mark_dirty()
             self.db.execute("DELETE FROM fts")
             self.db.execute("DELETE FROM files_fts")
+            self.db.execute("DELETE FROM file_keys")
             self.db.commit()
             self._written(TableWrite(cleared=True))
 
