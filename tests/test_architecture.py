@@ -37,32 +37,7 @@ ENGINE = ("codeask.core", "codeask.config")
 
 #: Circles still in the tree, each to be broken (never add one: the list only shrinks).
 #: Listed in docs/architecture.md under "Circles left", with who owns the modules.
-KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset(
-            {
-                "codeask.core.embed",
-                "codeask.core.embed_remote",
-                "codeask.core.pg.layered",
-                "codeask.core.query_encoder",
-            }
-        ),
-        frozenset(
-            {
-                "codeask.core.indexer.files",
-                "codeask.core.indexer.folder",
-                "codeask.core.indexer.full_pass",
-                "codeask.core.indexer.history",
-                "codeask.core.indexer.opening",
-                "codeask.core.indexer.status",
-                "codeask.core.indexer.team",
-                "codeask.core.indexer.team_retry",
-                "codeask.core.indexer.updates",
-                "codeask.core.indexer.vectors",
-            }
-        ),
-    }
-)
+KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset()
 
 
 def module_name(path: Path, server: Path) -> str:

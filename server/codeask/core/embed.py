@@ -7,7 +7,6 @@ user cache folder).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import re
@@ -17,11 +16,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings, cache_dir
+from codeask.core.embed_base import Embedder, EmbedError, VectorCache, file_sha256
 from codeask.core.query_encoder import QueryEncoder
 from codeask.core.rerank import blend_lead
 
@@ -40,30 +40,6 @@ TOKENIZER_FILES = (
     "special_tokens_map.json",
     "config.json",
 )
-
-
-class EmbedError(Exception):
-    """The embedding model cannot be used; the message says why and what to do."""
-
-
-class Embedder(Protocol):
-    """Anything that turns texts into L2-normalised float32 rows."""
-
-    name: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One row per text, in order."""
-        ...
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks (model files are checked at every load)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def packaged_model_dir(model_cache: Path) -> Path:
@@ -357,25 +333,6 @@ class EmbeddingCache:
         """Release the file."""
         with self._lock:
             self._db.close()
-
-
-class VectorCache(Protocol):
-    """What `CachedEmbedder` needs of a cache: the local `EmbeddingCache` (SQLite) or the team's
-    `codeask.core.pg.cache.PgEmbeddingCache` (PostgreSQL)."""
-
-    dim: int
-
-    def get_many(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
-        """The cached vectors among `hashes`."""
-        ...
-
-    def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Store vectors."""
-        ...
-
-    def close(self) -> None:
-        """Release the file or connection."""
-        ...
 
 
 class CachedEmbedder:

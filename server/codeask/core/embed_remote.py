@@ -24,7 +24,7 @@ import msgspec
 import numpy as np
 
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings
-from codeask.core.embed import EmbedError
+from codeask.core.embed_base import EmbedError
 from codeask.core.llm.urls import is_loopback
 from codeask.core.prompt import redact_secrets
 from codeask.core.rerank import blend_lead

@@ -79,7 +79,7 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
     child exited cleanly, so a crash, a kill or a second process deriving at the same time never
     leaves a half-written model under `target`'s name.
     """
-    from codeask.core.embed import file_sha256
+    from codeask.core.embed_base import file_sha256
 
     sidecar = target.with_suffix(".json")
     with contextlib.suppress(OSError, msgspec.DecodeError):

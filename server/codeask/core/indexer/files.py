@@ -17,13 +17,13 @@ from codeask.core.names import display_path
 from codeask.core.records import FileRecord
 
 if TYPE_CHECKING:
-    from codeask.core.indexer.folder import FolderIndex
+    from codeask.core.indexer.folder_state import FolderState
 
 log = logging.getLogger("codeask.core.indexer")
 
 
 def scan_and_chunk(
-    index: FolderIndex, report: IndexReport, emit: ProgressFn, token: CancelToken
+    index: FolderState, report: IndexReport, emit: ProgressFn, token: CancelToken
 ) -> None:
     """Every file of the folder: gone ones removed, changed ones chunked, the rest kept."""
     emit(Progress("scan", message="discovering files"))
@@ -53,7 +53,7 @@ def scan_and_chunk(
 
 
 def index_file(
-    index: FolderIndex, source: SourceFile, report: IndexReport, *, static_now: bool = False
+    index: FolderState, source: SourceFile, report: IndexReport, *, static_now: bool = False
 ) -> None:
     """Chunk one file if it changed; keeps the old chunks when it did not.
 
@@ -103,7 +103,7 @@ def index_file(
     report.chunks_removed += len(removed)
 
 
-def remove_file(index: FolderIndex, rel: str, report: IndexReport) -> None:
+def remove_file(index: FolderState, rel: str, report: IndexReport) -> None:
     """Drop a file's chunks from the store and the lexical table."""
     removed = index.local.remove_file(rel)
     if removed or index.local.file(rel) is not None:

@@ -20,11 +20,11 @@ from codeask.core.indexer.run import (
 )
 
 if TYPE_CHECKING:
-    from codeask.core.indexer.folder import FolderIndex
+    from codeask.core.indexer.folder_state import FolderState
 
 
 def full_pass(
-    index: FolderIndex,
+    index: FolderState,
     *,
     progress: ProgressFn | None,
     cancel: CancelToken | None,

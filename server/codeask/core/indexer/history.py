@@ -15,7 +15,7 @@ from codeask.core.names import scrub
 from codeask.core.records import Chunk
 
 if TYPE_CHECKING:
-    from codeask.core.indexer.folder import FolderIndex
+    from codeask.core.indexer.folder_state import FolderState
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -35,7 +35,7 @@ def storable(chunk: Chunk) -> Chunk:
 
 
 def sync_into(
-    index: FolderIndex, report: IndexReport, emit: ProgressFn, token: CancelToken
+    index: FolderState, report: IndexReport, emit: ProgressFn, token: CancelToken
 ) -> None:
     """Diff the commits that are new since the last run into chunks; drop those that left.
 
@@ -64,7 +64,7 @@ def sync_into(
     report.commits_removed += len(removed)
 
 
-def refresh_uncommitted(index: FolderIndex) -> None:
+def refresh_uncommitted(index: FolderState) -> None:
     """Re-read which files have uncommitted changes (cheap: one git status)."""
     if index.settings.history.enabled:
         index.uncommitted = frozenset(uncommitted_paths(index.root))

@@ -11,7 +11,7 @@ from codeask.core.indexer.team import BaseKind
 from codeask.core.pg.layered import LayeredCache
 
 if TYPE_CHECKING:
-    from codeask.core.indexer.folder import FolderIndex
+    from codeask.core.indexer.folder_state import FolderState
 
 Backend = Literal["local", "postgres"]
 
@@ -65,7 +65,7 @@ _KIND_WORDS = {
 }
 
 
-def team_status(index: FolderIndex) -> TeamStatus:
+def team_status(index: FolderState) -> TeamStatus:
     """The folder's team state, for status lines and `codeask/indexStatus`."""
     settings = index.settings
     if settings.index.backend != "postgres":
@@ -130,7 +130,7 @@ class IndexStatus:
         return ", ".join(parts) or "none"
 
 
-def status_of(index: FolderIndex) -> IndexStatus:
+def status_of(index: FolderState) -> IndexStatus:
     """A snapshot of the counts for humans and status bars."""
     storage = index.storage
     counts = storage.counts()

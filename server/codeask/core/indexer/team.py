@@ -34,7 +34,7 @@ from codeask.core.storage import IndexReader, Storage, Tier
 
 if TYPE_CHECKING:
     from codeask.config import Settings
-    from codeask.core.indexer.team_retry import BaseRetry
+    from codeask.core.indexer.backoff import BaseRetry
     from codeask.core.pg.storage import PublishedReader
 
 log = logging.getLogger("codeask.core.indexer")
@@ -66,7 +66,7 @@ class TeamBase:
     behind: int = 0
     #: Why the last query to the base failed; '' once one succeeded (or none failed).
     query_error: str = ""
-    #: When to try an unreachable database again (team_retry.py; set by the caller).
+    #: When to try an unreachable database again (backoff.py, applied by team_retry.py).
     retry: BaseRetry | None = None
 
 

@@ -21,51 +21,16 @@ storage it started with (the local one stays open: it is the overlay now).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from codeask.core.indexer.backoff import BaseRetry
 from codeask.core.indexer.team import TeamBase, TeamStorage, open_base
 
 if TYPE_CHECKING:
-    from codeask.core.indexer.folder import FolderIndex
+    from codeask.core.indexer.folder_state import FolderState
 
 log = logging.getLogger("codeask.core.indexer")
-
-#: The first retry after an unreachable database, and the longest wait between two.
-FIRST_RETRY_SECONDS = 30.0
-MAX_RETRY_SECONDS = 600.0
-
-
-class BaseRetry:
-    """When to try the team database again: `first` s after the failure, doubling up to
-    `maximum`; `clock` (monotonic seconds) is injectable for tests."""
-
-    def __init__(
-        self,
-        first: float = FIRST_RETRY_SECONDS,
-        maximum: float = MAX_RETRY_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.maximum = maximum
-        self.clock = clock
-        self.delay = first
-        self.next_at = clock() + first
-        self.attempts = 0
-
-    def due(self) -> bool:
-        """Whether the next try is due now."""
-        return self.clock() >= self.next_at
-
-    def seconds_left(self) -> float:
-        """Seconds until the next try (0 when due)."""
-        return max(0.0, self.next_at - self.clock())
-
-    def failed(self) -> None:
-        """Another try failed: wait twice as long (at most `maximum`)."""
-        self.attempts += 1
-        self.delay = min(self.maximum, self.delay * 2)
-        self.next_at = self.clock() + self.delay
 
 
 def schedule_retry(team: TeamBase, retry: Callable[[], BaseRetry] = BaseRetry) -> None:
@@ -74,7 +39,7 @@ def schedule_retry(team: TeamBase, retry: Callable[[], BaseRetry] = BaseRetry) -
         team.retry = retry()
 
 
-def retry_base(index: FolderIndex) -> bool:
+def retry_base(index: FolderState) -> bool:
     """If the retry is due, open the base again; True when the folder switched to it (the
     caller then runs a full pass). The first call starts the backoff (`schedule_retry`, unless
     a test gave the base its own). Blocks for at most the connect timeout; never raises."""

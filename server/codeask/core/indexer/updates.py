@@ -15,10 +15,10 @@ from codeask.core.indexer import files, history
 from codeask.core.indexer.run import CancelToken, IndexReport, no_progress
 
 if TYPE_CHECKING:
-    from codeask.core.indexer.folder import FolderIndex
+    from codeask.core.indexer.folder_state import FolderState
 
 
-def update_paths(index: FolderIndex, rels: Iterable[str], *, embed: bool) -> IndexReport:
+def update_paths(index: FolderState, rels: Iterable[str], *, embed: bool) -> IndexReport:
     """Re-check named files (changed, created or deleted); their chunks embed first."""
     report = IndexReport()
     started = time.perf_counter()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from codeask.core.static_embed import load_static_embedder
 from codeask.core.storage import Storage, Tier
 
 if TYPE_CHECKING:
-    from codeask.core.indexer.folder import FolderIndex
+    from codeask.config import Settings
 
 #: Chunks embedded between cancellation checks: one model batch, so a cancel (or an editor
 #: save preempting the backlog) waits ~1-2 s at most, not a whole 256-chunk step.
@@ -38,6 +38,20 @@ STATIC_STEP = 1024
 HISTORY_KINDS = ("commit", "hunk")
 
 
+class TierHost(Protocol):
+    """What the dense tiers read of their folder index (`folder.FolderIndex`), at each call: a
+    reload swaps `local`, tests swap `settings`. A Protocol, so this module need not import
+    folder.py (which builds a VectorTiers: an import circle)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def local(self) -> Storage: ...
+    def checkpoint(self) -> None:
+        """Save a consistent snapshot if anything changed."""
+        ...
+
+
 class VectorTiers:
     """Fills the static and MiniLM vectors of one folder index's chunks.
 
@@ -45,7 +59,7 @@ class VectorTiers:
     swap the settings.
     """
 
-    def __init__(self, index: FolderIndex, embedder: CachedEmbedder | None = None) -> None:
+    def __init__(self, index: TierHost, embedder: CachedEmbedder | None = None) -> None:
         self._index = index
         self._embedder = embedder
         self._embedder_lock = threading.Lock()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from codeask.core.embed import VectorCache
+from codeask.core.embed_base import VectorCache
 
 log = logging.getLogger("codeask.core.pg")
 

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -68,7 +68,6 @@ from codeask.core.records import Chunk, FileRecord
 if TYPE_CHECKING:
     import psycopg
 
-    from codeask.core.indexer.folder import FolderIndex
     from codeask.core.storage import IndexReader
 
 log = logging.getLogger(__name__)
@@ -385,8 +384,24 @@ def revision_rows(
     return model, dim, chunks, vectors, files
 
 
+class PublishedFolder(Protocol):
+    """What publishing reads of a folder index (`indexer.FolderIndex` is one): the folder (its
+    HEAD, its name) and the reader of its index. A Protocol, not FolderIndex: the team backend
+    must not import the indexer that opens it."""
+
+    @property
+    def root(self) -> Path:
+        """The folder's root (a git work tree)."""
+        ...
+
+    @property
+    def storage(self) -> IndexReader:
+        """The folder's index, read only."""
+        ...
+
+
 def publish_folder(
-    folder: FolderIndex,
+    folder: PublishedFolder,
     dsn_env: str,
     repo_name: str | None = None,
     *,
