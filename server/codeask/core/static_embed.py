@@ -41,6 +41,8 @@ STATIC_FILES_SHA256 = {
 MAX_TOKENS = 512
 #: Texts per tokenizer call: bounds the memory of one gathered (tokens × 256) block.
 BATCH = 1024
+#: Texts in one `embed` call from which the whole matrix is widened once, not per text.
+WIDEN_AT = 64
 
 
 def read_matrix(path: Path) -> np.ndarray:
@@ -112,18 +114,22 @@ class StaticEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row per text (a text without tokens gives a zero row)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Many texts (indexing): one float32 copy of the matrix for this call (~10 ms, 30 MB
+        # while it runs), since widening each text's gathered rows cost ~20% of a first
+        # pass; a query widens only its own rows. The sums are bit for bit the same.
+        matrix = self._matrix.astype(np.float32) if len(texts) >= WIDEN_AT else self._matrix
         for start in range(0, len(texts), BATCH):
-            out[start : start + BATCH] = self._embed_batch(texts[start : start + BATCH])
+            out[start : start + BATCH] = self._embed_batch(texts[start : start + BATCH], matrix)
         return out
 
-    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed_batch(self, texts: Sequence[str], matrix: np.ndarray) -> np.ndarray:
         # One small gather + sum per text: ~30x faster here than np.add.reduceat over the batch.
-        # The gathered float16 rows are widened before the sum (exact), so every vector is
-        # bit for bit the one a float32 matrix gives.
+        # Gathered float16 rows are widened before the sum (exact), so every vector is bit for
+        # bit the one a float32 matrix gives.
         means = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, ids in enumerate(self.token_ids(texts)):
             if ids:
-                means[row] = self._matrix[ids].astype(np.float32).sum(axis=0) / len(ids)
+                means[row] = matrix[ids].astype(np.float32, copy=False).sum(axis=0) / len(ids)
         norms = np.linalg.norm(means, axis=1, keepdims=True) + 1e-32
         return means / norms
 
