@@ -14,6 +14,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from codeask.core.languages import CODE_SUFFIXES
+
 TEST_WORDS = re.compile(r"\b(tests?|testing|pytest|unittest|fixture|conftest)\b", re.I)
 #: "test" naming a kind of code rather than asking for tests: the test client, a test server.
 TEST_MODIFIER = re.compile(
@@ -33,7 +35,6 @@ PATH_RUN = re.compile(r"[A-Za-z0-9_./\\-]+")
 EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}\b")
 IDENT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{2,}(?![A-Za-z0-9_])")
 CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
-CODE_SUFFIXES = (".py", ".js", ".ts", ".go", ".rs", ".java", ".rb", ".c", ".h")
 #: Longer than this (characters or lines), a query is a report, not a typed search.
 REPORT_CHARS = 300
 REPORT_LINES = 2
