@@ -289,6 +289,18 @@ _BY_EXTENSION: dict[str, LanguageSpec] = {
     ext: spec for spec in LANGUAGES for ext in spec.extensions
 }
 
+#: Every suffix a grammar parses, in `LANGUAGES` order: what makes a mentioned file name code
+#: (query.py's path detection). Derived, so a language added above is code there too.
+CODE_SUFFIXES: tuple[str, ...] = tuple(_BY_EXTENSION)
+
+#: Editors' language ids (LSP `languageId`) that are not our language names, and the suffix
+#: that gives a nameless buffer of theirs its grammar.
+_EDITOR_SUFFIXES: dict[str, str] = {
+    "typescriptreact": ".tsx",
+    "javascriptreact": ".jsx",
+    "shellscript": ".sh",
+}
+
 #: Languages without a chunking grammar, named for filters and display.
 _PLAIN_BY_EXTENSION: dict[str, str] = {
     ".md": "markdown",
@@ -329,6 +341,15 @@ _PLAIN_BY_NAME: dict[str, str] = {
 #: Extension-less files that still have a grammar.
 _GRAMMAR_BY_NAME: dict[str, str] = {"gemfile": "ruby", "rakefile": "ruby"}
 _BY_NAME: dict[str, LanguageSpec] = {spec.name: spec for spec in LANGUAGES}
+
+
+def suffix_for_language(language_id: str) -> str | None:
+    """A suffix (with the dot) whose grammar parses `language_id`: one of our language names or
+    an editor's id (`typescriptreact`); None when no grammar knows it."""
+    if language_id in _EDITOR_SUFFIXES:
+        return _EDITOR_SUFFIXES[language_id]
+    spec = _BY_NAME.get(language_id)
+    return spec.extensions[0] if spec is not None else None
 
 
 def _base(rel: str) -> str:

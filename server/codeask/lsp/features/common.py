@@ -13,6 +13,7 @@ from urllib.parse import unquote
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 
+from codeask.core.languages import suffix_for_language
 from codeask.core.records import Chunk
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.messages import InvalidParams, Position, Range, decode_params
@@ -21,9 +22,6 @@ from codeask.lsp.paths import document_text
 log = logging.getLogger("codeask.lsp")
 
 Handler = Callable[..., Awaitable[Any]]
-
-#: languageId → file extension, so an untitled buffer still gets its grammar.
-EXTENSIONS = {"python": "py", "javascript": "js", "typescript": "ts", "rust": "rs", "ruby": "rb"}
 
 
 def request(fn: Handler) -> Handler:
@@ -74,7 +72,14 @@ def doc_name(ls: CodeaskServer, uri: str, path: Path | None) -> str:
         return path.name
     document = ls.workspace.text_documents.get(unquote(uri))
     language = (document.language_id if document is not None else None) or "text"
-    return f"untitled.{EXTENSIONS.get(language, language)}"
+    return untitled_name(language)
+
+
+def untitled_name(language_id: str) -> str:
+    """A file name for a buffer that has none, so the chunker still picks its grammar: the
+    suffix of `language_id` from core/languages.py (every chunked language, and editor ids like
+    `typescriptreact`); an id no grammar knows keeps itself (`untitled.markdown`)."""
+    return f"untitled{suffix_for_language(language_id) or '.' + language_id}"
 
 
 # ---- paths and positions ----------------------------------------------------------------------
