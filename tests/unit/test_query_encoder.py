@@ -398,3 +398,23 @@ def test_a_workspace_cannot_plant_modules_in_the_quantizing_child(
     derive(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / INT8_FILE)
     assert not marker.exists()
     assert (folder / INT8_FILE).is_file()
+
+
+def test_the_int8_session_keeps_no_memory_arena_and_answers_bit_for_bit_the_same(
+    tmp_path: Path,
+) -> None:
+    """onnxruntime's CPU arena kept ~12 MB after 40 queries (issue 29, benchmarks/README.md
+    'Memory'); without it every query vector is the same to the bit."""
+    import onnxruntime as ort
+
+    folder = packaged_model_dir(tmp_path / "models")
+    lean = int8_encoder(folder)
+    assert lean._session is not None
+    assert not lean._session.get_session_options().enable_cpu_mem_arena
+    with_arena = int8_encoder(folder)
+    with_arena._session = ort.InferenceSession(
+        str(folder / INT8_FILE), ort.SessionOptions(), providers=["CPUExecutionProvider"]
+    )
+    assert with_arena._session.get_session_options().enable_cpu_mem_arena
+    for query in [*QUERIES, LONG_REPORT]:
+        assert np.array_equal(lean.encode(query), with_arena.encode(query)), query
