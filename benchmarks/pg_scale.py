@@ -16,15 +16,15 @@ same eval texts:
 - team workspace: the first `--workspace` corpora (4 by default) opened as team clones and
   searched together, as a multi-root workspace is (dense and hybrid: one SQL query per search
   for all of them, core/pg/dense_batch.py); the SQL queries sent per search are counted.
-- all revisions: `PgIndexReader` (core/pg/reader.py) over every revision published so far, one
-  SQL query each: lexical, dense (query vectors computed once, beforehand: database time only)
-  and "both" (lexical + dense + fetching the union's rows, what a cross-repository hybrid needs).
+
+(Until 2026-11-26 it also timed `PgIndexReader`, one SQL query over every revision published so
+far; no search path used it, and it was removed with core/pg/reader.py: benchmarks/README.md's
+"all revisions" rows are that class's.)
 
 Before each checkpoint's measurement the tables are ANALYZEd (autovacuum would, at its own time;
 this keeps plans from depending on when it last ran; --no-analyze to skip). With --explain N,
-after the last checkpoint the N slowest texts of each team mode and of the all-revisions lexical
-query run again under `auto_explain` (log_analyze, buffers) and their plans are printed from the
-server log.
+after the last checkpoint the N slowest texts of each team mode run again under `auto_explain`
+(log_analyze, buffers) and their plans are printed from the server log.
 
     python -m benchmarks.pg_scale [--corpus-root ~/.cache/codeask-eval/src] [--first sphinx-5.1.1]
         [--corpora 26 | --corpus NAME ...] [--checkpoints 1,8,all] [--queries 200]
@@ -46,11 +46,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psycopg
 import pygit2
 
-from benchmarks.perf import eval_queries, percentile, query_latency, timed
+from benchmarks.perf import eval_queries, query_latency, timed
 from benchmarks.pg_bench import (
     DSN_ENV,
     add_instances_option,
@@ -63,7 +62,6 @@ from benchmarks.pg_bench import (
 from codeask.core.indexer import FolderIndex
 from codeask.core.indexer.team import TeamStorage
 from codeask.core.pg.publish import publish_folder
-from codeask.core.pg.reader import PgIndexReader
 from codeask.core.pg.schema import CHUNK_TABLE, FILE_TABLE, REVISION_TABLE
 from codeask.core.retrieve import Mode, search
 
@@ -96,7 +94,6 @@ class Checkpoint:
     open_s: float
     team: dict[str, tuple[float, float] | str] = field(default_factory=dict)
     local: dict[str, tuple[float, float] | str] = field(default_factory=dict)
-    everything: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: A multi-root workspace of the first corpora: latency and SQL queries per search.
     workspace: dict[str, tuple[float, float] | str] = field(default_factory=dict)
     workspace_queries: dict[str, float] = field(default_factory=dict)
@@ -182,28 +179,6 @@ def slowest_texts(folder: FolderIndex, queries: list[str], mode: Mode, count: in
     return [q for _, q in sorted(took, reverse=True)[:count]]
 
 
-def reader_latency(
-    reader: PgIndexReader, queries: list[str], vectors: np.ndarray
-) -> tuple[dict[str, tuple[float, float]], list[str]]:
-    """p50/p95 ms of PgIndexReader's lexical, dense and both-plus-rows over its revisions; the
-    lexical texts slowest first."""
-    lexical = [timed(partial(reader.lexical, q, 10))[0] * 1000 for q in queries]
-    dense = [timed(partial(reader.dense, v, 10))[0] * 1000 for v in vectors]
-
-    def both(q: str, v: np.ndarray) -> None:
-        hits = reader.lexical(q, 10) + reader.dense(v, 10)
-        reader.chunks((r, c) for r, c, _, _ in hits)
-
-    pairs = zip(queries, vectors, strict=True)
-    joint = [timed(partial(both, q, v))[0] * 1000 for q, v in pairs]
-    out = {
-        name: (percentile(times, 0.5), percentile(times, 0.95))
-        for name, times in (("lexical", lexical), ("dense", dense), ("both", joint))
-    }
-    order = sorted(range(len(queries)), key=lambda i: lexical[i], reverse=True)
-    return out, [queries[i] for i in order]
-
-
 def open_team(repo: Path, work: Path, tag: str) -> tuple[float, FolderIndex]:
     """A developer's fresh clone of the first corpus, opened with the postgres backend."""
     laptop = work / f"laptop-{tag}"
@@ -260,14 +235,6 @@ def measure(
     if args.workspace > 1 and point > 1:
         others = [p.name for p in published[1 : args.workspace]]
         measure_workspace(result, team, work, others, queries)
-    vectors = team.embedder.embed(queries)
-    reader = PgIndexReader(dsn, [p.revision_id for p in published])
-    try:
-        result.everything, result.slowest["all-revisions lexical"] = reader_latency(
-            reader, queries, vectors
-        )
-    finally:
-        reader.close()
     if args.explain and point == args.checkpoints[-1]:
         for mode in MODES:
             result.slowest[f"team {mode}"] = slowest_texts(team, queries, mode, args.explain)
@@ -280,7 +247,6 @@ def explain(
     work: Path,
     first: Path,
     slow: dict[str, list[str]],
-    revision_ids: list[int],
     min_ms: int,
 ) -> str:
     """The plans (auto_explain: analyze + buffers, statements >= `min_ms`) of the given texts,
@@ -298,22 +264,17 @@ def explain(
             conn.execute(f"ALTER DATABASE {name} SET {setting}")
     log = Path(server.log)
     _, team = open_team(first, work, "explain")  # new connections: auto_explain is loaded
-    reader = PgIndexReader(dsn, revision_ids)
     out: list[str] = []
     try:
         for label, texts in slow.items():
             for text in texts:
                 before = log.stat().st_size
-                mode = next((m for m in MODES if label == f"team {m}"), None)
-                if mode is not None:
-                    seconds, _ = timed(partial(search, [team], text, k=10, mode=mode))
-                else:
-                    seconds, _ = timed(partial(reader.lexical, text, 10))
+                mode = next(m for m in MODES if label == f"team {m}")
+                seconds, _ = timed(partial(search, [team], text, k=10, mode=mode))
                 time.sleep(0.3)  # the server writes its log asynchronously
                 plans = log.read_bytes()[before:].decode(errors="replace").strip()
                 out.append(f"### {label}, {seconds * 1000:.0f} ms: {text[:120]!r}\n\n{plans}\n")
     finally:
-        reader.close()
         team.close()
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"ALTER DATABASE {name} RESET ALL")
@@ -360,13 +321,6 @@ def report(published: list[Published], points: list[Checkpoint], queries: int) -
                     else "-"
                     for c in points
                 ],
-            )
-        )
-    for kind in ("lexical", "dense", "both"):
-        rows.append(
-            (
-                f"PgIndexReader, all revisions so far, {kind}",
-                [fmt(c.everything[kind]) for c in points],
             )
         )
     lines += [f"| {a} | " + " | ".join(b) + " |" for a, b in rows]
@@ -424,8 +378,7 @@ def main() -> int:
         plans = ""
         if args.explain:
             slow = {k: v[: args.explain] for k, v in points[-1].slowest.items()}
-            ids = [p.revision_id for p in published]
-            plans = explain(server, work, work / "repos" / names[0], slow, ids, args.explain_ms)
+            plans = explain(server, work, work / "repos" / names[0], slow, args.explain_ms)
         if local is not None:
             local.close()
     print("\n" + report(published, points, len(queries)))

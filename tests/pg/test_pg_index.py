@@ -1,5 +1,5 @@
-"""The published team index on a real PostgreSQL + pgvector: publish, search, filters,
-idempotence, concurrency, refusals, gc, nearest revision, several repositories at once.
+"""The published team index on a real PostgreSQL + pgvector: publish, then search through the
+product's reader (`PublishedReader`), idempotence, concurrency, refusals, gc, nearest revision.
 
 Chunks are real (`codeask.core.chunk.chunk_file` on small files written here, plus history
 chunks built by hand). Vectors are deterministic numpy unit vectors (seeded per chunk), except
@@ -20,7 +20,6 @@ from codeask.config import ChunkSettings, build_settings
 from codeask.core.chunk import chunk_file
 from codeask.core.pg.cache import PgModelMismatch
 from codeask.core.pg.connect import PgPermissionDenied, connect
-from codeask.core.pg.filters import glob_prefilter
 from codeask.core.pg.publish import (
     gc,
     normalize_remote,
@@ -28,10 +27,10 @@ from codeask.core.pg.publish import (
     publish_folder,
     repository_identity,
 )
-from codeask.core.pg.reader import PgIndexReader, nearest_revision
+from codeask.core.pg.revision import nearest_revision
 from codeask.core.pg.schema import migrate
+from codeask.core.pg.storage import PublishedReader
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.retrieve import Filters
 
 MODEL = "test/unit-vectors"
 DIM = 64
@@ -139,74 +138,32 @@ def test_dense_top1_with_unit_vectors_is_the_chunk_whose_vector_is_the_query(
     vectors = unit_vectors(chunks)
     result = publish(pg_dsn, "github.com/acme/shop", "a" * 40, MODEL, DIM, chunks, vectors, files)
     assert result.created and result.chunks == len(chunks) and result.files == len(files)
-    reader = PgIndexReader(pg_dsn, [result.revision_id])
-    for chunk in chunks:
-        top = reader.dense(vectors[chunk.id], 3, Filters(scope="all"))
-        assert top[0][:3] == (result.revision_id, chunk.id, chunk.path)
-        assert top[0][3] == pytest.approx(1.0, abs=1e-3)  # halfvec round trip
-        assert top[0][3] >= top[1][3] >= top[2][3]
-    fetched = reader.chunks([(result.revision_id, c.id) for c in chunks])
-    for chunk in chunks:
-        assert fetched[(result.revision_id, chunk.id)] == chunk  # every field round-trips
-    reader.close()
+    with PublishedReader(pg_dsn, result.revision_id, lexical_after=None) as reader:
+        assert reader.tier == "minilm"
+        for chunk in chunks:
+            top = reader.dense_top_k("minilm", vectors[chunk.id], 3)
+            assert top[0][0] == chunk.id
+            assert top[0][1] == pytest.approx(1.0, abs=1e-3)  # halfvec round trip
+            assert top[0][1] >= top[1][1] >= top[2][1]
+        fetched = reader.chunks([c.id for c in chunks])
+        for chunk in chunks:
+            assert fetched[chunk.id] == chunk  # every field round-trips
 
 
 def test_lexical_finds_a_chunk_by_the_parts_of_its_identifier(pg_dsn: str) -> None:
     rev = published(pg_dsn)
     chunks, _ = build_chunks()
-    reader = PgIndexReader(pg_dsn, [rev])
     parse = by_symbol(chunks, "parse_http_request")
-    for query in ("http request", "parse_http_request", "parseHttpRequest", "how is HTTP parsed"):
-        hits = reader.lexical(query, 3)
-        assert hits[0][:2] == (rev, parse.id), query
-    assert reader.lexical("the of and", 5) == []  # no informative term: no query at all
-    # symbol weighs more than body: `route` names the method, and appears in no other symbol
-    assert reader.lexical("route", 1)[0][1] == by_symbol(chunks, "route").id
-    files = reader.lexical_files("cart total discount", 3)
-    assert files[0][:2] == (rev, "src/shop/cart.py")
-    assert all(path != "" for _, path, _ in files)
-    reader.close()
-
-
-def test_filters_are_applied_in_sql_and_python(pg_dsn: str) -> None:
-    rev = published(pg_dsn)
-    chunks, _ = build_chunks()
-    vectors = unit_vectors(chunks)
-    reader = PgIndexReader(pg_dsn, [rev])
-    anything = vectors[by_symbol(chunks, "cart_total").id]
-
-    def paths(hits: list[tuple[int, int, str, float]]) -> set[str]:
-        return {path for _, _, path, _ in hits}
-
-    def kinds(hits: list[tuple[int, int, str, float]]) -> set[str]:
-        found = reader.chunks([(r, c) for r, c, _, _ in hits])
-        return {chunk.kind for chunk in found.values()}
-
-    everything = len(chunks)
-    code_kinds = {"function", "method", "class", "module", "section"}
-    assert kinds(reader.dense(anything, everything)) == code_kinds
-    assert kinds(reader.dense(anything, everything, Filters(scope="history"))) == {
-        "commit",
-        "hunk",
-    }
-    assert paths(reader.dense(anything, everything, Filters(language="markdown"))) == {
-        "docs/guide.md"
-    }
-    assert kinds(reader.dense(anything, everything, Filters(kind="method"))) == {"method"}
-    assert paths(reader.dense(anything, everything, Filters(path_glob="src/shop/*"))) == {
-        "src/shop/cart.py"
-    }
-    assert paths(reader.dense(anything, everything, Filters(path_glob="*.md"))) == {"docs/guide.md"}
-    assert paths(reader.lexical("cart", everything, Filters(path_glob="docs/"))) == {
-        "docs/guide.md"
-    }
-    alice = reader.lexical("request parsing", 5, Filters(scope="history", author="alice"))
-    assert kinds(alice) == {"commit"}
-    assert reader.lexical("cart", 5, Filters(scope="history", since="2024")) == []
-    assert len(reader.lexical("cart", 1, Filters(path_glob="src/shop/*"))) == 1
-    assert glob_prefilter("src/shop/*") == "%src/shop%"
-    assert glob_prefilter("!x") is None and glob_prefilter("*") is None
-    reader.close()
+    with PublishedReader(pg_dsn, rev, lexical_after=None) as reader:  # ts_rank in PostgreSQL
+        questions = ("http request", "parse_http_request", "parseHttpRequest", "how is HTTP parsed")
+        for query in questions:
+            assert reader.lexical_top_k(query, 3)[0][0] == parse.id, query
+        assert reader.lexical_top_k("the of and", 5) == []  # no informative term: no query
+        # symbol weighs more than body: `route` names the method, and appears in no other symbol
+        assert reader.lexical_top_k("route", 1)[0][0] == by_symbol(chunks, "route").id
+        files = reader.lexical_files("cart total discount", 3)
+        assert files[0][0] == "src/shop/cart.py"
+        assert all(path != "" for path, _ in files)
 
 
 def test_publishing_the_same_revision_twice_leaves_one_copy(pg_dsn: str) -> None:
@@ -277,9 +234,8 @@ def test_a_read_only_role_is_refused_clearly_and_can_still_search(
     assert password not in message
     with connect(editor) as conn, pytest.raises(PgPermissionDenied, match="writer role"):
         gc(conn, keep_per_repo=1)
-    reader = PgIndexReader(editor, [rev])  # reading needs only SELECT
-    assert reader.lexical("http request", 1)[0][0] == rev
-    reader.close()
+    with PublishedReader(editor, rev, lexical_after=None) as reader:  # reading needs SELECT only
+        assert reader.lexical_top_k("http request", 1)
     assert counts(pg_dsn)[1] == 1
 
 
@@ -315,31 +271,6 @@ def test_nearest_revision_is_the_first_published_candidate(pg_dsn: str) -> None:
         assert nearest_revision(conn, "github.com/acme/shop", [shas[4], shas[3]]) is None
         assert nearest_revision(conn, "github.com/acme/nope", head_first) is None
         assert nearest_revision(conn, "github.com/acme/shop", head_first, "other/model") is None
-
-
-def test_one_query_searches_two_repositories(pg_dsn: str) -> None:
-    chunks, files = build_chunks()
-    vectors = unit_vectors(chunks)
-    shop = publish(pg_dsn, "github.com/acme/shop", "a" * 40, MODEL, DIM, chunks, vectors, files)
-    other_chunks, _ = build_chunks(first_id=1000)
-    other_vectors = unit_vectors(other_chunks, seed=1)
-    lib = publish(
-        pg_dsn, "github.com/acme/lib", "e" * 40, MODEL, DIM, other_chunks, other_vectors, files
-    )
-    reader = PgIndexReader(pg_dsn, [shop.revision_id, lib.revision_id])
-    lexical = reader.lexical("http request", 4)
-    assert {rev for rev, *_ in lexical[:2]} == {shop.revision_id, lib.revision_id}
-    target = other_chunks[0]
-    dense = reader.dense(other_vectors[target.id], 5)
-    assert dense[0][:2] == (lib.revision_id, target.id)
-    assert {rev for rev, *_ in dense} == {shop.revision_id, lib.revision_id}
-    files_hit = reader.lexical_files("cart total", 4)
-    assert {rev for rev, *_ in files_hit} == {shop.revision_id, lib.revision_id}
-    with pytest.raises(PgModelMismatch, match="different embedding models"):
-        small = {c.id: np.ones(8, dtype=np.float32) / np.sqrt(8) for c in chunks}
-        third = publish(pg_dsn, "github.com/acme/x", "f" * 40, "m8", 8, chunks, small, files)
-        reader.use([shop.revision_id, third.revision_id])
-    reader.close()
 
 
 def test_normalized_remote_urls() -> None:
@@ -385,13 +316,13 @@ def test_publish_folder_with_the_real_static_embedder(
             found = nearest_revision(conn, "github.com/acme/shop", [sha])
         assert found is not None and found.id == result.revision_id
         assert found.model == folder.store.static_model and found.dim == folder.store.static_dim
-        reader = PgIndexReader(pg_dsn, [found.id])
         parse = next(c for c in folder.store.chunks.values() if c.symbol == "parse_http_request")
-        assert reader.lexical("http request", 1)[0][1] == parse.id
         query = folder.store.static_vectors.vector(parse.id)
         assert query is not None
-        assert reader.dense(query, 1)[0][1] == parse.id
-        reader.close()
+        with PublishedReader(pg_dsn, found.id, lexical_after=None) as reader:
+            assert reader.tier == "static"
+            assert reader.lexical_top_k("http request", 1)[0][0] == parse.id
+            assert reader.dense_top_k("static", query, 1)[0][0] == parse.id
         (root / "src/shop/cart.py").write_text("def changed():\n    pass\n")
         folder.refresh(embed=False)
         with pytest.raises(Exception, match="differ from HEAD"):

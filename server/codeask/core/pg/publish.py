@@ -1,5 +1,5 @@
 """Publishing one commit's index to the team database: CI indexes `main` and publishes it once;
-every editor then searches it (core/pg/reader.py) instead of indexing the repository itself.
+every editor then reads it (core/pg/storage.py) instead of indexing the repository itself.
 
 `publish` writes one revision (repository, commit sha, embedding model) in ONE transaction:
 files and chunks go in with binary COPY (into a temporary staging table, then one

@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeask.core.pg.connect import PgError
 from codeask.core.pg.schema import CHUNK_TABLE, FILE_TABLE, REPOSITORY_TABLE, REVISION_TABLE
 from codeask.core.records import HISTORY_KINDS, Chunk, FileRecord
 from codeask.core.symbol_table import SymbolTable
+
+if TYPE_CHECKING:
+    import psycopg
 
 #: Runs one query: (sql, args, what it is doing) → rows.
 Query = Callable[[str, Sequence[Any], str], list[tuple[Any, ...]]]
@@ -162,3 +165,32 @@ def load_revision(query: Query, revision_id: int, location: str) -> RevisionInde
     index.history = list(history)  # dict order: by first chunk id
     index.symbols.rebuild(info.id, named, index.paths)
     return index
+
+
+def nearest_revision(
+    conn: psycopg.Connection,
+    repo_name: str,
+    candidate_shas: Sequence[str],
+    model: str | None = None,
+) -> RevisionInfo | None:
+    """The complete published revision of `repo_name` for the FIRST of `candidate_shas` that has
+    one (the caller passes HEAD, then its ancestors nearest first); None when none is. With
+    several models published for that sha, the newest publish wins unless `model` is given."""
+    shas = [s for s in candidate_shas if s]
+    if not shas:
+        return None
+    row = conn.execute(
+        f"""SELECT r.id, p.name, r.sha, r.model, r.dim, r.chunk_count, r.file_count,
+                   extract(epoch FROM r.published_at)::float8
+            FROM {REVISION_TABLE} r JOIN {REPOSITORY_TABLE} p ON p.id = r.repository_id
+            WHERE p.name = %s AND r.sha = ANY(%s) AND r.complete
+              AND (%s::text IS NULL OR r.model = %s)
+            ORDER BY array_position(%s::text[], r.sha), r.published_at DESC, r.id DESC
+            LIMIT 1""",
+        (repo_name, shas, model, model, shas),
+    ).fetchone()
+    if row is None:
+        return None
+    return RevisionInfo(
+        int(row[0]), row[1], row[2], row[3], int(row[4]), int(row[5]), int(row[6]), float(row[7])
+    )

@@ -15,13 +15,15 @@ import numpy as np
 
 from codeask.core.lexical import MAX_QUERY_TERMS, query_terms
 from codeask.core.pg.cache import HalfVec
-from codeask.core.pg.reader import RANK_WEIGHTS
 from codeask.core.pg.revision import CHUNK_COLUMNS, RevisionInfo, chunk_of
 from codeask.core.pg.revision_conn import RevisionConnection
 from codeask.core.pg.schema import CHUNK_TABLE
 from codeask.core.records import HISTORY_KINDS, Chunk
 
 Rows = list[tuple[Any, ...]]
+
+#: ts_rank's weights {D, C, B, A}: body C, path B, symbol A (local FTS: 1, 2, 4).
+RANK_WEIGHTS = "{0, 0.25, 0.5, 1.0}"
 
 
 def tsquery(query: str) -> str:

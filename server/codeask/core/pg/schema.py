@@ -28,7 +28,7 @@ MIGRATION_LOCK_KEY = 0x636F6465_61736B
 SCHEMA_TABLE = "codeask_schema"
 CACHE_TABLE = "codeask_embedding_cache"
 MODEL_TABLE = "codeask_embedding_model"
-#: The published team index (migration 2; core/pg/publish.py writes it, core/pg/reader.py reads).
+#: The published team index (migration 2; core/pg/publish.py writes it, core/pg/storage.py reads).
 REPOSITORY_TABLE = "codeask_repository"
 REVISION_TABLE = "codeask_revision"
 FILE_TABLE = "codeask_file"

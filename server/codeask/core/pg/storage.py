@@ -80,12 +80,12 @@ from codeask.core.pg import revision_sql
 from codeask.core.pg.chunk_cache import CACHE_SIZE, ChunkCache
 from codeask.core.pg.connect import PgError, PgUnavailable, connect, redact
 from codeask.core.pg.dense_batch import RevisionNearest
-from codeask.core.pg.reader import nearest_revision
 from codeask.core.pg.revision import (
     RevisionIndex,
     RevisionInfo,
     chunk_of,
     load_revision,
+    nearest_revision,
 )
 from codeask.core.pg.revision_conn import KEEPALIVE, STATEMENT_TIMEOUT_MS, RevisionConnection
 from codeask.core.records import Chunk, FileRecord
