@@ -47,7 +47,7 @@ from codeask.core.pg.publish import publish_folder
 
 DSN_ENV = "CODEASK_BENCH_PG_DSN"
 ORIGIN = "https://example.com/bench/corpus.git"
-#: The name the corpus is published under (what `repository_identity` makes of ORIGIN).
+#: The name the corpus is published under (what `naming.repository_name` makes of ORIGIN).
 NAME = "example.com/bench/corpus"
 
 

@@ -66,7 +66,7 @@ from codeask.core.pg.schema import CHUNK_TABLE, FILE_TABLE, REVISION_TABLE
 from codeask.core.retrieve import Mode, search
 
 MODES: tuple[Mode, ...] = ("lexical", "dense", "hybrid")
-#: Where each corpus says it lives (its repository name is what `repository_identity` makes of it).
+#: Where each corpus says it lives (its repository name: what `naming.repository_name` makes of it).
 ORIGIN = "https://example.com/bench/{name}.git"
 
 

@@ -20,12 +20,12 @@ from codeask.config import ChunkSettings, build_settings
 from codeask.core.chunk import chunk_file
 from codeask.core.pg.cache import PgModelMismatch
 from codeask.core.pg.connect import PgPermissionDenied, connect
+from codeask.core.pg.naming import repository_name
 from codeask.core.pg.publish import (
     gc,
     normalize_remote,
     publish,
     publish_folder,
-    repository_identity,
 )
 from codeask.core.pg.revision import nearest_revision
 from codeask.core.pg.schema import migrate
@@ -308,7 +308,7 @@ def test_publish_folder_with_the_real_static_embedder(
     folder = FolderIndex(root, settings)
     try:
         folder.refresh(embed=False)
-        assert repository_identity(root) == "github.com/acme/shop"
+        assert repository_name(root).name == "github.com/acme/shop"
         monkeypatch.setenv("TEAM_DSN", pg_dsn)
         result = publish_folder(folder, "TEAM_DSN", tier="static")
         assert result.created and result.chunks == len(folder.store.chunks)

@@ -199,11 +199,6 @@ class IndexStore:
         with self.lock:
             return self.tiers.pending("vectors", self.catalog.chunks)
 
-    def static_pending_ids(self) -> list[int]:
-        """Chunks without a static-tier vector yet."""
-        with self.lock:
-            return self.tiers.pending("static", self.catalog.chunks)
-
     def clear(self) -> None:
         """Forget everything (a full rebuild)."""
         with self.lock:

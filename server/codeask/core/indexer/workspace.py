@@ -34,16 +34,6 @@ class Workspace:
         if folder:
             folder.close()
 
-    def folder_for(self, path: Path) -> FolderIndex | None:
-        """The innermost folder containing `path`."""
-        best: FolderIndex | None = None
-        for folder in list(self.folders.values()):
-            if folder.relative(path) is not None and (
-                best is None or len(str(folder.root)) > len(str(best.root))
-            ):
-                best = folder
-        return best
-
     def all(self) -> list[FolderIndex]:
         """Every open folder index."""
         return list(self.folders.values())

@@ -367,11 +367,6 @@ def _publish(
 # ---- publishing a local folder index ---------------------------------------------------------
 
 
-def repository_identity(root: Path) -> str:
-    """The name a folder is published under without `--repo-name` (naming.repository_name)."""
-    return repository_name(root).name
-
-
 def revision_rows(
     storage: IndexReader, tier: Literal["minilm", "static"]
 ) -> tuple[str, int, list[Chunk], dict[int, np.ndarray], list[FileRecord]]:
