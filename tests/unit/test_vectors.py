@@ -96,3 +96,27 @@ def test_a_file_of_another_dimension_is_a_value_error(tmp_path: Path) -> None:
 
 def test_an_empty_index_answers_nothing() -> None:
     assert VectorIndex(4).query(np.ones(4, dtype=np.float32), 5) == []
+
+
+def test_loading_a_tier_holds_about_one_copy_of_its_rows(tmp_path: Path) -> None:
+    """The file is read into the matrix itself (issue 29): reading it whole, then unpacking and
+    copying it, made the open's peak ~4.5 copies of every tier (sphinx: 23 + 15 MB each)."""
+    import tracemalloc
+
+    rows = _rows(20000, 256)
+    index = VectorIndex(256)
+    index.add(list(range(1, 20001)), rows)
+    path = tmp_path / "vectors.npz"
+    path.write_bytes(index.encode())
+    matrix_bytes = (20000 + 1024) * 256 * 4
+    tracemalloc.start()
+    try:
+        loaded = VectorIndex.load(path, 256, 20000 + 1024, set(range(1, 20001)))
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept > matrix_bytes  # the matrix and its id maps stay
+    assert peak - kept < 0.25 * matrix_bytes, (peak - kept) / matrix_bytes
+    query = rows[123]
+    assert loaded.query(query, 50) == index.query(query, 50)
+    assert np.array_equal(loaded.vector(124), index.vector(124))
