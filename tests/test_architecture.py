@@ -12,6 +12,8 @@ as an explicit edge). `importlib.import_module` with a computed name (cli/__init
 table) is not seen.
 
 What the tests prove:
+- Inside the engine only the indexer (which opens the team backend: storage, embedding cache,
+  status) and health (which probes the database) import `codeask.core.pg`.
 - `codeask.core` and `codeask.config` reach neither the editor protocol (pygls, lsprotocol),
   nor the MCP SDK, nor the faces built on the engine (`codeask.lsp`, `codeask.mcp`,
   `codeask.cli`, `codeask.daemon`), directly or through any chain of our own modules.
@@ -34,6 +36,11 @@ FACES = ("codeask.lsp", "codeask.mcp", "codeask.cli", "codeask.daemon")
 FACE_LIBRARIES = ("pygls", "lsprotocol", "mcp")
 #: The engine and the ground floor below it.
 ENGINE = ("codeask.core", "codeask.config")
+
+#: The team backend and the only engine modules that may import it: the indexer opens it
+#: (indexer/opening.py, team.py) and shows its state (status.py); health probes the database.
+TEAM_BACKEND = "codeask.core.pg"
+TEAM_BACKEND_USERS = ("codeask.core.indexer", "codeask.core.health")
 
 #: Circles still in the tree, each to be broken (never add one: the list only shrinks).
 #: Listed in docs/architecture.md under "Circles left", with who owns the modules.
@@ -231,6 +238,20 @@ def test_engine_never_reaches_a_face_or_its_libraries() -> None:
                 offending.setdefault(f"{source} imports {target}", " → ".join([*via, target]))
     lines = [f"{edge}  (reached: {path})" for edge, path in sorted(offending.items())]
     assert not lines, "the engine reaches a face:\n" + "\n".join(lines)
+
+
+def test_only_the_indexer_and_health_import_the_team_backend() -> None:
+    """Inside the engine, `core.pg` is chosen where `index.backend` is turned into parts (the
+    indexer: storage, embedding cache, status) and probed by health; no leaf (embed, retrieve,
+    storage, ...) imports it, so the engine works, and can be read, without it."""
+    offending = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _in(module, ENGINE) and not _in(module, (TEAM_BACKEND, *TEAM_BACKEND_USERS))
+        for target in targets
+        if _in(target, (TEAM_BACKEND,))
+    )
+    assert not offending, "the team backend imported outside the indexer:\n" + "\n".join(offending)
 
 
 def test_import_circles_are_only_the_known_ones() -> None:

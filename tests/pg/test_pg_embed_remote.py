@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from codeask.config import EmbedSettings, Settings
-from codeask.core.embed import load_embedder
+from codeask.core.indexer.opening import load_embedder
 from codeask.core.pg.layered import LayeredCache
 from codeask.core.pg.schema import MODEL_TABLE
 from llama_server import LlamaServer, ServerError, unavailable

@@ -16,7 +16,8 @@ import pytest
 from pgserver import PgServer, free_port
 
 from codeask.config import Settings
-from codeask.core.embed import EmbeddingCache, load_embedder
+from codeask.core.embed import EmbeddingCache
+from codeask.core.indexer.opening import load_embedder
 from codeask.core.pg.cache import PgEmbeddingCache
 from codeask.core.pg.layered import LayeredCache
 

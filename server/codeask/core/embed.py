@@ -387,9 +387,16 @@ _shared: dict[tuple[object, ...], CachedEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
-def load_embedder(settings: Settings) -> CachedEmbedder:
+#: Puts another cache behind the local one: (local cache, settings, model name, dim) → cache.
+#: The team's (index.backend = "postgres") is chosen by whoever knows the backend
+#: (indexer/opening.load_embedder), so this module never imports the team backend.
+CacheLayer = Callable[[VectorCache, Settings, str, int], VectorCache]
+
+
+def load_embedder(settings: Settings, layer: CacheLayer | None = None) -> CachedEmbedder:
     """One loaded model per (model or endpoint, batch, threads, query path, cache dir,
-    backend) in this process; loading is ~1 s (a server: one request if its size is new)."""
+    backend, cache layer) in this process; loading is ~1 s (a server: one request if its size
+    is new). The local SQLite cache, behind `layer` when one is given."""
     embed = settings.embed
     key = (
         *(embed.model, embed.batch_size, embed.threads, embed.query_tokens, embed.query_int8),
@@ -398,6 +405,7 @@ def load_embedder(settings: Settings) -> CachedEmbedder:
         str(cache_dir(settings)),
         settings.index.backend,
         settings.index.dsn_env,
+        layer,
     )
     with _shared_lock:
         if key not in _shared:
@@ -410,12 +418,8 @@ def load_embedder(settings: Settings) -> CachedEmbedder:
                 model, stem = _remote_embedder(settings)
                 path = root / "embeddings" / f"{stem}.sqlite"
             cache: VectorCache = EmbeddingCache(path, model.dim)
-            if settings.index.backend == "postgres":
-                from codeask.core.pg.layered import team_cache  # psycopg: an optional extra
-
-                # keyed by the model's name (a server's model: embed.model), as published
-                # revisions are: team members share vectors whatever URL reaches the server
-                cache = team_cache(cache, settings.index.dsn_env, model.name, model.dim)
+            if layer is not None:
+                cache = layer(cache, settings, model.name, model.dim)
             _shared[key] = CachedEmbedder(model, cache)
         return _shared[key]
 

@@ -1,5 +1,7 @@
 """What a `FolderIndex` reads and writes, opened: the local snapshot and lexical table
-(`snapshot`), under the team's published revision when the postgres backend has one (`team`).
+(`snapshot`), under the team's published revision when the postgres backend has one (`team`);
+and the embedder, whose local cache has the team's embedding cache behind it with that backend.
+The one place that turns `index.backend` into parts (besides the team status and health).
 
 Kept out of folder.py so the façade only holds state and orders runs; a reader that reloads or
 becomes the writer opens the same stack again through here.
@@ -12,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeask.config import Settings
+from codeask.core import embed
+from codeask.core.embed import CachedEmbedder
+from codeask.core.embed_base import VectorCache
 from codeask.core.indexer.snapshot import memory_lexical, open_lexical, open_store
 from codeask.core.indexer.team import TeamBase, TeamStorage, open_base
 from codeask.core.lexical import LexicalIndex
@@ -66,3 +71,19 @@ def open_storage(
     local: Storage = LocalStorage(store, lexical)
     storage: Storage = TeamStorage(team, local) if team.reader is not None else local
     return Opened(store, lexical, local, storage, reason)
+
+
+def load_embedder(settings: Settings) -> CachedEmbedder:
+    """The process's shared embedder for `settings` (`embed.load_embedder`); with
+    `index.backend = "postgres"` the team's embedding cache sits behind the local one."""
+    layer = _team_cache if settings.index.backend == "postgres" else None
+    return embed.load_embedder(settings, layer)
+
+
+def _team_cache(local: VectorCache, settings: Settings, model: str, dim: int) -> VectorCache:
+    """The team cache at `$index.dsn_env` behind `local` (pg/layered.py), keyed by the model's
+    name (a server's model: embed.model), as published revisions are: team members share
+    vectors whatever URL reaches the server."""
+    from codeask.core.pg.layered import team_cache  # psycopg: an optional extra
+
+    return team_cache(local, settings.index.dsn_env, model, dim)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from codeask.core.embed import CachedEmbedder, load_embedder
+from codeask.core.embed import CachedEmbedder
+from codeask.core.indexer.opening import load_embedder
 from codeask.core.indexer.run import (
     Cancelled,
     CancelToken,
