@@ -172,7 +172,7 @@ def _read_rows(member: IO[bytes], matrix: np.ndarray, count: int, name: str) -> 
         raise ValueError(f"{name}: rows of {dtype}, expected C-order little-endian float32")
     if not count:
         return
-    target = memoryview(matrix[:count]).cast("B")
+    target = matrix[:count].data.cast("B")
     filled = 0
     while filled < len(target):
         block = member.read(min(_READ_BLOCK, len(target) - filled))
