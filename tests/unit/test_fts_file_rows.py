@@ -82,3 +82,46 @@ def test_tables_of_the_previous_layout_are_rebuilt(tmp_path: Path) -> None:
     assert tables.read("SELECT count(*) FROM files_fts")[0][0] == 0
     tables.replace_file("src/a.py", ("fresh", "src"))
     assert [r[0] for r in tables.top_k("files_fts", ["fresh"], 5)] == ["src/a.py"]
+
+
+KILLED_WRITER = """
+import os, sys
+from pathlib import Path
+from codeask.core.fts import FtsTables
+tables = FtsTables.open(Path(sys.argv[1]))
+for n in range(3):
+    tables.replace_file_chunks([], [(n, f"body{n}", "s", "p")], f"f{n}.py", (f"body{n}", "p"))
+tables.stamp(5)
+for n in range(3, 6):
+    tables.replace_file_chunks([], [(n, f"body{n}", "s", "p")], f"f{n}.py", (f"body{n}", "p"))
+os._exit(9)  # killed before the next stamp: no close, no commit
+"""
+
+
+def test_a_writer_killed_between_stamps_leaves_the_stamped_tables(tmp_path: Path) -> None:
+    """Writes share a transaction until the next stamp (or a second passes): a kill loses the
+    unstamped rows and nothing else, so the stamp still says exactly what the rows are."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "lexical.sqlite"
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], check=False)
+    assert done.returncode == 9
+    tables = FtsTables.open(path)
+    assert tables.generation() == 5
+    assert tables.count() == 3
+    assert sorted(r[0] for r in tables.read("SELECT file FROM files_fts")) == [
+        "f0.py",
+        "f1.py",
+        "f2.py",
+    ]
+
+
+def test_close_commits_what_the_writer_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "lexical.sqlite"
+    tables = FtsTables.open(path)
+    tables.replace_file_chunks([], [(1, "kept", "s", "p")], "a.py", ("kept", "p"))
+    tables.close()
+    again = FtsTables.open(path)
+    assert again.count() == 1
+    assert again.generation() == -1  # written, never stamped: it claims no snapshot
