@@ -11,7 +11,6 @@ from codeask.core.pg.connect import (
     PgConfigError,
     PgUnavailable,
     connect,
-    connect_with_retry,
     dsn_from_env,
     redact,
 )
@@ -54,11 +53,7 @@ def test_wrong_password_is_refused_without_the_password_in_the_message(
     assert "password authentication failed" in message
     assert "check the user name and password" in message
     assert f"postgres@127.0.0.1:{pg_server.port}/postgres" in message
-    assert caught.value.transient is False
-    slept: list[float] = []  # waiting does not fix a wrong password: no retry
-    with pytest.raises(PgUnavailable):
-        connect_with_retry(dsn, attempts=4, sleep=slept.append)
-    assert slept == []
+    assert caught.value.transient is False  # waiting does not fix it: team_retry gives up
 
 
 def test_unreachable_port_fails_fast_with_a_clear_message() -> None:
@@ -73,27 +68,3 @@ def test_unreachable_port_fails_fast_with_a_clear_message() -> None:
     assert f"ci@127.0.0.1:{port}/codeask" in message
     assert "is PostgreSQL running" in message
     assert caught.value.transient is True
-
-
-def test_start_up_retries_with_exponential_backoff_then_gives_up() -> None:
-    dsn = f"postgresql://ci:Sekr1t-pw@127.0.0.1:{free_port()}/codeask"
-    slept: list[float] = []
-    seen: list[int] = []
-    with pytest.raises(PgUnavailable):
-        connect_with_retry(
-            dsn,
-            attempts=5,
-            base_delay=0.5,
-            max_delay=3.0,
-            timeout=2,
-            sleep=slept.append,
-            on_retry=lambda attempt, delay, exc: seen.append(attempt),
-        )
-    assert slept == [0.5, 1.0, 2.0, 3.0]
-    assert seen == [1, 2, 3, 4]
-
-
-def test_retry_connects_once_the_server_answers(pg_server: PgServer) -> None:
-    conn = connect_with_retry(pg_server.dsn("postgres"), attempts=2, sleep=lambda _: None)
-    with conn:
-        assert conn.execute("SELECT 1").fetchone() == (1,)

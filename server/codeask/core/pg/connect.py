@@ -8,7 +8,6 @@ import contextlib
 import logging
 import os
 import re
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -151,37 +150,6 @@ def connect(
         )
     except psycopg.Error as exc:
         raise unavailable(exc, dsn) from None
-
-
-def connect_with_retry(
-    dsn: str,
-    *,
-    attempts: int = 5,
-    base_delay: float = 0.5,
-    max_delay: float = 8.0,
-    timeout: int = CONNECT_TIMEOUT,
-    sleep: Callable[[float], None] = time.sleep,
-    on_retry: Callable[[int, float, PgUnavailable], None] | None = None,
-) -> psycopg.Connection:
-    """`connect`, retried with exponential backoff (start-up: the database may still be coming up).
-
-    A login refusal (wrong password, unknown role or database) is raised at once: waiting does
-    not fix it. `on_retry(attempt, delay, error)` lets a caller show "team index unreachable,
-    retrying in N s" in its status.
-    """
-    delay = base_delay
-    for attempt in range(1, max(1, attempts) + 1):
-        try:
-            return connect(dsn, timeout=timeout)
-        except PgUnavailable as exc:
-            if attempt >= attempts or not exc.transient:
-                raise
-            log.warning("%s; retrying in %.1f s (attempt %d of %d)", exc, delay, attempt, attempts)
-            if on_retry is not None:
-                on_retry(attempt, delay, exc)
-            sleep(delay)
-            delay = min(max_delay, delay * 2)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class Session:
