@@ -8,11 +8,15 @@ daemon package never imports the CLI) and exits after `daemon.idle_seconds` with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import socket
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from codeask import __version__
 from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json
@@ -45,6 +49,7 @@ def serve() -> int:
     except Unsafe as exc:
         raise UserError(str(exc)) from exc
     folders = FolderCache()
+    agents = _Agents()
     daemon = Daemon(
         run_dir,
         {
@@ -54,9 +59,12 @@ def serve() -> int:
         },
         idle_seconds=settings.daemon.idle_seconds,
         environment=protocol.environment(),
-        on_exit=folders.close,
+        on_exit=lambda: _close_all(folders.close, agents.close),
+        sessions={"mcp": agents.session},
     )
-    daemon.describe_with(lambda: {"folders": folders.roots(), "loads": folders.opened})
+    daemon.describe_with(
+        lambda: {"folders": folders.roots(), "loads": folders.opened, "mcp_folders": agents.roots()}
+    )
     threading.Thread(target=_warm_imports, daemon=True).start()
     return daemon.serve()
 
@@ -86,6 +94,60 @@ def _command(name: str, folders: object) -> Callable[[argparse.Namespace], int]:
             raise CommandError(str(exc), exc.exit_code) from exc
 
     return handler
+
+
+def _close_all(*closers: Callable[[], None]) -> None:
+    for close in closers:
+        close()
+
+
+class _Agents:
+    """`codeask mcp` sessions: each its own roots and checks, the folders' drivers shared
+    (mcp/remote.py; the MCP SDK is imported with the first session)."""
+
+    def __init__(self) -> None:
+        self._shared: Any = None
+        self._lock = threading.Lock()
+
+    def session(self, args: argparse.Namespace, cwd: str) -> Callable[[socket.socket], None]:
+        """Check the roots as `codeask mcp` would in the client's cwd (a user error is the
+        client's), then serve the connection with tools over those roots only."""
+        from codeask.cli.mcp import checked_roots
+        from codeask.daemon.server import CommandError
+
+        try:
+            checked = checked_roots(args.paths, allow_broad=args.allow_broad_root, cwd=Path(cwd))
+        except UserError as exc:
+            raise CommandError(str(exc), exc.exit_code) from exc
+        shared = self._folders()
+
+        def serve(conn: socket.socket) -> None:
+            from codeask.mcp.remote import serve_connection
+
+            drivers = shared.acquire(checked)
+            try:
+                serve_connection(drivers, conn)
+            finally:
+                with contextlib.suppress(OSError):  # the forwarder exits now, not after the
+                    conn.shutdown(socket.SHUT_RDWR)  # index is saved
+                shared.release(drivers)
+
+        return serve
+
+    def _folders(self) -> Any:
+        with self._lock:
+            if self._shared is None:
+                from codeask.mcp.remote import SharedFolders
+
+                self._shared = SharedFolders()
+            return self._shared
+
+    def close(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
+
+    def roots(self) -> list[str]:
+        return self._shared.roots() if self._shared is not None else []
 
 
 def _warm_imports() -> None:

@@ -3,20 +3,36 @@
 The folders are those `codeask index` would take (default: this project) under the same root
 rules: a missing folder is a usage error; a home folder or `/` is refused unless
 --allow-broad-root, and the agent then reads why from every tool. Logs go to stderr only.
+
+With `daemon.enabled` on (docs/daemon.md) this process is a thin forwarder: the session runs
+in the per-user daemon, which shares each folder's index among every agent on it. Otherwise,
+or when no daemon answers (one note on stderr), the server runs in this process. Nothing heavy
+is imported before that choice.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from codeask.cli.common import roots
-from codeask.core.indexer import RootRefused, check_root
+from codeask.cli.common import UserError, default_root, roots
+
+#: Daemons tried after a dropped session before serving from a child process of our own.
+RECONNECT_TRIES = 2
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until the agent closes stdin. The folders start opening before the MCP SDK is
-    imported (~2 s of imports): the first answer comes sooner."""
+    """Serve until the agent closes stdin."""
+    forwarded = _forwarded(args)
+    if forwarded is not None:
+        return forwarded
+    return in_process(args)
+
+
+def in_process(args: argparse.Namespace) -> int:
+    """The server in this process. The folders start opening before the MCP SDK is imported
+    (~2 s of imports): the first answer comes sooner."""
     from codeask.mcp.folders import FolderDriver
     from codeask.mcp.wire import claim_stdio
 
@@ -32,10 +48,15 @@ def run(args: argparse.Namespace) -> int:
     return server.run(drivers, wire)
 
 
-def checked_roots(paths: list[str], *, allow_broad: bool) -> list[tuple[Path, str]]:
-    """(root, why it is refused or '') for each folder named, or this project's."""
+def checked_roots(
+    paths: list[str], *, allow_broad: bool, cwd: Path | None = None
+) -> list[tuple[Path, str]]:
+    """(root, why it is refused or '') for each folder named, or this project's; relative to
+    `cwd` (the forwarder's, in the daemon) else to this process's."""
+    from codeask.core.indexer import RootRefused, check_root
+
     out: list[tuple[Path, str]] = []
-    for root in roots(paths):
+    for root in roots(paths) if cwd is None else roots_at(paths, cwd):
         try:
             check_root(root, allow_broad=allow_broad)
         except RootRefused as exc:
@@ -43,3 +64,70 @@ def checked_roots(paths: list[str], *, allow_broad: bool) -> list[tuple[Path, st
             continue
         out.append((root, ""))
     return out
+
+
+def roots_at(paths: list[str], cwd: Path) -> list[Path]:
+    """`common.roots` as seen from `cwd` (the daemon never changes directory for a session)."""
+    if not paths:
+        return [default_root(cwd)]
+    found = []
+    for raw in paths:
+        path = (cwd / Path(raw).expanduser()).resolve()
+        if not path.is_dir():
+            raise UserError(f"not a folder: {raw}")
+        found.append(path)
+    return found
+
+
+def _forwarded(args: argparse.Namespace) -> int | None:
+    """The exit code of the session forwarded to the daemon, or None: serve in-process (the
+    daemon is off, or could not be reached: one note on stderr, stdout untouched)."""
+    if getattr(args, "no_daemon", False):
+        return None
+    from codeask.daemon import client, forwarder
+
+    if not client.enabled(args):
+        return None
+    request = forwarder.hello(
+        args.paths, allow_broad_root=args.allow_broad_root, verbose=args.verbose
+    )
+    try:
+        sock, reply = client.open_session(request)
+    except Exception as exc:  # client.Unavailable, or anything else on the way
+        _note(exc)
+        return None
+    if reply["status"] == "user_error":
+        error = UserError(str(reply.get("message")))
+        error.exit_code = int(reply.get("code") or error.exit_code)
+        raise error
+
+    def reconnect() -> forwarder.Upstream:
+        """The next daemon (started when none answers; a second try when the one reached
+        dies too), else `codeask mcp` in a child process with the daemon off."""
+        for attempt in range(RECONNECT_TRIES):
+            try:
+                again, answer = client.open_session(request)
+            except Exception as exc:
+                if attempt + 1 < RECONNECT_TRIES:
+                    continue
+                _note(exc)
+                return forwarder.ChildUpstream(_child_argv(args))
+            if answer["status"] != "ok":
+                raise forwarder.GiveUp(str(answer.get("message")))
+            return forwarder.SocketUpstream(again)
+        raise AssertionError("unreachable")
+
+    return forwarder.Proxy(forwarder.SocketUpstream(sock), reconnect).run()
+
+
+def _child_argv(args: argparse.Namespace) -> list[str]:
+    """`codeask mcp` with this command's folders and flags, for a child with the daemon off."""
+    flags = ["-v"] * int(args.verbose or 0)
+    broad = ["--allow-broad-root"] if args.allow_broad_root else []
+    return [sys.executable, "-m", "codeask", *flags, "mcp", *broad, "--", *args.paths]
+
+
+def _note(exc: BaseException) -> None:
+    why = str(exc) if type(exc).__name__ == "Unavailable" else f"{type(exc).__name__}: {exc}"
+    sys.stderr.write(f"codeask: daemon unavailable ({why}); answering in-process\n")
+    sys.stderr.flush()

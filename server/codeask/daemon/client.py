@@ -140,6 +140,35 @@ def call(request: dict[str, Any], *, start: bool) -> Answer:
     return reply
 
 
+def open_session(request: dict[str, Any]) -> tuple[socket.socket, Answer]:
+    """A long-lived connection (`codeask mcp`): the request sent, the daemon's reply read, and
+    the socket left open for the session's own bytes when the reply says ok. Refused or failed
+    raise `Unavailable`; a user error comes back with the socket closed."""
+    try:
+        run_dir = private_dir(create=True)
+    except (Unsafe, OSError) as exc:
+        raise Unavailable(str(exc)) from exc
+    sock = connect(run_dir, start=True)
+    try:
+        sock.settimeout(REPLY_SECONDS)
+        protocol.send(sock, request)
+        reply = protocol.receive(sock)
+        sock.settimeout(None)
+    except TimeoutError as exc:
+        sock.close()
+        raise Unavailable(f"no answer within {REPLY_SECONDS:.0f} s") from exc
+    except (protocol.ProtocolError, OSError) as exc:
+        sock.close()
+        raise Unavailable(f"the daemon went away mid-request ({exc})") from exc
+    status = reply.get("status")
+    if reply.get("protocol") != PROTOCOL or status not in ("ok", "user_error"):
+        sock.close()
+        raise Unavailable(str(reply.get("message") or f"the daemon answered {status!r}"))
+    if status != "ok":
+        sock.close()
+    return sock, reply
+
+
 def connect(run_dir: Path, *, start: bool) -> socket.socket:
     """A connection to the user's daemon (checked: our socket, our uid at the other end)."""
     path = run_dir / SOCKET_NAME

@@ -37,6 +37,11 @@ log = logging.getLogger("codeask.daemon")
 
 #: A command: the parsed arguments in, the exit code out; output goes to sys.stdout/stderr.
 Handler = Callable[[argparse.Namespace], int]
+#: A session (`codeask mcp`): the parsed arguments and the client's cwd in (a CommandError
+#: refuses it as a user error); out, what serves the connection once "ok" is sent, until the
+#: client leaves. Sessions run concurrently, each in its own thread, never under the command
+#: lock and never in the client's cwd (they take absolute paths only).
+Session = Callable[[argparse.Namespace, str], Callable[[socket.socket], None]]
 #: Seconds a client may take to send its request once connected.
 REQUEST_SECONDS = 30.0
 #: Seconds a stopping daemon waits for the requests it accepted.
@@ -65,9 +70,13 @@ class Daemon:
         idle_seconds: float,
         environment: dict[str, str],
         on_exit: Callable[[], None] = lambda: None,
+        sessions: Mapping[str, Session] | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.handlers = dict(handlers)
+        self.sessions = dict(sessions or {})
+        self._live: set[socket.socket] = set()
+        """The connections of running sessions (shut down when the daemon stops)."""
         self.idle_seconds = idle_seconds
         self.environment = environment
         self.on_exit = on_exit
@@ -105,6 +114,7 @@ class Daemon:
                 if os.stat(path).st_ino == bound:  # never remove a successor's socket
                     path.unlink()
             listener.close()
+            self._end_sessions()
             self._drain()
             self.on_exit()
             log.info("codeask daemon (pid %d) exits after %d requests", os.getpid(), self.served)
@@ -135,6 +145,14 @@ class Daemon:
                     return
             time.sleep(0.05)
 
+    def _end_sessions(self) -> None:
+        """Hang up on every session: its forwarder reconnects to the next daemon."""
+        with self._count:
+            live = list(self._live)
+        for conn in live:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
     def _idle(self) -> bool:
         with self._count:
             return not self._in_flight and time.monotonic() - self._last > self.idle_seconds
@@ -156,6 +174,9 @@ class Daemon:
                 except (protocol.ProtocolError, OSError, msgspec.ValidationError) as exc:
                     log.warning("dropped a connection: %s", exc)
                     return
+                if request.command in self.sessions:
+                    self._session(conn, request)
+                    return
                 reply = self._answer(request)
                 conn.settimeout(None)
                 try:
@@ -167,22 +188,69 @@ class Daemon:
                 self._in_flight -= 1
                 self._last = time.monotonic()
 
+    def _session(self, conn: socket.socket, request: Request) -> None:
+        """A long-lived connection: the same checks as a command, then "ok" and the session's
+        own bytes until the client leaves (or the daemon stops and hangs up)."""
+        reply = self._refusal(request)
+        serve: Callable[[socket.socket], None] | None = None
+        if reply is None:
+            try:
+                serve = self.sessions[request.command](
+                    argparse.Namespace(**request.args), request.cwd
+                )
+                reply = self._reply("ok")
+            except CommandError as exc:
+                reply = self._reply("user_error", code=exc.code, message=str(exc))
+            except Exception as exc:  # the client serves in-process (and shows the error)
+                log.exception("%s session failed to start", request.command)
+                reply = self._reply("failed", message=f"{type(exc).__name__}: {exc}")
+        conn.settimeout(None)
+        try:
+            protocol.send(conn, msgspec.to_builtins(reply))
+        except (protocol.ProtocolError, OSError, ValueError) as exc:
+            log.warning("could not send the reply: %s", exc)
+            return
+        if serve is None:
+            return
+        with self._count:
+            self.served += 1
+            self._live.add(conn)
+        try:
+            if not self._stop.is_set():
+                serve(conn)
+        except Exception:
+            log.exception("a %s session ended in error", request.command)
+        finally:
+            with self._count:
+                self._live.discard(conn)
+
     def _reply(self, status: Status, **fields: Any) -> Reply:
         return Reply(protocol=PROTOCOL, version=__version__, status=status, **fields)
 
     def _answer(self, request: Request) -> Reply:
+        if request.protocol == PROTOCOL and request.command == "ping":  # any version may ask
+            return self._reply("ok", info=self.info())  # (`codeask daemon --status`)
+        if request.protocol == PROTOCOL and request.command == "stop":  # and stop it (upgrades)
+            self._stop.set()
+            return self._reply("ok", message="stopping")
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
+        handler = self.handlers.get(request.command)
+        if handler is None:
+            return self._reply("refused", message=f"unknown command {request.command!r}")
+        with self._busy:
+            self.served += 1
+            return self._run(handler, request)
+
+    def _refusal(self, request: Request) -> Reply | None:
+        """Why this daemon must not answer `request` (None: it may): another protocol or
+        version, codeask's code changed on disk, another environment."""
         mismatch = (
             f"version mismatch: the daemon is codeask {__version__} (protocol {PROTOCOL}), "
             f"the client {request.version} (protocol {request.protocol})"
         )
-        if request.protocol != PROTOCOL:
-            return self._reply("refused", message=mismatch)
-        if request.command == "ping":  # any version may ask: `codeask daemon --status`
-            return self._reply("ok", info=self.info())
-        if request.command == "stop":  # and stop it, after an upgrade
-            self._stop.set()
-            return self._reply("ok", message="stopping")
-        if request.version != __version__:
+        if request.protocol != PROTOCOL or request.version != __version__:
             return self._reply("refused", message=mismatch)
         stale = self._code.changed()
         if stale:
@@ -198,12 +266,7 @@ class Daemon:
                 message="the daemon was started under another environment (CODEASK_*, HOME, "
                 "XDG_* or GIT_* differ)",
             )
-        handler = self.handlers.get(request.command)
-        if handler is None:
-            return self._reply("refused", message=f"unknown command {request.command!r}")
-        with self._busy:
-            self.served += 1
-            return self._run(handler, request)
+        return None
 
     def _run(self, handler: Handler, request: Request) -> Reply:
         """The command as the client would run it: its cwd, its verbosity, output captured."""
@@ -248,6 +311,7 @@ class Daemon:
             "socket": str(self.run_dir / SOCKET_NAME),
             "uptime_seconds": round(time.time() - self.started, 1),
             "requests": self.served,
+            "sessions": len(self._live),
             "idle_seconds": self.idle_seconds,
             **self._info(),
         }

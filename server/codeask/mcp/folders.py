@@ -100,6 +100,10 @@ class FolderDriver:
         if folder is not None and not self._thread.is_alive():
             folder.close()
 
+    def running(self) -> bool:
+        """Whether the index thread still runs (after `stop`: the index was not released)."""
+        return self._thread.is_alive()
+
     def writer(self) -> LockInfo | None:
         """Who writes this folder's index now (None: nobody, or this folder is not open)."""
         folder = self.folder

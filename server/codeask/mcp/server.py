@@ -17,7 +17,7 @@ from mcp.server.stdio import stdio_server
 from codeask import __version__
 from codeask.mcp.folders import FolderDriver
 from codeask.mcp.tools import Tools
-from codeask.mcp.wire import Input, Output
+from codeask.mcp.wire import Input, Output, RawIn, RawOut
 
 log = logging.getLogger("codeask.mcp")
 
@@ -51,14 +51,16 @@ def run(drivers: list[FolderDriver], wire: tuple[BinaryIO, BinaryIO]) -> int:
     for driver in drivers:
         driver.serving()
     try:
-        anyio.run(_serve, server, *wire)
+        anyio.run(serve_wire, server, *wire)
     finally:
         for driver in drivers:
             driver.stop()
     return 0
 
 
-async def _serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> None:
+async def serve_wire(server: MCPServer, wire_in: RawIn, wire_out: RawOut) -> None:
+    """One MCP session over these bytes (stdin/stdout, or a daemon's connection), until the
+    input ends."""
     output = Output(wire_out)
     stdin = Input(wire_in, output)
     lowlevel = server._lowlevel_server  # run_stdio_async takes no streams; the SDK's Client

@@ -18,7 +18,7 @@ import logging
 import os
 import re
 import sys
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import anyio
 import anyio.to_thread
@@ -46,10 +46,22 @@ def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
     return wire_in, wire_out
 
 
+class RawIn(Protocol):
+    """What the protocol reads from: stdin's copy, or a daemon connection (mcp/remote.py)."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+class RawOut(Protocol):
+    """What the protocol writes to (each write whole)."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 class Output:
     """The protocol's stdout: whole lines, one writer at a time (the SDK's and ours)."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: RawOut) -> None:
         self._raw = raw
         self._lock = anyio.Lock()
 
@@ -65,7 +77,7 @@ class Output:
 class Input:
     """The protocol's stdin as lines for the SDK; lines it would drop are answered here."""
 
-    def __init__(self, raw: BinaryIO, output: Output) -> None:
+    def __init__(self, raw: RawIn, output: Output) -> None:
         self._raw = raw
         self._output = output
         self._buffer = b""
