@@ -75,7 +75,7 @@ class SnapshotLoader:
             raise StoreError(f"{exc}; rebuilding the file index") from exc
         except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise StoreError(f"index metadata unreadable ({exc}); rebuilding") from exc
-        return files, chunks
+        return _share_strings(files, chunks)
 
     def _load_history(
         self, live: Path, manifest: Manifest, chunks: list[Chunk]
@@ -134,3 +134,21 @@ class SnapshotLoader:
                 f"index was built with model '{manifest.model}' (dim {manifest.dim}), "
                 f"configured is '{self.model}' (dim {self.dim}); rebuilding"
             )
+
+
+def _share_strings(
+    files: dict[str, FileRecord], chunks: list[Chunk]
+) -> tuple[dict[str, FileRecord], list[Chunk]]:
+    """One string object per distinct path, language, kind and parent: decoding gives every
+    chunk its own copies (sphinx 5.1.1: 15k chunks held 1.3k paths ~3.5 MB of ~27.6; issue 29)."""
+    shared: dict[str, str] = {}
+    keep = shared.setdefault
+    for path, record in files.items():
+        record.path = keep(path, path)
+    for chunk in chunks:
+        chunk.path = keep(chunk.path, chunk.path)
+        chunk.language = keep(chunk.language, chunk.language)
+        chunk.kind = keep(chunk.kind, chunk.kind)
+        if chunk.parent:
+            chunk.parent = keep(chunk.parent, chunk.parent)
+    return files, chunks
