@@ -1,0 +1,92 @@
+"""A `kill -9` of the daemon under two agents calling tools in a loop: the forwarders start a
+new daemon, replay the handshake and send again what was unanswered. Every answer that comes
+back is right (the same hits as before the kill), the rest are the forwarder's "restarted;
+retry" tool errors, nothing hangs, and both agents go on answering from the new daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from daemon_helpers import daemon_pid
+from mcp_agents import agent_env, build_project, call, complete, hit_lines, mcp_session
+
+from codeask.daemon.forwarder import RESTARTED
+
+pytestmark = pytest.mark.slow
+QUERIES = ("expiring cache eviction", "operator precedence tree", "evaluate user expression")
+KILLS = 2
+#: Answers each agent gets between two kills (and after the last one).
+BETWEEN = 6
+
+
+async def test_kill_9_while_agents_call_tools(tmp_path: Path, daemon_env: dict[str, str]) -> None:
+    project = build_project(tmp_path / "shop")
+    env = agent_env(daemon_env)
+    log = tmp_path / "agents.log"
+    answers: list[tuple[str, bool, str]] = []
+    killed: list[int] = []
+    stop = anyio.Event()
+    with anyio.fail_after(400):  # a hang fails the test instead of blocking the run
+        async with (
+            mcp_session(project, env=env, stderr=log) as first,
+            mcp_session(project, env=env, stderr=log) as second,
+        ):
+            await complete(first)
+            expected = {q: hit_lines(await call(first, "search_code", query=q)) for q in QUERIES}
+            assert all(expected.values())
+
+            counts = [0, 0]
+
+            async def agent(client: Any, offset: int) -> None:
+                turn = offset
+                while not stop.is_set():
+                    query = QUERIES[turn % len(QUERIES)]
+                    turn += 1
+                    result = await client.call_tool("search_code", {"query": query})
+                    answers.append((query, result.is_error, result.content[0].text))
+                    counts[offset] += 1
+
+            async def both_answer(more: int) -> None:
+                """Until each agent has `more` answers more than now (so both reconnected)."""
+                target = [count + more for count in counts]
+                while any(c < t for c, t in zip(counts, target, strict=True)):
+                    await anyio.sleep(0.02)
+
+            async def killer() -> None:
+                for _ in range(KILLS):
+                    await both_answer(BETWEEN)
+                    pid = daemon_pid(env)
+                    assert pid and pid not in killed
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    while daemon_pid(env) in (pid, None):  # a forwarder starts the next one
+                        await anyio.sleep(0.05)
+                await both_answer(BETWEEN)
+                stop.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(agent, first, 0)
+                group.start_soon(agent, second, 1)
+                group.start_soon(killer)
+            # both agents go on: right answers from the new daemon
+            for client in (first, second):
+                again = await call(client, "search_code", query=QUERIES[0])
+                assert hit_lines(again) == expected[QUERIES[0]]
+            alive = daemon_pid(env)
+    assert len(killed) == KILLS and alive and alive not in killed
+    wrong = [
+        (query, text[:200])
+        for query, is_error, text in answers
+        if (is_error and text != RESTARTED)
+        or (not is_error and hit_lines(json.loads(text)) != expected[query])
+    ]
+    assert wrong == [], "every answer is right, or says to retry"
+    right = [a for a in answers if not a[1]]
+    assert len(right) >= len(answers) - 2 * KILLS, "at most the twice-lost calls fail"
+    assert "daemon unavailable" not in log.read_text(), "a daemon was there to reconnect to"
