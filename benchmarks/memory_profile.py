@@ -54,13 +54,13 @@ from pathlib import Path
 from typing import Any
 
 #: Imported one at a time, in this order, before any codeask module (each row: what it adds).
+#: fastembed comes later, where the MiniLM model first needs it (as in the server).
 IMPORTS = [
     "msgspec",
     "sqlite3",
     "numpy",
     "tokenizers",
     "onnxruntime",
-    "fastembed",
     "tree_sitter_language_pack",
     "httpx",
     "codeask.core.indexer",
@@ -228,7 +228,7 @@ def _catalog_sizes(store: Any) -> dict[str, float]:
 
 
 def profile_folder(
-    root: Path, typed: int, reports: int, traced: bool, steps_only: bool = False
+    root: Path, typed: int, reports: int, traced: bool, query_only: bool = False
 ) -> Profile:
     """Load one folder's index step by step, as the language server does, and measure each."""
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -255,21 +255,70 @@ def profile_folder(
     for query in TYPED[:typed]:
         meter.step("typed search", lambda q=query: search([folder], q))
     _merge_repeats(profile, "typed search", typed)
-    if reports:
+    if reports and query_only:
+        meter.step("int8 query session alone (no fastembed)", lambda: _query_only(folder))
+    elif reports:
+        meter.step("import fastembed", lambda: importlib.import_module("fastembed"))
         meter.step("MiniLM model (fastembed session)", lambda: folder.embedder)
         meter.step("int8 query session (QueryEncoder)", folder.embedder.prepare_queries)
+    if reports:
         for query in (REPORTS * reports)[:reports]:
             meter.step("report search (MiniLM + static)", lambda q=query: search([folder], q))
         _merge_repeats(profile, "report search (MiniLM + static)", reports)
     meter.step("end (gc + malloc_trim)", lambda: None)
-    if not steps_only:
-        profile.sizes.update(_vector_sizes(folder.store))
-        profile.sizes.update(_catalog_sizes(folder.store))
+    profile.sizes.update(_vector_sizes(folder.store))
+    profile.sizes.update(_catalog_sizes(folder.store))
     if traced:
         snapshot = tracemalloc.take_snapshot()
         stats = snapshot.statistics("lineno")[:15]
         profile.top_sites = [(str(s.traceback[0]), s.size / 2**20) for s in stats]
     return profile
+
+
+def _query_only(folder: Any) -> None:
+    """A proposal measured (embed.py is not changed here): MiniLM queries through the int8
+    session alone, with fastembed's chunk model left unloaded until a chunk needs embedding.
+    On an index whose MiniLM tier is complete (a server at rest, every CLI search) nothing else
+    asks for it."""
+    from codeask.config import cache_dir
+    from codeask.core.embed import (
+        PACKAGED_DIM,
+        PACKAGED_ONNX_SHA256,
+        CachedEmbedder,
+        EmbeddingCache,
+        model_slug,
+        packaged_model_dir,
+    )
+    from codeask.core.query_encoder import QueryEncoder
+
+    settings = folder.settings
+    root = cache_dir(settings)
+    model_dir = packaged_model_dir(root / "models")
+
+    def unavailable(text: str) -> Any:
+        raise RuntimeError("the chunk model is not loaded in --query-only")
+
+    encoder = QueryEncoder(
+        model_dir,
+        PACKAGED_ONNX_SHA256,
+        max_tokens=settings.embed.query_tokens,
+        int8=True,
+        threads=settings.embed.threads,
+        fallback=unavailable,
+    )
+
+    class QueryOnly:
+        name, dim = settings.embed.model, PACKAGED_DIM
+
+        def embed(self, texts: Any) -> Any:
+            raise RuntimeError("the chunk model is not loaded in --query-only")
+
+        def embed_query(self, text: str, lead: str = "", lead_weight: float = 0.0) -> Any:
+            return encoder.encode(text, lead, lead_weight)
+
+    path = root / "embeddings" / f"{model_slug(settings.embed.model)}.sqlite"
+    embedder = CachedEmbedder(QueryOnly(), EmbeddingCache(path, PACKAGED_DIM))
+    folder.embedding._embedder = embedder
 
 
 def _merge_repeats(profile: Profile, name: str, count: int) -> None:
@@ -321,10 +370,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--typed", type=int, default=10, help="typed questions to search")
     parser.add_argument("--reports", type=int, default=3, help="pasted reports (0: no MiniLM)")
     parser.add_argument("--tracemalloc", action="store_true", help="Python-level attribution")
+    parser.add_argument(
+        "--query-only",
+        action="store_true",
+        help="MiniLM queries through the int8 session alone, fastembed never loaded (a proposal)",
+    )
     parser.add_argument("--json", type=Path, help="also write the profile as JSON here")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    profile = profile_folder(args.folder.resolve(), args.typed, args.reports, args.tracemalloc)
+    profile = profile_folder(
+        args.folder.resolve(), args.typed, args.reports, args.tracemalloc, args.query_only
+    )
     print_table(profile)
     if args.json:
         args.json.write_text(json.dumps(asdict(profile), indent=1))
