@@ -17,6 +17,8 @@ What the tests prove:
 - `codeask.core` and `codeask.config` reach neither the editor protocol (pygls, lsprotocol),
   nor the MCP SDK, nor the faces built on the engine (`codeask.lsp`, `codeask.mcp`,
   `codeask.cli`, `codeask.daemon`), directly or through any chain of our own modules.
+- No module imports another's private names (`from codeask.x import _y`), except a package's
+  `__init__` from a module inside it.
 - The import circles (strongly connected components of more than one module, and a module
   importing itself) are exactly `KNOWN_CIRCLES`: a new circle fails and is named; a known one
   that is gone fails too, so the list only shrinks (docs/architecture.md, "Circles left").
@@ -252,6 +254,34 @@ def test_only_the_indexer_and_health_import_the_team_backend() -> None:
         if _in(target, (TEAM_BACKEND,))
     )
     assert not offending, "the team backend imported outside the indexer:\n" + "\n".join(offending)
+
+
+def private_imports(modules: Mapping[str, Path]) -> list[str]:
+    """`from codeask.x import _name`: a module reaching into another's private names (a
+    leading underscore, not a dunder). Only a package's `__init__` may take one from a module
+    inside it (`core/llm/__init__.py` names `bounded._Inflater`): the package's own business."""
+    found: list[str] = []
+    for module, path in sorted(modules.items()):
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _absolute(node, module, is_package)
+            owner = _owner(base, modules) if base.split(".")[0] == "codeask" else None
+            if owner is None or (is_package and owner.startswith(module + ".")):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.endswith("__")
+                if private:
+                    found.append(f"{module} imports {base}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """What a module keeps private (`_name`) stays inside it (and its package's `__init__`)."""
+    found = private_imports(MODULES)
+    assert not found, "private names imported:\n" + "\n".join(found)
 
 
 def test_import_circles_are_only_the_known_ones() -> None:
