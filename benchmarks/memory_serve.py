@@ -1,0 +1,113 @@
+"""The real language server's memory on an indexed folder (issue 29): RSS at rest and its peak.
+
+Starts `python -m codeask serve` (stdio) on FOLDER as an editor would (its index already built,
+e.g. by `codeask index --full FOLDER`), waits until the folder is ready and warm, asks typed
+questions and pasted reports through `workspace/semanticSearch`, then samples the server's
+VmRSS for a while:
+
+    .venv/bin/python -m benchmarks.memory_serve FOLDER [--settle 20] [--cold]
+
+Prints RSS when ready, after the searches, at rest (the last sample), and VmHWM (the peak of
+the whole session: the open, the BM25 copy's build, the models). `--cold` removes the folder's
+index first, so the peak is a cold index's (slow: every chunk is embedded unless the embedding
+cache knows it). The server's environment is this process's (set XDG_CACHE_HOME to use another
+model and embedding cache; PYTHONPATH to run another checkout). Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from benchmarks.lsp_bench import Bench
+from benchmarks.memory_profile import REPORTS, TYPED
+
+
+def server_status(pid: int) -> dict[str, float]:
+    """VmRSS, RssAnon, RssFile and VmHWM of a process, in MB."""
+    wanted = {"VmRSS": "rss", "RssAnon": "anon", "RssFile": "file", "VmHWM": "peak"}
+    out: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in wanted:
+            out[wanted[key]] = int(value.split()[0]) / 1024
+    return out
+
+
+def show(label: str, status: dict[str, float]) -> None:
+    print(
+        f"| {label:34} | {status['rss']:6.1f} | {status['anon']:6.1f} | {status['file']:5.1f} "
+        f"| {status['peak']:6.1f} |"
+    )
+
+
+async def run(folder: Path, settle: float, cold: bool) -> int:
+    if cold:
+        shutil.rmtree(folder / ".codeask", ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "codeask", "serve"], server_env=env
+    )
+    client = await config.start()
+    assert isinstance(client, LanguageClient)
+    pid = client._server.pid if client._server is not None else 0
+    bench = Bench(client, folder)
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(
+        f"# codeask serve on {folder} ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"load average {load})"
+    )
+    print(f"| {'moment':34} | {'RSS':>6} | {'anon':>6} | {'file':>5} | {'peak':>6} |")
+    print("|---|---|---|---|---|")
+    try:
+        started = time.perf_counter()
+        await client.initialize_session(
+            types.InitializeParams(
+                capabilities=client_capabilities("visual-studio-code"),
+                workspace_folders=[types.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)],
+            )
+        )
+        while (status := await bench.status())["state"] != "ready" or status["warming"]:
+            await asyncio.sleep(1)
+        ready = time.perf_counter() - started
+        show(f"ready and warm ({ready:.0f} s)", server_status(pid))
+        for query in TYPED:
+            await bench.search(query)
+        show(f"after {len(TYPED)} typed searches", server_status(pid))
+        for query in REPORTS:
+            await bench.search(query)
+        show(f"after {len(REPORTS)} report searches", server_status(pid))
+        samples = []
+        deadline = time.perf_counter() + settle
+        while time.perf_counter() < deadline:
+            samples.append(server_status(pid))
+            await asyncio.sleep(0.5)
+        show(f"at rest ({settle:.0f} s later)", samples[-1])
+        await asyncio.wait_for(client.shutdown_session(), 60)
+    finally:
+        if client._server is not None and client._server.returncode is None:
+            client._server.kill()
+        await client.stop()
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--settle", type=float, default=20.0, help="seconds sampled at rest")
+    parser.add_argument("--cold", action="store_true", help="remove the index first")
+    args = parser.parse_args()
+    return asyncio.run(run(args.folder.resolve(), args.settle, args.cold))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
