@@ -62,13 +62,15 @@ IMPORTS = [
     "tokenizers",
     "onnxruntime",
     "tree_sitter_language_pack",
-    "httpx",
     "codeask.core.indexer",
     "codeask.core.retrieve",
     "lsprotocol.types",
     "pygls.lsp.server",
     "codeask.lsp.server",
 ]
+
+#: Reported at the end when something imported them.
+HEAVY = ["onnxruntime", "fastembed", "huggingface_hub", "httpx", "PIL", "pygls", "tokenizers"]
 
 TYPED = [
     "resolve a cross reference to a python object",
@@ -147,6 +149,8 @@ class Profile:
     load: str
     rows: list[Row] = field(default_factory=list)
     sizes: dict[str, float] = field(default_factory=dict)
+    #: Heavy third-party modules loaded by the end (imported by something on the way).
+    loaded: list[str] = field(default_factory=list)
     top_sites: list[tuple[str, float]] = field(default_factory=list)
 
 
@@ -268,6 +272,7 @@ def profile_folder(
     meter.step("end (gc + malloc_trim)", lambda: None)
     profile.sizes.update(_vector_sizes(folder.store))
     profile.sizes.update(_catalog_sizes(folder.store))
+    profile.loaded = [name for name in HEAVY if name in sys.modules]
     if traced:
         snapshot = tracemalloc.take_snapshot()
         stats = snapshot.statistics("lineno")[:15]
@@ -354,6 +359,7 @@ def print_table(profile: Profile) -> None:
             f"| {r.step:52} | {r.rss:6.1f} | {r.added:+6.1f} | {r.anon:6.1f} | {r.file:5.1f} "
             f"| {py:>6} | {r.sqlite_mb:6.1f} | {r.peak:6.1f} | {r.seconds:6.2f} | {r.note} |"
         )
+    print(f"\nheavy modules loaded by the end: {', '.join(profile.loaded) or 'none'}")
     if profile.sizes:
         print("\nsizes the objects report:")
         for key, value in profile.sizes.items():
