@@ -10,6 +10,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mcp"))
 from daemon_helpers import ENABLED, daemon_pid, processes_run_in
 from mcp_harness import (
+    TOOLS,
     RawPipe,
     build_project,
     call,
@@ -20,6 +21,7 @@ from mcp_harness import (
 )
 
 __all__ = [
+    "TOOLS",
     "RawPipe",
     "agent_env",
     "build_other_project",

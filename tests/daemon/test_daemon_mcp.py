@@ -17,6 +17,7 @@ import anyio
 import pytest
 from daemon_helpers import codeask, daemon_pid, wait_until
 from mcp_agents import (
+    TOOLS,
     RawPipe,
     agent_env,
     build_project,
@@ -132,3 +133,21 @@ def test_forwarder_imports_nothing_heavy(daemon_env: dict[str, str], tmp_path: P
         "codeask.core",
         "codeask.core.names",
     ]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_both_protocol_eras_through_the_forwarder(
+    project: Path, daemon_env: dict[str, str], tmp_path: Path, mode: str
+) -> None:
+    """The 2025 handshake era and the stateless 2026-07-28 era ("auto") both pass through the
+    forwarder untouched: the five tools listed, a search answered by the daemon."""
+    env = agent_env(daemon_env)
+    log = tmp_path / "agents.log"
+    async with mcp_session(project, env=env, stderr=log, mode=mode) as client:
+        listed = sorted(tool.name for tool in (await client.list_tools()).tools)
+        assert listed == sorted(TOOLS)
+        await complete(client)
+        found = await call(client, "search_code", query=QUERIES[0])
+        assert hit_lines(found) == cli_hits(project, env, QUERIES[0])
+        assert daemon_pid(env)
+    assert "daemon unavailable" not in log.read_text()

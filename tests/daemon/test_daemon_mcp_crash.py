@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from daemon_helpers import daemon_pid
-from mcp_agents import agent_env, build_project, call, complete, hit_lines, mcp_session
+from mcp_agents import RawPipe, agent_env, build_project, call, complete, hit_lines, mcp_session
 
 from codeask.daemon.forwarder import RESTARTED
 
@@ -90,3 +91,45 @@ async def test_kill_9_while_agents_call_tools(tmp_path: Path, daemon_env: dict[s
     right = [a for a in answers if not a[1]]
     assert len(right) >= len(answers) - 2 * KILLS, "at most the twice-lost calls fail"
     assert "daemon unavailable" not in log.read_text(), "a daemon was there to reconnect to"
+
+
+def test_a_request_in_flight_is_answered_by_the_next_daemon(
+    tmp_path: Path, daemon_env: dict[str, str]
+) -> None:
+    """Deterministic: the daemon is frozen (SIGSTOP) with a search_code call inside it, then
+    killed. The forwarder starts a new daemon, replays the handshake (its answer never reaches
+    stdout) and sends the call again: the agent gets the right answer under its own id."""
+    project = build_project(tmp_path / "shop")
+    env = agent_env(daemon_env)
+    stderr = tmp_path / "raw.log"
+    pipe = RawPipe(project, env, stderr=stderr).start()
+    arguments = {"name": "search_code", "arguments": {"query": QUERIES[0]}}
+
+    def hits(answer: dict[str, Any]) -> list[tuple[str, str]]:
+        return hit_lines(json.loads(answer["result"]["content"][0]["text"]))
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # indexed: the hits before and after the kill agree
+        before = pipe.request("tools/call", arguments)
+        if (
+            hits(before)
+            and "state" not in json.loads(before["result"]["content"][0]["text"])["index"]
+        ):
+            break
+        time.sleep(0.3)
+    pid = daemon_pid(env)
+    assert pid
+    os.kill(pid, signal.SIGSTOP)
+    pipe.send_line(
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": arguments}
+        ).encode()
+    )
+    os.kill(pid, signal.SIGKILL)
+    after = pipe.read()
+    assert after["id"] == 99, "the replayed handshake's answer is swallowed"
+    assert hits(after) == hits(before)
+    assert daemon_pid(env) not in (None, pid)
+    assert pipe.close() == 0
+    assert pipe.proc.stdout is not None and pipe.proc.stdout.read() == b""
+    assert "session resumed (1 unanswered requests sent again, 0 answered" in stderr.read_text()

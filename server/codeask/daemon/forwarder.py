@@ -365,6 +365,11 @@ class Proxy:
                     again.append(pending.line)
         for pending in lost:
             self._write_out(_error_line(pending))
+        sys.stderr.write(
+            f"codeask: the daemon went away; session resumed ({len(again)} unanswered "
+            f"requests sent again, {len(lost)} answered '{RESTARTED}')\n"
+        )
+        sys.stderr.flush()
         for line in head + again:
             try:
                 upstream.send(line)
