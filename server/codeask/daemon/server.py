@@ -5,7 +5,10 @@ kernel drops the lock when the holder dies, even by SIGKILL), binds `daemon.sock
 answers one request per connection. Peers of another uid are dropped unanswered
 (SO_PEERCRED). Requests run one at a time under one lock: a command runs with the client's
 working directory and its stdout/stderr captured, exactly as it would in the client's own
-process. After `idle_seconds` without a request the socket is removed and the process exits.
+process. A session (`codeask mcp`) passes the same checks, then keeps its connection for its
+own protocol, concurrently with everything else, until the client leaves or the daemon stops
+(which hangs up on it: its forwarder reconnects to the next daemon). After `idle_seconds`
+without a request (an open session counts as one) the socket is removed and the process exits.
 """
 
 from __future__ import annotations

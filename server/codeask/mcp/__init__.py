@@ -9,4 +9,6 @@ indexes and shape what they answer; nothing here ranks, indexes or redacts by it
 - `tools`: the five tools; `results`: answers sized for an agent; `status`: `index_status`.
 - `folders`: each folder's index opened and kept current in the background (one writer).
 - `paths`: the path guard; `limits`: bounds on arguments.
+- `remote`: the same server as one session per connection in the per-user daemon, each with
+  its own folders and checks, the folders' drivers shared (daemon/forwarder.py forwards).
 """
