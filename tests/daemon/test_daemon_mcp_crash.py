@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from daemon_helpers import daemon_pid
+from daemon_helpers import codeask, daemon_pid
 from mcp_agents import RawPipe, agent_env, build_project, call, complete, hit_lines, mcp_session
 
 from codeask.daemon.forwarder import RESTARTED
@@ -133,3 +133,27 @@ def test_a_request_in_flight_is_answered_by_the_next_daemon(
     assert pipe.close() == 0
     assert pipe.proc.stdout is not None and pipe.proc.stdout.read() == b""
     assert "session resumed (1 unanswered requests sent again, 0 answered" in stderr.read_text()
+
+
+def test_daemon_stop_hangs_up_and_the_agent_moves_on(
+    tmp_path: Path, daemon_env: dict[str, str]
+) -> None:
+    """`codeask daemon --stop` (after an upgrade, say) does not wait for agents: it hangs up on
+    their sessions and exits; the next call of each agent is served by a new daemon."""
+    project = build_project(tmp_path / "shop")
+    env = agent_env(daemon_env)
+    stderr = tmp_path / "raw.log"
+    pipe = RawPipe(project, env, stderr=stderr).start()
+    status = pipe.request("tools/call", {"name": "index_status", "arguments": {}})
+    assert not status["result"].get("isError")
+    pid = daemon_pid(env)
+    assert pid
+    stopped = codeask("daemon", "--stop", cwd=project, env=env, timeout=60)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
+    again = pipe.request("tools/call", {"name": "index_status", "arguments": {}})
+    folders = json.loads(again["result"]["content"][0]["text"])["folders"]
+    assert [f["root"] for f in folders] == [str(project)]
+    assert daemon_pid(env) not in (None, pid)
+    assert pipe.close() == 0
+    assert "session resumed (0 unanswered requests sent again" in stderr.read_text()
+    assert "daemon unavailable" not in stderr.read_text()
