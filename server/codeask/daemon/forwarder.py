@@ -5,7 +5,7 @@ Standard library only (no numpy, no MCP SDK, no pydantic, no codeask.core): the 
 agent starts stays small. It reads just enough of each line to survive the daemon's death:
 
 - it remembers the client's `initialize` request and `notifications/initialized`, and every
-  request not answered yet;
+  request not answered yet (nor cancelled);
 - when the connection drops (a crash, `kill -9`, `codeask daemon --stop`), it connects again,
   starting a daemon (or, when none can be reached, `codeask mcp` in a child process of its own
   with the daemon off), replays `initialize` under a private id (its answer is swallowed: the
@@ -249,6 +249,10 @@ class Proxy:
         if "id" not in message:
             if method == "notifications/initialized":
                 self._initialized = line
+            elif method == "notifications/cancelled":  # no answer is due: never send it again
+                params = message.get("params")
+                if isinstance(params, dict) and "requestId" in params:
+                    self._pending.pop(_key(params["requestId"]), None)
             return
         key = _key(message["id"])
         self._pending[key] = _Pending(message["id"], method, line)
