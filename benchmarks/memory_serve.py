@@ -5,13 +5,18 @@ e.g. by `codeask index --full FOLDER`), waits until the folder is ready and warm
 questions and pasted reports through `workspace/semanticSearch`, then samples the server's
 VmRSS for a while:
 
-    .venv/bin/python -m benchmarks.memory_serve FOLDER [--settle 20] [--cold]
+    .venv/bin/python -m benchmarks.memory_serve FOLDER [--settle 20] [--cold] [--mmap-threshold N]
 
 Prints RSS when ready, after the searches, at rest (the last sample), and VmHWM (the peak of
 the whole session: the open, the BM25 copy's build, the models). `--cold` removes the folder's
 index first, so the peak is a cold index's (slow: every chunk is embedded unless the embedding
 cache knows it). The server's environment is this process's (set XDG_CACHE_HOME to use another
-model and embedding cache; PYTHONPATH to run another checkout). Not a test.
+model and embedding cache; PYTHONPATH to run another checkout).
+
+`--mmap-threshold N` starts the server through `mallopt(M_MMAP_THRESHOLD, N)` first (a
+proposal: glibc then serves every block of N bytes or more from its own mapping, returned at
+`free`, instead of raising the threshold after the first big free and keeping what the BM25
+build and the model loads freed). Not a test.
 """
 
 from __future__ import annotations
@@ -49,14 +54,24 @@ def show(label: str, status: dict[str, float]) -> None:
     )
 
 
-async def run(folder: Path, settle: float, cold: bool) -> int:
+#: glibc's mallopt parameter number of M_MMAP_THRESHOLD (malloc.h).
+M_MMAP_THRESHOLD = -3
+WITH_MALLOPT = (
+    "import ctypes, sys; ctypes.CDLL('libc.so.6').mallopt({param}, {size}); "
+    "from codeask.cli import main; sys.exit(main(['serve']))"
+)
+
+
+async def run(folder: Path, settle: float, cold: bool, mmap_threshold: int) -> int:
     if cold:
         shutil.rmtree(folder / ".codeask", ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
     env.setdefault("HF_HUB_OFFLINE", "1")
-    config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "codeask", "serve"], server_env=env
-    )
+    command = [sys.executable, "-m", "codeask", "serve"]
+    if mmap_threshold:
+        code = WITH_MALLOPT.format(param=M_MMAP_THRESHOLD, size=mmap_threshold)
+        command = [sys.executable, "-c", code]
+    config = ClientServerConfig(server_command=command, server_env=env)
     client = await config.start()
     assert isinstance(client, LanguageClient)
     pid = client._server.pid if client._server is not None else 0
@@ -105,8 +120,12 @@ def main() -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--settle", type=float, default=20.0, help="seconds sampled at rest")
     parser.add_argument("--cold", action="store_true", help="remove the index first")
+    parser.add_argument(
+        "--mmap-threshold", type=int, default=0, help="mallopt(M_MMAP_THRESHOLD, N) first"
+    )
     args = parser.parse_args()
-    return asyncio.run(run(args.folder.resolve(), args.settle, args.cold))
+    folder = args.folder.resolve()
+    return asyncio.run(run(folder, args.settle, args.cold, args.mmap_threshold))
 
 
 if __name__ == "__main__":
