@@ -76,8 +76,9 @@ VENDORED = re.compile(
     r"(^|/)(vendor|vendored|third_party|thirdparty|bower_components)/"
     r"|[-.]v?\d+\.\d+(\.\d+)?(\.min)?\.(js|css)$"
 )
-#: Code under these folders illustrates the project rather than implementing it.
-EXAMPLES = re.compile(r"(^|/)(docs?|examples?|samples?|demos?)/")
+#: Code under these folders illustrates the project rather than implementing it (`_examples/`:
+#: Go's convention for a folder the go tool skips).
+EXAMPLES = re.compile(r"(^|/)_?(docs?|examples?|samples?|demos?)/")
 DEMOTION = 0.5
 #: Call propagation: the callers considered, calls read per caller, definitions per name.
 CALLERS = 20
