@@ -1,0 +1,51 @@
+"""The heap policy of long-running processes: big freed blocks go back to the system (issue 29).
+
+Real child processes: each frees a big block first (glibc then raises its mmap threshold), then
+frees 200 blocks of 1 MiB that sit between small live ones; its RSS is read from /proc.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CHILD = """
+import sys
+from pathlib import Path
+
+from codeask.core.heap import return_large_frees
+
+def rss_mb():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+
+if sys.argv[1] == "policy":
+    assert return_large_frees()
+first = bytearray(16 << 20)  # a big free: glibc raises its threshold past 1 MiB after it
+del first
+start = rss_mb()
+blocks, pins = [], []
+for _ in range(200):  # each freed block ends up between two live ones, as in a real build
+    blocks.append(bytearray(1 << 20))
+    pins.append(bytearray(4096))  # malloc's (over pymalloc's 512 bytes), kept
+del blocks
+print(rss_mb() - start)
+"""
+
+
+def freed_but_held_mb(mode: str) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, mode], capture_output=True, text=True, check=True
+    )
+    return float(done.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_with_the_policy_freed_big_blocks_leave_the_process() -> None:
+    held_without = freed_but_held_mb("default")
+    held_with = freed_but_held_mb("policy")
+    assert held_without > 150, held_without  # glibc's default keeps them (the control)
+    assert held_with < 20, held_with
