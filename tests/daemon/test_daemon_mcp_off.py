@@ -57,16 +57,23 @@ def test_unusable_runtime_dir_falls_back_with_one_note(
     assert daemon_pid(env) is None
 
 
+@pytest.mark.parametrize(
+    "differs",
+    [{"GIT_AUTHOR_NAME": "someone else"}, {"CODEASK_TRUST_WORKSPACE": "1"}],
+    ids=["git-env", "trust"],
+)
 async def test_a_daemon_of_another_environment_is_not_used(
-    project: Path, daemon_env: dict[str, str], tmp_path: Path
+    project: Path, daemon_env: dict[str, str], tmp_path: Path, differs: dict[str, str]
 ) -> None:
     """The CLI's rule holds for agents: a daemon started under other settings refuses the
-    session (its answers could differ), the agent is served in-process, rightly."""
+    session (its answers could differ), the agent is served in-process, rightly. So an agent
+    that trusts every workspace (`CODEASK_TRUST_WORKSPACE=1`) never shares a daemon with one
+    that does not: its trust cannot widen the other's."""
     started = codeask("status", cwd=project, env=agent_env(daemon_env))  # (not indexed: 1)
     assert "daemon unavailable" not in started.stderr
     pid = daemon_pid(daemon_env)
     assert pid
-    other = dict(agent_env(daemon_env), GIT_AUTHOR_NAME="someone else")  # GIT_* counts
+    other = dict(agent_env(daemon_env), **differs)
     log = tmp_path / "agent.log"
     async with mcp_session(project, env=other, stderr=log) as client:
         await complete(client)
