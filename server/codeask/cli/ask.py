@@ -26,12 +26,19 @@ from codeask.cli.common import (
     roots,
 )
 from codeask.config import LLMSettings, user_config_path
-from codeask.core.ask import AskRequest, AskResult, ask, check_question, index_note, source_path
-from codeask.core.indexer import FolderIndex
 from codeask.core.llm import provider_choices, resolve
 from codeask.core.names import display_text
+from codeask.core.operations import Filters, Hit, open_for_reading, searchable
+from codeask.core.operations.ask import (
+    AskRequest,
+    AskResult,
+    ask,
+    check_question,
+    index_note,
+    source_path,
+)
+from codeask.core.operations.index import FolderIndex
 from codeask.core.records import HISTORY_KINDS
-from codeask.core.retrieve import Filters, Hit
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         check_question(args.question)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    folders = [FolderIndex.open(root, mode="read") for root in roots(args.root)]
+    folders = [open_for_reading(root) for root in roots(args.root)]
     try:
         return _ask(args, folders)
     finally:
@@ -50,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _ask(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
     """Ask with the opened folders; exit code 1 when there is no index or the LLM failed."""
-    if not any(f.storage.paths() for f in folders):
+    if not searchable(folders):
         raise UserError("no index here yet: run `codeask index` first")
     note = index_note(folders)
     if note:

@@ -14,20 +14,13 @@ import sys
 
 from codeask.cli.common import EXIT_OK, EXIT_USER, print_json, roots
 from codeask.core.health import HealthReport, check
-from codeask.core.indexer import FolderIndex
+from codeask.core.operations import read_statuses
 from codeask.core.pg.health import TeamHealth
 
 
 def run(args: argparse.Namespace) -> int:
     """Read each folder's index (without the writer lock), probe the endpoint, print."""
-    statuses, settings = [], None
-    for root in roots(args.root):
-        folder = FolderIndex.open(root, mode="read")
-        try:
-            statuses.append(folder.status())
-            settings = settings or folder.settings  # `ask` uses the first folder's settings
-        finally:
-            folder.close()
+    statuses, settings = read_statuses(roots(args.root))  # `ask` uses the first's settings
     assert settings is not None  # roots() names at least one folder
     report = check(settings, statuses, timeout=args.timeout)
     if args.json:

@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from codeask.cli.common import EXIT_BUSY, EXIT_OK, UserError, print_json, roots
-from codeask.core.indexer import (
+from codeask.core.names import display_path
+from codeask.core.operations.index import (
     CancelToken,
     FolderIndex,
     IndexBusy,
     IndexReport,
     IndexStatus,
     RootRefused,
+    request_from_owner,
 )
-from codeask.core.names import display_path
-from codeask.core.writer_lock import request
 from codeask.progress_view import ProgressOutput, progress_interval
 
 #: How often a waiting `codeask index` retries the writer lock.
@@ -149,7 +149,7 @@ def _defer_to_server(busy: IndexBusy, *, rebuild: bool) -> None:
     """A language server owns the folder: it keeps the index current; a rebuild is asked of it."""
     who = busy.holder.describe() if busy.holder is not None else "another process"
     if rebuild:
-        request(busy.folder, "rebuild")
+        request_from_owner(busy.folder, "rebuild")
         sys.stderr.write(
             f"codeask: index at {busy.folder} is owned by {who}; asked it to rebuild the index "
             "(it picks the request up within seconds)\n"

@@ -18,7 +18,7 @@ from codeask.core.names import display_path, display_text
 
 if TYPE_CHECKING:  # the engine is imported only when this process answers (not the daemon)
     from codeask.core.indexer import FolderIndex
-    from codeask.core.retrieve import Hit, SearchResult
+    from codeask.core.operations import Hit, SearchResult
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,26 +31,27 @@ def execute(
     args: argparse.Namespace, open_folder: Callable[[Path], FolderIndex] | None = None
 ) -> int:
     """The search itself, here or in the daemon (whose `open_folder` keeps indexes open)."""
-    from codeask.core.indexer import FolderIndex
-    from codeask.core.retrieve import Filters, search
+    from codeask.core import operations
 
     if not args.query.strip():
         raise UserError("empty query")
     folder_roots = roots(args.root)
     _check_history(folder_roots, args.scope)
-    opener = open_folder or (lambda root: FolderIndex.open(root, mode="read"))
+    opener = open_folder or operations.open_for_reading
     folders = [opener(root) for root in folder_roots]
-    if not any(f.storage.paths() for f in folders):
-        damaged = [f for f in folders if f.damage]
-        if damaged:
+    if not operations.searchable(folders):
+        damaged = operations.damaged(folders)
+        if damaged is not None:
             raise UserError(
-                f"the index at {damaged[0].folder} is damaged ({damaged[0].damage}); "
+                f"the index at {damaged.folder} is damaged ({damaged.damage}); "
                 "`codeask index` (or the running editor server) rebuilds it"
             )
         raise UserError("no index here yet: run `codeask index` first")
-    filters = Filters.from_options(args)
+    filters = operations.Filters.from_options(args)
     started = time.perf_counter()
-    result = search(folders, args.query, k=args.k, filters=filters, mode=args.mode)
+    result = operations.search_folders(
+        folders, args.query, k=args.k, filters=filters, mode=args.mode
+    )
     elapsed = time.perf_counter() - started
     if args.json:
         print_json(
@@ -71,9 +72,9 @@ def _check_history(folder_roots: list[Path], scope: str) -> None:
     asked for; otherwise a note for each folder that is not one (its code is still searched)."""
     if scope == "code":
         return
-    from codeask.core.git.repo import open_repo
+    from codeask.core.operations import not_git_repositories
 
-    missing = [display_path(str(root)) for root in folder_roots if open_repo(root) is None]
+    missing = [display_path(str(root)) for root in not_git_repositories(folder_roots)]
     if scope == "history" and len(missing) == len(folder_roots):
         raise UserError(
             f"{missing[0]} is not a git repository: no history to search; "

@@ -14,7 +14,7 @@ from codeask.cli.forward import through_daemon
 from codeask.core.names import display_path
 
 if TYPE_CHECKING:  # the engine is imported only when this process answers (not the daemon)
-    from codeask.core.indexer.status import IndexStatus
+    from codeask.core.operations import IndexStatus
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,13 +27,9 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(args: argparse.Namespace) -> int:
     """The status itself, here or in the daemon."""
-    from codeask.core.indexer import FolderIndex
+    from codeask.core.operations import read_statuses
 
-    rows = []
-    for root in roots(args.root):
-        folder = FolderIndex.open(root, mode="read")
-        rows.append(folder.status())
-        folder.close()
+    rows, _ = read_statuses(roots(args.root))
     code = EXIT_OK if all(row.indexed for row in rows) else EXIT_USER
     if args.json:
         print_json(

@@ -1,0 +1,24 @@
+"""Index: a folder's index opened as its one writer, refreshed or rebuilt, cancelled between
+batches; a running owner asked to rebuild; the team base retried. The indexer does the work."""
+
+from codeask.core.indexer import (
+    CancelToken,
+    FolderIndex,
+    IndexBusy,
+    IndexReport,
+    IndexStatus,
+    RootRefused,
+)
+from codeask.core.indexer.team_retry import retry_base
+from codeask.core.writer_lock import request as request_from_owner
+
+__all__ = [
+    "CancelToken",
+    "FolderIndex",
+    "IndexBusy",
+    "IndexReport",
+    "IndexStatus",
+    "RootRefused",
+    "request_from_owner",
+    "retry_base",
+]

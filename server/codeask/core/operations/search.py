@@ -1,0 +1,160 @@
+"""Search: the hybrid ranking every face shows, and which tiers answer while models load.
+
+Three faces, two loading policies (both kept: changing one would change its answers):
+`codeask search` and a search in the daemon wait for nothing and rank with the mode asked
+for (`search_folders`); the MCP tools never wait for the MiniLM model (static tier instead,
+`search_now`); the language server answers lexically until the model's query path is
+loaded (`search_while_loading`), which starts loading it in the background.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from codeask.core import retrieve
+from codeask.core.indexer import FolderIndex
+from codeask.core.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
+from codeask.core.storage import Tier
+
+__all__ = [
+    "LEXICAL",
+    "MINILM",
+    "STATIC",
+    "Filters",
+    "Hit",
+    "Mode",
+    "SearchResult",
+    "TieredResult",
+    "answering_tiers",
+    "damaged",
+    "not_git_repositories",
+    "query_model_ready",
+    "search_folders",
+    "search_now",
+    "search_while_loading",
+    "searchable",
+]
+
+LEXICAL = "lexical"
+STATIC: Tier = "static"
+MINILM: Tier = "minilm"
+
+_loading: set[int] = set()
+_loading_lock = threading.Lock()
+
+
+@dataclass
+class TieredResult:
+    """A search's hits and the retrievers that could answer it."""
+
+    result: SearchResult
+    tiers: list[str]
+    """`lexical`, then `static` and `minilm` when their vectors took part."""
+
+
+def search_folders(
+    folders: Sequence[FolderIndex],
+    query: str,
+    *,
+    k: int | None = None,
+    filters: Filters | None = None,
+    mode: Mode = "hybrid",
+) -> SearchResult:
+    """`codeask search`'s ranking (`--mode`, `-k`, its filters): what every face starts from."""
+    return retrieve.search(folders, query, k=k, filters=filters, mode=mode)
+
+
+def search_while_loading(
+    folders: Sequence[FolderIndex],
+    query: str,
+    *,
+    k: int | None = None,
+    filters: Filters | None = None,
+) -> SearchResult:
+    """The language server's search: hybrid once the MiniLM query path is loaded, lexical
+    until then (the load starts in the background, see `query_model_ready`)."""
+    mode: Mode = "hybrid" if query_model_ready(folders) else "lexical"
+    return retrieve.search(folders, query, k=k, filters=filters, mode=mode)
+
+
+def _static_only(folder: FolderIndex) -> WithSettings:
+    """A folder as retrieval sees it while the MiniLM model loads: its MiniLM list is left
+    out and the static tier answers for every chunk, so no search waits for the model."""
+    settings = msgspec.structs.replace(
+        folder.settings.retrieve, dense_weight=0.0, static_scope="all"
+    )
+    return WithSettings(folder, msgspec.structs.replace(folder.settings, retrieve=settings))
+
+
+def search_now(
+    folders: Sequence[FolderIndex],
+    query: str,
+    *,
+    k: int | None = None,
+    filters: Filters | None = None,
+    minilm: bool = True,
+) -> TieredResult:
+    """`codeask search`'s hybrid ranking with the tiers that can answer at once. `minilm`
+    False (the caller is still loading the model's query path in the background): lexical +
+    the static tier over every chunk, so the search never waits for a model; True: exactly
+    the CLI's ranking."""
+    wants = minilm or not any(f.storage.vector_count(MINILM) for f in folders)
+    searched: Sequence[object] = folders if wants else [_static_only(f) for f in folders]
+    result = retrieve.search(searched, query, k=k, filters=filters, mode="hybrid")  # type: ignore[arg-type]
+    return TieredResult(result, answering_tiers(folders, minilm=minilm))
+
+
+def answering_tiers(folders: Sequence[FolderIndex], *, minilm: bool) -> list[str]:
+    """The retrievers a search over `folders` uses now."""
+    tiers = [LEXICAL]
+    if any(
+        f.storage.vector_count(STATIC) and f.settings.retrieve.static_weight > 0 for f in folders
+    ):
+        tiers.append(STATIC)
+    if minilm and any(
+        f.storage.vector_count(MINILM) and f.settings.retrieve.dense_weight > 0 for f in folders
+    ):
+        tiers.append(MINILM)
+    return tiers
+
+
+def query_model_ready(folders: Sequence[FolderIndex]) -> bool:
+    """Whether MiniLM queries can run now; if not, load the model in the background (~1 s)."""
+    waiting = [f for f in folders if f.storage.vector_count(MINILM) and not f.embedder_loaded]
+    for folder in waiting:
+        with _loading_lock:
+            if id(folder) in _loading:
+                continue
+            _loading.add(id(folder))
+        threading.Thread(target=_load, args=(folder,), name="codeask-model", daemon=True).start()
+    return not waiting
+
+
+def _load(folder: FolderIndex) -> None:
+    try:
+        folder.embedder.prepare_queries()
+    finally:
+        with _loading_lock:
+            _loading.discard(id(folder))
+
+
+def searchable(folders: Sequence[FolderIndex]) -> bool:
+    """Whether any folder has an index to search (a file indexed)."""
+    return any(f.storage.paths() for f in folders)
+
+
+def damaged(folders: Sequence[FolderIndex]) -> FolderIndex | None:
+    """The first folder whose index was found damaged (its `damage` says how), if any."""
+    return next((f for f in folders if f.damage), None)
+
+
+def not_git_repositories(roots: Sequence[Path]) -> list[Path]:
+    """The roots that are no git repository: no history to search there."""
+    from codeask.core.git.repo import open_repo
+
+    return [root for root in roots if open_repo(root) is None]
