@@ -26,6 +26,8 @@ from codeask.core.query_encoder import QueryEncoder
 from codeask.core.rerank import blend_lead
 
 if TYPE_CHECKING:
+    from fastembed import TextEmbedding
+
     from codeask.core.embed_remote import RemoteEmbedder, RemoteSpec
 
 log = logging.getLogger(__name__)
@@ -105,33 +107,58 @@ def _register_packaged_model() -> None:
 
 
 class FastEmbedder:
-    """fastembed's ONNX runtime: the packaged model offline, or a named model from its hub."""
+    """fastembed's ONNX runtime: the packaged model offline, or a named model from its hub.
+
+    The packaged model's chunk session loads on the first `embed`: its queries go through the
+    int8 `QueryEncoder`, so a server whose MiniLM tier is complete and every CLI search never
+    load fastembed (8-34 MB of imports) nor its session (~104 MB: onnxruntime folds the
+    weight-only int8 model to float32). Issue 29, benchmarks/README.md "Memory".
+    """
 
     def __init__(self, settings: EmbedSettings, model_cache: Path) -> None:
-        from fastembed import TextEmbedding
-
         self.name = settings.model
         self.batch_size = max(1, settings.batch_size)
+        self._settings = settings
+        self._model_cache = model_cache
+        self._model: TextEmbedding | None = None
+        self._model_lock = threading.Lock()
+        self._model_dir: Path | None = None
+        if settings.model == DEFAULT_EMBED_MODEL:
+            self._model_dir = packaged_model_dir(model_cache)  # sha-checked now, loaded later
+            self.dim = PACKAGED_DIM
+        else:
+            self.dim = int(self._chunk_model().embedding_size)
+        self._query: QueryEncoder | None = None
+        self._query_lock = threading.Lock()
+
+    def _chunk_model(self) -> TextEmbedding:
+        """fastembed's session for chunks, loaded on first use."""
+        with self._model_lock:
+            if self._model is None:
+                self._model = self._load()
+            return self._model
+
+    def _load(self) -> TextEmbedding:
+        from fastembed import TextEmbedding
+
+        settings = self._settings
         threads = settings.threads or None
         try:
-            if settings.model == DEFAULT_EMBED_MODEL:
+            if self._model_dir is not None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 _register_packaged_model()
-                path: Path | None = packaged_model_dir(model_cache)
-                self._model = TextEmbedding(
+                return TextEmbedding(
                     DEFAULT_EMBED_MODEL,
-                    specific_model_path=str(path),
+                    specific_model_path=str(self._model_dir),
                     threads=threads,
                     enable_cpu_mem_arena=False,
                 )
-            else:
-                path = None
-                self._model = TextEmbedding(
-                    settings.model,
-                    cache_dir=str(model_cache),
-                    threads=threads,
-                    enable_cpu_mem_arena=False,
-                )
+            return TextEmbedding(
+                settings.model,
+                cache_dir=str(self._model_cache),
+                threads=threads,
+                enable_cpu_mem_arena=False,
+            )
         except EmbedError:
             raise
         except Exception as exc:
@@ -139,11 +166,6 @@ class FastEmbedder:
                 f"cannot load embedding model '{settings.model}': {exc}. The default "
                 f"'{DEFAULT_EMBED_MODEL}' works offline; other models need a download."
             ) from exc
-        self.dim = int(self._model.embedding_size)
-        self._settings = settings
-        self._model_dir = path
-        self._query: QueryEncoder | None = None
-        self._query_lock = threading.Lock()
 
     def prepare_queries(self) -> QueryEncoder | None:
         """The packaged model's query path, built now (its int8 copy is derived the first time
@@ -181,7 +203,7 @@ class FastEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        rows = self._model.embed([texts[i] for i in order], batch_size=self.batch_size)
+        rows = self._chunk_model().embed([texts[i] for i in order], batch_size=self.batch_size)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for position, row in zip(order, rows, strict=True):
             out[position] = row
