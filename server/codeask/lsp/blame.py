@@ -7,15 +7,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from codeask.core.git.blame import blame_commits
 from codeask.core.git.commits import BlameInfo
+from codeask.core.operations import blame_lines
 
 BLAME_CACHE = 4096
 BLAME_QUEUE = 8
 
 
 def _last_commit(root: Path, rel: str, start: int, end: int) -> BlameInfo | None:
-    commits = blame_commits(root, rel, start, end)
+    commits = blame_lines(root, rel, start, end)
     return commits[0] if commits else None
 
 

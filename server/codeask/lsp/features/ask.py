@@ -6,6 +6,7 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcInternalError
 
+from codeask.core.operations import enclosing_chunk
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import (
     chunk_range,
@@ -15,7 +16,6 @@ from codeask.lsp.features.common import (
     qualified,
 )
 from codeask.lsp.features.index import index_state
-from codeask.lsp.features.related import enclosing_chunk
 from codeask.lsp.features.search import to_filters
 from codeask.lsp.folders import Folders
 from codeask.lsp.limits import LimitError
@@ -49,7 +49,7 @@ def editor_context(folders: Folders, params: AskCodeParams, text: str | None) ->
     `text` is what paths.document_text allowed (editor-sent, or a guarded disk read); a
     range over a document the server may not read is InvalidParams, never a disk read.
     """
-    from codeask.core.prompt import EditorContext
+    from codeask.core.operations.ask import EditorContext
 
     if not params.uri:
         return None
@@ -118,7 +118,7 @@ async def on_ask_code(ls: CodeaskServer, params: AskCodeParams) -> Any:
     """The request's task is the generation: `$/cancelRequest` cancels it, which closes the
     LLM stream inside `ask`, and the client gets RequestCancelled."""
     try:
-        from codeask.core.ask import AskRequest, ask, check_question
+        from codeask.core.operations.ask import AskRequest, ask, check_question
     except ImportError as exc:
         raise JsonRpcInternalError(message=f"codeask: askCode is unavailable ({exc})") from None
     try:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
 from typing import Any
 
-from codeask.core.indexer import FolderIndex
-from codeask.core.indexer.status import TeamStatus, team_status
+from codeask.core.operations.status import TeamStatus, team_status
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request
 from codeask.lsp.folders import Folders
@@ -23,9 +20,6 @@ from codeask.lsp.messages import (
     to_json,
 )
 from codeask.lsp.paths import workspace_path
-
-_loading: set[int] = set()
-_loading_lock = threading.Lock()
 
 
 def index_state(folders: Folders) -> IndexState:
@@ -94,26 +88,6 @@ def team_state(team: TeamStatus) -> TeamState:
         query_error=team.query_error,
         cache=team.cache,
     )
-
-
-def dense_ready(folders: Sequence[FolderIndex]) -> bool:
-    """Whether dense queries can run now; if not, load the model in the background (~1 s)."""
-    waiting = [f for f in folders if f.storage.vector_count("minilm") and not f.embedder_loaded]
-    for folder in waiting:
-        with _loading_lock:
-            if id(folder) in _loading:
-                continue
-            _loading.add(id(folder))
-        threading.Thread(target=_load, args=(folder,), name="codeask-model", daemon=True).start()
-    return not waiting
-
-
-def _load(folder: FolderIndex) -> None:
-    try:
-        folder.embedder.prepare_queries()
-    finally:
-        with _loading_lock:
-            _loading.discard(id(folder))
 
 
 @custom_request(INDEX_STATUS)

@@ -6,17 +6,13 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from codeask.core.retrieve import related
+from codeask.core.operations import related_counts
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import request
-from codeask.lsp.features.index import dense_ready
-from codeask.lsp.features.related import HOVER_LINKS
 from codeask.lsp.folders import Folders
 from codeask.lsp.limits import MAX_LENSES
 from codeask.lsp.messages import CMD_RELATED
 from codeask.lsp.paths import workspace_path
-
-LENS_KINDS = ("function", "method", "class")
 
 
 def code_lenses(folders: Folders, path: Path | None, uri: str) -> list[types.CodeLens]:
@@ -26,23 +22,14 @@ def code_lenses(folders: Folders, path: Path | None, uri: str) -> list[types.Cod
     if folder is None or path is None or not folder.settings.server.code_lens:
         return []
     rel = folder.relative(path)
-    chunks = folder.storage.chunks_of(rel or "")
-    ready = folders.ready()
-    dense = dense_ready(ready)
     lenses: list[types.CodeLens] = []
-    for chunk in chunks:
-        if chunk.kind not in LENS_KINDS or chunk.part > 1:
-            continue
-        if len(lenses) >= MAX_LENSES:
-            break
-        count = len(related(ready, chunk, root=folder.root, k=HOVER_LINKS, dense=dense))
-        if count:
-            line = chunk.start_line - 1
-            at = types.Range(types.Position(line, 0), types.Position(line, 0))
-            command = types.Command(
-                title=f"{count} related", command=CMD_RELATED, arguments=[uri, line]
-            )
-            lenses.append(types.CodeLens(range=at, command=command))
+    for chunk, count in related_counts(folders.ready(), folder, rel or "", limit=MAX_LENSES):
+        line = chunk.start_line - 1
+        at = types.Range(types.Position(line, 0), types.Position(line, 0))
+        command = types.Command(
+            title=f"{count} related", command=CMD_RELATED, arguments=[uri, line]
+        )
+        lenses.append(types.CodeLens(range=at, command=command))
     return lenses
 
 

@@ -7,16 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from codeask.config import ChunkSettings
-from codeask.core.chunk import chunk_file
-from codeask.core.indexer import FolderIndex
+from codeask.core.operations import HOVER_K, FolderIndex, Hit, related_in_editor
 from codeask.core.records import Chunk
-from codeask.core.retrieve import Hit, related
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import doc_name, doc_text, request
-from codeask.lsp.features.index import dense_ready
 from codeask.lsp.features.search import search_item
 from codeask.lsp.folders import Folders
 from codeask.lsp.limits import MAX_CHARS
@@ -24,7 +18,7 @@ from codeask.lsp.messages import CMD_RELATED, InvalidParams, to_json
 from codeask.lsp.paths import workspace_path
 from codeask.lsp.window import Window, window
 
-HOVER_LINKS = 5
+HOVER_LINKS = HOVER_K
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -37,42 +31,6 @@ class HoverPlan:
     folder: FolderIndex | None
     rel: str | None
     multi_root: bool
-
-
-def enclosing_chunk(folder: FolderIndex, rel: str, line: int) -> Chunk | None:
-    """The innermost indexed chunk of a file containing 1-based `line`."""
-    chunks = folder.storage.chunks_of(rel)
-    inside = [c for c in chunks if c.start_line <= line <= c.end_line]
-    return min(inside, key=lambda c: c.end_line - c.start_line, default=None)
-
-
-def chunk_of_text(
-    name: str, text: str, line: int, settings: ChunkSettings, first_line: int = 0
-) -> Chunk | None:
-    """Read-only: the chunk of an open text around `line` (1-based, within `text`, whose first
-    line is document line `first_line`, 0-based), never stored in any index."""
-    if not text.strip():
-        return None
-    chunks = chunk_file(name, text, settings).chunks
-    inside = [c for c in chunks if c.start_line <= line <= c.end_line]
-    best = min(inside, key=lambda c: c.end_line - c.start_line, default=None)
-    if best is not None:
-        return msgspec.structs.replace(
-            best, start_line=best.start_line + first_line, end_line=best.end_line + first_line
-        )
-    lines = text.splitlines()
-    start, end = max(1, line - 10), min(len(lines), line + 10)
-    body = "\n".join(lines[start - 1 : end])
-    if not body.strip():
-        return None
-    return Chunk(
-        path=name,
-        language="text",
-        kind="window",
-        start_line=start + first_line,
-        end_line=end + first_line,
-        text=body,
-    )
 
 
 def word_at(text: str, line: int, character: int) -> str:
@@ -97,20 +55,25 @@ def plan_hover(folders: Folders, path: Path | None, name: str, view: Window) -> 
     worker = folders.worker_for(path) if path is not None else None
     folder = worker.folder if worker is not None else None
     rel = folder.relative(path) if folder is not None and path is not None else None
-    line = view.first_line + view.line
-    chunk = enclosing_chunk(folder, rel, line + 1) if folder is not None and rel else None
-    owner = folder if chunk is not None else None
-    if chunk is None:
-        settings = folders.settings().chunk
-        chunk = chunk_of_text(name, view.text, view.line + 1, settings, view.first_line)
-    if chunk is None:
-        return None
-    root = owner.root if owner is not None else None
     word = word_at(view.text, view.line, view.character)
-    hits = related(ready, chunk, root=root, k=HOVER_LINKS, dense=dense_ready(ready), word=word)
-    if not hits:
+    found = related_in_editor(
+        ready,
+        folder,
+        rel,
+        name,
+        view.text,
+        view.line + 1,
+        folders.settings().chunk,
+        first_line=view.first_line,
+        word=word,
+        k=HOVER_LINKS,
+    )
+    if found is None or not found.hits:
         return None
-    return HoverPlan(hits, chunk, owner, rel if owner else None, len(folders.workers) > 1)
+    owner = found.folder
+    return HoverPlan(
+        found.hits, found.chunk, owner, rel if owner else None, len(folders.workers) > 1
+    )
 
 
 def plan_at(ls: CodeaskServer, uri: str, path: Path | None, line: int, character: int) -> Any:

@@ -7,11 +7,11 @@ from typing import Any
 
 import msgspec
 
+from codeask.core.operations import Filters, Hit, search_while_loading
 from codeask.core.records import HISTORY_KINDS
-from codeask.core.retrieve import Filters, Hit, Mode, search
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import chunk_range, custom_request, file_uri, request
-from codeask.lsp.features.index import dense_ready, index_state
+from codeask.lsp.features.index import index_state
 from codeask.lsp.folders import Folders
 from codeask.lsp.limits import LimitError, check_text
 from codeask.lsp.messages import (
@@ -55,9 +55,8 @@ def search_item(hit: Hit) -> SearchItem:
 
 def semantic_search(folders: Folders, params: SemanticSearchParams) -> Any:
     """Hybrid search over every ready folder (lexical while the model loads)."""
-    ready = folders.ready()
-    mode: Mode = "hybrid" if dense_ready(ready) else "lexical"
-    result = search(ready, params.query, k=params.k, filters=to_filters(params.filters), mode=mode)
+    filters = to_filters(params.filters)
+    result = search_while_loading(folders.ready(), params.query, k=params.k, filters=filters)
     items = [search_item(hit) for hit in result.hits]
     return to_json(SemanticSearchResult(items, index_state(folders)))
 

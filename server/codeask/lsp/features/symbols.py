@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from codeask.core.operations import find_symbols
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import chunk_range, file_uri, request
 from codeask.lsp.folders import Folders
@@ -26,29 +27,25 @@ def workspace_symbols(folders: Folders, query: str) -> list[types.SymbolInformat
         check_length("symbolQuery", query)
     except LimitError as exc:
         raise InvalidParams(f"workspace/symbol: {exc}") from None
-    wanted = query.strip().lower()
-    found: list[tuple[tuple[int, int, str], types.SymbolInformation]] = []
-    for folder in folders.ready():
-        for chunk in folder.storage.all_chunks():
-            kind = SYMBOL_KINDS.get(chunk.kind)
-            name = chunk.symbol.lower()
-            if kind is None or not chunk.symbol or chunk.part > 1 or wanted not in name:
-                continue
-            rank = 0 if name == wanted else 1 if name.startswith(wanted) else 2
-            rng = chunk_range(chunk)
-            location = types.Location(
-                uri=file_uri(folder.root / chunk.path),
-                range=types.Range(
-                    types.Position(rng.start.line, rng.start.character),
-                    types.Position(rng.end.line, rng.end.character),
-                ),
+    found: list[types.SymbolInformation] = []
+    for folder, chunk in find_symbols(folders.ready(), query, SYMBOL_KINDS, SYMBOL_LIMIT):
+        rng = chunk_range(chunk)
+        location = types.Location(
+            uri=file_uri(folder.root / chunk.path),
+            range=types.Range(
+                types.Position(rng.start.line, rng.start.character),
+                types.Position(rng.end.line, rng.end.character),
+            ),
+        )
+        found.append(
+            types.SymbolInformation(
+                name=chunk.symbol,
+                kind=SYMBOL_KINDS[chunk.kind],
+                location=location,
+                container_name=chunk.parent or None,
             )
-            info = types.SymbolInformation(
-                name=chunk.symbol, kind=kind, location=location, container_name=chunk.parent or None
-            )
-            found.append(((rank, len(name), chunk.path), info))
-    found.sort(key=lambda item: item[0])
-    return [info for _, info in found[:SYMBOL_LIMIT]]
+        )
+    return found
 
 
 @request

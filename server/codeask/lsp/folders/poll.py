@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from codeask.core.git.repo import changed_between, head_sha
-from codeask.core.indexer.team_retry import retry_base
+from codeask.core.operations.index import retry_base
 from codeask.lsp.folders import common
 from codeask.lsp.folders.schedule import Schedule
 from codeask.lsp.folders.slot import IndexSlot
