@@ -19,6 +19,10 @@ What the tests prove:
   `codeask.cli`, `codeask.daemon`), directly or through any chain of our own modules.
 - No module imports another's private names (`from codeask.x import _y`), except a package's
   `__init__` from a module inside it.
+- The faces (cli, lsp, mcp, daemon) reach retrieval, chunking, storage, embedding, prompt
+  building and the indexer's modules only through `codeask.core.operations` (issue 30: one
+  operations layer); the exceptions are `FACE_EXCEPTIONS`, each with its reason, and the list
+  only shrinks. The faces' search, related, status and ask modules do import the operations.
 - The import circles (strongly connected components of more than one module, and a module
   importing itself) are exactly `KNOWN_CIRCLES`: a new circle fails and is named; a known one
   that is gone fails too, so the list only shrinks (docs/architecture.md, "Circles left").
@@ -43,6 +47,73 @@ ENGINE = ("codeask.core", "codeask.config")
 #: (indexer/opening.py, team.py) and shows its state (status.py); health probes the database.
 TEAM_BACKEND = "codeask.core.pg"
 TEAM_BACKEND_USERS = ("codeask.core.indexer", "codeask.core.health")
+
+#: The operations layer every face calls (core/operations/: search, related, symbols, context,
+#: ask, history, status, index).
+OPERATIONS = "codeask.core.operations"
+#: Engine modules a face must not import: retrieval and ranking, chunking, the stores and
+#: lexical tables, the vector tiers and embedders, the ask orchestrator and prompt, git blame and
+#: diffs. Faces may import the operations, `core.records`, `codeask.config`, `core.names`, the
+#: `core.indexer` package's public names (FolderIndex, Workspace, ...: what a long-lived writer
+#: drives), `core.health`, `core.llm` (endpoint help), `core.languages`, `core.discover` and
+#: `core.safe_read` (the path guards), `core.git.repo`/`commits` (HEAD, BlameInfo),
+#: `core.writer_lock`, `core.background`, `core.selfcheck*`, and `core.pg` in the team commands.
+ENGINE_INTERNALS = tuple(
+    f"codeask.core.{name}"
+    for name in (
+        "retrieve", "query", "rerank", "name_match", "symbol_table", "lexical",
+        "lexical_frozen", "lexical_memory", "bm25", "fts", "chunk", "store", "catalog",
+        "snapshot", "snapshot_load", "storage", "storage_local", "vectors", "int8_quantize",
+        "embed", "embed_base", "embed_remote", "static_embed", "query_encoder", "overlay",
+        "overlay_shadow", "ask", "ask_router", "prompt", "git.blame", "git.diffs", "git.hunks",
+    )
+)  # fmt: skip
+#: The indexer's job modules (`core.indexer.*`): faces use the package's public names.
+INDEXER_PACKAGE = "codeask.core.indexer"
+#: Face imports of engine internals still in the tree: (face module, engine module) → why.
+#: Never add one; the test fails when one is gone, so the list only shrinks.
+FACE_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("codeask.cli.common", "codeask.core.store"): (
+        "default_root reads which root an index records (read_manifest) before a command is "
+        "forwarded to the daemon: importing the operations there would load the whole engine "
+        "into every forwarded `codeask search`"
+    ),
+    ("codeask.cli.daemon", "codeask.core.retrieve"): (
+        "the daemon preloads the engine at start (not this helper's file: cli/daemon.py)"
+    ),
+    ("codeask.cli.eval", "codeask.core.indexer.location"): (
+        "`has_index`, also exported by `codeask.core.indexer` (cli/eval.py: another owner)"
+    ),
+    ("codeask.mcp.tools", "codeask.core.retrieve"): (
+        "`Filters`, also exported by `codeask.core.operations` (mcp/: another owner this session)"
+    ),
+    ("codeask.mcp.results", "codeask.core.retrieve"): (
+        "`Hit`, also exported by `codeask.core.operations` (mcp/: another owner)"
+    ),
+    ("codeask.mcp.results", "codeask.core.lexical"): (
+        "the query's words, to cut snippets around them (mcp/: another owner; an operation "
+        "`snippet_words` would move it)"
+    ),
+    ("codeask.mcp.results", "codeask.core.prompt"): (
+        "`redact_secrets` for snippets (mcp/: another owner)"
+    ),
+    ("codeask.mcp.folders", "codeask.core.static_embed"): (
+        "loads the static embedder early for the MCP driver (mcp/: another owner)"
+    ),
+}
+#: Face modules that must call the operations layer (the rule above would pass vacuously if
+#: the faces stopped searching at all).
+OPERATION_CALLERS = (
+    "codeask.cli.search",
+    "codeask.cli.status",
+    "codeask.cli.ask",
+    "codeask.cli.index",
+    "codeask.lsp.features.search",
+    "codeask.lsp.features.related",
+    "codeask.lsp.features.lens",
+    "codeask.lsp.features.symbols",
+    "codeask.mcp.tools",
+)
 
 #: Circles still in the tree, each to be broken (never add one: the list only shrinks).
 #: Listed in docs/architecture.md under "Circles left", with who owns the modules.
@@ -282,6 +353,54 @@ def test_no_module_imports_another_modules_private_names() -> None:
     """What a module keeps private (`_name`) stays inside it (and its package's `__init__`)."""
     found = private_imports(MODULES)
     assert not found, "private names imported:\n" + "\n".join(found)
+
+
+def face_internal_imports(graph: Mapping[str, Iterable[str]]) -> set[tuple[str, str]]:
+    """(face module, engine internal) for every face import of an engine internal."""
+    return {
+        (module, target)
+        for module, targets in graph.items()
+        if _in(module, FACES)
+        for target in targets
+        if _in(target, ENGINE_INTERNALS) or target.startswith(INDEXER_PACKAGE + ".")
+    }
+
+
+def test_faces_reach_the_engine_through_the_operations() -> None:
+    """The CLI, the language server, the MCP server and the daemon import no retrieval,
+    chunking, storage, embedding, prompt or indexer-job module of their own: the engine's
+    decisions are made once, in `core.operations`. The exceptions are FACE_EXCEPTIONS, which
+    may only shrink."""
+    found = face_internal_imports(GRAPH)
+    new = sorted(found - FACE_EXCEPTIONS.keys())
+    gone = sorted(FACE_EXCEPTIONS.keys() - found)
+    assert not new, "a face imports engine internals (call core.operations):\n" + "\n".join(
+        f"  {module} imports {target}" for module, target in new
+    )
+    assert not gone, "exception(s) gone: remove them from FACE_EXCEPTIONS\n" + "\n".join(
+        f"  {module} → {target}" for module, target in gone
+    )
+    callers = [m for m in OPERATION_CALLERS if not any(_in(t, (OPERATIONS,)) for t in GRAPH[m])]
+    assert not callers, f"these faces no longer call {OPERATIONS}: {callers}"
+
+
+def test_the_face_rule_catches_an_internal_import() -> None:
+    """The rule on a small graph: a face importing retrieve or an indexer job is caught; the
+    operations, records and the indexer package are not."""
+    graph = {
+        "codeask.lsp.features.x": {
+            "codeask.core.retrieve",
+            "codeask.core.indexer.files",
+            "codeask.core.operations",
+            "codeask.core.records",
+            "codeask.core.indexer",
+        },
+        "codeask.core.operations": {"codeask.core.retrieve"},
+    }
+    assert face_internal_imports(graph) == {
+        ("codeask.lsp.features.x", "codeask.core.retrieve"),
+        ("codeask.lsp.features.x", "codeask.core.indexer.files"),
+    }
 
 
 def test_import_circles_are_only_the_known_ones() -> None:
