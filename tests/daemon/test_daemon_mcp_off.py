@@ -86,3 +86,20 @@ async def test_a_daemon_of_another_environment_is_not_used(
     notes = [line for line in log.read_text().splitlines() if line.startswith(NOTE)]
     assert len(notes) == 1 and "another environment" in notes[0]
     assert daemon_pid(daemon_env) == pid, "the other daemon is left alone"
+
+
+def test_no_daemon_flag_serves_in_process_with_the_daemon_on(
+    project: Path, daemon_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`codeask mcp --no-daemon`, as `search --no-daemon`: this agent in its own process, no
+    daemon started for it, no note (it asked for exactly this)."""
+    env = agent_env(daemon_env)
+    stderr = tmp_path / "raw.log"
+    pipe = RawPipe(project, env, "--no-daemon", stderr=stderr).start()
+    found = pipe.request(
+        "tools/call", {"name": "search_code", "arguments": {"query": "expiring cache"}}
+    )
+    assert not found["result"].get("isError"), found
+    assert pipe.close() == 0
+    assert daemon_pid(env) is None and not socket_path(env).exists()
+    assert NOTE not in stderr.read_text()

@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mcp = sub.add_parser("mcp", help="run the MCP server for coding agents (stdio)")
     mcp.add_argument("paths", nargs="*", help="folders to serve (default: this project)")
+    _add_no_daemon(mcp)
     mcp.add_argument(
         "--allow-broad-root",
         action="store_true",
