@@ -155,3 +155,29 @@ def test_files_table_in_memory_matches_fts5(tmp_path: Path) -> None:
     assert [p for p, _ in memory] == [p for p, _ in fts] and len(fts) > 5
     assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(memory, fts, strict=True))
     index.close()
+
+
+def test_a_build_in_small_batches_holds_the_same_postings(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Rows are read in batches bounded by count and by text (whole files are ~100x a chunk),
+    each batch's counts summed at once: every term's rows and weighted frequencies, the row
+    lengths and every search are those of a build in one batch."""
+    from codeask.core import bm25
+
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    index.upsert(corpus(300))
+    rows = index.tables.read("SELECT rowid, body, symbol, path FROM fts")
+    index.close()
+    whole = Postings.build(rows, LexicalIndex.WEIGHTS, batch=10_000)
+    monkeypatch.setattr(bm25, "BUILD_CHARS", 500)  # a few rows per batch
+    pieces = Postings.build(rows, LexicalIndex.WEIGHTS, batch=7)
+    assert pieces.keys == whole.keys and pieces.average == whole.average
+    assert (pieces.lengths == whole.lengths).all()
+    assert len(pieces.slices) == len(whole.slices) == len(whole.slices.ids)
+    for term in whole.slices.ids:
+        a, b = slice(*whole.slices.get(term)), slice(*pieces.slices.get(term))
+        assert (whole.rows[a] == pieces.rows[b]).all() and (whole.freqs[a] == pieces.freqs[b]).all()
+    rng = random.Random(5)
+    for _ in range(30):
+        terms = rng.sample(WORDS, rng.randint(1, 6))
+        assert pieces.search(terms, 40) == whole.search(terms, 40)
+    assert pieces.slices.get("no-such-term") == (0, 0)

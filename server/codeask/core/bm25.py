@@ -18,7 +18,7 @@ whole table. `lexical_memory.MemoryCopy` decides when a copy is built and replay
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -29,8 +29,47 @@ B = 0.75
 MIN_IDF = 1e-6
 #: Rows tokenized at a time by Postings.build (bounds the Python token lists alive at once).
 BUILD_BATCH = 1024
+#: ... and at most about this many characters of row text.
+BUILD_CHARS = 2_000_000
 #: Extra segments a LiveTable keeps before merging them into one (each costs a little per query).
 MAX_SEGMENTS = 8
+
+
+class TermSlices:
+    """term → (start, end) of its postings: a dict of ints and one array of starts. A dict of
+    (start, end) tuples held ~200 bytes per term (sphinx: ~60 MB of a 137 MB copy)."""
+
+    __slots__ = ("ids", "starts")
+
+    def __init__(self, ids: dict[str, int], starts: np.ndarray) -> None:
+        self.ids = ids
+        self.starts = starts
+
+    def get(self, term: str, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+        found = self.ids.get(term)
+        if found is None:
+            return default
+        return int(self.starts[found]), int(self.starts[found + 1])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _batches(
+    rows: Iterable[Sequence[object]], most: int, columns: int
+) -> Iterator[list[Sequence[object]]]:
+    """Rows in lists of at most `most` rows and BUILD_CHARS characters of text (whole files
+    are ~100x a chunk: 1,024 of them held ~280 MB of tokens at once)."""
+    chunk: list[Sequence[object]] = []
+    size = 0
+    for row in rows:
+        chunk.append(row)
+        size += sum(len(str(row[c] or "")) for c in range(1, columns + 1))
+        if len(chunk) >= most or size >= BUILD_CHARS:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
 
 
 @dataclass(frozen=True)
@@ -40,52 +79,64 @@ class Postings:
     keys: list[object]
     lengths: np.ndarray
     average: float
-    slices: dict[str, tuple[int, int]]
+    slices: TermSlices
     rows: np.ndarray
     freqs: np.ndarray
 
     @classmethod
-    def build(cls, rows: Iterable[Sequence[object]], weights: Sequence[float]) -> Postings:
+    def build(
+        cls, rows: Iterable[Sequence[object]], weights: Sequence[float], batch: int = BUILD_BATCH
+    ) -> Postings:
         """`rows`: (key, column text, column text, ...); each text is space-separated tokens.
 
-        Column by column: C-level splitting and id lookups (`map`), a Python loop only over
-        distinct tokens, numpy sums the weighted (term, row) counts (15k chunks, 1.5M tokens:
-        ~0.3 s; a per-token Python loop took ~1 s, all of it holding the GIL that hover and
-        search threads need)."""
-        table = list(rows)
-        keys: list[object] = [row[0] for row in table]
+        Batch by batch: C-level splitting and id lookups (`map`), a Python loop only over
+        distinct tokens, numpy sums each batch's weighted (term, row) counts at once (a row
+        lives in one batch, so the sums and their order are those of one pass over all rows),
+        and only the postings are kept: the peak follows postings, not tokens (sphinx: +365 →
+        ~+100 MB). 15k chunks, 1.5M tokens: ~0.3 s, all of it holding the GIL that hover and
+        search threads need."""
+        keys: list[object] = []
         vocab: dict[str, int] = {}
-        id_parts: list[np.ndarray] = []
-        row_parts: list[np.ndarray] = []
-        weight_parts: list[np.ndarray] = []
-        lengths = np.zeros(len(table), dtype=np.int64)
-        for first in range(0, len(table), BUILD_BATCH):  # batches: only a few token lists alive
-            batch = table[first : first + BUILD_BATCH]
-            positions = np.arange(first, first + len(batch), dtype=np.int64)
-            for column, weight in enumerate(weights, start=1):
-                split = [str(row[column] or "").split() for row in batch]
-                counts = np.fromiter(map(len, split), dtype=np.int64, count=len(batch))
+        weight_of = np.asarray(weights, dtype=np.float64)
+        terms: list[np.ndarray] = []
+        places: list[np.ndarray] = []
+        freqs: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        for chunk in _batches(rows, batch, len(weights)):
+            first = len(keys)
+            keys.extend(row[0] for row in chunk)
+            local = np.arange(len(chunk), dtype=np.int64)
+            ids: list[np.ndarray] = []
+            at: list[np.ndarray] = []
+            columns: list[np.ndarray] = []
+            total = np.zeros(len(chunk), dtype=np.int64)
+            for column in range(1, len(weights) + 1):
+                split = [str(row[column] or "").split() for row in chunk]
+                counts = np.fromiter(map(len, split), dtype=np.int64, count=len(chunk))
                 flat = list(chain.from_iterable(split))
                 for token in dict.fromkeys(flat):
                     vocab.setdefault(token, len(vocab))
-                id_parts.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
-                row_parts.append(np.repeat(positions, counts))
-                weight_parts.append(np.full(len(flat), weight, dtype=np.float64))
-                lengths[first : first + len(batch)] += counts
-        token_ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
-        token_rows = np.concatenate(row_parts) if row_parts else np.zeros(0, np.int64)
-        token_weights = np.concatenate(weight_parts) if weight_parts else np.zeros(0)
-        count = max(len(keys), 1)
-        pair = token_ids * count + token_rows
-        unique, inverse = np.unique(pair, return_inverse=True)
-        freqs = np.bincount(inverse, weights=token_weights)
-        term_of, row_of = np.divmod(unique, count)
-        starts = np.searchsorted(term_of, np.arange(len(vocab) + 1)).tolist()
-        slices = {token: (starts[tid], starts[tid + 1]) for token, tid in vocab.items()}
-        average = float(lengths.sum()) / count
-        return cls(
-            keys, np.asarray(lengths, np.float64), average, slices, row_of.astype(np.int32), freqs
-        )
+                ids.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
+                at.append(np.repeat(local, counts))
+                columns.append(np.full(len(flat), column - 1, dtype=np.int8))
+                total += counts
+            pair = np.concatenate(ids) * len(chunk) + np.concatenate(at)
+            unique, inverse = np.unique(pair, return_inverse=True)
+            freqs.append(np.bincount(inverse, weights=weight_of[np.concatenate(columns)]))
+            term, place = np.divmod(unique, len(chunk))
+            terms.append(term.astype(np.int32))
+            places.append((place + first).astype(np.int32))
+            lengths.append(total)
+        term_of = np.concatenate(terms) if terms else np.zeros(0, np.int32)
+        row_of = np.concatenate(places) if places else np.zeros(0, np.int32)
+        freq = np.concatenate(freqs) if freqs else np.zeros(0)
+        del terms, places, freqs
+        order = np.lexsort((row_of, term_of))  # by term, then row: one pass's order
+        term_of, row_of, freq = term_of[order], row_of[order], freq[order]
+        starts = np.searchsorted(term_of, np.arange(len(vocab) + 1))
+        widths = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
+        average = float(widths.sum()) / max(len(keys), 1)
+        return cls(keys, widths, average, TermSlices(vocab, starts), row_of, freq)
 
     def doc_frequency(self, term: str) -> int:
         """Rows containing the term (FTS5's fts5vocab `doc`)."""
