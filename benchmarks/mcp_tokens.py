@@ -36,7 +36,7 @@ from codeask.config import build_settings
 from codeask.core.discover import discover
 from codeask.core.indexer import FolderIndex
 from codeask.core.lexical import code_tokens, query_terms
-from codeask.core.operations import search_now
+from codeask.core.operations import query_words, search_now
 from codeask.mcp import results
 from codeask.mcp.limits import DEFAULT_MAX_TOKENS, MAX_CHARS
 
@@ -72,7 +72,7 @@ def search_agent(folder: FolderIndex, q: Question) -> Cost:
     query = q.text[: MAX_CHARS["query"]]
     found = search_now([folder], query, k=10)
     answer = results.fit_hits(
-        found.result.hits, results.query_words(query), {"query": query}, DEFAULT_MAX_TOKENS
+        found.result.hits, query_words(query), {"query": query}, DEFAULT_MAX_TOKENS
     )
     items = answer["results"]
     root = str(folder.root) + "/"

@@ -78,28 +78,6 @@ FACE_EXCEPTIONS: dict[tuple[str, str], str] = {
         "forwarded to the daemon: importing the operations there would load the whole engine "
         "into every forwarded `codeask search`"
     ),
-    ("codeask.cli.daemon", "codeask.core.retrieve"): (
-        "the daemon preloads the engine at start (not this helper's file: cli/daemon.py)"
-    ),
-    ("codeask.cli.eval", "codeask.core.indexer.location"): (
-        "`has_index`, also exported by `codeask.core.indexer` (cli/eval.py: another owner)"
-    ),
-    ("codeask.mcp.tools", "codeask.core.retrieve"): (
-        "`Filters`, also exported by `codeask.core.operations` (mcp/: another owner this session)"
-    ),
-    ("codeask.mcp.results", "codeask.core.retrieve"): (
-        "`Hit`, also exported by `codeask.core.operations` (mcp/: another owner)"
-    ),
-    ("codeask.mcp.results", "codeask.core.lexical"): (
-        "the query's words, to cut snippets around them (mcp/: another owner; an operation "
-        "`snippet_words` would move it)"
-    ),
-    ("codeask.mcp.results", "codeask.core.prompt"): (
-        "`redact_secrets` for snippets (mcp/: another owner)"
-    ),
-    ("codeask.mcp.folders", "codeask.core.static_embed"): (
-        "loads the static embedder early for the MCP driver (mcp/: another owner)"
-    ),
 }
 #: Face modules that must call the operations layer (the rule above would pass vacuously if
 #: the faces stopped searching at all).

@@ -153,7 +153,7 @@ class _Agents:
 def _warm_imports() -> None:
     """What the first search needs, imported while the daemon waits for it."""
     from codeask.cli import search, status  # noqa: F401
-    from codeask.core import retrieve  # noqa: F401
+    from codeask.core import operations  # noqa: F401
 
 
 def _ping(command: str) -> client.Answer:

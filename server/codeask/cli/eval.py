@@ -24,8 +24,7 @@ from typing import Any
 from codeask.cli.common import EXIT_OK, UserError, print_json, roots
 from codeask.config import load_settings
 from codeask.core import writer_lock
-from codeask.core.indexer import CancelToken, FolderIndex, RootRefused
-from codeask.core.indexer.location import has_index
+from codeask.core.indexer import CancelToken, FolderIndex, RootRefused, has_index
 from codeask.core.names import display_path, display_text
 from codeask.core.selfcheck import (
     DEPTH,

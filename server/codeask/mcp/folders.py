@@ -28,7 +28,7 @@ from codeask.core import background
 from codeask.core.discover import SkippedFile
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import CancelToken, FolderIndex, IndexReport, Progress, RootRefused
-from codeask.core.static_embed import load_static_embedder
+from codeask.core.operations.index import load_static_embedder
 from codeask.core.writer_lock import LockInfo, holder, take_request
 
 log = logging.getLogger("codeask.mcp")

@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from codeask.core.git.commits import BlameInfo
-from codeask.core.lexical import expand_query, query_terms
-from codeask.core.prompt import redact_secrets
+from codeask.core.operations import Hit, redact_secrets
 from codeask.core.records import HISTORY_KINDS, Chunk
-from codeask.core.retrieve import Hit
 
 #: Snippet lines per hit at most, and the shorter snippets an answer over its cap falls to.
 SNIPPET_LINES = 12
@@ -29,12 +27,6 @@ LINES_ABOVE = 2
 #: A snippet line is cut to this many characters (minified code, data blobs).
 LINE_CHARS = 240
 CHARS_PER_TOKEN = 4
-
-
-def query_words(query: str) -> frozenset[str]:
-    """The code-aware terms of a query (with the stems of its prose words), lower-cased: a
-    snippet line scores one per term it contains."""
-    return frozenset(query_terms(expand_query(query)))
 
 
 def snippet(chunk: Chunk, words: frozenset[str], lines: int) -> tuple[int, str]:

@@ -19,15 +19,16 @@ from pydantic import Field
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations import (
+    Filters,
     answering_tiers,
     blame,
     context_for,
     history,
+    query_words,
     related_at,
     search_now,
 )
 from codeask.core.records import CODE_KINDS, TEXT_KINDS
-from codeask.core.retrieve import Filters
 from codeask.mcp import results, status
 from codeask.mcp.folders import FolderDriver
 from codeask.mcp.limits import (
@@ -124,7 +125,7 @@ class Tools:
         folders, minilm = self.searchable()
         found = search_now(folders, query, k=k, filters=filters, minilm=minilm)
         head = {"query": results.clean(query)}
-        answer = results.fit_hits(found.result.hits, results.query_words(query), head, max_tokens)
+        answer = results.fit_hits(found.result.hits, query_words(query), head, max_tokens)
         return self._answer(answer, found.tiers)
 
     def find_related(
@@ -153,7 +154,7 @@ class Tools:
                 "symbol": results.qualified(chunk),
                 "kind": chunk.kind,
             }
-        words = results.query_words(chunk.symbol if chunk is not None else "")
+        words = query_words(chunk.symbol if chunk is not None else "")
         answer = results.fit_hits(hits, words, payload, DEFAULT_MAX_TOKENS)
         return self._answer(answer, ["related"])
 
@@ -254,7 +255,7 @@ class Tools:
             payload["blame"] = [
                 results.blame_json(b) for b in blame(target.folder, target.rel, line)
             ]
-        answer = results.fit_hits(hits, results.query_words(query), payload, max_tokens)
+        answer = results.fit_hits(hits, query_words(query), payload, max_tokens)
         return self._answer(answer, tiers)
 
     def index_status(self) -> str:

@@ -15,7 +15,7 @@ None of them waits for indexing; `search_now` does not wait for the MiniLM model
 """
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.operations.context import Context, context_for
+from codeask.core.operations.context import Context, context_for, query_words, redact_secrets
 from codeask.core.operations.history import blame, blame_lines, history
 from codeask.core.operations.related import (
     AROUND_LINES,
@@ -81,7 +81,9 @@ __all__ = [
     "not_git_repositories",
     "open_for_reading",
     "query_model_ready",
+    "query_words",
     "read_statuses",
+    "redact_secrets",
     "related_at",
     "related_counts",
     "related_in_editor",

@@ -7,7 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codeask.core.indexer import FolderIndex
+from codeask.core.lexical import expand_query, query_terms
+from codeask.core.prompt import redact_secrets
 from codeask.core.retrieve import Hit
+
+__all__ = ["Context", "context_for", "query_words", "redact_secrets"]
+
+
+def query_words(query: str) -> frozenset[str]:
+    """The code-aware terms of a query (with the stems of its prose words), lower-cased: what a
+    snippet of a hit is cut around."""
+    return frozenset(query_terms(expand_query(query)))
 
 
 @dataclass

@@ -10,6 +10,7 @@ from codeask.core.indexer import (
     RootRefused,
 )
 from codeask.core.indexer.team_retry import retry_base
+from codeask.core.static_embed import load_static_embedder
 from codeask.core.writer_lock import request as request_from_owner
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "IndexReport",
     "IndexStatus",
     "RootRefused",
+    "load_static_embedder",
     "request_from_owner",
     "retry_base",
 ]
