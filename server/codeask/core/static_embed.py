@@ -129,7 +129,10 @@ class StaticEmbedder:
         means = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, ids in enumerate(self.token_ids(texts)):
             if ids:
-                means[row] = matrix[ids].astype(np.float32, copy=False).sum(axis=0) / len(ids)
+                rows = matrix[ids]
+                if rows.dtype != np.float32:  # a query's own rows (astype is not free even
+                    rows = rows.astype(np.float32)  # when the dtype already matches)
+                means[row] = rows.sum(axis=0) / len(ids)
         norms = np.linalg.norm(means, axis=1, keepdims=True) + 1e-32
         return means / norms
 
