@@ -118,7 +118,7 @@ def raw_fastembed_cps(folders: list[FolderIndex], settings: Settings, sample: in
     random.Random(3).shuffle(texts)
     texts = texts[:sample]
     model = FastEmbedder(settings.embed, Path(tempfile.mkdtemp()) / "models")
-    raw = model._model
+    raw = model.chunk_model()
     list(raw.embed(texts[:32], batch_size=settings.embed.batch_size))
     seconds, _ = timed(lambda: list(raw.embed(texts, batch_size=settings.embed.batch_size)))
     return len(texts) / seconds

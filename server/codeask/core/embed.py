@@ -127,11 +127,11 @@ class FastEmbedder:
             self._model_dir = packaged_model_dir(model_cache)  # sha-checked now, loaded later
             self.dim = PACKAGED_DIM
         else:
-            self.dim = int(self._chunk_model().embedding_size)
+            self.dim = int(self.chunk_model().embedding_size)
         self._query: QueryEncoder | None = None
         self._query_lock = threading.Lock()
 
-    def _chunk_model(self) -> TextEmbedding:
+    def chunk_model(self) -> TextEmbedding:
         """fastembed's session for chunks, loaded on first use."""
         with self._model_lock:
             if self._model is None:
@@ -203,7 +203,7 @@ class FastEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        rows = self._chunk_model().embed([texts[i] for i in order], batch_size=self.batch_size)
+        rows = self.chunk_model().embed([texts[i] for i in order], batch_size=self.batch_size)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for position, row in zip(order, rows, strict=True):
             out[position] = row
