@@ -28,14 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-FLASK = Path.home() / ".cache" / "codeask-eval" / "src" / "flask-2.2.3"
-QUERIES = (
-    "url routing rule",
-    "session cookie signing",
-    "render a template with context",
-    "register a blueprint",
-    "json response",
-)
+from benchmarks.daemon_bench import FLASK, QUERIES  # the same corpus and questions as the CLI bench
+
 READY_SECONDS = 600.0
 
 
