@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.unit.test_lexical import make_chunk
 
-from codeask.core.bm25 import Postings
+from codeask.core.bm25 import LiveTable, Postings
 from codeask.core.lexical import LexicalIndex
 
 WORDS = [f"w{i}" for i in range(60)] + ["parse", "request", "cookie", "session", "embed"]
@@ -170,10 +170,10 @@ def test_a_build_in_small_batches_holds_the_same_postings(tmp_path: Path, monkey
     whole = Postings.build(rows, LexicalIndex.WEIGHTS, batch=10_000)
     monkeypatch.setattr(bm25, "BUILD_CHARS", 500)  # a few rows per batch
     pieces = Postings.build(rows, LexicalIndex.WEIGHTS, batch=7)
-    assert pieces.keys == whole.keys and pieces.average == whole.average
+    assert pieces.key_list() == whole.key_list() and pieces.average == whole.average
     assert (pieces.lengths == whole.lengths).all()
-    assert len(pieces.slices) == len(whole.slices) == len(whole.slices.ids)
-    for term in whole.slices.ids:
+    assert len(pieces.slices) == len(whole.slices) == len(list(whole.slices.terms()))
+    for term in whole.slices.terms():
         a, b = slice(*whole.slices.get(term)), slice(*pieces.slices.get(term))
         assert (whole.rows[a] == pieces.rows[b]).all() and (whole.freqs[a] == pieces.freqs[b]).all()
     rng = random.Random(5)
@@ -181,3 +181,47 @@ def test_a_build_in_small_batches_holds_the_same_postings(tmp_path: Path, monkey
         terms = rng.sample(WORDS, rng.randint(1, 6))
         assert pieces.search(terms, 40) == whole.search(terms, 40)
     assert pieces.slices.get("no-such-term") == (0, 0)
+
+
+def naive_postings(rows: list, weights: tuple) -> dict:  # type: ignore[type-arg]
+    """term → {row position: weighted tf}, counted one token at a time."""
+    found: dict[str, dict[int, float]] = {}
+    for position, row in enumerate(rows):
+        for column, weight in enumerate(weights, start=1):
+            for token in str(row[column] or "").split():
+                per_row = found.setdefault(token, {})
+                per_row[position] = per_row.get(position, 0.0) + weight
+    return found
+
+
+def test_the_compact_copy_holds_every_terms_postings_and_plain_keys(tmp_path: Path) -> None:
+    """The copy's vocabulary, postings and keys, whatever their layout in memory: every term's
+    rows and weighted frequencies are those counted token by token, an unknown term (before,
+    between or after every known one) has none, and searches hand back plain int / str keys."""
+    index = LexicalIndex(tmp_path / "lexical.sqlite")
+    chunks = corpus(250)
+    index.upsert(chunks)
+    for path in sorted({c.path for c in chunks}):
+        index.upsert_file(path, [c for c in chunks if c.path == path])
+    chunk_rows = index.tables.read("SELECT rowid, body, symbol, path FROM fts")
+    file_rows = index.tables.read("SELECT file, body, path FROM files_fts")
+    index.close()
+    for rows, weights, kind in ((chunk_rows, (1.0, 4.0, 2.0), int), (file_rows, (2.0, 1.0), str)):
+        postings = Postings.build(rows, weights)
+        expected = naive_postings(rows, weights)
+        assert sorted(postings.slices.terms()) == sorted(expected)
+        assert len(postings.slices) == len(expected)
+        for term, per_row in expected.items():
+            a, b = postings.slices.get(term)
+            assert postings.rows[a:b].tolist() == sorted(per_row), term
+            assert postings.freqs[a:b].tolist() == [per_row[r] for r in sorted(per_row)], term
+            assert postings.doc_frequency(term) == len(per_row)
+        for missing in ("", "!", "w0x", "zzzz", "\uffff"):
+            assert postings.slices.get(missing) == (0, 0) and postings.doc_frequency(missing) == 0
+        assert postings.key_list() == [row[0] for row in rows]
+        hits = postings.search(["parse", "w3", "session"], 30)
+        assert hits and all(type(key) is kind and type(score) is float for key, score in hits)
+        live = LiveTable(postings, weights, tie_by_key=kind is int)
+        assert live.search(["parse", "w3", "session"], 30) == hits
+        live.apply([], [rows[0][0]])  # a write: its rows are found by their plain keys
+        assert rows[0][0] not in {key for key, _ in live.search(["parse", "w3", "session"], 300)}

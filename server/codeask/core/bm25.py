@@ -18,6 +18,7 @@ whole table. `lexical_memory.MemoryCopy` decides when a copy is built and replay
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -36,23 +37,49 @@ MAX_SEGMENTS = 8
 
 
 class TermSlices:
-    """term → (start, end) of its postings: a dict of ints and one array of starts. A dict of
-    (start, end) tuples held ~200 bytes per term (sphinx: ~60 MB of a 137 MB copy)."""
+    """term → (start, end) of its postings, held as three flat objects: every term in one string
+    (sorted, back to back), where each term starts in it, and where its postings start. A dict
+    of the terms held ~110 bytes per term in ~80k small objects (sphinx: 39k terms per table),
+    made among millions of short-lived tokens and pinning allocator arenas long after the build;
+    a term is found by bisection (~17 slices of the string, a few microseconds a query term)."""
 
-    __slots__ = ("ids", "starts")
+    __slots__ = ("_bounds", "_text", "starts")
 
-    def __init__(self, ids: dict[str, int], starts: np.ndarray) -> None:
-        self.ids = ids
+    def __init__(self, terms: Sequence[str], starts: np.ndarray) -> None:
+        """`terms` sorted (code point order, as Python compares strings); `starts[i]` where the
+        postings of `terms[i]` start, `starts[-1]` where the last one ends."""
+        self._text = "".join(terms)
+        widths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+        self._bounds = array("q", np.concatenate(([0], np.cumsum(widths))).tobytes())
         self.starts = starts
 
+    def _term(self, index: int) -> str:
+        return self._text[self._bounds[index] : self._bounds[index + 1]]
+
+    def _find(self, term: str) -> int | None:
+        low, high = 0, len(self._bounds) - 1
+        while low < high:
+            middle = (low + high) // 2
+            if self._term(middle) < term:
+                low = middle + 1
+            else:
+                high = middle
+        if low < len(self._bounds) - 1 and self._term(low) == term:
+            return low
+        return None
+
     def get(self, term: str, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-        found = self.ids.get(term)
+        found = self._find(term)
         if found is None:
             return default
         return int(self.starts[found]), int(self.starts[found + 1])
 
+    def terms(self) -> Iterator[str]:
+        """Every term, in sorted order."""
+        return (self._term(i) for i in range(len(self)))
+
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self._bounds) - 1
 
 
 def _batches(
@@ -72,15 +99,32 @@ def _batches(
         yield chunk
 
 
+def _compact(freqs: np.ndarray) -> np.ndarray:
+    """float32 if it holds every frequency exactly (half the bytes), else the float64 array."""
+    narrow = freqs.astype(np.float32)
+    return narrow if np.array_equal(narrow, freqs) else freqs
+
+
+def _compact_keys(keys: list[object]) -> list[object] | np.ndarray:
+    """Integer keys as one int64 array (15k Python ints pin the allocator's arenas), others as
+    they are."""
+    if keys and all(type(key) is int for key in keys):
+        return np.asarray(keys, dtype=np.int64)
+    return keys
+
+
 @dataclass(frozen=True)
 class Postings:
     """One FTS5 table in memory, as compressed rows: term → a slice of (row, weighted tf)."""
 
-    keys: list[object]
+    #: Row keys: an int64 array when every key is an int (chunk ids), else a list (paths).
+    keys: list[object] | np.ndarray
     lengths: np.ndarray
     average: float
     slices: TermSlices
     rows: np.ndarray
+    #: Weighted term frequencies: float32 when that holds every one exactly (integer column
+    #: weights, as FTS5's here), else float64; read as float64 (`Segment.matches`).
     freqs: np.ndarray
 
     @classmethod
@@ -131,12 +175,28 @@ class Postings:
         row_of = np.concatenate(places) if places else np.zeros(0, np.int32)
         freq = np.concatenate(freqs) if freqs else np.zeros(0)
         del terms, places, freqs
+        names = sorted(vocab)  # ids renumbered in term order (the slices bisect the terms)
+        rank = np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))
+        renumber = np.empty(len(names), dtype=np.int32)
+        renumber[rank] = np.arange(len(names), dtype=np.int32)
+        term_of = renumber[term_of]
+        del vocab, rank, renumber
         order = np.lexsort((row_of, term_of))  # by term, then row: one pass's order
-        term_of, row_of, freq = term_of[order], row_of[order], freq[order]
-        starts = np.searchsorted(term_of, np.arange(len(vocab) + 1))
+        term_of, row_of, freq = term_of[order], row_of[order], _compact(freq[order])
+        starts = np.searchsorted(term_of, np.arange(len(names) + 1)).astype(np.int64)
         widths = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
         average = float(widths.sum()) / max(len(keys), 1)
-        return cls(keys, widths, average, TermSlices(vocab, starts), row_of, freq)
+        slices = TermSlices(names, starts)
+        return cls(_compact_keys(keys), widths, average, slices, row_of, freq)
+
+    def key_list(self) -> list[object]:
+        """Every row's key as a plain Python object, in row order."""
+        return self.keys.tolist() if isinstance(self.keys, np.ndarray) else list(self.keys)
+
+    def key(self, row: int) -> object:
+        """One row's key as a plain Python object (an int, not a numpy scalar)."""
+        found = self.keys[row]
+        return found.item() if isinstance(found, np.generic) else found
 
     def doc_frequency(self, term: str) -> int:
         """Rows containing the term (FTS5's fts5vocab `doc`)."""
@@ -179,7 +239,8 @@ class Segment:
     def matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, weighted tf) of the live rows holding the term."""
         start, end = self.postings.slices.get(term, (0, 0))
-        rows, freqs = self.postings.rows[start:end], self.postings.freqs[start:end]
+        rows = self.postings.rows[start:end]
+        freqs = np.asarray(self.postings.freqs[start:end], dtype=np.float64)
         if self.masked is not None and len(rows):
             keep = ~self.masked[rows]
             rows, freqs = rows[keep], freqs[keep]
@@ -214,7 +275,8 @@ class LiveTable:
     def where(self) -> dict[object, tuple[int, int]]:
         """key → (segment, row) of every live row (built on the first write)."""
         if self._where is None:
-            self._where = {k: (0, i) for i, k in enumerate(self.segments[0].postings.keys)}
+            keys = self.segments[0].postings.key_list()
+            self._where = {k: (0, i) for i, k in enumerate(keys)}
         return self._where
 
     def row_count(self) -> int:
@@ -248,7 +310,7 @@ class LiveTable:
             self._next_order += len(rows)
         index = len(self.segments)
         self.segments.append(Segment(postings, order, rows=rows))
-        for position, key in enumerate(postings.keys):
+        for position, key in enumerate(postings.key_list()):
             self.where[key] = (index, position)
 
     def _merge_small_segments(self) -> None:
@@ -302,5 +364,5 @@ class LiveTable:
             cut = np.partition(-value, limit - 1)[limit - 1]
             picked = picked[-value <= cut]
         ordered = picked[np.lexsort((order[picked], -value[picked]))][:limit]
-        keys = [self.segments[i].postings.keys for i in range(len(self.segments))]
-        return [(keys[segment_of[k]][row_of[k]], float(value[k])) for k in ordered]
+        postings = [segment.postings for segment in self.segments]
+        return [(postings[segment_of[k]].key(row_of[k]), float(value[k])) for k in ordered]
