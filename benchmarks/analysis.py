@@ -71,8 +71,9 @@ def first_ranks(paths: Iterable[str]) -> dict[str, int]:
 
 
 def chunk_paths(folder: FolderIndex, ids: Iterable[int]) -> list[str]:
-    chunks = folder.store.chunks
-    return [chunks[i].path for i in ids if i in chunks and chunks[i].kind not in HISTORY_KINDS]
+    wanted = list(ids)
+    chunks = folder.storage.chunks(wanted)
+    return [chunks[i].path for i in wanted if i in chunks and chunks[i].kind not in HISTORY_KINDS]
 
 
 def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, int]]:
@@ -80,16 +81,16 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
     from codeask.core import retrieve  # the private pieces, read-only
 
     signals = query_signals(question)
-    store = folder.store
+    storage = folder.storage
     words = signals.text
-    lexical = folder.lexical.search(expand_query(words), CANDIDATES)
+    lexical = storage.lexical_top_k(expand_query(words), CANDIDATES)
     named = retrieve._path_matches(folder.storage, signals)
     lead = signals.lead
-    by_lead = folder.lexical.search(expand_query(lead), CANDIDATES) if lead else []
+    by_lead = storage.lexical_top_k(expand_query(lead), CANDIDATES) if lead else []
     out = {
         "bm25": first_ranks(chunk_paths(folder, (i for i, _ in lexical))),
         "lead": first_ranks(chunk_paths(folder, (i for i, _ in by_lead))),
-        "file": first_ranks(p for p, _ in folder.lexical.search_files(words, FILE_CANDIDATES)),
+        "file": first_ranks(p for p, _ in storage.lexical_files(words, FILE_CANDIDATES)),
         "symbol": first_ranks(chunk_paths(folder, retrieve._symbol_ranked(folder, signals))),
         "path": first_ranks(sorted(named, key=lambda p: -named[p])),
     }
@@ -97,12 +98,12 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
     static = vectors.get(STATIC_MODEL_NAME)
     if static is not None:
         out["static"] = first_ranks(
-            chunk_paths(folder, (i for i, _ in store.static_vectors.query(static, CANDIDATES)))
+            chunk_paths(folder, (i for i, _ in storage.dense_top_k("static", static, CANDIDATES)))
         )
     dense = vectors.get(folder.settings.embed.model)
     if dense is not None:
         out["minilm"] = first_ranks(
-            chunk_paths(folder, (i for i, _ in store.vectors.query(dense, CANDIDATES)))
+            chunk_paths(folder, (i for i, _ in storage.dense_top_k("minilm", dense, CANDIDATES)))
         )
     return out
 
@@ -116,12 +117,7 @@ def tags_for(folder: FolderIndex, question: str, gold: list[str], top: list[str]
     named = retrieve._path_matches(folder.storage, signals)
     if any(g in named for g in gold):
         tags.append("names-gold-path")
-    defined = {
-        c.symbol
-        for g in gold
-        for i in (folder.store.files[g].chunk_ids if g in folder.store.files else [])
-        if (c := folder.store.chunks.get(i)) is not None and c.symbol
-    }
+    defined = {c.symbol for g in gold for c in folder.storage.chunks_of(g) if c.symbol}
     if defined & signals.identifiers:
         tags.append("names-gold-symbol")
     head = top[:5]
@@ -130,7 +126,7 @@ def tags_for(folder: FolderIndex, question: str, gold: list[str], top: list[str]
     prose = [
         p
         for p in head
-        if (r := folder.store.files.get(p)) is not None and r.language in PROSE_LANGUAGES
+        if (r := folder.storage.file(p)) is not None and r.language in PROSE_LANGUAGES
     ]
     if prose:
         tags.append("prose-in-top5")
@@ -138,7 +134,7 @@ def tags_for(folder: FolderIndex, question: str, gold: list[str], top: list[str]
         tags.append("question-mentions-tests")
     if len(question) > 2000:
         tags.append("long-question")
-    if not any(g in folder.store.files for g in gold):
+    if not any(folder.storage.file(g) is not None for g in gold):
         tags.append("gold-not-indexed")
     return tags
 

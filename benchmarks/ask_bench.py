@@ -87,7 +87,7 @@ def open_index(root: Path, location: Path) -> FolderIndex:
     embedded, chunks = folder.embedded_counts()
     print(
         f"index: {chunks} chunks ({embedded} embedded, {report.vectors_computed} computed now), "
-        f"{len(folder.store.history.commits)} commits, {time.perf_counter() - began:.1f} s",
+        f"{len(folder.storage.history_commits())} commits, {time.perf_counter() - began:.1f} s",
         file=sys.stderr,
     )
     return folder

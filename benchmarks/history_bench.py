@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     report = folder.refresh(embed=False)
     seconds = time.perf_counter() - started
-    hunks = sum(len(ids) - 1 for ids in folder.store.history.commits.values())
+    hunks = sum(c.kind == "hunk" for c in folder.storage.all_chunks())  # one commit chunk each
     print(
         f"first index (files + history, lexical): {report.commits_added} commits, {hunks} hunks, "
         f"{report.files_indexed} files in {seconds:.1f}s"

@@ -253,7 +253,8 @@ def profile_folder(
         lambda: FolderIndex.open(root, mode="read"),
     )
     storage = folder.storage
-    meter.step("BM25 in-memory copy (lexical warm_up)", storage.lexical.warm_up)
+    store, lexical = folder.local.parts()  # type: ignore[attr-defined]  # LocalStorage: measured
+    meter.step("BM25 in-memory copy (lexical warm_up)", lexical.warm_up)
     meter.step("symbol table", lambda: storage.symbol_ids("__init__"))
     meter.step("static tier model (potion-base-8M)", lambda: load_static_embedder(folder.settings))
     for query in TYPED[:typed]:
@@ -270,8 +271,8 @@ def profile_folder(
             meter.step("report search (MiniLM + static)", lambda q=query: search([folder], q))
         _merge_repeats(profile, "report search (MiniLM + static)", reports)
     meter.step("end (gc + malloc_trim)", lambda: None)
-    profile.sizes.update(_vector_sizes(folder.store))
-    profile.sizes.update(_catalog_sizes(folder.store))
+    profile.sizes.update(_vector_sizes(store))
+    profile.sizes.update(_catalog_sizes(store))
     profile.loaded = [name for name in HEAVY if name in sys.modules]
     if traced:
         snapshot = tracemalloc.take_snapshot()

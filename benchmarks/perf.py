@@ -95,7 +95,7 @@ def cold_index(folders: list[FolderIndex]) -> dict[str, float]:
     for folder in folders:
         seconds, _ = timed(lambda f=folder: f.refresh(embed=False))
         lexical += seconds
-    chunks = sum(len(f.store.chunks) for f in folders)
+    chunks = sum(f.storage.chunk_count() for f in folders)
     embed_seconds = 0.0
     computed = 0
     for folder in folders:
@@ -114,7 +114,7 @@ def cold_index(folders: list[FolderIndex]) -> dict[str, float]:
 
 def raw_fastembed_cps(folders: list[FolderIndex], settings: Settings, sample: int) -> float:
     """fastembed alone on a random sample of the same chunks' texts (unsorted, as-is)."""
-    texts = [c.embed_text() for f in folders for c in f.store.chunks.values()]
+    texts = [c.embed_text() for f in folders for c in f.storage.all_chunks()]
     random.Random(3).shuffle(texts)
     texts = texts[:sample]
     model = FastEmbedder(settings.embed, Path(tempfile.mkdtemp()) / "models")
@@ -127,7 +127,13 @@ def raw_fastembed_cps(folders: list[FolderIndex], settings: Settings, sample: in
 def mid_sized_python_file(folder: FolderIndex) -> str:
     """The median-sized indexed Python file of a local folder index."""
     candidates = sorted(
-        (r for r in folder.store.files.values() if r.path.endswith(".py") and not r.skipped),
+        (
+            r
+            for p in folder.storage.paths()
+            if (r := folder.storage.file(p)) is not None
+            and r.path.endswith(".py")
+            and not r.skipped
+        ),
         key=lambda r: r.size,
     )
     return candidates[len(candidates) // 2].path
@@ -163,7 +169,7 @@ def query_latency(
 
 def disk_mb(folders: list[FolderIndex]) -> float:
     """Index folders' size in MB."""
-    return sum(f.store.disk_bytes() for f in folders) / 1e6
+    return sum(f.storage.disk_bytes() for f in folders) / 1e6
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -199,7 +205,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["loc"] = sum(
         c.end_line - c.start_line + 1
         for f in folders
-        for c in f.store.chunks.values()
+        for c in f.storage.all_chunks()
         if c.part <= 1 and c.kind in ("function", "method", "class", "module", "section", "window")
     )
     if result["computed"]:

@@ -157,21 +157,23 @@ def main() -> int:
                 f"{seconds:.1f} s ({report.vectors_computed} vectors computed)",
             )
         )
-        publish_s, done = timed(lambda: publish_folder(folder, DSN_ENV, NAME))
+        publish_s, done = timed(lambda: publish_folder(folder.root, folder.storage, DSN_ENV, NAME))
         rows.append(
             (
                 "CI run 1: publish HEAD",
                 f"{publish_s:.1f} s, {done.chunks} chunks = {done.chunks / publish_s:.0f} rows/s",
             )
         )
-        again_s, again = timed(lambda: publish_folder(folder, DSN_ENV, NAME))
+        again_s, again = timed(lambda: publish_folder(folder.root, folder.storage, DSN_ENV, NAME))
         rows.append(
             (
                 "publish the same revision again (idempotent)",
                 f"{again_s:.2f} s, created={again.created}",
             )
         )
-        replace_s, _ = timed(lambda: publish_folder(folder, DSN_ENV, NAME, replace=True))
+        replace_s, _ = timed(
+            lambda: publish_folder(folder.root, folder.storage, DSN_ENV, NAME, replace=True)
+        )
         rows.append(
             (
                 "publish with replace (rewrite every row)",

@@ -151,7 +151,7 @@ def publish_one(source: Path, work: Path, cache: Path) -> tuple[Published, Folde
     repo = git_repository(source, work / "repos" / name)
     pygit2.Repository(str(repo)).remotes.set_url("origin", ORIGIN.format(name=name))
     index_s, folder, report = index_run(repo, settings_for(work / "ci" / name, cache, "postgres"))
-    publish_s, done = timed(lambda: publish_folder(folder, DSN_ENV))
+    publish_s, done = timed(lambda: publish_folder(folder.root, folder.storage, DSN_ENV))
     row = Published(
         name=name,
         files=done.files,

@@ -12,8 +12,11 @@ as an explicit edge). `importlib.import_module` with a computed name (cli/__init
 table) is not seen.
 
 What the tests prove:
-- Inside the engine only the indexer (which opens the team backend: storage, embedding cache,
-  status) and health (which probes the database) import `codeask.core.pg`.
+- Inside the engine only the storage factory (`core/storage_open.py`: the storage, the embedding
+  cache, the team cache's state) and health (which probes the database) import `codeask.core.pg`;
+  the team backend imports nothing of the indexer (`pg/publish` takes a reader).
+- Only the storage factory constructs a storage (`LocalStorage`, `TeamStorage`), and
+  `FolderIndex` shows no part of one (no `store`, no `lexical`: callers use the Storage methods).
 - `codeask.core` and `codeask.config` reach neither the editor protocol (pygls, lsprotocol),
   nor the MCP SDK, nor the faces built on the engine (`codeask.lsp`, `codeask.mcp`,
   `codeask.cli`, `codeask.daemon`), directly or through any chain of our own modules.
@@ -43,10 +46,16 @@ FACE_LIBRARIES = ("pygls", "lsprotocol", "mcp")
 #: The engine and the ground floor below it.
 ENGINE = ("codeask.core", "codeask.config")
 
-#: The team backend and the only engine modules that may import it: the indexer opens it
-#: (indexer/opening.py, team.py) and shows its state (status.py); health probes the database.
+#: The team backend and the only engine modules that may import it: the storage factory opens it
+#: (core/storage_open.py: storage, embedding cache, the cache's state); health probes the database.
 TEAM_BACKEND = "codeask.core.pg"
-TEAM_BACKEND_USERS = ("codeask.core.indexer", "codeask.core.health")
+STORAGE_FACTORY = "codeask.core.storage_open"
+TEAM_BACKEND_USERS = (STORAGE_FACTORY, "codeask.core.health")
+#: The storages (class names) only the factory constructs.
+STORAGE_CLASSES = ("LocalStorage", "TeamStorage")
+#: Where FolderIndex lives, and the parts of a storage it must not show.
+FOLDER_INDEX = ("codeask.core.indexer.folder", "FolderIndex")
+STORAGE_PARTS = ("store", "lexical")
 
 #: The operations layer every face calls (core/operations/: search, related, symbols, context,
 #: ask, history, status, index).
@@ -65,7 +74,8 @@ ENGINE_INTERNALS = tuple(
         "lexical_frozen", "lexical_memory", "bm25", "fts", "chunk", "store", "catalog",
         "snapshot", "snapshot_load", "storage", "storage_local", "vectors", "int8_quantize",
         "embed", "embed_base", "embed_remote", "static_embed", "query_encoder", "overlay",
-        "overlay_shadow", "ask", "ask_router", "prompt", "git.blame", "git.diffs", "git.hunks",
+        "overlay_shadow", "storage_open", "ask", "ask_router", "prompt", "git.blame",
+        "git.diffs", "git.hunks",
     )
 )  # fmt: skip
 #: The indexer's job modules (`core.indexer.*`): faces use the package's public names.
@@ -291,18 +301,97 @@ def test_engine_never_reaches_a_face_or_its_libraries() -> None:
     assert not lines, "the engine reaches a face:\n" + "\n".join(lines)
 
 
-def test_only_the_indexer_and_health_import_the_team_backend() -> None:
-    """Inside the engine, `core.pg` is chosen where `index.backend` is turned into parts (the
-    indexer: storage, embedding cache, status) and probed by health; no leaf (embed, retrieve,
-    storage, ...) imports it, so the engine works, and can be read, without it."""
-    offending = sorted(
+def team_backend_importers(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Engine modules other than the factory and health that import `core.pg`, and `core.pg`
+    modules that import the indexer."""
+    return sorted(
         f"{module} imports {target}"
-        for module, targets in GRAPH.items()
+        for module, targets in graph.items()
         if _in(module, ENGINE) and not _in(module, (TEAM_BACKEND, *TEAM_BACKEND_USERS))
         for target in targets
         if _in(target, (TEAM_BACKEND,))
+    ) + sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if _in(module, (TEAM_BACKEND,))
+        for target in targets
+        if _in(target, (INDEXER_PACKAGE,))
     )
-    assert not offending, "the team backend imported outside the indexer:\n" + "\n".join(offending)
+
+
+def test_only_the_storage_factory_and_health_import_the_team_backend() -> None:
+    """Inside the engine, `core.pg` is chosen where `index.backend` is turned into a storage and
+    an embedding cache (the storage factory) and probed by health; no other module (the indexer,
+    embed, retrieve, storage, ...) imports it, so the engine works, and can be read, without it.
+    The team backend in turn never imports the indexer (publishing takes a reader)."""
+    offending = team_backend_importers(GRAPH)
+    assert not offending, "the team backend crosses the factory:\n" + "\n".join(offending)
+
+
+def test_embed_reaches_no_team_backend() -> None:
+    """The embedder is told which cache sits behind its own (`load_embedder(settings, layer)`)
+    and reaches `core.pg` by no chain of imports (it did, for the team cache)."""
+    parents = reachable("codeask.core.embed", GRAPH)
+    team = sorted(t for t in parents if _in(t, (TEAM_BACKEND,)))
+    found = [" → ".join(chain("codeask.core.embed", t, parents)) for t in team]
+    assert not found, "embed reaches the team backend:\n" + "\n".join(found)
+
+
+def storage_constructions(modules: Mapping[str, Path]) -> list[str]:
+    """Calls `LocalStorage(...)` / `TeamStorage(...)` outside the storage factory (a class's own
+    `cls(...)` in its classmethods is not one of these)."""
+    found: list[str] = []
+    for module, path in sorted(modules.items()):
+        if module == STORAGE_FACTORY:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                if name in STORAGE_CLASSES:
+                    found.append(f"{module}:{node.lineno} constructs {name}")
+    return found
+
+
+def test_only_the_storage_factory_constructs_a_storage() -> None:
+    """`core/storage_open.py` is the one place that turns `index.backend` into a storage: the
+    indexer receives it (and its embedding cache) and builds no part itself."""
+    found = storage_constructions(MODULES)
+    assert not found, "a storage built outside the factory:\n" + "\n".join(found)
+
+
+def shown_parts(path: Path, class_name: str, parts: Iterable[str]) -> list[str]:
+    """Attributes, properties or methods named `parts` that a class defines: `self.x = ...`
+    anywhere in its body, a method or property `x`, a class-level `x` or `x: T`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    wanted = set(parts)
+    found: list[str] = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        if cls.name != class_name:
+            continue
+        for node in ast.walk(cls):
+            names: list[str] = []
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [node.name] if node in cls.body else []
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                base = node.value
+                names = [node.attr] if isinstance(base, ast.Name) and base.id == "self" else []
+            elif isinstance(node, ast.AnnAssign | ast.Assign) and node in cls.body:
+                targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            found.extend(f"{class_name}.{n} (line {node.lineno})" for n in names if n in wanted)
+    return found
+
+
+def test_folder_index_shows_no_part_of_its_storage() -> None:
+    """FolderIndex holds a storage (`storage`, what readers read; `local`, what the indexer
+    writes) and no part of one: no `store`, no `lexical` (tests, benchmarks and the daemon use
+    the Storage methods, or LocalStorage's documented ones)."""
+    module, name = FOLDER_INDEX
+    found = shown_parts(MODULES[module], name, STORAGE_PARTS)
+    assert not found, "FolderIndex shows a part of its storage:\n" + "\n".join(found)
+    assert shown_parts(MODULES[module], name, ("storage", "local")), "the rule would pass vacuously"
 
 
 def private_imports(modules: Mapping[str, Path]) -> list[str]:

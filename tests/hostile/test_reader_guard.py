@@ -13,6 +13,7 @@ import pytest
 from _writers_helpers import codeask, env_for, make_topic_project
 
 from codeask.core.indexer import FolderIndex
+from codeask.core.storage_local import LocalStorage
 
 
 def _writer_empties_and_checkpoints(db_path: Path) -> None:
@@ -37,17 +38,19 @@ def test_an_immutable_reader_falls_back_when_a_writer_rewrites_the_file(
 
     reader = FolderIndex.open(root, mode="read", kind="index")
     try:
-        assert reader.lexical.readonly and reader.lexical.path is not None  # the file, not memory
-        before = reader.lexical.search("insulin dose", limit=5)
-        assert before and all(chunk_id in reader.store.chunks for chunk_id, _ in before)
+        local, storage = reader.local, reader.storage
+        assert isinstance(local, LocalStorage)
+        assert local.lexical_on_disk()  # the file, not memory
+        before = storage.lexical_top_k("insulin dose", 5)
+        assert before and all(storage.chunk(chunk_id) for chunk_id, _ in before)
 
         _writer_empties_and_checkpoints(reader.folder / "lexical.sqlite")
 
-        after = reader.lexical.search("insulin dose glucose", limit=5)
+        after = storage.lexical_top_k("insulin dose glucose", 5)
         assert after, "the reader lost its snapshot's rows to a writer's checkpoint"
-        assert all(chunk_id in reader.store.chunks for chunk_id, _ in after)
-        assert reader.lexical.search_files("insulin", limit=5)
-        assert reader.lexical.count() == len(reader.store.chunks)
-        assert "dose_insulin_v0" in {reader.store.chunks[i].symbol for i, _ in after}
+        assert all(storage.chunk(chunk_id) for chunk_id, _ in after)
+        assert storage.lexical_files("insulin", 5)
+        assert local.lexical_rows() == storage.chunk_count()
+        assert "dose_insulin_v0" in {c.symbol for c in storage.chunks(i for i, _ in after).values()}
     finally:
         reader.close()

@@ -310,14 +310,14 @@ def test_publish_folder_with_the_real_static_embedder(
         folder.refresh(embed=False)
         assert repository_name(root).name == "github.com/acme/shop"
         monkeypatch.setenv("TEAM_DSN", pg_dsn)
-        result = publish_folder(folder, "TEAM_DSN", tier="static")
-        assert result.created and result.chunks == len(folder.store.chunks)
+        result = publish_folder(folder.root, folder.storage, "TEAM_DSN", tier="static")
+        assert result.created and result.chunks == folder.storage.chunk_count()
         with connect(pg_dsn) as conn:
             found = nearest_revision(conn, "github.com/acme/shop", [sha])
         assert found is not None and found.id == result.revision_id
-        assert found.model == folder.store.static_model and found.dim == folder.store.static_dim
-        parse = next(c for c in folder.store.chunks.values() if c.symbol == "parse_http_request")
-        query = folder.store.static_vectors.vector(parse.id)
+        assert (found.model, found.dim) == folder.storage.tier_model("static")
+        parse = next(c for c in folder.storage.all_chunks() if c.symbol == "parse_http_request")
+        query = folder.storage.vector("static", parse.id)
         assert query is not None
         with PublishedReader(pg_dsn, found.id, lexical_after=None) as reader:
             assert reader.tier == "static"
@@ -326,6 +326,6 @@ def test_publish_folder_with_the_real_static_embedder(
         (root / "src/shop/cart.py").write_text("def changed():\n    pass\n")
         folder.refresh(embed=False)
         with pytest.raises(Exception, match="differ from HEAD"):
-            publish_folder(folder, "TEAM_DSN", tier="static")
+            publish_folder(folder.root, folder.storage, "TEAM_DSN", tier="static")
     finally:
         folder.close()

@@ -112,7 +112,7 @@ def team(pg_server: PgServer, ci_repo: Path, xdg: Path) -> Iterator[Team]:
         ci = FolderIndex(ci_repo, settings, read_team=False)
         try:
             ci.refresh()
-            result = publish_folder(ci, DSN_ENV)
+            result = publish_folder(ci.root, ci.storage, DSN_ENV)
         finally:
             ci.close()
     assert result.created

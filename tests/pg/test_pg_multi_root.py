@@ -72,7 +72,7 @@ def workspace(
         settings = settings_for(tmp_path / f"ci-index-{name}", tmp_path / "ci-cache")
         ci = FolderIndex(repo, settings, read_team=False)
         ci.refresh()
-        assert publish_folder(ci, DSN_ENV).created
+        assert publish_folder(ci.root, ci.storage, DSN_ENV).created
         ci.close()
         clone = tmp_path / "laptop" / name
         shutil.copytree(repo, clone, ignore=shutil.ignore_patterns(".codeask"))

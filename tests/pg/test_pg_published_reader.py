@@ -173,7 +173,9 @@ def reader(
     local: object, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[PublishedReader]:
     monkeypatch.setenv("TEAM_DSN", pg_dsn)
-    result = publish_folder(local, "TEAM_DSN", "github.com/acme/shop", tier="static")  # type: ignore[arg-type]
+    result = publish_folder(
+        local.root, local.storage, "TEAM_DSN", "github.com/acme/shop", tier="static"
+    )
     # ts_rank only: the in-memory BM25 (built after a few queries) is tested on its own below
     with PublishedReader(pg_dsn, result.revision_id, lexical_after=None) as opened:
         yield opened
@@ -494,7 +496,9 @@ def test_a_blocked_query_ends_at_the_statement_timeout(
 ) -> None:
     """Never a hang: a query waiting on a lock is cancelled by statement_timeout."""
     monkeypatch.setenv("TEAM_DSN", pg_dsn)
-    result = publish_folder(local, "TEAM_DSN", "github.com/acme/shop", tier="static")  # type: ignore[arg-type]
+    result = publish_folder(
+        local.root, local.storage, "TEAM_DSN", "github.com/acme/shop", tier="static"
+    )
     with PublishedReader(pg_dsn, result.revision_id, statement_timeout_ms=500) as slow:
         with connect(pg_dsn, autocommit=False) as locker:
             locker.execute("LOCK TABLE codeask_chunk IN ACCESS EXCLUSIVE MODE")

@@ -68,7 +68,7 @@ def publish(root: Path, tmp_path: Path, tag: str) -> str:
                      read_team=False)  # fmt: skip
     try:
         ci.refresh()
-        done = publish_folder(ci, DSN_ENV)
+        done = publish_folder(ci.root, ci.storage, DSN_ENV)
     finally:
         ci.close()
     assert done.created

@@ -17,9 +17,9 @@ from pgserver import PgServer, free_port
 
 from codeask.config import Settings
 from codeask.core.embed import EmbeddingCache
-from codeask.core.indexer.opening import load_embedder
 from codeask.core.pg.cache import PgEmbeddingCache
 from codeask.core.pg.layered import LayeredCache
+from codeask.core.storage_open import load_embedder
 
 DSN_ENV = "CODEASK_TEST_TEAM_DSN"
 DIM = 8

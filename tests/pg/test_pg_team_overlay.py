@@ -72,7 +72,9 @@ def published(pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
         repo, settings_for(tmp_path / "ci-index", tmp_path / "ci-cache"), read_team=False
     )
     ci.refresh()
-    assert publish_folder(ci, DSN_ENV).created  # named by origin: github.com/acme/shop
+    assert publish_folder(
+        ci.root, ci.storage, DSN_ENV
+    ).created  # named by origin: github.com/acme/shop
     ci.close()
     return repo
 

@@ -56,7 +56,7 @@ def publish(pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tup
         repo, settings_for(tmp_path / "ci-index", tmp_path / "ci-cache"), read_team=False
     )
     ci.refresh()  # a revision is published with its vectors (the real model)
-    assert publish_folder(ci, DSN_ENV).created
+    assert publish_folder(ci.root, ci.storage, DSN_ENV).created
     ci.close()
     clone = tmp_path / "laptop"
     shutil.copytree(repo, clone)

@@ -161,7 +161,7 @@ def dense(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FolderIndex]:
         env.setenv("XDG_CONFIG_HOME", str(config_home))
         folder = FolderIndex.open(root)
         report = folder.refresh()
-        assert report.chunks_embedded == len(folder.store.chunks) > 10
+        assert report.chunks_embedded == folder.storage.chunk_count() > 10
         yield folder
         folder.close()
 
@@ -336,7 +336,7 @@ def test_retrieval_query_adds_stems_of_prose_words_only() -> None:
 
 async def test_warming_index_answers_lexically_and_says_so(lexical: FolderIndex) -> None:
     result = await ask(AskRequest("embed_chunks batches", [lexical], prompt_only=True))
-    chunks = len(lexical.store.chunks)
+    chunks = lexical.storage.chunk_count()
     text = user_message(result)
     assert f"## Index\nThe code index is warming up: 0 of {chunks} chunks embedded (0%)" in text
     assert "lexical" in text
@@ -373,7 +373,7 @@ def repo_folder(tmp_path: Path) -> Iterator[tuple[FolderIndex, list[str]]]:
     )
     folder = FolderIndex(root, Settings())
     folder.refresh(embed=False, history=True)
-    assert len(folder.store.history.commits) == 3
+    assert len(folder.storage.history_commits()) == 3
     yield folder, shas
     folder.close()
 

@@ -98,11 +98,11 @@ def test_amend_resyncs_history(repo_root: Path) -> None:
 
     folder = history_index(repo_root)
     folder.refresh(embed=False)
-    before = set(folder.store.history.commits)
+    before = set(folder.storage.history_commits())
     new_sha = amend(pygit2.Repository(str(repo_root)), "Document the HTTP client and its retries")
     report = folder.refresh(embed=False)
     assert report.commits_added == 1 and report.commits_removed == 1
-    after = set(folder.store.history.commits)
+    after = set(folder.storage.history_commits())
     assert new_sha in after and len(before - after) == 1
     hits = search(
         [folder], "document retries", mode="lexical", filters=Filters(scope="history")
@@ -118,7 +118,7 @@ def test_history_survives_restart_without_rework(repo_root: Path) -> None:
     again = history_index(repo_root)
     report = again.refresh(embed=False)
     assert report.commits_added == 0
-    assert len(again.store.history.commits) == 3
+    assert len(again.storage.history_commits()) == 3
 
 
 def test_non_git_workspace_still_works(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 from codeask.config import build_settings
 from codeask.core.indexer import CancelToken, FolderIndex, Progress, Workspace
 from codeask.core.retrieve import Filters, search
+from codeask.core.storage_local import LocalStorage
 
 FILES = {
     "src/shop/cart.py": '''"""Shopping cart."""
@@ -80,10 +81,11 @@ def open_index(root: Path, **layer: object) -> FolderIndex:
 
 def assert_consistent(folder: FolderIndex) -> None:
     """Every searchable chunk names its file and lines right."""
-    for chunk in folder.store.chunks.values():
+    for chunk in folder.storage.all_chunks():
         lines = (folder.root / chunk.path).read_text(encoding="utf-8").splitlines()
         assert "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) == chunk.text, chunk.path
-    assert folder.lexical.count() == len(folder.store.chunks)
+    assert isinstance(folder.local, LocalStorage)
+    assert folder.local.lexical_rows() == folder.storage.chunk_count()
 
 
 def test_index_then_search_lexical(tmp_path: Path) -> None:
@@ -118,14 +120,16 @@ def test_edit_delete_and_touch(tmp_path: Path) -> None:
     (tmp_path / "src/net/retry.go").unlink()
     report = folder.refresh(embed=False)
     assert report.files_removed == 1
-    assert not any(c.path == "src/net/retry.go" for c in folder.store.chunks.values())
+    assert not any(c.path == "src/net/retry.go" for c in folder.storage.all_chunks())
     gone = search([folder], "RetryWithBackoff", mode="lexical").hits
     assert all(h.path != "src/net/retry.go" for h in gone)
-    before = dict(folder.store.chunks)
+    before = {c.id: c for c in folder.storage.all_chunks()}
     os.utime(tax, ns=(time.time_ns(), time.time_ns() + 10**9))
     report = folder.refresh(embed=False)
     assert report.files_indexed == 0
-    assert folder.store.chunks.keys() == before.keys(), "same content must keep its chunks"
+    assert {c.id for c in folder.storage.all_chunks()} == before.keys(), (
+        "same content must keep its chunks"
+    )
     assert_consistent(folder)
 
 
@@ -139,7 +143,7 @@ def test_update_paths_reindexes_one_file(tmp_path: Path) -> None:
     assert search([folder], "apply_coupon", mode="lexical").hits[0].chunk.symbol == "apply_coupon"
     cart.unlink()
     folder.update_paths(["src/shop/cart.py"], embed=False)
-    assert "src/shop/cart.py" not in folder.store.files
+    assert folder.storage.file("src/shop/cart.py") is None
 
 
 @pytest.mark.slow
@@ -203,10 +207,10 @@ def test_bad_input_is_skipped_with_reasons_and_loses_nothing(tmp_path: Path) -> 
     assert "UTF-8" in reasons["latin1.py"]
     assert "too large" in reasons["huge.py"]
     assert ".env" in reasons
-    assert "broken.py" in folder.store.files, "a syntax error must not lose the file"
-    assert any(c.symbol == "ok" for c in folder.store.chunks.values())
+    assert folder.storage.file("broken.py") is not None, "a syntax error must not lose the file"
+    assert any(c.symbol == "ok" for c in folder.storage.all_chunks())
     for rel in FILES:
-        assert rel in folder.store.files
+        assert folder.storage.file(rel) is not None
     assert_consistent(folder)
 
 
@@ -233,7 +237,7 @@ def test_corrupted_metadata_rebuilds_with_a_clear_log(
     with caplog.at_level(logging.WARNING):
         reopened = open_index(root)
     assert any("truncated" in r.getMessage() for r in caplog.records)
-    assert reopened.store.chunks == {}
+    assert reopened.storage.all_chunks() == []
     reopened.refresh(embed=False)
     assert search([reopened], "vat_for_country", mode="lexical").hits
     assert_consistent(reopened)
@@ -264,13 +268,13 @@ def test_cancel_keeps_a_consistent_index(tmp_path: Path) -> None:
 
     report = folder.refresh(progress=cancel_midway, cancel=token, embed=False)
     assert report.cancelled
-    assert 0 < len(folder.store.files) < 200
+    assert 0 < len(folder.storage.paths()) < 200
     assert_consistent(folder)
     folder.close()
     resumed = open_index(root)
     assert_consistent(resumed)
     resumed.refresh(embed=False)
-    assert len(resumed.store.files) == 200
+    assert len(resumed.storage.paths()) == 200
 
 
 @pytest.mark.slow
@@ -300,9 +304,12 @@ def test_kill_9_during_indexing_then_restart(tmp_path: Path) -> None:
     assert proc.wait() == -signal.SIGKILL, "the run must still have been going when killed"
     folder = open_index(root)
     assert_consistent(folder)
-    assert folder.store.vectors.live <= set(folder.store.chunks)
+    chunks = folder.storage.all_chunks()  # every vector belongs to a chunk
+    assert folder.storage.vector_count("minilm") == sum(
+        folder.storage.has_vector("minilm", c.id) for c in chunks
+    )
     folder.refresh(embed=False)
-    assert len(folder.store.files) == 400
+    assert len(folder.storage.paths()) == 400
     assert_consistent(folder)
 
 

@@ -14,6 +14,7 @@ from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.records import FileRecord
 from codeask.core.retrieve import search
+from codeask.core.storage_local import LocalStorage
 from codeask.core.store import IndexStore
 
 
@@ -27,7 +28,15 @@ def open_index(root: Path, tiers: list[str] | None = None) -> FolderIndex:
 
 
 def static_matches_chunks(folder: FolderIndex) -> bool:
-    return folder.store.static_vectors.live == set(folder.store.chunks)
+    storage, chunks = folder.storage, folder.storage.all_chunks()
+    every = all(storage.has_vector("static", c.id) for c in chunks)
+    return every and storage.vector_count("static") == len(chunks)
+
+
+def recovered(folder: FolderIndex) -> list[str]:
+    """What loading the local snapshot dropped (`LocalStorage.recovered`)."""
+    assert isinstance(folder.local, LocalStorage)
+    return folder.local.recovered
 
 
 def test_the_lexical_pass_gives_every_chunk_a_static_vector(tmp_path: Path) -> None:
@@ -38,7 +47,7 @@ def test_the_lexical_pass_gives_every_chunk_a_static_vector(tmp_path: Path) -> N
     assert status.embedded == 0 and not folder.embedder_loaded  # MiniLM untouched
     assert static_matches_chunks(folder)
     assert "static" in status.tier_summary() and "complete" in status.tier_summary()
-    distinct = {c.content_hash() for c in folder.store.chunks.values()}
+    distinct = {c.content_hash() for c in folder.storage.all_chunks()}
     assert report.static_computed == len(distinct)  # each distinct text once (fresh cache)
     twin = open_index(make_tree(tmp_path / "b"))
     again = twin.refresh(embed=False)
@@ -62,14 +71,14 @@ def test_edits_deletes_and_single_file_updates_keep_the_tier_exact(tmp_path: Pat
     assert static_matches_chunks(folder)
     folder.close()
     reopened = open_index(tmp_path)
-    assert reopened.store.recovered == []
+    assert recovered(reopened) == []
     assert static_matches_chunks(reopened)
 
 
 def test_a_damaged_static_component_rebuilds_only_that_tier(tmp_path: Path) -> None:
     folder = open_index(make_tree(tmp_path))
     folder.refresh(embed=False)
-    chunks_before = set(folder.store.chunks)
+    chunks_before = {c.id for c in folder.storage.all_chunks()}
     folder.close()
     live = tmp_path / ".codeask" / (tmp_path / ".codeask" / "CURRENT").read_text()
     damaged = live / "static.npz"
@@ -78,10 +87,10 @@ def test_a_damaged_static_component_rebuilds_only_that_tier(tmp_path: Path) -> N
     damaged.unlink()
     damaged.write_bytes(bytes(blob))
     reopened = open_index(tmp_path)
-    assert len(reopened.store.recovered) == 1
-    assert reopened.store.recovered[0].startswith("static:")
-    assert set(reopened.store.chunks) == chunks_before
-    assert reopened.store.static_vectors.live == set()
+    assert len(recovered(reopened)) == 1
+    assert recovered(reopened)[0].startswith("static:")
+    assert {c.id for c in reopened.storage.all_chunks()} == chunks_before
+    assert reopened.storage.vector_count("static") == 0
     report = reopened.refresh(embed=False)
     assert report.files_indexed == 0 and report.files_unchanged == len(FILES)
     assert static_matches_chunks(reopened)
@@ -106,10 +115,10 @@ def test_minilm_only_builds_no_static_vectors_and_turning_static_on_fills_it(
 ) -> None:
     folder = open_index(make_tree(tmp_path), tiers=["minilm"])
     folder.refresh(embed=False)
-    assert folder.status().static_embedded == 0 and folder.store.static_model == ""
+    assert folder.status().static_embedded == 0 and folder.storage.tier_model("static")[0] == ""
     folder.close()
     both = open_index(tmp_path)  # an index from before the tier existed looks like this
-    assert [note.split(":")[0] for note in both.store.recovered] == ["static"]
+    assert [note.split(":")[0] for note in recovered(both)] == ["static"]
     report = both.refresh(embed=False)
     assert report.files_indexed == 0
     assert static_matches_chunks(both)

@@ -94,7 +94,7 @@ def _publish(folder: FolderIndex, repo_name: str | None) -> str:
     from codeask.core.pg.publish import publish_folder
 
     try:
-        done = publish_folder(folder, folder.settings.index.dsn_env, repo_name)
+        done = publish_folder(folder.root, folder.storage, folder.settings.index.dsn_env, repo_name)
     except PgError as exc:
         raise UserError(f"publishing {folder.root} to the team index: {exc}") from None
     named = done.name.describe() if done.name is not None else f"'{done.repository}'"

@@ -411,7 +411,8 @@ _shared_lock = threading.Lock()
 
 #: Puts another cache behind the local one: (local cache, settings, model name, dim) → cache.
 #: The team's (index.backend = "postgres") is chosen by whoever knows the backend
-#: (indexer/opening.load_embedder), so this module never imports the team backend.
+#: (the storage factory, core/storage_open.load_embedder), so this module never imports the team
+#: backend.
 CacheLayer = Callable[[VectorCache, Settings, str, int], VectorCache]
 
 

@@ -37,7 +37,7 @@ class _Open:
             settings == self.settings
             and not folder.damage
             and folder.settings.index.backend == "local"
-            and folder.store.live_name() == folder.store.loaded_from
+            and not folder.newer_on_disk()
         )
 
 

@@ -10,8 +10,8 @@ One module per job; callers import from here:
 - `folder`: `FolderIndex`, the façade that owns a folder's state and locks.
 - `workspace`: `Workspace`, the folders of one editor window.
 - `location`: where an index lives, which roots are refused, who may write (`Mode`).
-- `snapshot`: loading a snapshot with a matching lexical table, saving a consistent one.
-- `opening`: a folder's local storage opened, under the team's published revision (`team`).
+- `team`: the team's published revision under the local index (`TeamStorage`); the storage and
+  the embedding cache themselves come from the storage factory, core/storage_open.py.
 - `full_pass` and `files`: the full pass, and the lexical pass over files within it.
 - `updates`: single-file updates (editor saves, watcher events).
 - `vectors`: the static tier and the MiniLM backlog.

@@ -1,10 +1,11 @@
 """FolderIndex: one workspace folder's index as the CLI, the editor and retrieval see it.
 
 A façade over the modules of this package, each with one job: where the index lives and who
-writes it (`location`), loading and saving snapshots (`snapshot`), opening them under the team's
-published revision (`opening`, `team`), the full pass (`full_pass`, `files`), single-file
+writes it (`location`), the full pass (`full_pass`, `files`), single-file
 updates (`updates`), the dense tiers (`vectors`), history (`history`) and the status
-(`status`). This class owns the state they share and the locks that order them.
+(`status`). This class owns the state they share and the locks that order them. Its storage and
+embedding cache come from the storage factory (core/storage_open.py): it opens no part itself,
+and shows only `storage` (what readers read) and `local` (what the indexer writes).
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ from codeask.core.indexer import updates
 from codeask.core.indexer.full_pass import full_pass
 from codeask.core.indexer.history import refresh_uncommitted
 from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, take_writer
-from codeask.core.indexer.opening import open_storage, team_base
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
 from codeask.core.indexer.status import IndexStatus, status_of
 from codeask.core.indexer.vectors import VectorTiers
 from codeask.core.storage import Storage
+from codeask.core.storage_open import open_storage, team_base
 from codeask.core.writer_lock import WriterLock
 
 log = logging.getLogger("codeask.core.indexer")
 
 
 class FolderIndex:
-    """Index of one workspace folder: store + lexical table + (lazily) the embedder.
+    """Index of one workspace folder: its storage + (lazily) the embedder.
 
     A writer holds the folder's writer lock for its lifetime; a reader (mode "read", or "auto"
     when another process writes) creates nothing, writes nothing and loads the snapshot
@@ -101,7 +102,7 @@ class FolderIndex:
         return self.writer is None
 
     def _load(self) -> None:
-        """Open the store and the lexical table (writer: repairing them; reader: as they are)."""
+        """Open the storage (writer: repairing it; reader: as it is)."""
         opened = open_storage(
             self.folder,
             self.root,
@@ -111,19 +112,23 @@ class FolderIndex:
             kind=self.kind,
         )
         self.damage = opened.damage or self.damage  # a reload keeps what the first load saw
-        self.store, self.lexical = opened.store, opened.lexical
+        self._newer_on_disk = opened.newer_on_disk
         #: What the indexer reads and writes: this machine's index (with the postgres backend,
         #: only the files that differ from the team's published revision).
         self.local: Storage = opened.local
         #: What everything outside the indexer reads: `local`, or the team's published
-        #: revision under it (team.py). `store` and `lexical` are the local parts, for tests.
+        #: revision under it (team.py).
         self.storage: Storage = opened.storage
         self.state = "ready" if self.storage.paths() else "empty"
 
     # ---- readers follow the writer; a reader becomes the writer when the lock frees -----------
+    def newer_on_disk(self) -> bool:
+        """Whether the writer saved a snapshot after the one loaded (CURRENT moved)."""
+        return self._newer_on_disk()
+
     def reload_if_changed(self) -> bool:
         """Reader: load the newest snapshot if CURRENT moved since the last load."""
-        if not self.read_only or self.store.live_name() == self.store.loaded_from:
+        if not self.read_only or not self.newer_on_disk():
             return False
         self._load()  # the old table is not closed here: a search may still be reading it
         return True

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from codeask.core.indexer.team import BaseKind
-from codeask.core.pg.layered import LayeredCache
+from codeask.core.storage_open import cache_state
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState
@@ -82,7 +82,7 @@ def team_status(index: FolderState) -> TeamStatus:
         reason=team.reason,
         retry_in=retry.seconds_left() if retry is not None and team.reader is None else None,
         query_error=team.query_error,
-        cache=cache.team_state if isinstance(cache, LayeredCache) else "",
+        cache=cache_state(cache) if cache is not None else "",
     )
 
 

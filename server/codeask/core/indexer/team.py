@@ -16,15 +16,18 @@ backend, and `TeamBase.reason` says why (logged once; `codeask health` shows the
 A query to the base that fails (the connection lost mid-query, a statement timeout) raises to
 its caller as before (a clear `PgUnavailable`; the reader reconnects on the next call), and
 `TeamBase.query_error` keeps why until a later query succeeds, for the status line.
+
+The base is opened by the storage factory (core/storage_open.py: `open_base`), the one place
+besides health that imports the team backend `core.pg`; this module names it by a Protocol.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 
@@ -33,9 +36,7 @@ from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage import IndexReader, Storage, Tier
 
 if TYPE_CHECKING:
-    from codeask.config import Settings
     from codeask.core.indexer.backoff import BaseRetry
-    from codeask.core.pg.storage import PublishedReader
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -49,11 +50,29 @@ MAX_ANCESTORS = 200
 BaseKind = Literal["base", "off", "unreachable", "unpublished", "unusable"]
 
 
+class PublishedBase(IndexReader, Protocol):
+    """The team's published revision as the team storage reads it (`pg/storage.PublishedReader`
+    is one; named by this Protocol so the indexer does not import the team backend)."""
+
+    @property
+    def lexical_scale(self) -> Literal["bm25", "ts_rank"]:
+        """How its lexical scores are scaled: its in-memory BM25 once built, else ts_rank."""
+        ...
+
+    def warm_up(self) -> None:
+        """Build what the first queries would otherwise wait for."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
 @dataclass
 class TeamBase:
     """The published revision a folder reads, and the paths its local overlay must hold."""
 
-    reader: PublishedReader | None = None
+    reader: PublishedBase | None = None
     sha: str = ""
     #: Paths whose published content must not be shown (they differ, or were deleted).
     shadowed: set[str] = field(default_factory=set)
@@ -68,6 +87,9 @@ class TeamBase:
     query_error: str = ""
     #: When to try an unreachable database again (backoff.py, applied by team_retry.py).
     retry: BaseRetry | None = None
+    #: An error of the base as `query_error` shows it: the storage factory (core/storage_open.py)
+    #: gives the database's own, which redacts passwords.
+    describe: Callable[[BaseException], str] = field(default=lambda exc: type(exc).__name__)
 
 
 def ancestors(root: Path, limit: int = MAX_ANCESTORS) -> list[str]:
@@ -85,101 +107,6 @@ def ancestors(root: Path, limit: int = MAX_ANCESTORS) -> list[str]:
         shas.append(str(current.id))
         current = current.parents[0] if current.parents else None
     return shas
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an error's message, redacted (its type's name when it has none)."""
-    from codeask.core.pg.connect import redact
-
-    text = str(exc).strip()
-    return redact(text.splitlines()[0]) if text else type(exc).__name__
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """A database that did not answer or dropped the link (waiting may fix it), as opposed to
-    a refused login, a missing table or a bad DSN (waiting does not)."""
-    from codeask.core.pg.connect import PgUnavailable
-
-    if isinstance(exc, PgUnavailable):
-        return exc.transient
-    try:
-        import psycopg
-    except ImportError:
-        return False
-    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
-
-
-def open_base(root: Path, settings: Settings) -> TeamBase:
-    """The published revision nearest HEAD for `embed.model`, or why there is none. Looked up
-    by commit under any name of this folder's scope, its own name (the publisher's derivation:
-    `naming.repository_name`) first among equals; see core/pg/naming.py for why."""
-    from codeask.core.pg.connect import connect, dsn_from_env
-    from codeask.core.pg.naming import nearest_published, repository_name
-    from codeask.core.pg.storage import PublishedReader
-
-    shas = ancestors(root)
-    if not shas:
-        return TeamBase(
-            reason="not a git repository with a commit: indexing locally", kind="unusable"
-        )
-    wanted = repository_name(root)
-    name = wanted.name
-    model = settings.embed.model
-    try:
-        dsn = dsn_from_env(settings.index.dsn_env)
-        with connect(dsn) as conn:
-            if not _has_tables(conn):
-                return TeamBase(
-                    reason="nothing is published in the team database yet (it has no codeask "
-                    "tables): CI publishes with `codeask index --backend postgres` (writer "
-                    "role); indexing locally",
-                    kind="unpublished",
-                    repository=name,
-                )
-            found = nearest_published(conn, wanted, shas, model)
-        if found is None:
-            return TeamBase(
-                reason=f"nothing published for {model} at HEAD or its last {len(shas) - 1} "
-                f"first-parent commit(s), under this folder's name {wanted.describe()} nor "
-                f"under any name: publish one with `codeask index --backend postgres"
-                f" --repo-name {name}`; indexing locally",
-                kind="unpublished",
-                repository=name,
-            )
-        shadowed = overlay_paths(root, found.sha)  # before the reader: nothing left open
-        reader = PublishedReader(dsn, found.id, model=model)
-    except Exception as exc:  # PgError, ValueError, ImportError or a driver error
-        return TeamBase(
-            reason=f"team index unusable ({first_line(exc)}): indexing locally",
-            kind="unreachable" if _unreachable(exc) else "unusable",
-        )
-    behind = shas.index(found.sha)
-    if found.repository != name:
-        log.info(
-            "%s: published as '%s', found by commit (this folder's name is %s)",
-            root,
-            found.repository,
-            wanted.describe(),
-        )
-    log.info(
-        "%s: reading the team index of %s@%s (%d commit(s) behind HEAD); %d file(s) differ",
-        root,
-        found.repository,
-        found.sha[:12],
-        behind,
-        len(shadowed),
-    )
-    return TeamBase(
-        reader, found.sha, shadowed, kind="base", repository=found.repository, behind=behind
-    )
-
-
-def _has_tables(conn: Any) -> bool:
-    """Whether anything was ever published here (a fresh database has no codeask tables)."""
-    from codeask.core.pg.schema import REVISION_TABLE
-
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (REVISION_TABLE,)).fetchone()
-    return bool(row and row[0])
 
 
 def refresh_shadowed(root: Path, team: TeamBase) -> None:
@@ -217,7 +144,7 @@ class _Watched:
             try:
                 result = attr(*args, **kwargs)
             except Exception as exc:
-                team.query_error = first_line(exc)
+                team.query_error = team.describe(exc)
                 raise
             if clears and team.query_error:
                 log.info("team index answering again (after: %s)", team.query_error)

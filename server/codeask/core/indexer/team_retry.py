@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codeask.core.indexer.backoff import BaseRetry
-from codeask.core.indexer.team import TeamBase, TeamStorage, open_base
+from codeask.core.indexer.team import TeamBase
+from codeask.core.storage_open import open_base, storage_over
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState
@@ -63,7 +64,7 @@ def retry_base(index: FolderState) -> bool:
         return False
     with index.run_lock:
         index.team = fresh
-        index.storage = TeamStorage(fresh, index.local)
+        index.storage = storage_over(fresh, index.local)
     log.info(
         "%s: the team index is back: reading %s@%s; the next full pass trims the local index "
         "to the %d file(s) that differ",

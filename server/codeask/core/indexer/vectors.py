@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from codeask.core.embed import CachedEmbedder
-from codeask.core.indexer.opening import load_embedder
 from codeask.core.indexer.run import (
     Cancelled,
     CancelToken,
@@ -24,6 +23,7 @@ from codeask.core.indexer.run import (
 from codeask.core.records import Chunk
 from codeask.core.static_embed import load_static_embedder
 from codeask.core.storage import Storage, Tier
+from codeask.core.storage_open import load_embedder
 
 if TYPE_CHECKING:
     from codeask.config import Settings

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -379,24 +379,9 @@ def revision_rows(
     return model, dim, chunks, vectors, files
 
 
-class PublishedFolder(Protocol):
-    """What publishing reads of a folder index (`indexer.FolderIndex` is one): the folder (its
-    HEAD, its name) and the reader of its index. A Protocol, not FolderIndex: the team backend
-    must not import the indexer that opens it."""
-
-    @property
-    def root(self) -> Path:
-        """The folder's root (a git work tree)."""
-        ...
-
-    @property
-    def storage(self) -> IndexReader:
-        """The folder's index, read only."""
-        ...
-
-
 def publish_folder(
-    folder: PublishedFolder,
+    root: Path,
+    reader: IndexReader,
     dsn_env: str,
     repo_name: str | None = None,
     *,
@@ -404,7 +389,8 @@ def publish_folder(
     allow_dirty: bool = False,
     replace: bool = False,
 ) -> PublishResult:
-    """Publish a local folder index as its HEAD commit (code and history chunks).
+    """Publish the index `reader` of the folder `root` as its HEAD commit (code and history
+    chunks). A reader, not a folder index: the team backend never imports the indexer.
 
     Refused when indexed files differ from HEAD (the index would not be HEAD's; CI checks out
     clean trees) unless `allow_dirty`, and when chunks still lack the tier's vector (run the
@@ -413,12 +399,11 @@ def publish_folder(
     from codeask.core.git.repo import head_sha, uncommitted_paths
 
     dsn = dsn_from_env(dsn_env)
-    root = folder.root
     sha = head_sha(root)
     if not sha:
         raise PgError(f"{root} has no HEAD commit: only a commit can be published")
     # the publisher is the folder's writer: nothing changes meanwhile
-    model, dim, chunks, vectors, files = revision_rows(folder.storage, tier)
+    model, dim, chunks, vectors, files = revision_rows(reader, tier)
     if not allow_dirty:
         dirty = sorted(uncommitted_paths(root) & {f.path for f in files})
         if dirty:
