@@ -50,6 +50,7 @@ def serve() -> int:
         raise UserError(str(exc)) from exc
     folders = FolderCache()
     agents = _Agents()
+    editors = _Editors()
     daemon = Daemon(
         run_dir,
         {
@@ -60,10 +61,15 @@ def serve() -> int:
         idle_seconds=settings.daemon.idle_seconds,
         environment=protocol.environment(),
         on_exit=lambda: _close_all(folders.close, agents.close),
-        sessions={"mcp": agents.session},
+        sessions={"mcp": agents.session, "serve": editors.session},
     )
     daemon.describe_with(
-        lambda: {"folders": folders.roots(), "loads": folders.opened, "mcp_folders": agents.roots()}
+        lambda: {
+            "folders": folders.roots(),
+            "loads": folders.opened,
+            "mcp_folders": agents.roots(),
+            "editors": editors.count(),
+        }
     )
     threading.Thread(target=_warm_imports, daemon=True).start()
     return daemon.serve()
@@ -148,6 +154,35 @@ class _Agents:
 
     def roots(self) -> list[str]:
         return self._shared.roots() if self._shared is not None else []
+
+
+class _Editors:
+    """`codeask serve` sessions: one language server per editor, each with its own documents,
+    settings, folders and trust (lsp/remote.py; pygls is imported with the first session)."""
+
+    def __init__(self) -> None:
+        self._open = 0
+        self._lock = threading.Lock()
+
+    def session(self, args: argparse.Namespace, cwd: str) -> Callable[[socket.socket], None]:
+        """The editor names its folders in `initialize`: nothing to check before serving."""
+
+        def serve(conn: socket.socket) -> None:
+            from codeask.lsp.remote import serve_connection
+
+            with self._lock:
+                self._open += 1
+            try:
+                serve_connection(conn)
+            finally:
+                with self._lock:
+                    self._open -= 1
+
+        return serve
+
+    def count(self) -> int:
+        with self._lock:
+            return self._open
 
 
 def _warm_imports() -> None:

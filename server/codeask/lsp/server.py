@@ -59,7 +59,7 @@ def build_server() -> CodeaskServer:
     return ls
 
 
-def _serve(ls: CodeaskServer, raw_in: BinaryIO, raw_out: BinaryIO) -> None:
+def serve_streams(ls: CodeaskServer, raw_in: BinaryIO, raw_out: BinaryIO) -> None:
     """pygls' public `start_io` behind our framing reader and its lifecycle/params gate."""
     out = LockedWriter(raw_out)
     stdin = FramedStdin(Framer(raw_in, out, MessageGate()))
@@ -72,7 +72,7 @@ def _serve_tcp(ls: CodeaskServer, port: int) -> None:
         log.info("codeask: listening on 127.0.0.1:%d (one client)", port)
         conn, _ = listener.accept()
     with conn, conn.makefile("rb", buffering=0) as raw_in, conn.makefile("wb") as raw_out:
-        _serve(ls, cast(BinaryIO, raw_in), cast(BinaryIO, raw_out))
+        serve_streams(ls, cast(BinaryIO, raw_in), cast(BinaryIO, raw_out))
 
 
 def run(tcp_port: int | None = None) -> int:
@@ -86,10 +86,16 @@ def run(tcp_port: int | None = None) -> int:
             stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
             os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints/C output → stderr
             sys.stdout = sys.stderr
-            _serve(ls, sys.stdin.buffer, stdout)
+            serve_streams(ls, sys.stdin.buffer, stdout)
     finally:
-        ls.folders.stop()
-        ls.requests.shutdown(wait=False, cancel_futures=True)
-        ls.blame.shutdown()
-        logging.getLogger("codeask").removeHandler(ls.log_handler)
+        finish(ls)
     return 0 if ls.shutdown_requested else 1
+
+
+def finish(ls: CodeaskServer, stop_seconds: float = 10.0) -> None:
+    """The client is gone: stop the workers (saving what stopped within `stop_seconds`), the
+    pools, and the editor's log handler."""
+    ls.folders.stop(stop_seconds)
+    ls.requests.shutdown(wait=False, cancel_futures=True)
+    ls.blame.shutdown()
+    logging.getLogger("codeask").removeHandler(ls.log_handler)

@@ -98,10 +98,15 @@ class FolderWorker(FolderStatus):
             self._schedule.stop()
             self._backlog.cancel()
 
+    def threads(self) -> list[threading.Thread]:
+        """The folder's index thread and its embedding threads (a daemon session routes their
+        log records to its own editor by them)."""
+        return [self.thread, *self._backlog.threads]
+
     def join(self, timeout: float) -> bool:
         """Wait for both threads; True when they have ended."""
         deadline = time.monotonic() + timeout
-        threads = [self.thread, *self._backlog.threads]
+        threads = self.threads()
         for thread in threads:
             if thread.is_alive():
                 thread.join(max(0.0, deadline - time.monotonic()))

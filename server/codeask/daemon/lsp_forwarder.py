@@ -1,0 +1,526 @@
+"""`codeask serve` as a forwarder: the editor's stdio piped, frame by frame, to a language-server
+session in the per-user daemon (docs/daemon.md), like `codeask mcp`'s forwarder.py.
+
+Standard library only: the process an editor starts stays small. Bytes pass through in order
+and unchanged (what is not a frame too: the session's own framing reader answers it as
+in-process). The forwarder reads just enough of each frame to survive the daemon's death:
+
+- from the editor: `initialize` and `initialized`, every workspace-folder change, the last
+  pushed configuration, each open document's `didOpen` and the `didChange`s since (replayed
+  verbatim, so the new server's text is the old one's by construction), `shutdown`/`exit`, and
+  every request not answered yet (nor cancelled);
+- from the server: its requests to the editor (an answer to a dead server's request is dropped,
+  never handed to the next one), work-done progress begun and not ended (ended for the editor
+  when the server dies, so no bar spins forever), and the capabilities it registered (the next
+  server's identical registration is answered here: the editor keeps one file watcher).
+
+When the connection drops it says so in the editor (window/showMessage), connects again
+(starting a daemon; else `codeask serve` in a child process with the daemon off), replays
+`initialize` under a private id (its answer is swallowed: the editor was answered once),
+`initialized`, the folder changes, the configuration and the open documents, then sends every
+unanswered request once more, except those that may act or stream (askCode, commands other
+than search and related), which are answered "codeask daemon restarted; retry" (RequestFailed),
+as is a request whose second send is lost too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from codeask import __version__
+from codeask.daemon import protocol
+from codeask.daemon.forwarder import (
+    CHUNK,
+    CLOSE_SECONDS,
+    RECONNECT_WINDOW,
+    RECONNECTS,
+    RESTARTED,
+    GiveUp,
+    Upstream,
+)
+
+REPLAY_ID = "codeask-forwarder-replay-"
+#: LSP's RequestFailed: the request is valid but failed; the editor may ask again.
+REQUEST_FAILED = -32803
+#: Frames up to this size are read for bookkeeping; larger ones pass through unread (the
+#: session's reader refuses them itself: framing.py's MAX_MESSAGE_BYTES).
+MAX_FRAME = 64 * 1024 * 1024
+MAX_HEADER = 8 * 1024
+HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,32})[ \t]*\r\n")
+MARKER = b"Content-Length"
+#: Requests never sent twice: they may act or stream (askCode's deltas would come twice).
+NOT_RESENT = frozenset({"workspace/askCode"})
+#: Commands that only read, safe to send twice.
+READ_ONLY_COMMANDS = frozenset({"codeask.search", "codeask.related"})
+INFO, WARNING = 3, 2
+
+
+def hello(verbose: int) -> dict[str, Any]:
+    """The request that opens a language-server session (the cwd and environment are the
+    editor's: the daemon refuses another environment, and the server runs as in-process)."""
+    return {
+        "protocol": protocol.PROTOCOL,
+        "version": __version__,
+        "command": "serve",
+        "args": {"verbose": verbose},
+        "cwd": os.getcwd(),
+        "environment": protocol.environment(),
+    }
+
+
+class Frames:
+    """Splits a byte stream into LSP frames. Each piece comes out as (bytes, message): the
+    message is the parsed JSON object of a whole frame, else None (bytes that are not a frame,
+    or a frame too large to read, pass through unread and in order)."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._raw_left = 0
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes, dict[str, Any] | None]]:
+        self._buf += chunk
+        out: list[tuple[bytes, dict[str, Any] | None]] = []
+        while self._buf:
+            if self._raw_left:
+                take = min(self._raw_left, len(self._buf))
+                out.append((bytes(self._buf[:take]), None))
+                del self._buf[:take]
+                self._raw_left -= take
+                continue
+            at = self._buf.find(MARKER)
+            if at < 0:
+                keep = len(MARKER)  # a marker may be split across two reads
+                if len(self._buf) > keep:
+                    out.append((bytes(self._buf[:-keep]), None))
+                    del self._buf[:-keep]
+                return out
+            if at > 0:
+                out.append((bytes(self._buf[:at]), None))
+                del self._buf[:at]
+            end = self._buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self._buf) > MAX_HEADER:
+                    out.append((bytes(self._buf[:1]), None))  # not a header: pass it on
+                    del self._buf[:1]
+                    continue
+                return out
+            match = HEADER.match(self._buf)
+            if match is None or end > MAX_HEADER:
+                out.append((bytes(self._buf[:1]), None))
+                del self._buf[:1]
+                continue
+            length = int(match.group(1))
+            start = end + 4
+            if length > MAX_FRAME:
+                out.append((bytes(self._buf[:start]), None))
+                del self._buf[:start]
+                self._raw_left = length
+                continue
+            if len(self._buf) < start + length:
+                return out
+            frame = bytes(self._buf[: start + length])
+            del self._buf[: start + length]
+            out.append((frame, _parse(frame[start:])))
+        return out
+
+
+def _parse(body: bytes) -> dict[str, Any] | None:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _key(request_id: Any) -> str:
+    """A request id as a dict key (1 and "1" stay apart)."""
+    return json.dumps(request_id, sort_keys=True)
+
+
+class _Pending:
+    __slots__ = ("frame", "id", "method", "resend", "sends")
+
+    def __init__(self, request_id: Any, method: str, data: bytes, resend: bool) -> None:
+        self.id = request_id
+        self.method = method
+        self.frame = data
+        self.resend = resend
+        self.sends = 1
+
+
+class EditorState:
+    """What a new server must be told to stand where the dead one stood (see the module doc).
+    Not thread-safe: the Proxy holds its lock around every call."""
+
+    def __init__(self) -> None:
+        self.initialize: bytes | None = None
+        self.initialize_key = ""
+        self.initialize_answered = False
+        self.initialized: bytes | None = None
+        self.folder_changes: list[bytes] = []
+        self.configuration: bytes | None = None
+        self.documents: dict[str, list[bytes]] = {}
+        self.pending: dict[str, _Pending] = {}
+        self.shutdown = False
+        self.exit = False
+
+    def from_editor(self, message: dict[str, Any], data: bytes) -> None:
+        method = message.get("method")
+        if not isinstance(method, str):
+            return
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if "id" in message:
+            self._request(message["id"], method, params, data)
+            return
+        if method == "initialized":
+            self.initialized = data
+        elif method == "exit":
+            self.exit = True
+        elif method == "$/cancelRequest" and "id" in params:
+            self.pending.pop(_key(params["id"]), None)
+        elif method == "workspace/didChangeWorkspaceFolders":
+            self.folder_changes.append(data)
+        elif method == "workspace/didChangeConfiguration":
+            self.configuration = data
+        elif method.startswith("textDocument/did"):
+            self._document(method, params, data)
+
+    def _request(self, request_id: Any, method: str, params: dict[str, Any], data: bytes) -> None:
+        resend = method not in NOT_RESENT
+        if method == "workspace/executeCommand":
+            resend = params.get("command") in READ_ONLY_COMMANDS
+        key = _key(request_id)
+        self.pending[key] = _Pending(request_id, method, data, resend)
+        if method == "initialize":
+            self.initialize, self.initialize_key = data, key
+            self.initialize_answered = False
+        elif method == "shutdown":
+            self.shutdown = True
+
+    def _document(self, method: str, params: dict[str, Any], data: bytes) -> None:
+        document = params.get("textDocument")
+        uri = document.get("uri") if isinstance(document, dict) else None
+        if not isinstance(uri, str):
+            return
+        if method == "textDocument/didOpen":
+            self.documents[uri] = [data]
+        elif method == "textDocument/didClose":
+            self.documents.pop(uri, None)
+        elif method == "textDocument/didChange" and uri in self.documents:
+            changes = params.get("contentChanges")
+            last = changes[-1] if isinstance(changes, list) and changes else None
+            if isinstance(last, dict) and "range" not in last:  # the whole text: open it anew
+                self.documents[uri] = [_reopen(self.documents[uri][0], last, params)]
+            else:
+                self.documents[uri].append(data)
+
+    def answered(self, key: str) -> None:
+        self.pending.pop(key, None)
+        if key == self.initialize_key:
+            self.initialize_answered = True
+
+
+def _reopen(opened: bytes, change: dict[str, Any], params: dict[str, Any]) -> bytes:
+    """A didOpen carrying a full-text change's text (the log of that document restarts)."""
+    first = _parse(opened.split(b"\r\n\r\n", 1)[1]) or {}
+    item = dict((first.get("params") or {}).get("textDocument") or {})
+    item["text"] = change.get("text", "")
+    version = (params.get("textDocument") or {}).get("version")
+    if isinstance(version, int):
+        item["version"] = version
+    message = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}}
+    return frame(message)
+
+
+class ServerState:
+    """What the editor was asked or shown by the current server (the Proxy's lock held)."""
+
+    def __init__(self) -> None:
+        self.requests: set[str] = set()
+        """Ids of this server's requests to the editor not answered yet."""
+        self.progress: dict[str, Any] = {}
+        """Work-done progress begun and not ended: key → token."""
+        self.registered: set[str] = set()
+        """Registration ids the editor holds (from any server: the editor keeps them)."""
+
+
+class Proxy:
+    """The editor's stdin → upstream, upstream → the editor's stdout, surviving upstream deaths."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        reconnect: Callable[[], Upstream],
+        *,
+        stdin_fd: int = 0,
+        stdout_fd: int = 1,
+    ) -> None:
+        self._up = upstream
+        self._reconnect = reconnect
+        self._in, self._out_fd = stdin_fd, stdout_fd
+        self._send = threading.Lock()
+        """Held while writing upstream and while replacing it."""
+        self._state = threading.Lock()
+        self._out = threading.Lock()
+        self.editor = EditorState()
+        self.server = ServerState()
+        self._swallow: set[str] = set()
+        self._replays = 0
+        self._generation = 0
+        self._closing = False
+        self._done = threading.Event()
+        self._reconnects: list[float] = []
+        self.restarts = 0
+
+    # ---- the editor's side -------------------------------------------------------------------
+    def run(self) -> int:
+        """Forward until the editor sends `exit` or closes stdin; the in-process exit code
+        (0 after `shutdown`, else 1)."""
+        self._start_reader(self._up, 0)
+        frames = Frames()
+        while True:
+            try:
+                chunk = os.read(self._in, CHUNK)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            for data, message in frames.feed(chunk):
+                self._from_editor(data, message)
+            with self._state:
+                if self.editor.exit:
+                    break
+        with self._send:
+            with self._state:
+                self._closing = True
+            with contextlib.suppress(OSError):
+                self._up.end_input()
+        self._done.wait(CLOSE_SECONDS)
+        with self._send:
+            self._up.close()
+        with self._state:
+            return 0 if self.editor.shutdown else 1
+
+    def _from_editor(self, data: bytes, message: dict[str, Any] | None) -> None:
+        with self._send:
+            if message is not None:
+                with self._state:
+                    if self._stale_answer(message):
+                        return
+                    self.editor.from_editor(message, data)
+                    if self.editor.exit:  # the session ends now: no reconnection after it
+                        self._closing = True
+            with contextlib.suppress(OSError):  # the reader sees the drop; pending go again
+                self._up.send(data)
+
+    def _stale_answer(self, message: dict[str, Any]) -> bool:
+        """An answer to a request of a server that died (the next one never asked it)."""
+        if "method" in message or "id" not in message:
+            return False
+        key = _key(message["id"])
+        if key in self.server.requests:
+            self.server.requests.discard(key)
+            return False
+        return True
+
+    # ---- the upstream's side -----------------------------------------------------------------
+    def _start_reader(self, upstream: Upstream, generation: int) -> None:
+        threading.Thread(
+            target=self._pump, args=(upstream, generation), name="codeask-forward", daemon=True
+        ).start()
+
+    def _pump(self, upstream: Upstream, generation: int) -> None:
+        frames = Frames()
+        while True:
+            try:
+                chunk = upstream.recv()
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            for data, message in frames.feed(chunk):
+                if message is not None:  # a cut frame never reaches the editor
+                    self._to_editor(data, message, upstream)
+        with self._state:
+            closing = self._closing
+        if closing:
+            self._done.set()
+            return
+        self._recover(generation)
+
+    def _to_editor(self, data: bytes, message: dict[str, Any], upstream: Upstream) -> None:
+        method = message.get("method")
+        with self._state:
+            if "id" in message and method is None:
+                key = _key(message["id"])
+                if key in self._swallow:
+                    self._swallow.discard(key)
+                    return
+                self.editor.answered(key)
+            elif isinstance(method, str) and self._note_server(message, method, upstream):
+                return
+        self._write_out(data)
+
+    def _note_server(self, message: dict[str, Any], method: str, upstream: Upstream) -> bool:
+        """Remember what the server asked or showed; True when answered here instead."""
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "$/progress":
+            value = params.get("value")
+            kind = value.get("kind") if isinstance(value, dict) else None
+            token = params.get("token")
+            if kind == "begin":
+                self.server.progress[_key(token)] = token
+            elif kind == "end":
+                self.server.progress.pop(_key(token), None)
+            return False
+        if "id" not in message:
+            return False
+        if method == "client/registerCapability":
+            ids = {r.get("id") for r in params.get("registrations", []) if isinstance(r, dict)}
+            if ids and ids <= self.server.registered:  # the editor holds these already
+                with contextlib.suppress(OSError):
+                    upstream.send(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+                return True
+            self.server.registered |= {i for i in ids if isinstance(i, str)}
+        elif method == "client/unregisterCapability":
+            for gone in params.get("unregisterations", []):
+                if isinstance(gone, dict):
+                    self.server.registered.discard(gone.get("id"))
+        self.server.requests.add(_key(message["id"]))
+        return False
+
+    def _write_out(self, data: bytes) -> None:
+        with self._out:
+            view = memoryview(data)
+            while view:
+                try:
+                    written = os.write(self._out_fd, view)
+                except OSError:
+                    return  # the editor is gone; its stdin ends too
+                view = view[written:]
+
+    # ---- a dropped upstream ------------------------------------------------------------------
+    def _recover(self, generation: int) -> None:
+        with self._send:
+            if generation != self._generation:
+                return
+            with contextlib.suppress(OSError):
+                self._up.close()
+            self._went_away()
+            try:
+                upstream = self._next_upstream()
+            except GiveUp as exc:
+                self._give_up(str(exc))
+                return
+            self._generation += 1
+            self._up = upstream
+            self.restarts += 1
+            self._replay(upstream)
+            self._start_reader(upstream, self._generation)
+
+    def _went_away(self) -> None:
+        """End the dead server's progress bars; tell the editor it is reconnecting."""
+        with self._state:
+            tokens = list(self.server.progress.values())
+            self.server.progress.clear()
+            self.server.requests.clear()
+            ready = self.editor.initialize_answered
+        for token in tokens:
+            end = {"token": token, "value": {"kind": "end", "message": "codeask reconnecting"}}
+            self._write_out(frame({"jsonrpc": "2.0", "method": "$/progress", "params": end}))
+        if ready:
+            self._notify_editor(
+                "window/showMessage", WARNING, "codeask: the daemon went away; reconnecting..."
+            )
+
+    def _notify_editor(self, method: str, kind: int, text: str) -> None:
+        params = {"type": kind, "message": text}
+        self._write_out(frame({"jsonrpc": "2.0", "method": method, "params": params}))
+
+    def _next_upstream(self) -> Upstream:
+        now = time.monotonic()
+        self._reconnects = [t for t in self._reconnects if now - t < RECONNECT_WINDOW]
+        if len(self._reconnects) >= RECONNECTS:
+            raise GiveUp(f"{RECONNECTS} reconnections within {RECONNECT_WINDOW:.0f} s")
+        self._reconnects.append(now)
+        try:
+            return self._reconnect()
+        except GiveUp:
+            raise
+        except Exception as exc:
+            raise GiveUp(f"{type(exc).__name__}: {exc}") from exc
+
+    def _replay(self, upstream: Upstream) -> None:
+        """The editor's state again, then every unanswered request once more (or its error)."""
+        head: list[bytes] = []
+        again: list[bytes] = []
+        lost: list[_Pending] = []
+        with self._state:
+            state = self.editor
+            if state.initialize is not None and state.initialize_answered:
+                self._replays += 1
+                replay_id = f"{REPLAY_ID}{self._replays}"
+                first = _parse(state.initialize.split(b"\r\n\r\n", 1)[1]) or {}
+                first["id"] = replay_id
+                head.append(frame(first))
+                self._swallow.add(_key(replay_id))
+                if state.initialized is not None:
+                    head.append(state.initialized)
+                head += state.folder_changes
+                if state.configuration is not None:
+                    head.append(state.configuration)
+                for log in state.documents.values():
+                    head += log
+            for key, pending in list(state.pending.items()):
+                if pending.sends >= 2 or not pending.resend:
+                    del state.pending[key]
+                    lost.append(pending)
+                else:
+                    pending.sends += 1
+                    again.append(pending.frame)
+            ready = state.initialize_answered
+        for pending in lost:
+            self._write_out(_error_frame(pending))
+        note = (
+            f"codeask: the daemon went away; session resumed ({len(again)} unanswered "
+            f"requests sent again, {len(lost)} answered '{RESTARTED}')"
+        )
+        sys.stderr.write(note + "\n")
+        sys.stderr.flush()
+        if ready:
+            self._notify_editor("window/logMessage", INFO, note)
+        for data in head + again:
+            try:
+                upstream.send(data)
+            except OSError:
+                return  # dropped again: its reader recovers once more
+
+    def _give_up(self, why: str) -> None:
+        with self._state:
+            pending = list(self.editor.pending.values())
+            self.editor.pending.clear()
+        for request in pending:
+            self._write_out(_error_frame(request))
+        sys.stderr.write(f"codeask: the language server cannot continue ({why}); exiting\n")
+        sys.stderr.flush()
+        os._exit(1)  # the main thread sits in a read of stdin: end the process itself
+
+
+def _error_frame(request: _Pending) -> bytes:
+    error = {"code": REQUEST_FAILED, "message": RESTARTED}
+    return frame({"jsonrpc": "2.0", "id": request.id, "error": error})
