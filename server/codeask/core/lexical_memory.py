@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 
-from codeask.core import background
+from codeask.core import background, heap
 from codeask.core.bm25 import LiveTable, Postings
 from codeask.core.fts import CHUNK_WEIGHTS, FILE_WEIGHTS, FtsTables, TableWrite
 
@@ -112,6 +112,7 @@ class MemoryCopy:
             with self.tables.lock:
                 self.building = False
                 self._pending = []
+            heap.give_back_freed()
 
 
 def _replay(copy: Copy, write: TableWrite) -> bool:
