@@ -16,7 +16,9 @@ model and embedding cache; PYTHONPATH to run another checkout).
 `--mmap-threshold N` starts the server through `mallopt(M_MMAP_THRESHOLD, N)` first (a
 proposal: glibc then serves every block of N bytes or more from its own mapping, returned at
 `free`, instead of raising the threshold after the first big free and keeping what the BM25
-build and the model loads freed). Not a test.
+build and the model loads freed). `--modules` also prints which heavy modules (numpy,
+onnxruntime, fastembed, httpx, pygit2, ...) the server has imported at rest: it starts the
+server through a SIGUSR1 handler that writes `sys.modules` to a file. Not a test.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -62,7 +65,34 @@ WITH_MALLOPT = (
 )
 
 
-async def run(folder: Path, settle: float, cold: bool, mmap_threshold: int) -> int:
+#: Starts the server with a SIGUSR1 handler that writes the names of its imported modules.
+WITH_MODULE_DUMP = (
+    "import signal, sys; signal.signal(signal.SIGUSR1, lambda *_: open({out!r}, 'w')"
+    ".write('\\n'.join(sorted(sys.modules)))); "
+    "from codeask.cli import main; sys.exit(main(['serve']))"
+)
+#: Third-party modules worth naming when the server holds them (each costs 2-36 MB of RSS).
+HEAVY = [
+    "numpy", "onnxruntime", "tokenizers", "fastembed", "huggingface_hub", "PIL", "httpx",
+    "pygit2", "tree_sitter_language_pack", "lsprotocol", "pygls", "cattrs", "msgspec",
+]  # fmt: skip
+
+
+async def loaded_modules(pid: int, out: Path) -> list[str]:
+    """The heavy modules the server process has imported (asked by SIGUSR1)."""
+    out.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR1)
+    for _ in range(50):
+        if out.exists() and out.stat().st_size:
+            break
+        await asyncio.sleep(0.1)
+    names = set(out.read_text().split()) if out.exists() else set()
+    return [name for name in HEAVY if name in names]
+
+
+async def run(
+    folder: Path, settle: float, cold: bool, mmap_threshold: int, modules: bool = False
+) -> int:
     if cold:
         shutil.rmtree(folder / ".codeask", ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
@@ -71,6 +101,9 @@ async def run(folder: Path, settle: float, cold: bool, mmap_threshold: int) -> i
     if mmap_threshold:
         code = WITH_MALLOPT.format(param=M_MMAP_THRESHOLD, size=mmap_threshold)
         command = [sys.executable, "-c", code]
+    dump = Path(f"/tmp/codeask-memory-serve-{os.getpid()}.modules")
+    if modules:
+        command = [sys.executable, "-c", WITH_MODULE_DUMP.format(out=str(dump))]
     config = ClientServerConfig(server_command=command, server_env=env)
     client = await config.start()
     assert isinstance(client, LanguageClient)
@@ -107,6 +140,8 @@ async def run(folder: Path, settle: float, cold: bool, mmap_threshold: int) -> i
             samples.append(server_status(pid))
             await asyncio.sleep(0.5)
         show(f"at rest ({settle:.0f} s later)", samples[-1])
+        if modules:
+            print(f"\nheavy modules imported at rest: {', '.join(await loaded_modules(pid, dump))}")
         await asyncio.wait_for(client.shutdown_session(), 60)
     finally:
         if client._server is not None and client._server.returncode is None:
@@ -123,9 +158,12 @@ def main() -> int:
     parser.add_argument(
         "--mmap-threshold", type=int, default=0, help="mallopt(M_MMAP_THRESHOLD, N) first"
     )
+    parser.add_argument(
+        "--modules", action="store_true", help="print the heavy modules imported at rest"
+    )
     args = parser.parse_args()
     folder = args.folder.resolve()
-    return asyncio.run(run(folder, args.settle, args.cold, args.mmap_threshold))
+    return asyncio.run(run(folder, args.settle, args.cold, args.mmap_threshold, args.modules))
 
 
 if __name__ == "__main__":
