@@ -124,3 +124,56 @@ def test_a_bulk_call_widens_once_and_gives_the_same_bits_as_one_text_at_a_time(
     one_by_one = np.vstack([static.embed([text]) for text in texts])
     assert np.array_equal(bulk, one_by_one)
     assert static._matrix.dtype == np.float16  # the copy lived for the call only
+
+
+LOAD_CHILD = """
+import gc, ctypes, json
+from pathlib import Path
+import numpy, tokenizers
+
+def status():
+    out = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("RssAnon", "RssFile"):
+            out[key] = int(value.split()[0]) / 1024
+    return out
+
+def settled():
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return status()
+
+from codeask.core.static_embed import StaticEmbedder
+numpy.linalg.norm(numpy.ones((2, 2), dtype=numpy.float32), axis=1)  # its library's pages
+start = settled()
+static = StaticEmbedder()
+for query in ("parse the configuration file", "retry with backoff", "write the html pages"):
+    static.embed([query])
+queries = settled()
+static.embed([f"def handler_{n}(request): return render(request, 'p{n}.html')" for n in range(99)])
+bulk = settled()
+print(json.dumps({
+    "queries": {k: queries[k] - start[k] for k in start},
+    "bulk": {k: bulk[k] - start[k] for k in start},
+}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_matrix_is_read_from_the_files_pages_not_copied() -> None:
+    """A server embeds only queries once its tier is complete: the 15 MB float16 matrix is the
+    mapped file (shared with every other process, a query touching a few of its pages), not a
+    private copy; after a bulk call (indexing) its pages are let go again (issue 29)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_CHILD], capture_output=True, text=True, check=True
+    )
+    grown = json.loads(done.stdout)
+    # the tokenizer (~9 MB, Rust) is private; the matrix would add 15 MB more
+    assert grown["queries"]["RssAnon"] < 12, grown
+    assert grown["queries"]["RssFile"] < 8, grown  # its code pages; the matrix is 15 MB
+    assert grown["bulk"]["RssAnon"] < 12 and grown["bulk"]["RssFile"] < 8, grown

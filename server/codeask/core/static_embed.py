@@ -12,7 +12,9 @@ The matrix file's sha256 is pinned: a different file is refused with a clear err
 
 from __future__ import annotations
 
+import hashlib
 import json
+import mmap
 import struct
 import threading
 from collections.abc import Sequence
@@ -37,6 +39,8 @@ STATIC_FILES_SHA256 = {
     "model.safetensors": "3955b8a3acf2d48c6a88e980c002eb842336cafee896ee39e15007e05ee16229",
     "tokenizer.json": "e67e803f624fb4d67dea1c730d06e1067e1b14d830e2c2202569e3ef0f70bb50",
 }
+#: The token matrix (safetensors), mapped rather than read (`read_matrix`).
+MATRIX_FILE = "model.safetensors"
 #: model2vec's default `max_length` (tokens per text).
 MAX_TOKENS = 512
 #: Texts per tokenizer call: bounds the memory of one gathered (tokens × 256) block.
@@ -45,25 +49,61 @@ BATCH = 1024
 WIDEN_AT = 64
 
 
-def read_matrix(path: Path) -> np.ndarray:
+def read_matrix(path: Path, sha256: str = "") -> np.ndarray:
     """The `embeddings` tensor of a one-tensor safetensors file in its stored dtype (rows =
-    token ids): the shipped float16 stays float16, 15 MB resident instead of 30 (issue 29);
-    `StaticEmbedder` widens only the rows a text gathers, which changes no bit of a vector."""
-    blob = path.read_bytes()
+    token ids), read-only, over the file's own pages: the shipped float16 matrix (15 MB) is
+    shared with every process that maps it and only the rows a query gathers are resident
+    (issue 29; a private copy was 15 MB per process). With `sha256`, the mapped bytes are
+    checked (the bytes hashed are the bytes used) and refused if they differ; hashing touches
+    every page, which are let go again after. `StaticEmbedder` widens only the rows a text
+    gathers, which changes no bit of a vector."""
     try:
-        (size,) = struct.unpack("<Q", blob[:8])
-        info = json.loads(blob[8 : 8 + size])["embeddings"]
+        with path.open("rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
+        raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
+    if sha256:
+        actual = hashlib.sha256(mapped).hexdigest()
+        release_pages(mapped)
+        if actual != sha256:
+            mapped.close()
+            raise EmbedError(
+                f"refusing to load {path}: sha256 {actual} is not the pinned {sha256}; "
+                "reinstall codeask"
+            )
+    try:
+        (size,) = struct.unpack("<Q", mapped[:8])
+        info = json.loads(mapped[8 : 8 + size])["embeddings"]
         start, end = info["data_offsets"]
         dtype = {"F16": "<f2", "F32": "<f4"}[info["dtype"]]
         data = np.frombuffer(
-            blob,
+            mapped,
             dtype=dtype,
             count=(end - start) // np.dtype(dtype).itemsize,
             offset=8 + size + start,
         )
-        return data.reshape(info["shape"]).copy()  # its own buffer: the file's bytes go
+        return data.reshape(info["shape"])
     except (struct.error, ValueError, KeyError, TypeError) as exc:
+        mapped.close()
         raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
+
+
+def release_pages(mapped: mmap.mmap) -> None:
+    """Drop a read-only mapping's pages from this process (they stay in the page cache and come
+    back on the next touch): after hashing it or widening the whole matrix for a bulk call."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is not None and hasattr(mapped, "madvise"):
+        mapped.madvise(advice)
+
+
+def _mapping_of(matrix: np.ndarray) -> mmap.mmap | None:
+    """The mmap a `read_matrix` array is a view of."""
+    base = matrix.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return base if isinstance(base, mmap.mmap) else None
 
 
 def _check_sha256(folder: Path, pinned: dict[str, str]) -> None:
@@ -72,6 +112,8 @@ def _check_sha256(folder: Path, pinned: dict[str, str]) -> None:
         path = folder / name
         if not path.is_file():
             raise EmbedError(f"static embedding model file missing: {path}; reinstall codeask")
+        if name == MATRIX_FILE:
+            continue  # checked over the mapped bytes by read_matrix
         actual = file_sha256(path)
         if actual != expected:
             raise EmbedError(
@@ -88,9 +130,10 @@ class StaticEmbedder:
     ) -> None:
         from tokenizers import Tokenizer
 
-        _check_sha256(folder, STATIC_FILES_SHA256 if pinned is None else pinned)
+        hashes = STATIC_FILES_SHA256 if pinned is None else pinned
+        _check_sha256(folder, hashes)
         self.name = STATIC_MODEL_NAME
-        self._matrix = read_matrix(folder / "model.safetensors")
+        self._matrix = read_matrix(folder / MATRIX_FILE, hashes.get(MATRIX_FILE, ""))
         self.dim = int(self._matrix.shape[1])
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
@@ -117,7 +160,11 @@ class StaticEmbedder:
         # Many texts (indexing): one float32 copy of the matrix for this call (~10 ms, 30 MB
         # while it runs), since widening each text's gathered rows cost ~20% of a first
         # pass; a query widens only its own rows. The sums are bit for bit the same.
-        matrix = self._matrix.astype(np.float32) if len(texts) >= WIDEN_AT else self._matrix
+        bulk = len(texts) >= WIDEN_AT
+        matrix = self._matrix.astype(np.float32) if bulk else self._matrix
+        mapped = _mapping_of(self._matrix)
+        if bulk and mapped is not None:
+            release_pages(mapped)  # the widening touched every page of the file
         for start in range(0, len(texts), BATCH):
             out[start : start + BATCH] = self._embed_batch(texts[start : start + BATCH], matrix)
         return out
