@@ -8,7 +8,7 @@ computed). After the checkpoints (by default 1, 8 and all corpora) it measures, 
 same eval texts:
 
 - team: the product path. A fresh clone of the FIRST corpus (sphinx) opened with the postgres
-  backend, i.e. retrieval over `PublishedReader` of its published revision (core/indexer/team.py)
+  backend, i.e. retrieval over `PublishedReader` of its published revision (core/storage_team.py)
   under an empty overlay; `perf.query_latency` for lexical, dense and hybrid. Reopened at each
   checkpoint, as a developer's editor would be.
 - local: the first corpus's own local index (the CI run's folder), the same queries: it does not
@@ -60,10 +60,10 @@ from benchmarks.pg_bench import (
     settings_for,
 )
 from codeask.core.indexer import FolderIndex
-from codeask.core.indexer.team import TeamStorage
 from codeask.core.pg.publish import publish_folder
 from codeask.core.pg.schema import CHUNK_TABLE, FILE_TABLE, REVISION_TABLE
 from codeask.core.retrieve import Mode, search
+from codeask.core.storage_team import TeamStorage
 
 MODES: tuple[Mode, ...] = ("lexical", "dense", "hybrid")
 #: Where each corpus says it lives (its repository name: what `naming.repository_name` makes of it).

@@ -74,8 +74,8 @@ ENGINE_INTERNALS = tuple(
         "lexical_frozen", "lexical_memory", "bm25", "fts", "chunk", "store", "catalog",
         "snapshot", "snapshot_load", "storage", "storage_local", "vectors", "int8_quantize",
         "embed", "embed_base", "embed_remote", "static_embed", "query_encoder", "overlay",
-        "overlay_shadow", "storage_open", "ask", "ask_router", "prompt", "git.blame",
-        "git.diffs", "git.hunks",
+        "overlay_shadow", "storage_open", "storage_team", "ask", "ask_router", "prompt",
+        "git.blame", "git.diffs", "git.hunks",
     )
 )  # fmt: skip
 #: The indexer's job modules (`core.indexer.*`): faces use the package's public names.
@@ -184,7 +184,25 @@ def our_imports(
                 owner = full if full in modules else _owner(base, modules)
                 if owner:
                     targets.add(owner)
-    return targets
+    return targets | _packages_entered(targets, module, is_package, modules)
+
+
+def _packages_entered(
+    targets: Iterable[str], module: str, is_package: bool, modules: Mapping[str, Path]
+) -> set[str]:
+    """The packages whose `__init__` an import from outside them runs first: importing
+    `a.b.c` from outside `a.b` runs `a.b/__init__.py` (and `a/__init__.py`) before `c`, so a
+    package `__init__` importing back the module that entered it is a circle at runtime (it was:
+    `storage_open` → `indexer.team` ran `indexer/__init__` → `folder` → `storage_open`; the team
+    storage is `core/storage_team.py` since)."""
+    home = module if is_package else module.rpartition(".")[0]
+    entered: set[str] = set()
+    for target in targets:
+        package = target.rpartition(".")[0]
+        while package and package in modules and not _in(home, (package,)):
+            entered.add(package)
+            package = package.rpartition(".")[0]
+    return entered
 
 
 def reachable(start: str, graph: Mapping[str, Iterable[str]]) -> dict[str, str]:

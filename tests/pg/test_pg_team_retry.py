@@ -17,10 +17,10 @@ from tcp_relay import Relay
 from test_pg_team_overlay import DSN_ENV, committed, settings_for, symbols
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.indexer.team import TeamStorage
 from codeask.core.indexer.team_retry import BaseRetry, retry_base, schedule_retry
 from codeask.core.pg.connect import PgUnavailable
 from codeask.core.pg.publish import publish_folder
+from codeask.core.storage_team import TeamStorage
 
 
 class Clock:

@@ -4,7 +4,7 @@ reads and writes, and into the embedding cache it embeds through (VectorCode's
 
 - `local`: `LocalStorage` (core/storage_local.py), the index on this machine.
 - `postgres`: the team's published revision nearest HEAD (`core/pg/`, opened by `open_base`)
-  under the local index of the files that differ (`indexer/team.TeamStorage`); the team's
+  under the local index of the files that differ (`storage_team.TeamStorage`); the team's
   embedding cache (`pg/layered.py`) behind the local one. When no revision can be used, the
   local storage alone, and `TeamBase.reason` says why.
 
@@ -25,10 +25,10 @@ from codeask.config import Settings
 from codeask.core import embed
 from codeask.core.embed import CachedEmbedder
 from codeask.core.embed_base import VectorCache
-from codeask.core.indexer.team import TeamBase, TeamStorage, ancestors
 from codeask.core.overlay import overlay_paths
 from codeask.core.storage import Storage
 from codeask.core.storage_local import LocalStorage
+from codeask.core.storage_team import TeamBase, TeamStorage, ancestors
 
 log = logging.getLogger("codeask.core.indexer")
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from codeask.core.chunk import chunk_file
 from codeask.core.discover import SkippedFile, SourceFile, discover, load_source
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
-from codeask.core.indexer.team import refresh_shadowed
 from codeask.core.names import display_path
 from codeask.core.records import FileRecord
+from codeask.core.storage_team import refresh_shadowed
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState

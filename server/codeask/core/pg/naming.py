@@ -1,5 +1,5 @@
 """The name a folder goes under in the team index, derived ONE way for the publisher
-(`codeask index --backend postgres`, publish.py) and the reader (core/indexer/team.py), and the
+(`codeask index --backend postgres`, publish.py) and the reader (core/storage_team.py), and the
 lookup that finds a clone's revision whatever name it was published under.
 
 The name is a label: the normalized `origin` URL (`github.com/org/repo`), else the working

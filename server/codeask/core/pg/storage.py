@@ -53,7 +53,7 @@ Where it differs from `LocalStorage` of the index that was published (and why):
   normalization 1): no idf, so a common term counts as much as a rare one; the chunks matched
   are the same set, the order can differ, and `lexical_files` is then the sum of the file's
   code chunks' ranks. `lexical_scale` says which ("bm25" or "ts_rank"): merging with a local
-  BM25 list by raw score is only right for the first (core/indexer/team.py).
+  BM25 list by raw score is only right for the first (core/storage_team.py).
 - `saved_at()` is the revision's `published_at`; `generation` its id; `disk_bytes()` the size of
   its chunk rows (`pg_column_size`, TOAST-compressed; 0 when the database cannot say).
 

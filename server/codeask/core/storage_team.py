@@ -27,16 +27,13 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 
 from codeask.core.overlay import LexicalMerge, OverlayReader, overlay_paths
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage import IndexReader, Storage, Tier
-
-if TYPE_CHECKING:
-    from codeask.core.indexer.backoff import BaseRetry
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -48,6 +45,24 @@ MAX_ANCESTORS = 200
 #: "unpublished" (nothing of this repository near HEAD for `embed.model`); "unusable" (no git,
 #: no DSN, a refused login, psycopg missing, ...).
 BaseKind = Literal["base", "off", "unreachable", "unpublished", "unusable"]
+
+
+class Retry(Protocol):
+    """When to try an unreachable database again (`indexer/backoff.BaseRetry` is one)."""
+
+    delay: float
+
+    def due(self) -> bool:
+        """Whether the next attempt may run now."""
+        ...
+
+    def seconds_left(self) -> float:
+        """Seconds until the next attempt (0 when due)."""
+        ...
+
+    def failed(self) -> None:
+        """Another attempt failed: wait longer."""
+        ...
 
 
 class PublishedBase(IndexReader, Protocol):
@@ -86,7 +101,7 @@ class TeamBase:
     #: Why the last query to the base failed; '' once one succeeded (or none failed).
     query_error: str = ""
     #: When to try an unreachable database again (backoff.py, applied by team_retry.py).
-    retry: BaseRetry | None = None
+    retry: Retry | None = None
     #: An error of the base as `query_error` shows it: the storage factory (core/storage_open.py)
     #: gives the database's own, which redacts passwords.
     describe: Callable[[BaseException], str] = field(default=lambda exc: type(exc).__name__)
