@@ -48,6 +48,14 @@ from codeask.daemon.forwarder import (
 )
 
 REPLAY_ID = "codeask-forwarder-replay-"
+PROBE_ID = "codeask-forwarder-probe-"
+SEARCH = "workspace/semanticSearch"
+#: Any query does: with vectors loaded, the dense tiers always return neighbours.
+WARM_QUERY = "function"
+#: After a replay: how long the editor's requests wait for the new server to open the folders'
+#: indexes, and how long one status question may take.
+OPEN_SECONDS = 60.0
+PROBE_SECONDS = 5.0
 #: LSP's RequestFailed: the request is valid but failed; the editor may ask again.
 REQUEST_FAILED = -32803
 #: Frames up to this size are read for bookkeeping; larger ones pass through unread (the
@@ -176,6 +184,8 @@ class EditorState:
         self.pending: dict[str, _Pending] = {}
         self.shutdown = False
         self.exit = False
+        self.searched = False
+        """The editor searched: the server had its query model loaded (or loading)."""
 
     def from_editor(self, message: dict[str, Any], data: bytes) -> None:
         method = message.get("method")
@@ -210,6 +220,10 @@ class EditorState:
             self.initialize_answered = False
         elif method == "shutdown":
             self.shutdown = True
+        elif method == SEARCH or (
+            method == "workspace/executeCommand" and params.get("command") == "codeask.search"
+        ):
+            self.searched = True
 
     def _document(self, method: str, params: dict[str, Any], data: bytes) -> None:
         document = params.get("textDocument")
@@ -280,6 +294,12 @@ class Proxy:
         self.server = ServerState()
         self._swallow: set[str] = set()
         self._replays = 0
+        self._probes = 0
+        self._resuming = False
+        self._held: list[bytes] = []
+        """The editor's frames while a new server opens its folders (sent after the resend)."""
+        self._probing: dict[str, tuple[threading.Event, list[Any]]] = {}
+        """Private indexStatus requests after a replay: key → (answered, [result])."""
         self._generation = 0
         self._closing = False
         self._done = threading.Event()
@@ -317,13 +337,17 @@ class Proxy:
 
     def _from_editor(self, data: bytes, message: dict[str, Any] | None) -> None:
         with self._send:
-            if message is not None:
-                with self._state:
+            with self._state:
+                if message is not None:
                     if self._stale_answer(message):
                         return
                     self.editor.from_editor(message, data)
                     if self.editor.exit:  # the session ends now: no reconnection after it
                         self._closing = True
+                answer = message is not None and "method" not in message
+                if self._resuming and not answer:  # sent once the new server has its folders
+                    self._held.append(data)
+                    return
             with contextlib.suppress(OSError):  # the reader sees the drop; pending go again
                 self._up.send(data)
 
@@ -364,19 +388,29 @@ class Proxy:
 
     def _to_editor(self, data: bytes, message: dict[str, Any], upstream: Upstream) -> None:
         method = message.get("method")
+        reply: bytes | None = None
         with self._state:
             if "id" in message and method is None:
                 key = _key(message["id"])
                 if key in self._swallow:
                     self._swallow.discard(key)
                     return
+                probe = self._probing.get(key)
+                if probe is not None:
+                    probe[1].append(message.get("result"))
+                    probe[0].set()
+                    return
                 self.editor.answered(key)
-            elif isinstance(method, str) and self._note_server(message, method, upstream):
-                return
-        self._write_out(data)
+            elif isinstance(method, str):
+                reply = self._note_server(message, method)
+        if reply is None:
+            self._write_out(data)
+            return
+        with self._send, contextlib.suppress(OSError):
+            upstream.send(reply)
 
-    def _note_server(self, message: dict[str, Any], method: str, upstream: Upstream) -> bool:
-        """Remember what the server asked or showed; True when answered here instead."""
+    def _note_server(self, message: dict[str, Any], method: str) -> bytes | None:
+        """Remember what the server asked or showed; the answer when answered here instead."""
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         if method == "$/progress":
@@ -387,22 +421,20 @@ class Proxy:
                 self.server.progress[_key(token)] = token
             elif kind == "end":
                 self.server.progress.pop(_key(token), None)
-            return False
+            return None
         if "id" not in message:
-            return False
+            return None
         if method == "client/registerCapability":
             ids = {r.get("id") for r in params.get("registrations", []) if isinstance(r, dict)}
             if ids and ids <= self.server.registered:  # the editor holds these already
-                with contextlib.suppress(OSError):
-                    upstream.send(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
-                return True
+                return frame({"jsonrpc": "2.0", "id": message["id"], "result": None})
             self.server.registered |= {i for i in ids if isinstance(i, str)}
         elif method == "client/unregisterCapability":
             for gone in params.get("unregisterations", []):
                 if isinstance(gone, dict):
                     self.server.registered.discard(gone.get("id"))
         self.server.requests.add(_key(message["id"]))
-        return False
+        return None
 
     def _write_out(self, data: bytes) -> None:
         with self._out:
@@ -428,10 +460,26 @@ class Proxy:
                 self._give_up(str(exc))
                 return
             self._generation += 1
+            generation = self._generation
             self._up = upstream
             self.restarts += 1
-            self._replay(upstream)
-            self._start_reader(upstream, self._generation)
+            with self._state:
+                self._resuming = True
+                resend = list(self.editor.pending)
+            ready = self._replay(upstream)
+            self._start_reader(upstream, generation)
+        if ready:  # the editor's answers pass meanwhile; its other frames are held
+            self._await_open(upstream)
+        with self._send:
+            if generation != self._generation:
+                return  # dropped again meanwhile: the next recovery resends and releases
+            self._resend(upstream, ready, resend)
+            with self._state:
+                held, self._held = self._held, []
+                self._resuming = False
+            for data in held:
+                with contextlib.suppress(OSError):
+                    upstream.send(data)
 
     def _went_away(self) -> None:
         """End the dead server's progress bars; tell the editor it is reconnecting."""
@@ -465,14 +513,13 @@ class Proxy:
         except Exception as exc:
             raise GiveUp(f"{type(exc).__name__}: {exc}") from exc
 
-    def _replay(self, upstream: Upstream) -> None:
-        """The editor's state again, then every unanswered request once more (or its error)."""
+    def _replay(self, upstream: Upstream) -> bool:
+        """The editor's state again (True when there was a session to restore)."""
         head: list[bytes] = []
-        again: list[bytes] = []
-        lost: list[_Pending] = []
         with self._state:
             state = self.editor
-            if state.initialize is not None and state.initialize_answered:
+            ready = state.initialize is not None and state.initialize_answered
+            if ready and state.initialize is not None:
                 self._replays += 1
                 replay_id = f"{REPLAY_ID}{self._replays}"
                 first = _parse(state.initialize.split(b"\r\n\r\n", 1)[1]) or {}
@@ -486,14 +533,79 @@ class Proxy:
                     head.append(state.configuration)
                 for log in state.documents.values():
                     head += log
-            for key, pending in list(state.pending.items()):
+        for data in head:
+            try:
+                upstream.send(data)
+            except OSError:
+                return False  # dropped again: its reader recovers once more
+        return ready
+
+    def _await_open(self, upstream: Upstream) -> None:
+        """Until the new server stands where the dead one stood: every folder's index open
+        (codeask/indexStatus; a request sent earlier would find no index and answer nothing)
+        and, when the editor searched before, the query model loaded (a private search: the
+        server loads it on its first search and answers lexically until then). Asked under
+        private ids, answers swallowed; the editor's answers pass meanwhile, its other frames
+        wait, for OPEN_SECONDS at most."""
+        deadline = time.monotonic() + OPEN_SECONDS
+        while True:
+            status = self._ask(upstream, "codeask/indexStatus", {}, deadline)
+            folders = status.get("folders") if isinstance(status, dict) else None
+            if not isinstance(folders, list):
+                return  # gone, late or unreadable: do not hold the editor
+            if all(isinstance(f, dict) and f.get("state") != "loading" for f in folders):
+                break
+            time.sleep(0.1)
+        with self._state:
+            searched = self.editor.searched
+        while searched:
+            found = self._ask(upstream, SEARCH, {"query": WARM_QUERY, "k": 5}, deadline)
+            items = found.get("results") if isinstance(found, dict) else None
+            state = found.get("indexState") if isinstance(found, dict) else None
+            if not isinstance(items, list) or not isinstance(state, dict):
+                return
+            if not state.get("embedded") or any(_dense(item) for item in items):
+                return  # no vectors to wait for, or the vectors answer
+            time.sleep(0.1)
+
+    def _ask(self, upstream: Upstream, method: str, params: Any, deadline: float) -> Any:
+        """One private request to the server: its result, or None (an error, no answer
+        before `deadline`, or the connection gone)."""
+        with self._state:
+            self._probes += 1
+            request_id = f"{PROBE_ID}{self._probes}"
+            key = _key(request_id)
+            event, slot = threading.Event(), list[Any]()
+            self._probing[key] = (event, slot)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        try:
+            with self._send:
+                upstream.send(frame(message))
+        except OSError:
+            return None
+        answered = event.wait(min(PROBE_SECONDS, max(0.0, deadline - time.monotonic())))
+        with self._state:
+            self._probing.pop(key, None)
+            if not answered:
+                self._swallow.add(key)  # a late answer is ours too
+        return slot[0] if answered and slot else None
+
+    def _resend(self, upstream: Upstream, ready: bool, keys: list[str]) -> None:
+        """Every request unanswered when the server died once more (or its error), and the
+        note. (Requests the editor sent since are held, not lost: they go after these.)"""
+        again: list[bytes] = []
+        lost: list[_Pending] = []
+        with self._state:
+            for key in keys:
+                pending = self.editor.pending.get(key)
+                if pending is None:
+                    continue  # answered by an earlier server, or cancelled
                 if pending.sends >= 2 or not pending.resend:
-                    del state.pending[key]
+                    del self.editor.pending[key]
                     lost.append(pending)
                 else:
                     pending.sends += 1
                     again.append(pending.frame)
-            ready = state.initialize_answered
         for pending in lost:
             self._write_out(_error_frame(pending))
         note = (
@@ -504,7 +616,7 @@ class Proxy:
         sys.stderr.flush()
         if ready:
             self._notify_editor("window/logMessage", INFO, note)
-        for data in head + again:
+        for data in again:
             try:
                 upstream.send(data)
             except OSError:
@@ -519,6 +631,12 @@ class Proxy:
         sys.stderr.write(f"codeask: the language server cannot continue ({why}); exiting\n")
         sys.stderr.flush()
         os._exit(1)  # the main thread sits in a read of stdin: end the process itself
+
+
+def _dense(item: Any) -> bool:
+    """A search hit some vector tier found (not only the lexical one)."""
+    retrievers = item.get("retrievers") if isinstance(item, dict) else None
+    return isinstance(retrievers, list) and any(r != "lexical" for r in retrievers)
 
 
 def _error_frame(request: _Pending) -> bytes:
