@@ -1,0 +1,114 @@
+"""`codeask serve`'s forwarder (daemon/lsp_forwarder.py) in pieces: what it imports, how it
+cuts the byte stream into frames (every byte passes, in order), and what it remembers of the
+editor to replay after a daemon's death."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from codeask.daemon.lsp_forwarder import EditorState, Frames, frame
+
+
+def message(method: str, params: Any = None, request_id: Any = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        body["params"] = params
+    if request_id is not None:
+        body["id"] = request_id
+    return body
+
+
+def test_forwarder_imports_nothing_heavy() -> None:
+    """The process an editor starts: no pygls, lsprotocol, numpy, msgspec or engine module."""
+    probe = (
+        "import sys; import codeask.cli, codeask.cli.serve, codeask.daemon.lsp_forwarder, "
+        "codeask.daemon.client; print(' '.join(sorted(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    heavy = {"numpy", "pygls", "lsprotocol", "cattrs", "msgspec", "anyio", "mcp"}
+    assert [m for m in loaded if m.split(".")[0] in heavy] == []
+    assert [m for m in loaded if m.startswith("codeask.lsp")] == []
+    assert [m for m in loaded if m.startswith("codeask.core")] == [
+        "codeask.core",
+        "codeask.core.names",
+    ]
+
+
+def test_every_byte_passes_in_order_whatever_the_cuts() -> None:
+    """Frames, garbage between them, another header, a body cut anywhere: the pieces put
+    together are the input, and each whole frame comes out parsed once."""
+    first = frame(message("initialize", {"capabilities": {}}, 1))
+    body = json.dumps({"jsonrpc": "2.0"}).encode()
+    second = b"Content-Length: %d\r\nContent-Type: x\r\n\r\n" % len(body) + body
+    stream = b"garbage" + first + b"\r\nnoise Content-Len" + second + frame(message("exit"))
+    for size in (1, 3, 7, 64, len(stream)):
+        frames = Frames()
+        out: list[tuple[bytes, Any]] = []
+        for at in range(0, len(stream), size):
+            out += frames.feed(stream[at : at + size])
+        out += frames.feed(b"")
+        assert b"".join(data for data, _ in out) == stream
+        methods = [m.get("method") for _, m in out if m is not None]
+        assert methods == ["initialize", None, "exit"], size
+    rest = Frames()
+    assert rest.feed(b"Content-Length: 5\r\n\r\nab") == []  # waits for the whole body
+
+
+def test_an_oversized_frame_passes_unread() -> None:
+    frames = Frames()
+    header = b"Content-Length: %d\r\n\r\n" % (64 * 1024 * 1024 + 1)
+    out = frames.feed(header + b"x" * 1000)
+    assert b"".join(d for d, _ in out) == header + b"x" * 1000
+    assert all(m is None for _, m in out)
+
+
+def test_documents_replay_what_the_server_was_told() -> None:
+    state = EditorState()
+    uri = "file:///w/a.py"
+    opened = frame(message("textDocument/didOpen", {"textDocument": {"uri": uri, "text": "a"}}))
+    ranged = {"range": {"start": {"line": 0, "character": 1}, "end": {"line": 0, "character": 1}}}
+    edit = frame(
+        message(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [{**ranged, "text": "b"}],
+            },
+        )
+    )
+    for data in (opened, edit):
+        state.from_editor(json.loads(data.split(b"\r\n\r\n", 1)[1]), data)
+    assert state.documents[uri] == [opened, edit]  # verbatim: the same text by construction
+    whole = message(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": "xyz"}]},
+    )
+    state.from_editor(whole, frame(whole))
+    (reopened,) = state.documents[uri]  # a full-text change starts the log afresh
+    item = json.loads(reopened.split(b"\r\n\r\n", 1)[1])["params"]["textDocument"]
+    assert item == {"uri": uri, "text": "xyz", "version": 3}
+    closed = message("textDocument/didClose", {"textDocument": {"uri": uri}})
+    state.from_editor(closed, frame(closed))
+    assert state.documents == {}
+
+
+def test_requests_pending_and_what_is_never_sent_twice() -> None:
+    state = EditorState()
+    search = message("workspace/semanticSearch", {"query": "q"}, 7)
+    ask = message("workspace/askCode", {"question": "why"}, 8)
+    reindex = message("workspace/executeCommand", {"command": "codeask.reindex"}, 9)
+    related = message("workspace/executeCommand", {"command": "codeask.related"}, 10)
+    for each in (search, ask, reindex, related):
+        state.from_editor(each, frame(each))
+    resend = {json.loads(k): p.resend for k, p in state.pending.items()}
+    assert resend == {7: True, 8: False, 9: False, 10: True}
+    assert state.searched
+    cancel = message("$/cancelRequest", {"id": 7})
+    state.from_editor(cancel, frame(cancel))
+    state.answered(json.dumps(10))
+    assert sorted(json.loads(k) for k in state.pending) == [8, 9]
