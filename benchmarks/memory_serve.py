@@ -17,8 +17,9 @@ model and embedding cache; PYTHONPATH to run another checkout).
 proposal: glibc then serves every block of N bytes or more from its own mapping, returned at
 `free`, instead of raising the threshold after the first big free and keeping what the BM25
 build and the model loads freed). `--modules` also prints which heavy modules (numpy,
-onnxruntime, fastembed, httpx, pygit2, ...) the server has imported at rest: it starts the
-server through a SIGUSR1 handler that writes `sys.modules` to a file. Not a test.
+onnxruntime, fastembed, httpx, pygit2, ...) the server has imported at rest (a SIGUSR1 handler
+writes `sys.modules` to a file), and its RSS after glibc's `malloc_trim` (SIGUSR2): memory the
+heap holds though it was freed. Not a test.
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ WITH_MALLOPT = (
 
 #: Starts the server with a SIGUSR1 handler that writes the names of its imported modules.
 WITH_MODULE_DUMP = (
-    "import signal, sys; signal.signal(signal.SIGUSR1, lambda *_: open({out!r}, 'w')"
+    "import ctypes, signal, sys; signal.signal(signal.SIGUSR1, lambda *_: open({out!r}, 'w')"
     ".write('\\n'.join(sorted(sys.modules)))); "
+    "import time; trim = ctypes.CDLL(None).malloc_trim; "
+    "signal.signal(signal.SIGUSR2, lambda *_: (t := time.perf_counter(), trim(0), "
+    "print(f'malloc_trim {{(time.perf_counter() - t) * 1000:.1f}} ms', file=sys.stderr))); "
     "from codeask.cli import main; sys.exit(main(['serve']))"
 )
 #: Third-party modules worth naming when the server holds them (each costs 2-36 MB of RSS).
@@ -76,6 +80,13 @@ HEAVY = [
     "numpy", "onnxruntime", "tokenizers", "fastembed", "huggingface_hub", "PIL", "httpx",
     "pygit2", "tree_sitter_language_pack", "lsprotocol", "pygls", "cattrs", "msgspec",
 ]  # fmt: skip
+
+
+async def trim_probe(pid: int) -> None:
+    """glibc's malloc_trim in the server (SIGUSR2): its RSS without what the heap freed."""
+    os.kill(pid, signal.SIGUSR2)
+    await asyncio.sleep(2)
+    show("  after malloc_trim (probe)", server_status(pid))
 
 
 async def loaded_modules(pid: int, out: Path) -> list[str]:
@@ -128,6 +139,8 @@ async def run(
             await asyncio.sleep(1)
         ready = time.perf_counter() - started
         show(f"ready and warm ({ready:.0f} s)", server_status(pid))
+        if modules:
+            await trim_probe(pid)
         for query in TYPED:
             await bench.search(query)
         show(f"after {len(TYPED)} typed searches", server_status(pid))
@@ -141,6 +154,7 @@ async def run(
             await asyncio.sleep(0.5)
         show(f"at rest ({settle:.0f} s later)", samples[-1])
         if modules:
+            await trim_probe(pid)
             print(f"\nheavy modules imported at rest: {', '.join(await loaded_modules(pid, dump))}")
         await asyncio.wait_for(client.shutdown_session(), 60)
     finally:
