@@ -297,6 +297,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     assert "codeask.core.storage" in GRAPH["codeask.core.pg.publish"]  # under TYPE_CHECKING
     assert "codeask.core.pg.publish" in GRAPH["codeask.cli.index"]  # inside a function
     assert "codeask.core.indexer.folder" in GRAPH["codeask.core.indexer"]  # the __init__
+    assert "codeask.core.pg" in GRAPH["codeask.core.storage_open"]  # entering pg/__init__
     assert "pygls" in OUTSIDE["codeask.lsp.server"] or any(
         "pygls" in OUTSIDE[m] for m in MODULES if m.startswith("codeask.lsp")
     )
