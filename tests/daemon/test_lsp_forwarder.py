@@ -59,12 +59,19 @@ def test_every_byte_passes_in_order_whatever_the_cuts() -> None:
     assert rest.feed(b"Content-Length: 5\r\n\r\nab") == []  # waits for the whole body
 
 
-def test_an_oversized_frame_passes_unread() -> None:
-    frames = Frames()
-    header = b"Content-Length: %d\r\n\r\n" % (64 * 1024 * 1024 + 1)
-    out = frames.feed(header + b"x" * 1000)
-    assert b"".join(d for d, _ in out) == header + b"x" * 1000
-    assert all(m is None for _, m in out)
+def test_an_oversized_frame_passes_unread_until_a_real_header() -> None:
+    """A length over the limit: the body passes unread, in order; a real header inside the
+    announced span ends it (the session's reader resynchronises there too, framing.py)."""
+    header = b"Content-Length: %d\r\n\r\n" % (100_000_000_000)
+    after = frame(message("codeask/indexStatus", {}, "x"))
+    for size in (1, 100, 5000):
+        stream = header + b"x" * 3000 + after
+        frames = Frames()
+        out: list[tuple[bytes, Any]] = []
+        for at in range(0, len(stream), size):
+            out += frames.feed(stream[at : at + size])
+        assert b"".join(d for d, _ in out) == stream, size
+        assert [m["id"] for _, m in out if m is not None] == ["x"], size
 
 
 def test_documents_replay_what_the_server_was_told() -> None:
@@ -112,3 +119,33 @@ def test_requests_pending_and_what_is_never_sent_twice() -> None:
     state.from_editor(cancel, frame(cancel))
     state.answered(json.dumps(10))
     assert sorted(json.loads(k) for k in state.pending) == [8, 9]
+
+
+def test_a_deeply_nested_body_passes_unread() -> None:
+    """json.loads raises RecursionError (not ValueError) on 100,000 nested arrays: the
+    forwarder must pass such a frame on (the session answers it), not die reading it."""
+    body = b"[" * 100_000 + b"]" * 100_000
+    data = b"Content-Length: %d\r\n\r\n" % len(body) + body
+    assert Frames().feed(data) == [(data, None)]
+
+
+def test_the_mcp_forwarder_survives_a_deeply_nested_line() -> None:
+    from codeask.daemon import forwarder
+
+    assert forwarder._parse(b"[" * 100_000 + b"]" * 100_000 + b"\n") is None
+
+
+def test_a_body_shorter_than_announced_ends_at_the_next_header() -> None:
+    """As the session's reader does (framing.py): the next header inside the announced span
+    ends the lying frame, and the frames after it are read (a `shutdown` is not swallowed)."""
+    body = json.dumps(message("codeask/indexStatus", {}, "short")).encode()
+    lying = b"Content-Length: %d\r\n\r\n" % (len(body) + 5000) + body
+    shutdown = frame(message("shutdown", None, 2))
+    for size in (1, 50, 100_000):
+        stream = lying + shutdown
+        frames = Frames()
+        out: list[tuple[bytes, Any]] = []
+        for at in range(0, len(stream), size):
+            out += frames.feed(stream[at : at + size])
+        assert b"".join(d for d, _ in out) == stream, size
+        assert [m["method"] for _, m in out if m is not None] == ["shutdown"], size

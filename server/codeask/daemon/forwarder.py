@@ -396,7 +396,7 @@ def _parse(line: bytes) -> Any:
         return None
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting: passed on unread, never fatal
         return None
 
 

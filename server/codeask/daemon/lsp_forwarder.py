@@ -64,6 +64,8 @@ MAX_FRAME = 64 * 1024 * 1024
 MAX_HEADER = 8 * 1024
 HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,32})[ \t]*\r\n")
 MARKER = b"Content-Length"
+#: Bytes of an oversized body held back between reads: a header cut in two is still seen.
+TAIL = 64
 #: Requests never sent twice: they may act or stream (askCode's deltas would come twice).
 NOT_RESENT = frozenset({"workspace/askCode"})
 #: Commands that only read, safe to send twice.
@@ -92,16 +94,20 @@ class Frames:
     def __init__(self) -> None:
         self._buf = bytearray()
         self._raw_left = 0
+        self._scanned = 0
+        """How far the current frame's body was searched for a header (see _header_inside)."""
 
     def feed(self, chunk: bytes) -> list[tuple[bytes, dict[str, Any] | None]]:
         self._buf += chunk
         out: list[tuple[bytes, dict[str, Any] | None]] = []
         while self._buf:
             if self._raw_left:
-                take = min(self._raw_left, len(self._buf))
-                out.append((bytes(self._buf[:take]), None))
-                del self._buf[:take]
-                self._raw_left -= take
+                take = self._raw_take()
+                if take:
+                    out.append((bytes(self._buf[:take]), None))
+                    del self._buf[:take]
+                if self._raw_left:
+                    return out  # the rest of the oversized body is still to come
                 continue
             at = self._buf.find(MARKER)
             if at < 0:
@@ -113,37 +119,82 @@ class Frames:
             if at > 0:
                 out.append((bytes(self._buf[:at]), None))
                 del self._buf[:at]
+                self._scanned = 0
             end = self._buf.find(b"\r\n\r\n")
             if end < 0:
                 if len(self._buf) > MAX_HEADER:
                     out.append((bytes(self._buf[:1]), None))  # not a header: pass it on
                     del self._buf[:1]
+                    self._scanned = 0
                     continue
                 return out
             match = HEADER.match(self._buf)
             if match is None or end > MAX_HEADER:
                 out.append((bytes(self._buf[:1]), None))
                 del self._buf[:1]
+                self._scanned = 0
                 continue
             length = int(match.group(1))
             start = end + 4
             if length > MAX_FRAME:
                 out.append((bytes(self._buf[:start]), None))
                 del self._buf[:start]
+                self._scanned = 0
                 self._raw_left = length
+                continue
+            cut = self._header_inside(start, min(len(self._buf), start + length))
+            if cut >= 0:  # the body is shorter than announced: the session's reader cuts it at
+                out.append((bytes(self._buf[:cut]), None))  # the next header, so does this
+                del self._buf[:cut]
+                self._scanned = 0
                 continue
             if len(self._buf) < start + length:
                 return out
+            self._scanned = 0
             frame = bytes(self._buf[: start + length])
             del self._buf[: start + length]
             out.append((frame, _parse(frame[start:])))
         return out
 
+    def _header_inside(self, start: int, end: int) -> int:
+        """Where a complete header starts in buf[start:end] (-1: none). Scanned once: a big
+        body read in many pieces is not searched from its start each time."""
+        at = self._buf.find(MARKER, max(start, self._scanned - TAIL))
+        while 0 <= at < end:
+            if HEADER.match(self._buf, at):
+                return at
+            at = self._buf.find(MARKER, at + 1)
+        self._scanned = end
+        return -1
+
+    def unfinished(self) -> bytes:
+        """The bytes read but not given out yet (a frame's start, a possible header's)."""
+        return bytes(self._buf)
+
+    def _raw_take(self) -> int:
+        """How many bytes of an oversized body pass now (`_raw_left` counts down). The
+        session's reader stops skipping at the next real header (the announced length lied),
+        so this stops there too."""
+        at = self._buf.find(MARKER)
+        while at >= 0:
+            if at >= self._raw_left:
+                break
+            if HEADER.match(self._buf, at):
+                self._raw_left = 0
+                return at
+            at = self._buf.find(MARKER, at + 1)
+        if self._raw_left <= len(self._buf):
+            take, self._raw_left = self._raw_left, 0
+            return take
+        take = max(0, len(self._buf) - TAIL)  # keep what may be a header cut by this read
+        self._raw_left -= take
+        return take
+
 
 def _parse(body: bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting: passed on unread, never fatal
         return None
     return message if isinstance(message, dict) else None
 
@@ -296,6 +347,8 @@ class Proxy:
         self._replays = 0
         self._probes = 0
         self._resuming = False
+        self._frames = Frames()
+        """The editor's bytes, cut into frames to be noted (they pass on as they come)."""
         self._held: list[bytes] = []
         """The editor's frames while a new server opens its folders (sent after the resend)."""
         self._probing: dict[str, tuple[threading.Event, list[Any]]] = {}
@@ -311,7 +364,6 @@ class Proxy:
         """Forward until the editor sends `exit` or closes stdin; the in-process exit code
         (0 after `shutdown`, else 1)."""
         self._start_reader(self._up, 0)
-        frames = Frames()
         while True:
             try:
                 chunk = os.read(self._in, CHUNK)
@@ -319,8 +371,7 @@ class Proxy:
                 chunk = b""
             if not chunk:
                 break
-            for data, message in frames.feed(chunk):
-                self._from_editor(data, message)
+            self._from_editor(chunk)
             with self._state:
                 if self.editor.exit:
                     break
@@ -335,21 +386,31 @@ class Proxy:
         with self._state:
             return 0 if self.editor.shutdown else 1
 
-    def _from_editor(self, data: bytes, message: dict[str, Any] | None) -> None:
+    def _from_editor(self, chunk: bytes) -> None:
+        """The editor's bytes go on as they come (a frame is never held for its end: a lying
+        Content-Length must reach the session's reader, which answers it); the frames parsed
+        from them are only noted. While a new server opens its folders the editor's answers
+        go on and everything else waits (`_held`, then the parser's unfinished bytes)."""
         with self._send:
             with self._state:
-                if message is not None:
-                    if self._stale_answer(message):
-                        return
-                    self.editor.from_editor(message, data)
-                    if self.editor.exit:  # the session ends now: no reconnection after it
-                        self._closing = True
-                answer = message is not None and "method" not in message
-                if self._resuming and not answer:  # sent once the new server has its folders
-                    self._held.append(data)
-                    return
-            with contextlib.suppress(OSError):  # the reader sees the drop; pending go again
-                self._up.send(data)
+                resuming = self._resuming
+            if not resuming:
+                with contextlib.suppress(OSError):  # the reader sees the drop; pending go again
+                    self._up.send(chunk)
+            for data, message in self._frames.feed(chunk):
+                with self._state:
+                    stale = message is not None and self._stale_answer(message)
+                    if message is not None and not stale:
+                        self.editor.from_editor(message, data)
+                        if self.editor.exit:  # the session ends now: no reconnection after it
+                            self._closing = True
+                    if not resuming or stale:
+                        continue
+                    if message is None or "method" in message:
+                        self._held.append(data)  # sent once the new server has its folders
+                        continue
+                with contextlib.suppress(OSError):  # an answer to the new server's request
+                    self._up.send(data)
 
     def _stale_answer(self, message: dict[str, Any]) -> bool:
         """An answer to a request of a server that died (the next one never asked it)."""
@@ -477,6 +538,7 @@ class Proxy:
             with self._state:
                 held, self._held = self._held, []
                 self._resuming = False
+            held.append(self._frames.unfinished())  # already cut into pieces: sent raw now
             for data in held:
                 with contextlib.suppress(OSError):
                     upstream.send(data)
