@@ -104,11 +104,13 @@ class Backlog:
                         self._thread = None
                         break
                     idle = not outcome.cancelled and not self._again
-                    if idle and not folder.storage.pending_ids("minilm"):
+                    # no MiniLM tier: nothing is ever pending for it (its ids never empty)
+                    pending = folder.minilm_tier and folder.storage.pending_ids("minilm")
+                    if idle and not pending:
                         completed, self._thread = True, None
                         break
                     self._again = False
-            if completed:
+            if completed and folder.minilm_tier:
                 folder.embedder.prepare_queries()  # now, so the first dense query does not wait
         except Exception as exc:
             failure = exc
