@@ -97,6 +97,17 @@ async def test_off_by_setting_serves_in_process(tmp_path: Path, daemon_env: dict
     assert daemon_pid(daemon_env) is None
 
 
+async def test_no_daemon_flag_serves_in_process(tmp_path: Path, daemon_env: dict[str, str]) -> None:
+    """`codeask serve --no-daemon` with the setting on: the whole server in this process."""
+    project = build_project(tmp_path / "demo")
+    env = editor_env(daemon_env)
+    async with session([project], tmp_path / "xdg", env=env, serve_args=["--no-daemon"]) as lsp:
+        await lsp.wait_ready(180)
+        assert (await lsp.search(QUERIES[0]))[0]["uri"].endswith("mathutil.py")
+        assert rss_mb(server_pid(lsp)) > FORWARDER_MB
+    assert daemon_pid(daemon_env) is None
+
+
 def _located_elsewhere(root: Path) -> Path:
     """A project file moving the index: protected, applied only in a trusted workspace."""
     (root / ".codeask.toml").write_text(f'[index]\nlocation = "{root}/elsewhere"\n')

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -290,10 +290,11 @@ async def session(
     options: Any = None,
     initialize: bool = True,
     env: Mapping[str, str] | None = None,
+    serve_args: Sequence[str] = (),
 ) -> AsyncIterator[Session]:
-    """Start `python -m codeask serve`, optionally initialize it, always stop it."""
+    """Start `python -m codeask serve [serve_args]`, optionally initialize it, always stop it."""
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "codeask", "serve"],
+        server_command=[sys.executable, "-m", "codeask", "serve", *serve_args],
         client_factory=make_client,
         server_env=server_env(cache, env),
     )

@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--stdio", action="store_true", help="use stdio (the default; accepted for LSP clients)"
     )
+    _add_no_daemon(serve)
     return parser
 
 
