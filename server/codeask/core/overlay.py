@@ -37,7 +37,6 @@ import numpy as np
 
 from codeask.core.bm25 import Postings
 from codeask.core.fts import CHUNK_WEIGHTS
-from codeask.core.git.repo import diff_to_workdir
 from codeask.core.lexical import doc_columns, query_terms
 from codeask.core.overlay_shadow import Shadowed, ShadowTracker
 from codeask.core.records import Chunk, FileRecord
@@ -309,6 +308,8 @@ def overlay_paths(root: Path, base_sha: str) -> set[str]:
     it, staged, unstaged, untracked (not ignored) and deleted files; works when `base_sha` is on
     another branch (its tree against the working tree). Raises ValueError when unknowable (no
     repository, unknown commit): the caller then cannot trust the base at all."""
+    from codeask.core.git.repo import diff_to_workdir  # pygit2: only with a team base
+
     found = diff_to_workdir(root, base_sha)
     if found is None:
         raise ValueError(f"cannot compare {root} with commit {base_sha!r}")

@@ -17,9 +17,6 @@ from pathlib import Path
 
 from codeask.config import Settings, load_settings
 from codeask.core.embed import CachedEmbedder
-from codeask.core.indexer import updates
-from codeask.core.indexer.full_pass import full_pass
-from codeask.core.indexer.history import refresh_uncommitted
 from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, take_writer
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
 from codeask.core.indexer.status import IndexStatus, status_of
@@ -172,6 +169,8 @@ class FolderIndex:
         history: bool | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the folder; safe to call again at any time."""
+        from codeask.core.indexer.full_pass import full_pass  # chunking, git: writers only
+
         return full_pass(self, progress=progress, cancel=cancel, embed=embed, history_on=history)
 
     def prioritize(self, rels: Iterable[str]) -> None:
@@ -187,6 +186,8 @@ class FolderIndex:
 
     def update_paths(self, rels: Iterable[str], *, embed: bool = True) -> IndexReport:
         """Re-check named files (changed, created or deleted); their chunks embed first."""
+        from codeask.core.indexer import updates  # chunking: writers only
+
         return updates.update_paths(self, rels, embed=embed)
 
     def rebuild(self, **kwargs: object) -> IndexReport:
@@ -197,6 +198,8 @@ class FolderIndex:
 
     def refresh_uncommitted(self) -> None:
         """Re-read which files have uncommitted changes (cheap: one git status)."""
+        from codeask.core.indexer.history import refresh_uncommitted  # git: writers only
+
         refresh_uncommitted(self)
 
     # ---- persistence and status --------------------------------------------------------------

@@ -7,8 +7,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from codeask.core.discover import SkippedFile
+if TYPE_CHECKING:  # discover (pathspec, file walking) is for writers only
+    from codeask.core.discover import SkippedFile
 
 
 class Cancelled(Exception):

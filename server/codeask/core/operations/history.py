@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from codeask.core.git.blame import blame_commits
-from codeask.core.git.commits import BlameInfo
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations.search import search_now
 from codeask.core.retrieve import Filters, Hit
+
+if TYPE_CHECKING:
+    from codeask.core.git.commits import BlameInfo
 
 
 def history(
@@ -29,10 +31,14 @@ def history(
 def blame(folder: FolderIndex, rel: str, line: int) -> list[BlameInfo]:
     """The commits that last touched line `line` of `rel` (working-tree lines mapped to HEAD;
     an uncommitted line has none), newest first."""
+    from codeask.core.git.blame import blame_commits  # pygit2: on the first blame only
+
     return blame_commits(folder.root, rel, line, line)
 
 
 def blame_lines(root: Path, rel: str, start: int, end: int) -> list[BlameInfo]:
     """The commits that last touched lines `start`-`end` of `rel` under `root`, newest first
     (hover's last commit of a chunk)."""
+    from codeask.core.git.blame import blame_commits
+
     return blame_commits(root, rel, start, end)

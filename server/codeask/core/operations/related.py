@@ -10,7 +10,6 @@ import msgspec
 
 from codeask.config import ChunkSettings
 from codeask.core import retrieve
-from codeask.core.chunk import chunk_file
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations.search import query_model_ready
 from codeask.core.records import Chunk
@@ -40,6 +39,8 @@ def chunk_of_text(
     it. Never stored in any index."""
     if not text.strip():
         return None
+    from codeask.core.chunk import chunk_file  # tree-sitter: hover on unsaved text only
+
     chunks = chunk_file(name, text, settings).chunks
     inside = [c for c in chunks if c.start_line <= line <= c.end_line]
     best = min(inside, key=lambda c: c.end_line - c.start_line, default=None)

@@ -1,0 +1,68 @@
+"""A one-shot search reads the index: it never imports what only a writer needs (issue 29:
+`codeask search` with no daemon should cost a fraction of a CPU-second, and the imports were
+most of it). Chunking (tree-sitter), file discovery and git (pygit2) load on the first write,
+blame or hover over unsaved text. Run in fresh interpreters: their `sys.modules` say exactly
+what each path imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+WRITER_ONLY = ("pygit2", "tree_sitter_language_pack", "codeask.core.chunk", "codeask.core.discover")
+
+SEARCH = """
+import json, sys
+from pathlib import Path
+from codeask.core import operations
+folder = operations.open_for_reading(Path(sys.argv[1]))
+result = operations.search_folders([folder], "least recently used cache", mode="hybrid", k=5)
+print(json.dumps({
+    "hits": [hit.path for hit in result.hits],
+    "loaded": sorted(name for name in sys.argv[2:] if name in sys.modules),
+}))
+"""
+
+WRITE = """
+import json, sys
+from pathlib import Path
+from codeask.core.operations.index import FolderIndex
+(Path(sys.argv[1]) / "more.py").write_text("def more():\\n    return 1\\n")
+folder = FolderIndex.open(Path(sys.argv[1]))
+folder.refresh(embed=False)
+folder.close()
+print(json.dumps({"loaded": sorted(name for name in sys.argv[2:] if name in sys.modules)}))
+"""
+
+
+def python(args: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=300, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_a_search_imports_no_writer_module(tmp_path: Path) -> None:
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "cache.py").write_text(
+        "class LRUCache:\n"
+        "    '''Least recently used cache: evicts the oldest entry when full.'''\n\n"
+        "    def get(self, key):\n        return self.items.pop(key)\n"
+    )
+    (project / "notes.py").write_text("def parse_notes(text):\n    return text.split()\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env = {k: v for k, v in env.items() if not k.startswith("CODEASK_")}
+    python(["-m", "codeask", "index", str(project)], env)
+
+    seen = json.loads(python(["-c", SEARCH, str(project), *WRITER_ONLY], env).splitlines()[-1])
+    assert seen["hits"] and seen["hits"][0].endswith("cache.py"), seen
+    assert seen["loaded"] == [], seen
+
+    # a writer's refresh loads them: the list above names what a search could have loaded
+    seen = json.loads(python(["-c", WRITE, str(project), *WRITER_ONLY], env).splitlines()[-1])
+    assert seen["loaded"] == sorted(WRITER_ONLY), seen
