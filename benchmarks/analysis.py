@@ -28,11 +28,11 @@ from benchmarks.retrieval import (
     open_corpus,
     require,
 )
+from codeask.core.embedding.static import STATIC_MODEL_NAME
 from codeask.core.indexer import FolderIndex
-from codeask.core.lexical import expand_query
-from codeask.core.query import query_signals
 from codeask.core.records import HISTORY_KINDS
-from codeask.core.retrieve import (
+from codeask.core.search.query import query_signals
+from codeask.core.search.retrieve import (
     CANDIDATES,
     FILE_CANDIDATES,
     PROSE_LANGUAGES,
@@ -43,7 +43,7 @@ from codeask.core.retrieve import (
     is_test_path,
     rank_files,
 )
-from codeask.core.static_embed import STATIC_MODEL_NAME
+from codeask.core.storage.lexical.index import expand_query
 
 #: Past this rank a retriever "did not find" the file.
 NOT_FOUND = 999
@@ -78,7 +78,7 @@ def chunk_paths(folder: FolderIndex, ids: Iterable[int]) -> list[str]:
 
 def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, int]]:
     """Each retriever alone: path → rank."""
-    from codeask.core import retrieve  # the private pieces, read-only
+    from codeask.core.search import retrieve  # the private pieces, read-only
 
     signals = query_signals(question)
     storage = folder.storage
@@ -110,7 +110,7 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
 
 def tags_for(folder: FolderIndex, question: str, gold: list[str], top: list[str]) -> list[str]:
     """Facts about a question that a general ranking rule could act on."""
-    from codeask.core import retrieve
+    from codeask.core.search import retrieve
 
     signals = query_signals(question)
     tags = []

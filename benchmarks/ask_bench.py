@@ -5,7 +5,8 @@
 1. Indexes the repository (same code path as `codeask index`) into its own index folder
    (default: under /tmp, so the project's `.codeask` is not touched; vectors come from the
    shared embedding cache when this machine has seen the code before).
-2. Prompt assembly: `codeask.core.ask.prepare()` (retrieve + editor + git routing + build_prompt,
+2. Prompt assembly: `codeask.core.ask.answer.prepare()` (retrieve + editor + git routing +
+build_prompt,
    no model call), median and p90 of `--runs` runs per question after one warm-up run, with
    retrieval alone (`search()`) timed the same way. Default settings (an 8k-token budget).
 3. First streamed token: starts llama.cpp's server (the prebuilt xllamacpp wheel) with
@@ -32,10 +33,10 @@ from pathlib import Path
 import msgspec
 
 from codeask.config import load_settings
-from codeask.core.ask import AskRequest, ask, prepare
+from codeask.core.ask.answer import AskRequest, ask, prepare
 from codeask.core.indexer import FolderIndex
-from codeask.core.lexical import expand_query as retrieval_query
-from codeask.core.retrieve import search
+from codeask.core.search.retrieve import search
+from codeask.core.storage.lexical.index import expand_query as retrieval_query
 
 # tests/ is not a package (tests/llm must not be one): import the launcher from its folder
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

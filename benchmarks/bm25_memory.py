@@ -3,9 +3,9 @@ feeding it answer the same.
 
     .venv/bin/python -m benchmarks.bm25_memory INDEX/lexical.sqlite current|streaming
 
-`current` is core/bm25.py's `Postings.build` over both tables read whole (what
-`lexical_memory.MemoryCopy.build` does). `streaming` feeds the same build from a cursor, so the
-rows are never all in memory at once (a further step for that module: it would hold the table's
+`current` is core/storage/lexical/bm25.py's `Postings.build` over both tables read whole (what
+`storage.lexical.memory.MemoryCopy.build` does). `streaming` feeds the same build from a cursor, so
+the rows are never all in memory at once (a further step for that module: it would hold the table's
 read transaction for the whole build). The build itself batches rows by count and text and keeps
 the vocabulary as one dict of ints plus an array of starts (12813af, from this benchmark's
 prototype).
@@ -21,8 +21,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from codeask.core.bm25 import LiveTable, Postings
-from codeask.core.fts import CHUNK_WEIGHTS, FILE_WEIGHTS
+from codeask.core.storage.lexical.bm25 import LiveTable, Postings
+from codeask.core.storage.lexical.fts import CHUNK_WEIGHTS, FILE_WEIGHTS
 
 
 def status() -> dict[str, float]:

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from codeask.config import build_settings
-from codeask.core.chunk import chunk_file
-from codeask.core.discover import LoadedSource, discover, load_source
-from codeask.core.embed import FastEmbedder, cache_dir
+from codeask.core.embedding.embed import FastEmbedder, cache_dir
+from codeask.core.source.chunk import chunk_file
+from codeask.core.source.discover import LoadedSource, discover, load_source
 
 
 def sample_texts(root: Path, count: int, seed: int = 5) -> list[str]:

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from codeask.config import build_settings
-from codeask.core.discover import discover
 from codeask.core.indexer import FolderIndex
-from codeask.core.lexical import code_tokens, query_terms
 from codeask.core.operations import query_words, search_now
+from codeask.core.source.discover import discover
+from codeask.core.storage.lexical.index import code_tokens, query_terms
 from codeask.mcp import results
 from codeask.mcp.limits import DEFAULT_MAX_TOKENS, MAX_CHARS
 

@@ -63,7 +63,7 @@ IMPORTS = [
     "onnxruntime",
     "tree_sitter_language_pack",
     "codeask.core.indexer",
-    "codeask.core.retrieve",
+    "codeask.core.search.retrieve",
     "lsprotocol.types",
     "pygls.lsp.server",
     "codeask.lsp.server",
@@ -244,9 +244,9 @@ def profile_folder(
     for module in IMPORTS:
         meter.step(f"import {module}", lambda m=module: importlib.import_module(m))
 
+    from codeask.core.embedding.static import load_static_embedder
     from codeask.core.indexer import FolderIndex
-    from codeask.core.retrieve import search
-    from codeask.core.static_embed import load_static_embedder
+    from codeask.core.search.retrieve import search
 
     folder = meter.step(
         "open index (catalog + vector tiers + lexical.sqlite)",
@@ -287,7 +287,7 @@ def _query_only(folder: Any) -> None:
     On an index whose MiniLM tier is complete (a server at rest, every CLI search) nothing else
     asks for it."""
     from codeask.config import cache_dir
-    from codeask.core.embed import (
+    from codeask.core.embedding.embed import (
         PACKAGED_DIM,
         PACKAGED_ONNX_SHA256,
         CachedEmbedder,
@@ -295,7 +295,7 @@ def _query_only(folder: Any) -> None:
         model_slug,
         packaged_model_dir,
     )
-    from codeask.core.query_encoder import QueryEncoder
+    from codeask.core.embedding.query_encoder import QueryEncoder
 
     settings = folder.settings
     root = cache_dir(settings)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.overlay import OverlayReader
+from codeask.core.storage.overlay import OverlayReader
 
 tmp = Path(sys.argv[1])
 src = Path(sys.argv[2])

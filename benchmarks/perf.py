@@ -31,9 +31,9 @@ from typing import Any
 
 from benchmarks.retrieval import corpus_roots, default_eval_dir, load_instances, require
 from codeask.config import Settings, build_settings
-from codeask.core.embed import FastEmbedder, load_embedder
+from codeask.core.embedding.embed import FastEmbedder, load_embedder
 from codeask.core.indexer import FolderIndex
-from codeask.core.retrieve import Mode, search
+from codeask.core.search.retrieve import Mode, search
 
 #: A query this short is a typed search (titles of the eval's issues), not a pasted report.
 SHORT_QUERY = 200

@@ -43,7 +43,7 @@ from benchmarks.perf import (
 from benchmarks.retrieval import default_eval_dir
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish_folder
+from codeask.core.storage.postgres.publish import publish_folder
 
 DSN_ENV = "CODEASK_BENCH_PG_DSN"
 ORIGIN = "https://example.com/bench/corpus.git"

@@ -8,14 +8,15 @@ computed). After the checkpoints (by default 1, 8 and all corpora) it measures, 
 same eval texts:
 
 - team: the product path. A fresh clone of the FIRST corpus (sphinx) opened with the postgres
-  backend, i.e. retrieval over `PublishedReader` of its published revision (core/storage_team.py)
+  backend, i.e. retrieval over `PublishedReader` of its published revision (core/storage/team.py)
   under an empty overlay; `perf.query_latency` for lexical, dense and hybrid. Reopened at each
   checkpoint, as a developer's editor would be.
 - local: the first corpus's own local index (the CI run's folder), the same queries: it does not
   depend on the database, so its drift between checkpoints is the machine's noise.
 - team workspace: the first `--workspace` corpora (4 by default) opened as team clones and
   searched together, as a multi-root workspace is (dense and hybrid: one SQL query per search
-  for all of them, core/pg/dense_batch.py); the SQL queries sent per search are counted.
+  for all of them, core/storage/postgres/dense_batch.py); the SQL queries sent per search are
+  counted.
 
 (Until 2026-11-26 it also timed `PgIndexReader`, one SQL query over every revision published so
 far; no search path used it, and it was removed with core/pg/reader.py: benchmarks/README.md's
@@ -60,10 +61,10 @@ from benchmarks.pg_bench import (
     settings_for,
 )
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish_folder
-from codeask.core.pg.schema import CHUNK_TABLE, FILE_TABLE, REVISION_TABLE
-from codeask.core.retrieve import Mode, search
-from codeask.core.storage_team import TeamStorage
+from codeask.core.search.retrieve import Mode, search
+from codeask.core.storage.postgres.publish import publish_folder
+from codeask.core.storage.postgres.schema import CHUNK_TABLE, FILE_TABLE, REVISION_TABLE
+from codeask.core.storage.team import TeamStorage
 
 MODES: tuple[Mode, ...] = ("lexical", "dense", "hybrid")
 #: Where each corpus says it lives (its repository name: what `naming.repository_name` makes of it).

@@ -31,7 +31,7 @@ from typing import Any
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.retrieve import Filters, Mode, Searchable, fused_candidates, rank_files
+from codeask.core.search.retrieve import Filters, Mode, Searchable, fused_candidates, rank_files
 
 HERE = Path(__file__).resolve().parent
 #: The eval folder beside the repository (the project's shared folder).

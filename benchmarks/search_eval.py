@@ -33,7 +33,7 @@ from typing import Any
 from benchmarks.retrieval import load_instances, parse_overrides, require
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.retrieve import Filters, fused_candidates, rank_files, search
+from codeask.core.search.retrieve import Filters, fused_candidates, rank_files, search
 
 #: Where repos.tar.xz is unpacked when the eval folder has no repos/.
 DEFAULT_WORK = Path.home() / ".cache" / "codeask-eval" / "search"

@@ -1,4 +1,4 @@
-"""Cost and findings of secret detection on a corpus: what indexing pays for `core.secrets`.
+"""Cost and findings of secret detection on a corpus: what indexing pays for `core.source.secrets`.
 
     python -m benchmarks.secrets_cost --root ~/.cache/codeask-eval/src/sphinx-5.1.1 [--show 40]
     python -m benchmarks.secrets_cost --root ... --cold 3   # + cold lexical index, on vs off
@@ -21,10 +21,10 @@ from pathlib import Path
 
 from benchmarks.retrieval import DEFAULT_EVAL, corpus_roots
 from codeask.config import IndexSettings, build_settings
-from codeask.core import chunk
-from codeask.core.discover import LoadedSource, discover, load_source
 from codeask.core.indexer import FolderIndex
-from codeask.core.secrets import find_secrets, redact
+from codeask.core.source import chunk
+from codeask.core.source.discover import LoadedSource, discover, load_source
+from codeask.core.source.secrets import find_secrets, redact
 
 
 def load_texts(root: Path) -> list[tuple[str, str]]:

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from codeask.config import ChunkSettings, Settings
-from codeask.core.chunk import chunk_file
-from codeask.core.embed import FastEmbedder
-from codeask.core.static_embed import STATIC_FILES_SHA256, StaticEmbedder
+from codeask.core.embedding.embed import FastEmbedder
+from codeask.core.embedding.static import STATIC_FILES_SHA256, StaticEmbedder
+from codeask.core.source.chunk import chunk_file
 
 ROOT = Path(__file__).resolve().parent.parent
 #: sha256 of upstream potion-base-8M revision bf8b0566's float32 model.safetensors.

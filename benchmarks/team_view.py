@@ -17,11 +17,11 @@ from pathlib import Path
 
 from benchmarks.pg_bench import database, postgres
 from codeask.config import Settings
-from codeask.core.embed import CachedEmbedder
+from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish, revision_rows
-from codeask.core.pg.storage import PublishedReader
-from codeask.core.storage import IndexReader
+from codeask.core.storage.postgres.publish import publish, revision_rows
+from codeask.core.storage.postgres.published import PublishedReader
+from codeask.core.storage.protocol import IndexReader
 
 
 @dataclass

@@ -18,8 +18,8 @@ def int8_query_model(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The int8 query model and its sidecar, derived once per run (~4 s) instead of once per
     test (each language server would derive its own in the background). Its derivation and
     everything that can go wrong with it are tested on their own in test_query_encoder.py."""
-    from codeask.core.embed import PACKAGED_ONNX_SHA256, packaged_model_dir
-    from codeask.core.query_encoder import INT8_FILE, derive_int8
+    from codeask.core.embedding.embed import PACKAGED_ONNX_SHA256, packaged_model_dir
+    from codeask.core.embedding.query_encoder import INT8_FILE, derive_int8
 
     folder = packaged_model_dir(tmp_path_factory.mktemp("int8-once") / "models")
     model = derive_int8(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / INT8_FILE)

@@ -10,7 +10,7 @@ llama-cpp-python, would build llama.cpp from source and is not used). `unavailab
 it cannot run here.
 With `embedding=True` (`--embedding`) the same server runs llama.cpp's embedding mode instead
 (mean pooling, POST /v1/embeddings; no chat): the endpoint the `openai`/`ollama` embedding
-providers (core/embed_remote.py) are tested against. The default is unchanged.
+providers (core/embedding/remote.py) are tested against. The default is unchanged.
 Not a package module: tests/ is on sys.path (pytest's rootdir conftest; the benchmark adds it).
 """
 

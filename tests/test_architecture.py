@@ -12,9 +12,10 @@ as an explicit edge). `importlib.import_module` with a computed name (cli/__init
 table) is not seen.
 
 What the tests prove:
-- Inside the engine only the storage factory (`core/storage_open.py`: the storage, the embedding
-  cache, the team cache's state) and health (which probes the database) import `codeask.core.pg`;
-  the team backend imports nothing of the indexer (`pg/publish` takes a reader).
+- Inside the engine only the storage factory (`core/storage/factory.py`: the storage, the embedding
+  cache, the team cache's state) and health (which probes the database) import
+  `codeask.core.storage.postgres`; the team backend imports nothing of the indexer
+  (`storage/postgres/publish` takes a reader).
 - Only the storage factory constructs a storage (`LocalStorage`, `TeamStorage`), and
   `FolderIndex` shows no part of one (no `store`, no `lexical`: callers use the Storage methods).
 - `codeask.core` and `codeask.config` reach neither the editor protocol (pygls, lsprotocol),
@@ -29,6 +30,12 @@ What the tests prove:
 - The import circles (strongly connected components of more than one module, and a module
   importing itself) are exactly `KNOWN_CIRCLES`: a new circle fails and is named; a known one
   that is gone fails too, so the list only shrinks (docs/architecture.md, "Circles left").
+- Every engine module lives in a room (a package under `codeask.core` named for its stage:
+  runtime, source, git, embedding, storage, indexer, search, ask, llm, checks, operations;
+  `records` is the ground floor); the light rooms' `__init__` imports nothing.
+- A module imports another room's module only when that room lists it in `__all__` (its
+  public names), and a room imports only rooms drawn below it (ROOMS, top to bottom: no circle
+  between rooms).
 """
 
 from __future__ import annotations
@@ -47,10 +54,11 @@ FACE_LIBRARIES = ("pygls", "lsprotocol", "mcp")
 ENGINE = ("codeask.core", "codeask.config")
 
 #: The team backend and the only engine modules that may import it: the storage factory opens it
-#: (core/storage_open.py: storage, embedding cache, the cache's state); health probes the database.
-TEAM_BACKEND = "codeask.core.pg"
-STORAGE_FACTORY = "codeask.core.storage_open"
-TEAM_BACKEND_USERS = (STORAGE_FACTORY, "codeask.core.health")
+#: (core/storage/factory.py: storage, embedding cache, the cache's state); health probes the
+#: database.
+TEAM_BACKEND = "codeask.core.storage.postgres"
+STORAGE_FACTORY = "codeask.core.storage.factory"
+TEAM_BACKEND_USERS = (STORAGE_FACTORY, "codeask.core.checks.health")
 #: The storages (class names) only the factory constructs.
 STORAGE_CLASSES = ("LocalStorage", "TeamStorage")
 #: Where FolderIndex lives, and the parts of a storage it must not show.
@@ -62,20 +70,24 @@ STORAGE_PARTS = ("store", "lexical")
 OPERATIONS = "codeask.core.operations"
 #: Engine modules a face must not import: retrieval and ranking, chunking, the stores and
 #: lexical tables, the vector tiers and embedders, the ask orchestrator and prompt, git blame and
-#: diffs. Faces may import the operations, `core.records`, `codeask.config`, `core.names`, the
-#: `core.indexer` package's public names (FolderIndex, Workspace, ...: what a long-lived writer
-#: drives), `core.health`, `core.llm` (endpoint help), `core.languages`, `core.discover` and
-#: `core.safe_read` (the path guards), `core.git.repo`/`commits` (HEAD, BlameInfo),
-#: `core.writer_lock`, `core.background`, `core.selfcheck*`, and `core.pg` in the team commands.
+#: diffs. Faces may import the operations, `core.records`, `codeask.config`, `core.source.names`,
+#: the `core.indexer` package's public names (FolderIndex, Workspace, ...: what a long-lived writer
+#: drives), `core.checks.health`, `core.llm` (endpoint help), `core.source.languages`,
+#: `core.source.discover` and `core.source.safe_read` (the path guards), `core.git.repo`/`commits`
+#: (HEAD, BlameInfo), `core.storage.writer_lock`, `core.runtime.background`,
+#: `core.checks.selfcheck*`, and `core.storage.postgres` in the team commands.
 ENGINE_INTERNALS = tuple(
     f"codeask.core.{name}"
     for name in (
-        "retrieve", "query", "rerank", "name_match", "symbol_table", "lexical",
-        "lexical_frozen", "lexical_memory", "bm25", "fts", "chunk", "store", "catalog",
-        "snapshot", "snapshot_load", "storage", "storage_local", "vectors", "int8_quantize",
-        "embed", "embed_base", "embed_remote", "static_embed", "query_encoder", "overlay",
-        "overlay_shadow", "storage_open", "storage_team", "ask", "ask_router", "prompt",
-        "git.blame", "git.diffs", "git.hunks",
+        "search.retrieve", "search.query", "search.rerank", "search.name_match",
+        "storage.symbol_table", "storage.lexical.index", "storage.lexical.frozen",
+        "storage.lexical.memory", "storage.lexical.bm25", "storage.lexical.fts", "source.chunk",
+        "storage.store", "storage.catalog", "storage.snapshot", "storage.snapshot_load",
+        "storage.protocol", "storage.local", "storage.vectors", "embedding.int8_quantize",
+        "embedding.embed", "embedding.base", "embedding.remote", "embedding.static",
+        "embedding.query_encoder", "storage.overlay", "storage.overlay_shadow", "storage.factory",
+        "storage.team", "ask.answer", "ask.router", "ask.prompt", "git.blame", "git.diffs",
+        "git.hunks",
     )
 )  # fmt: skip
 #: The indexer's job modules (`core.indexer.*`): faces use the package's public names.
@@ -83,7 +95,7 @@ INDEXER_PACKAGE = "codeask.core.indexer"
 #: Face imports of engine internals still in the tree: (face module, engine module) → why.
 #: Never add one; the test fails when one is gone, so the list only shrinks.
 FACE_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("codeask.cli.common", "codeask.core.store"): (
+    ("codeask.cli.common", "codeask.core.storage.store"): (
         "default_root reads which root an index records (read_manifest) before a command is "
         "forwarded to the daemon: importing the operations there would load the whole engine "
         "into every forwarded `codeask search`"
@@ -109,7 +121,7 @@ KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset()
 
 
 def module_name(path: Path, server: Path) -> str:
-    """`server/codeask/core/pg/__init__.py` → `codeask.core.pg`."""
+    """`server/codeask/core/storage/postgres/__init__.py` → `codeask.core.storage.postgres`."""
     parts = list(path.relative_to(server).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -193,8 +205,8 @@ def _packages_entered(
     """The packages whose `__init__` an import from outside them runs first: importing
     `a.b.c` from outside `a.b` runs `a.b/__init__.py` (and `a/__init__.py`) before `c`, so a
     package `__init__` importing back the module that entered it is a circle at runtime (it was:
-    `storage_open` → `indexer.team` ran `indexer/__init__` → `folder` → `storage_open`; the team
-    storage is `core/storage_team.py` since)."""
+    `storage.factory` → `indexer.team` ran `indexer/__init__` → `folder` → `storage.factory`; the
+    team storage is `core/storage/team.py` since)."""
     home = module if is_package else module.rpartition(".")[0]
     entered: set[str] = set()
     for target in targets:
@@ -294,10 +306,16 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     import and a package `__init__` re-export (if one of these were missed, every other test
     here would pass vacuously)."""
     assert len(MODULES) > 100
-    assert "codeask.core.storage" in GRAPH["codeask.core.pg.publish"]  # under TYPE_CHECKING
-    assert "codeask.core.pg.publish" in GRAPH["codeask.cli.index"]  # inside a function
+    assert (
+        "codeask.core.storage.protocol" in GRAPH["codeask.core.storage.postgres.publish"]
+    )  # under TYPE_CHECKING
+    assert (
+        "codeask.core.storage.postgres.publish" in GRAPH["codeask.cli.index"]
+    )  # inside a function
     assert "codeask.core.indexer.folder" in GRAPH["codeask.core.indexer"]  # the __init__
-    assert "codeask.core.pg" in GRAPH["codeask.core.storage_open"]  # entering pg/__init__
+    assert (
+        "codeask.core.storage.postgres" in GRAPH["codeask.core.storage.factory"]
+    )  # entering storage/postgres/__init__
     assert "pygls" in OUTSIDE["codeask.lsp.server"] or any(
         "pygls" in OUTSIDE[m] for m in MODULES if m.startswith("codeask.lsp")
     )
@@ -321,8 +339,8 @@ def test_engine_never_reaches_a_face_or_its_libraries() -> None:
 
 
 def team_backend_importers(graph: Mapping[str, Iterable[str]]) -> list[str]:
-    """Engine modules other than the factory and health that import `core.pg`, and `core.pg`
-    modules that import the indexer."""
+    """Engine modules other than the factory and health that import `core.storage.postgres`, and
+    `core.storage.postgres` modules that import the indexer."""
     return sorted(
         f"{module} imports {target}"
         for module, targets in graph.items()
@@ -339,20 +357,20 @@ def team_backend_importers(graph: Mapping[str, Iterable[str]]) -> list[str]:
 
 
 def test_only_the_storage_factory_and_health_import_the_team_backend() -> None:
-    """Inside the engine, `core.pg` is chosen where `index.backend` is turned into a storage and
-    an embedding cache (the storage factory) and probed by health; no other module (the indexer,
-    embed, retrieve, storage, ...) imports it, so the engine works, and can be read, without it.
-    The team backend in turn never imports the indexer (publishing takes a reader)."""
+    """Inside the engine, `core.storage.postgres` is chosen where `index.backend` is turned into a
+    storage and an embedding cache (the storage factory) and probed by health; no other module (the
+    indexer, embed, retrieve, storage, ...) imports it, so the engine works, and can be read,
+    without it. The team backend in turn never imports the indexer (publishing takes a reader)."""
     offending = team_backend_importers(GRAPH)
     assert not offending, "the team backend crosses the factory:\n" + "\n".join(offending)
 
 
 def test_embed_reaches_no_team_backend() -> None:
     """The embedder is told which cache sits behind its own (`load_embedder(settings, layer)`)
-    and reaches `core.pg` by no chain of imports (it did, for the team cache)."""
-    parents = reachable("codeask.core.embed", GRAPH)
+    and reaches `core.storage.postgres` by no chain of imports (it did, for the team cache)."""
+    parents = reachable("codeask.core.embedding.embed", GRAPH)
     team = sorted(t for t in parents if _in(t, (TEAM_BACKEND,)))
-    found = [" → ".join(chain("codeask.core.embed", t, parents)) for t in team]
+    found = [" → ".join(chain("codeask.core.embedding.embed", t, parents)) for t in team]
     assert not found, "embed reaches the team backend:\n" + "\n".join(found)
 
 
@@ -374,7 +392,7 @@ def storage_constructions(modules: Mapping[str, Path]) -> list[str]:
 
 
 def test_only_the_storage_factory_constructs_a_storage() -> None:
-    """`core/storage_open.py` is the one place that turns `index.backend` into a storage: the
+    """`core/storage/factory.py` is the one place that turns `index.backend` into a storage: the
     indexer receives it (and its embedding cache) and builds no part itself."""
     found = storage_constructions(MODULES)
     assert not found, "a storage built outside the factory:\n" + "\n".join(found)
@@ -475,16 +493,16 @@ def test_the_face_rule_catches_an_internal_import() -> None:
     operations, records and the indexer package are not."""
     graph = {
         "codeask.lsp.features.x": {
-            "codeask.core.retrieve",
+            "codeask.core.search.retrieve",
             "codeask.core.indexer.files",
             "codeask.core.operations",
             "codeask.core.records",
             "codeask.core.indexer",
         },
-        "codeask.core.operations": {"codeask.core.retrieve"},
+        "codeask.core.operations": {"codeask.core.search.retrieve"},
     }
     assert face_internal_imports(graph) == {
-        ("codeask.lsp.features.x", "codeask.core.retrieve"),
+        ("codeask.lsp.features.x", "codeask.core.search.retrieve"),
         ("codeask.lsp.features.x", "codeask.core.indexer.files"),
     }
 
@@ -502,6 +520,174 @@ def test_circle_finder_finds_a_circle_and_a_self_import() -> None:
     """The finder on a small graph: a 3-module circle, a self-import, and acyclic rest."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
     assert circles(graph) == {frozenset({"a", "b", "c"}), frozenset({"e"})}
+
+
+# ---- the rooms (issue 30) -------------------------------------------------------------------
+#: The engine's rooms: each a package right under `codeask.core`, named for its stage of the
+#: pipeline, top to bottom as docs/architecture.md draws them: a room imports only rooms below
+#: it. `records` is the ground floor beside `config`.
+ROOMS = (
+    "operations", "checks", "ask", "search", "indexer", "storage", "embedding", "git", "llm",
+    "source", "runtime",
+)  # fmt: skip
+GROUND_FLOOR = ("codeask.core.records",)
+#: Rooms whose `__init__` only says what the room is for and lists `__all__`: importing one of
+#: their modules costs nothing more (the engine loads models and grammars lazily on purpose). The
+#: others re-export their API from their `__init__` (the indexer, the LLM client, the operations).
+LIGHT_ROOMS = ("runtime", "source", "git", "embedding", "storage", "search", "ask", "checks")
+
+
+def room_of(module: str) -> str | None:
+    """`codeask.core.storage.postgres.publish` → `storage`; None outside the engine's rooms."""
+    parts = module.split(".")
+    if parts[:2] != ["codeask", "core"] or len(parts) < 3 or module in GROUND_FLOOR:
+        return None
+    return parts[2]
+
+
+def declared_all(path: Path) -> list[str] | None:
+    """The strings of a module's `__all__ = [...]`, None when it has none."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
+    return None
+
+
+def public_names(modules: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Every package of the engine → the names its `__all__` makes public."""
+    return {
+        module: set(declared_all(path) or ())
+        for module, path in modules.items()
+        if path.name == "__init__.py" and module.startswith("codeask.core.")
+    }
+
+
+def not_public(target: str, public: Mapping[str, set[str]]) -> str | None:
+    """Why `target` (a module of a room) is not public, None when it is: every step below the
+    room (`storage` → `postgres` → `publish`) is in the `__all__` of the package above it, and none
+    is private (`_name`)."""
+    parts = target.split(".")
+    for depth in range(3, len(parts)):
+        package, name = ".".join(parts[:depth]), parts[depth]
+        if name.startswith("_"):
+            return f"{name} is private"
+        if name not in public.get(package, set()):
+            return f"{name} is not in {package}'s __all__"
+    return None
+
+
+def cross_room_imports(
+    graph: Mapping[str, Iterable[str]], public: Mapping[str, set[str]]
+) -> list[str]:
+    """Imports of another room's module that its room does not make public (engine modules and
+    faces alike)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            room = room_of(target)
+            if room is None or room == room_of(module):
+                continue
+            reason = not_public(target, public)
+            if reason:
+                found.append(f"{module} imports {target} ({reason})")
+    return found
+
+
+def test_every_engine_module_is_in_a_room() -> None:
+    """The tree shows the picture: no module lies flat in `codeask.core` (only the ground
+    floor, `records`), and each room is one of ROOMS with a docstring and an `__all__`."""
+    flat = sorted(
+        m
+        for m, path in MODULES.items()
+        if m.count(".") == 2
+        and m.startswith("codeask.core.")
+        and m not in GROUND_FLOOR
+        and path.name != "__init__.py"
+    )
+    assert not flat, f"modules outside the rooms: {flat}"
+    rooms = sorted(m.split(".")[2] for m in MODULES if m.count(".") == 2 and room_of(m))
+    assert rooms == sorted(ROOMS), f"rooms on disk {rooms} != ROOMS {sorted(ROOMS)}"
+    for room in ROOMS:
+        path = MODULES[f"codeask.core.{room}"]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"{path}: say what the room is for"
+        assert declared_all(path), f"{path}: list the room's public names in __all__"
+
+
+def test_light_rooms_import_nothing() -> None:
+    """A light room's `__init__` (and each package's inside it) imports nothing: importing
+    `codeask.core.source.names` loads that module, not the room."""
+    heavy = sorted(
+        module
+        for module, path in MODULES.items()
+        if path.name == "__init__.py"
+        and room_of(module) in LIGHT_ROOMS
+        and (GRAPH[module] or OUTSIDE[module])
+    )
+    assert not heavy, f"these rooms' __init__ import something: {heavy}"
+
+
+def test_rooms_import_each_other_only_through_public_names() -> None:
+    """A module (of the engine or a face) imports another room's module only when the room
+    lists it in `__all__` (and each package between: `storage` → `postgres` → `publish`); private
+    names never cross (rule 4 above checks `from x import _y` everywhere)."""
+    public = public_names(MODULES)
+    private = sorted(
+        f"{package}: {name}" for package, names in public.items() for name in names
+        if name.startswith("_")
+    )  # fmt: skip
+    assert not private, f"private names made public: {private}"
+    found = cross_room_imports(GRAPH, public)
+    assert not found, "imports of another room's non-public modules:\n" + "\n".join(found)
+
+
+def test_the_room_rule_catches_a_non_public_import() -> None:
+    """The rule on a small graph: a module another room does not list (and a private one) is
+    caught; a listed module, the room's package, the own room and the ground floor are not."""
+    public = {
+        "codeask.core.storage": {"protocol", "postgres"},
+        "codeask.core.storage.postgres": {"publish"},
+    }
+    graph = {
+        "codeask.core.search.retrieve": {
+            "codeask.core.storage.protocol",
+            "codeask.core.storage.catalog",
+            "codeask.core.storage.postgres.publish",
+            "codeask.core.storage.postgres.schema",
+            "codeask.core.storage",
+            "codeask.core.search.query",
+            "codeask.core.records",
+        },
+        "codeask.cli.x": {"codeask.core.storage._hidden"},
+    }
+    assert cross_room_imports(graph, public) == [
+        "codeask.cli.x imports codeask.core.storage._hidden (_hidden is private)",
+        "codeask.core.search.retrieve imports codeask.core.storage.catalog "
+        "(catalog is not in codeask.core.storage's __all__)",
+        "codeask.core.search.retrieve imports codeask.core.storage.postgres.schema "
+        "(schema is not in codeask.core.storage.postgres's __all__)",
+    ]
+
+
+def upward_imports(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Imports of a room drawn above the importing one (ROOMS runs top to bottom)."""
+    return [
+        f"{module} ({room_of(module)}) imports {target} ({room_of(target)})"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if room_of(module) in ROOMS
+        and room_of(target) in ROOMS
+        and ROOMS.index(room_of(target)) < ROOMS.index(room_of(module))  # type: ignore[arg-type]
+    ]
+
+
+def test_rooms_import_only_rooms_below_them() -> None:
+    """The picture is the truth: operations on top, then checks, ask, search, the indexer,
+    storage, embedding, git, llm, source and runtime; no room imports one drawn above it (so
+    there is no circle between rooms either)."""
+    found = upward_imports(GRAPH)
+    assert not found, "a room imports one drawn above it:\n" + "\n".join(found)
 
 
 if __name__ == "__main__":  # the circles of today's tree, for notes and reviews

@@ -128,10 +128,12 @@ def test_forwarder_imports_nothing_heavy(daemon_env: dict[str, str], tmp_path: P
         m for m in loaded if m.split(".")[0] in {"numpy", "mcp", "pydantic", "msgspec", "anyio"}
     ]
     assert heavy == []
-    # the parser's `input_text` (cli/parser.py): core/names.py imports nothing but unicodedata
+    # the parser's `input_text` (cli/parser.py): core/source/names.py imports nothing but
+    # unicodedata
     assert [m for m in loaded if m.startswith("codeask.core")] == [
         "codeask.core",
-        "codeask.core.names",
+        "codeask.core.source",  # the room's __init__: a docstring
+        "codeask.core.source.names",
     ]
 
 

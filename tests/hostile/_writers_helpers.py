@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from codeask.core.records import Chunk
-from codeask.core.store import Manifest
+from codeask.core.storage.store import Manifest
 
 #: One topic per file, far apart in meaning: a verbatim docstring query has exactly one right
 #: answer for the dense retriever, so a vector that answers for another file's chunk shows.

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from tests.unit.test_retrieve import make_folder
 
-from codeask.core.query import query_signals
-from codeask.core.retrieve import search
+from codeask.core.search.query import query_signals
+from codeask.core.search.retrieve import search
 
 FILES = {
     "pkg/mod.py": "def handle_request(request):\n    return request.body\n",

@@ -13,7 +13,7 @@ import pytest
 from _writers_helpers import codeask, env_for, make_topic_project
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.storage_local import LocalStorage
+from codeask.core.storage.local import LocalStorage
 
 
 def _writer_empties_and_checkpoints(db_path: Path) -> None:

@@ -21,7 +21,7 @@ from _writers_helpers import (
 )
 
 from codeask.config import DEFAULT_EMBED_MODEL
-from codeask.core.embed import EmbeddingCache, model_slug
+from codeask.core.embedding.embed import EmbeddingCache, model_slug
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 import gitrepo

@@ -301,7 +301,7 @@ def test_ask_source_lines_escape_bidi_overrides_in_subjects_and_headings(tmp_pat
     """`codeask ask` prints its sources as `path:line symbol` / `commit <sha> <subject>`."""
     from codeask.cli.ask import source_line
     from codeask.core.records import Chunk
-    from codeask.core.retrieve import Hit
+    from codeask.core.search.retrieve import Hit
 
     commit = Chunk(
         path="a.py", language="git", kind="commit", start_line=1, end_line=1,

@@ -29,8 +29,8 @@ from _writers_helpers import (
 )
 
 from codeask.core.indexer import RootRefused, check_root
-from codeask.core.lexical import LexicalIndex
 from codeask.core.records import Chunk
+from codeask.core.storage.lexical.index import LexicalIndex
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def hold_lock(index_folder: Path, kind: str, env: dict[str, str]) -> subprocess.
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from codeask.core.writer_lock import WriterLock\n"
+        "from codeask.core.storage.writer_lock import WriterLock\n"
         f"lock = WriterLock.try_acquire(Path({str(index_folder)!r}), {kind!r})\n"
         "print('locked' if lock else 'busy', flush=True)\n"
         "time.sleep(600)\n"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import pytest
 
-from codeask.core.ask import AskRequest, ask
+from codeask.core.ask.answer import AskRequest, ask
 from codeask.core.indexer import FolderIndex
 from llama_server import CANCELLED
 

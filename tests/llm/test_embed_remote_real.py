@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 from codeask.config import EmbedSettings, Settings
-from codeask.core import embed as embed_module
-from codeask.core.embed import CachedEmbedder, load_embedder, tier_dim
-from codeask.core.embed_remote import RemoteEmbedder, cache_stem, remote_spec
+from codeask.core.embedding import embed as embed_module
+from codeask.core.embedding.embed import CachedEmbedder, load_embedder, tier_dim
+from codeask.core.embedding.remote import RemoteEmbedder, cache_stem, remote_spec
 from llama_server import LlamaServer, ServerError, unavailable
 from llama_server import llama_server as start_server
 

@@ -16,6 +16,7 @@ import pytest
 
 from codeask import config
 from codeask.config import LLMSettings
+from codeask.core.ask.prompt import ContextBlock, Prompt, build_prompt
 from codeask.core.llm import (
     ChatUsage,
     ContextExceeded,
@@ -25,7 +26,6 @@ from codeask.core.llm import (
     server_context_tokens,
     stream_chat,
 )
-from codeask.core.prompt import ContextBlock, Prompt, build_prompt
 from llama_server import CANCELLED
 
 if TYPE_CHECKING:  # the fixture's type (tests/llama_server.py)

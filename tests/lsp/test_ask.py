@@ -21,10 +21,10 @@ from pygls.exceptions import JsonRpcException
 
 from llama_server import LlamaServer, ServerError, llama_server, unavailable
 
-ASK_LANDED = importlib.util.find_spec("codeask.core.ask") is not None
+ASK_LANDED = importlib.util.find_spec("codeask.core.ask.answer") is not None
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xfail(not ASK_LANDED, reason="codeask.core.ask not landed", strict=True),
+    pytest.mark.xfail(not ASK_LANDED, reason="codeask.core.ask.answer not landed", strict=True),
 ]
 
 

@@ -35,7 +35,7 @@ import json, sys
 from pathlib import Path
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations import search_now
-from codeask.core.retrieve import Filters
+from codeask.core.search.retrieve import Filters
 
 root, query, filters = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 folder = FolderIndex.open(root, mode="read")

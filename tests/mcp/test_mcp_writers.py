@@ -16,7 +16,7 @@ from mcp_harness import build_project, call, complete, gitrepo, mcp_session, ser
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
 from _writers_helpers import LspPipe
 
-from codeask.core.writer_lock import holder
+from codeask.core.storage.writer_lock import holder
 
 pytestmark = pytest.mark.slow
 

@@ -41,7 +41,7 @@ def free_port() -> int:
 def at_once(dsn: str, count: int, work: Callable[[Any], T]) -> list[T]:
     """`work(conn)` on `count` threads, each on its own connection, released together by a
     barrier (concurrent writers); their results in finishing order. Any error is re-raised."""
-    from codeask.core.pg.connect import connect
+    from codeask.core.storage.postgres.connect import connect
 
     barrier = threading.Barrier(count)
     results: list[T] = []

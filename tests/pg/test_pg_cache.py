@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from pgserver import PgServer
 
-from codeask.core.embed import CachedEmbedder
-from codeask.core.pg.cache import PgEmbeddingCache, PgModelMismatch
-from codeask.core.pg.connect import PgUnavailable, connect
+from codeask.core.embedding.embed import CachedEmbedder
+from codeask.core.storage.postgres.cache import PgEmbeddingCache, PgModelMismatch
+from codeask.core.storage.postgres.connect import PgUnavailable, connect
 
 MODEL = "codeask/all-MiniLM-L6-v2-int8"
 DIM = 384
@@ -128,7 +128,7 @@ def test_a_read_only_role_reads_and_its_puts_turn_the_cache_read_only(
     editor = PgEmbeddingCache(editor_dsn, MODEL, DIM)
     assert not editor.read_only
     assert set(editor.get_many(keys(10))) == set(keys(10))
-    with caplog.at_level(logging.WARNING, logger="codeask.core.pg.cache"):
+    with caplog.at_level(logging.WARNING, logger="codeask.core.storage.postgres.cache"):
         editor.put_many([("new1", rows[0])])
         editor.put_many([("new2", rows[1])])
     assert editor.read_only

@@ -7,7 +7,7 @@ import time
 import pytest
 from pgserver import PgServer, free_port
 
-from codeask.core.pg.connect import (
+from codeask.core.storage.postgres.connect import (
     PgConfigError,
     PgUnavailable,
     connect,

@@ -17,9 +17,9 @@ import psycopg
 import pytest
 
 from codeask.config import EmbedSettings, Settings
-from codeask.core.pg.layered import LayeredCache
-from codeask.core.pg.schema import MODEL_TABLE
-from codeask.core.storage_open import load_embedder
+from codeask.core.storage.factory import load_embedder
+from codeask.core.storage.postgres.layered import LayeredCache
+from codeask.core.storage.postgres.schema import MODEL_TABLE
 from llama_server import LlamaServer, ServerError, unavailable
 from llama_server import llama_server as start_server
 

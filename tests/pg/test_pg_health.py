@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from pgserver import PgServer
 
-from codeask.core.pg.cache import PgEmbeddingCache
-from codeask.core.pg.health import team_health
-from codeask.core.pg.schema import LATEST
+from codeask.core.storage.postgres.cache import PgEmbeddingCache
+from codeask.core.storage.postgres.health import team_health
+from codeask.core.storage.postgres.schema import LATEST
 
 DSN_ENV = "CODEASK_TEST_HEALTH_DSN"
 MODEL = "test-model"

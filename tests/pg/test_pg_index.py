@@ -1,7 +1,7 @@
 """The published team index on a real PostgreSQL + pgvector: publish, then search through the
 product's reader (`PublishedReader`), idempotence, concurrency, refusals, gc, nearest revision.
 
-Chunks are real (`codeask.core.chunk.chunk_file` on small files written here, plus history
+Chunks are real (`codeask.core.source.chunk.chunk_file` on small files written here, plus history
 chunks built by hand). Vectors are deterministic numpy unit vectors (seeded per chunk), except
 in the `publish_folder` test, which uses the real static embedder (potion-base-8M) through a
 real FolderIndex on a real git repository.
@@ -17,20 +17,20 @@ import pytest
 from pgserver import at_once
 
 from codeask.config import ChunkSettings, build_settings
-from codeask.core.chunk import chunk_file
-from codeask.core.pg.cache import PgModelMismatch
-from codeask.core.pg.connect import PgPermissionDenied, connect
-from codeask.core.pg.naming import repository_name
-from codeask.core.pg.publish import (
+from codeask.core.records import Chunk, FileRecord
+from codeask.core.source.chunk import chunk_file
+from codeask.core.storage.postgres.cache import PgModelMismatch
+from codeask.core.storage.postgres.connect import PgPermissionDenied, connect
+from codeask.core.storage.postgres.naming import repository_name
+from codeask.core.storage.postgres.publish import (
     gc,
     normalize_remote,
     publish,
     publish_folder,
 )
-from codeask.core.pg.revision import nearest_revision
-from codeask.core.pg.schema import migrate
-from codeask.core.pg.storage import PublishedReader
-from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage.postgres.published import PublishedReader
+from codeask.core.storage.postgres.revision import nearest_revision
+from codeask.core.storage.postgres.schema import migrate
 
 MODEL = "test/unit-vectors"
 DIM = 64

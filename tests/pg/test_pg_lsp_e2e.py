@@ -45,7 +45,7 @@ from lsp_harness import (
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish_folder
+from codeask.core.storage.postgres.publish import publish_folder
 
 pytestmark = pytest.mark.slow
 

@@ -3,8 +3,8 @@ SQL query per search for both (real git, the real model, the embedded PostgreSQL
 
 Each folder reads its own published revision through its own `PublishedReader`; retrieval first
 collects every folder's dense asks and the database answers them in one LATERAL query
-(core/pg/dense_batch.py). The queries are counted by wrapping the readers' real query method
-(every query still runs)."""
+(core/storage/postgres/dense_batch.py). The queries are counted by wrapping the readers' real query
+method (every query still runs)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ import pytest
 from test_pg_team_overlay import DSN_ENV, committed, settings_for
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish_folder
-from codeask.core.pg.revision_conn import RevisionConnection
-from codeask.core.retrieve import search
-from codeask.core.storage import prefetch_dense
+from codeask.core.search.retrieve import search
+from codeask.core.storage.postgres.publish import publish_folder
+from codeask.core.storage.postgres.revision_conn import RevisionConnection
+from codeask.core.storage.protocol import prefetch_dense
 
 BILLING = {
     "billing/invoice.py": "def invoice_total(lines, vat_rate):\n"

@@ -1,4 +1,5 @@
-"""`PublishedReader` (core/pg/storage.py) against the local storage of the index it came from.
+"""`PublishedReader` (core/storage/postgres/published.py) against the local storage of the index it
+came from.
 
 A real FolderIndex (static tier, potion-base-8M; history on) of a real git repository made here
 with pygit2 is published as its HEAD to the embedded PostgreSQL; then every `IndexReader`
@@ -19,15 +20,15 @@ import pytest
 from pgserver import PgServer, free_port
 
 from codeask.config import Settings, build_settings
-from codeask.core.embed import CachedEmbedder
-from codeask.core.pg.connect import PgUnavailable, connect
-from codeask.core.pg.publish import publish_folder
-from codeask.core.pg.storage import PublishedReader
+from codeask.core.embedding.embed import CachedEmbedder
+from codeask.core.embedding.static import load_static_embedder
 from codeask.core.records import HISTORY_KINDS
-from codeask.core.retrieve import Mode, search
-from codeask.core.static_embed import load_static_embedder
-from codeask.core.storage import IndexReader
-from codeask.core.symbol_table import path_keys
+from codeask.core.search.retrieve import Mode, search
+from codeask.core.storage.postgres.connect import PgUnavailable, connect
+from codeask.core.storage.postgres.publish import publish_folder
+from codeask.core.storage.postgres.published import PublishedReader
+from codeask.core.storage.protocol import IndexReader
+from codeask.core.storage.symbol_table import path_keys
 
 pygit2 = pytest.importorskip("pygit2")
 
@@ -441,7 +442,7 @@ def test_open_by_repository_and_sha_and_over_a_given_connection(
     local: object, reader: PublishedReader, pg_dsn: str
 ) -> None:
     from codeask.core.git.repo import head_sha
-    from codeask.core.pg.connect import PgError
+    from codeask.core.storage.postgres.connect import PgError
 
     sha = head_sha(local.root)  # type: ignore[attr-defined]
     assert sha and reader.revision.sha == sha

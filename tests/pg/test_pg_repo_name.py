@@ -4,8 +4,8 @@ A publish from a repository without an `origin` remote went under the folder's n
 word, and a clone (whose `origin` is the publisher's path, in another folder) then found
 nothing. Now `codeask index --backend postgres` prints the name and where it came from
 (`--repo-name`, the `origin` URL, or the folder name), publisher and reader derive it with the
-same function (`core/pg/naming.py`), and a reader finds the revision of HEAD (or the nearest
-ancestor) by commit under whatever name it was published, in the same sub-folder scope: a
+same function (`core/storage/postgres/naming.py`), and a reader finds the revision of HEAD (or the
+nearest ancestor) by commit under whatever name it was published, in the same sub-folder scope: a
 commit sha names one tree, so the published index is that tree's whatever the label. When
 nothing is published, the reason names the name it looked for, where that came from and how to
 publish under it.
@@ -25,7 +25,7 @@ import pytest
 
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish_folder
+from codeask.core.storage.postgres.publish import publish_folder
 
 DSN_ENV = "CODEASK_TEST_NAMING_DSN"
 FILES = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pgserver import PgServer, at_once
 
-from codeask.core.pg.connect import PgPermissionDenied, connect
-from codeask.core.pg.schema import LATEST, SchemaTooNew, current_version, migrate
+from codeask.core.storage.postgres.connect import PgPermissionDenied, connect
+from codeask.core.storage.postgres.schema import LATEST, SchemaTooNew, current_version, migrate
 
 
 def test_migrate_creates_the_schema_and_is_idempotent(pg_dsn: str) -> None:

@@ -16,10 +16,10 @@ import pytest
 from pgserver import PgServer, free_port
 
 from codeask.config import Settings
-from codeask.core.embed import EmbeddingCache
-from codeask.core.pg.cache import PgEmbeddingCache
-from codeask.core.pg.layered import LayeredCache
-from codeask.core.storage_open import load_embedder
+from codeask.core.embedding.embed import EmbeddingCache
+from codeask.core.storage.factory import load_embedder
+from codeask.core.storage.postgres.cache import PgEmbeddingCache
+from codeask.core.storage.postgres.layered import LayeredCache
 
 DSN_ENV = "CODEASK_TEST_TEAM_DSN"
 DIM = 8

@@ -19,8 +19,8 @@ from pgserver import free_port
 
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.pg.publish import publish_folder
-from codeask.core.retrieve import search
+from codeask.core.search.retrieve import search
+from codeask.core.storage.postgres.publish import publish_folder
 
 DSN_ENV = "CODEASK_TEST_OVERLAY_DSN"
 FILES = {

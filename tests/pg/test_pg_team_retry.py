@@ -18,9 +18,9 @@ from test_pg_team_overlay import DSN_ENV, committed, settings_for, symbols
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.indexer.team_retry import BaseRetry, retry_base, schedule_retry
-from codeask.core.pg.connect import PgUnavailable
-from codeask.core.pg.publish import publish_folder
-from codeask.core.storage_team import TeamStorage
+from codeask.core.storage.postgres.connect import PgUnavailable
+from codeask.core.storage.postgres.publish import publish_folder
+from codeask.core.storage.team import TeamStorage
 
 
 class Clock:
@@ -164,7 +164,7 @@ def test_a_database_that_answers_with_nothing_published_is_not_retried(
     repo = pygit2.Repository(str(other))
     repo.remotes.set_url("origin", "git@github.com:Acme/Other.git")
     # Another history (a root commit of its own): the published commit is no ancestor, so it
-    # is not found by commit under the other name either (core/pg/naming.py).
+    # is not found by commit under the other name either (core/storage/postgres/naming.py).
     who = pygit2.Signature("Dev", "dev@example.com")
     tree = repo.head.peel(pygit2.Commit).tree_id
     root = repo.create_commit(None, who, who, "unrelated history", tree, [])

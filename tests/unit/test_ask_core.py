@@ -27,13 +27,13 @@ import pytest
 from gitrepo import BOB, EPOCH, commit, make_repo, write_files
 
 from codeask.config import Settings
-from codeask.core.ask import AskRequest, AskResult, ask, prepare
+from codeask.core.ask.answer import AskRequest, AskResult, ask, prepare
+from codeask.core.ask.prompt import EditorContext
 from codeask.core.indexer import FolderIndex
-from codeask.core.lexical import expand_query as retrieval_query
-from codeask.core.lexical import stems
 from codeask.core.llm import resolve
-from codeask.core.prompt import EditorContext
-from codeask.core.retrieve import Filters
+from codeask.core.search.retrieve import Filters
+from codeask.core.storage.lexical.index import expand_query as retrieval_query
+from codeask.core.storage.lexical.index import stems
 
 # ---------------------------------------------------------------- the fixture project
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.unit.test_lexical import make_chunk
 
-from codeask.core.bm25 import LiveTable, Postings
-from codeask.core.lexical import LexicalIndex
+from codeask.core.storage.lexical.bm25 import LiveTable, Postings
+from codeask.core.storage.lexical.index import LexicalIndex
 
 WORDS = [f"w{i}" for i in range(60)] + ["parse", "request", "cookie", "session", "embed"]
 
@@ -161,7 +161,7 @@ def test_a_build_in_small_batches_holds_the_same_postings(tmp_path: Path, monkey
     """Rows are read in batches bounded by count and by text (whole files are ~100x a chunk),
     each batch's counts summed at once: every term's rows and weighted frequencies, the row
     lengths and every search are those of a build in one batch."""
-    from codeask.core import bm25
+    from codeask.core.storage.lexical import bm25
 
     index = LexicalIndex(tmp_path / "lexical.sqlite")
     index.upsert(corpus(300))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from codeask.config import ChunkSettings
-from codeask.core.chunk import ChunkResult, chunk_file
-from codeask.core.languages import LANGUAGES, language_for_path, language_name
 from codeask.core.records import Chunk
+from codeask.core.source.chunk import ChunkResult, chunk_file
+from codeask.core.source.languages import LANGUAGES, language_for_path, language_name
 
 SETTINGS = ChunkSettings()
 REPO = Path(__file__).resolve().parents[2]

@@ -96,7 +96,7 @@ def test_serve_accepts_the_stdio_flag_language_clients_add() -> None:
 
 def test_search_and_ask_flags_become_filters_in_one_place() -> None:
     from codeask.cli import build_parser
-    from codeask.core.retrieve import Filters
+    from codeask.core.search.retrieve import Filters
 
     flags = ["--lang", "go", "--path", "src/**", "--history", "--author", "ann", "--until", "2024"]
     args = build_parser().parse_args(["search", "retry", *flags])

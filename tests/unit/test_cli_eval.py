@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from gitrepo import EPOCH, commit, make_repo
 
-from codeask.core.writer_lock import WriterLock
+from codeask.core.storage.writer_lock import WriterLock
 
 DAY = 86_400
 

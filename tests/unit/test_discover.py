@@ -19,7 +19,7 @@ import pygit2
 import pytest
 
 from codeask.config import IndexSettings
-from codeask.core.discover import (
+from codeask.core.source.discover import (
     DUPLICATE_DIR,
     GONE,
     INTO_IGNORED,

@@ -16,7 +16,7 @@ PROBE = """
 import json, sys
 from pathlib import Path
 from codeask.config import EmbedSettings
-from codeask.core.embed import FastEmbedder
+from codeask.core.embedding.embed import FastEmbedder
 model = FastEmbedder(EmbedSettings(), Path(sys.argv[1]))
 model.prepare_queries()
 vector = model.embed_query("where are retries configured")

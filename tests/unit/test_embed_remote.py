@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings
-from codeask.core import embed_remote
-from codeask.core.embed import load_embedder, tier_dim
-from codeask.core.embed_remote import (
+from codeask.core.embedding import remote as embed_remote
+from codeask.core.embedding.embed import load_embedder, tier_dim
+from codeask.core.embedding.remote import (
     NO_VECTOR,
     RemoteEmbedder,
     RemoteError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from codeask.core.fts import SCHEMA, FtsTables
+from codeask.core.storage.lexical.fts import SCHEMA, FtsTables
 
 
 def _fill(tables: FtsTables, files: int) -> None:
@@ -87,7 +87,7 @@ def test_tables_of_the_previous_layout_are_rebuilt(tmp_path: Path) -> None:
 KILLED_WRITER = """
 import os, sys
 from pathlib import Path
-from codeask.core.fts import FtsTables
+from codeask.core.storage.lexical.fts import FtsTables
 tables = FtsTables.open(Path(sys.argv[1]))
 for n in range(3):
     tables.replace_file_chunks([], [(n, f"body{n}", "s", "p")], f"f{n}.py", (f"body{n}", "p"))

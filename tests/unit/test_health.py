@@ -1,4 +1,4 @@
-"""codeask.core.health against real loopback endpoints: reachable or not, model there or not,
+"""codeask.core.checks.health against real loopback endpoints: reachable or not, model there or not,
 bounded in time, and never a credential in the report. Plus `codeask health` as a user runs it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from models_endpoint import closed_port, models_endpoint, silent_endpoint
 
 from codeask import __version__
 from codeask.config import LLMSettings, Settings
-from codeask.core.health import check, llm_health, redact_url
+from codeask.core.checks.health import check, llm_health, redact_url
 
 
 def llm(port: int, provider: str = "openai", model: str = "stand-in", **kw: object) -> LLMSettings:
@@ -157,7 +157,7 @@ def test_a_served_model_tier_names_its_server_not_a_download() -> None:
     """With `embed.provider` openai/ollama the model tier is the server's: health says so
     instead of "not packaged: downloaded on first use" (which a fastembed model would be)."""
     from codeask.config import build_settings
-    from codeask.core.health import embedding_health
+    from codeask.core.checks.health import embedding_health
 
     served, _ = build_settings(
         {"embed": {"provider": "openai", "endpoint": "http://127.0.0.1:9", "model": "nomic"}}

@@ -15,7 +15,7 @@ CHILD = """
 import sys
 from pathlib import Path
 
-from codeask.core.heap import return_large_frees
+from codeask.core.runtime.heap import return_large_frees
 
 def rss_mb():
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -55,7 +55,7 @@ TRIM_CHILD = """
 import sys
 from pathlib import Path
 
-from codeask.core.heap import give_back_freed, return_large_frees
+from codeask.core.runtime.heap import give_back_freed, return_large_frees
 
 def rss_mb():
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -91,7 +91,7 @@ PERIODIC_CHILD = """
 import time
 from pathlib import Path
 
-from codeask.core.heap import return_large_frees
+from codeask.core.runtime.heap import return_large_frees
 
 def rss_mb():
     for line in Path("/proc/self/status").read_text().splitlines():

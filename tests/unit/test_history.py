@@ -34,8 +34,8 @@ from gitrepo import (
 
 import codeask
 from codeask.config import HistorySettings, IndexSettings
-from codeask.core import ask_router
-from codeask.core.ask_router import HistoryRouter, keyword_prior
+from codeask.core.ask import router as ask_router
+from codeask.core.ask.router import HistoryRouter, keyword_prior
 from codeask.core.git import diffs
 from codeask.core.git import hunks as git_hunks
 from codeask.core.git import sync as git_sync

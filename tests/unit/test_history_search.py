@@ -9,7 +9,7 @@ from gitrepo import ALICE, BOB, EPOCH, amend, commit, make_repo
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.retrieve import Filters, search
+from codeask.core.search.retrieve import Filters, search
 
 DAY = 86_400
 

@@ -14,8 +14,8 @@ import pytest
 
 from codeask.config import build_settings
 from codeask.core.indexer import CancelToken, FolderIndex, Progress, Workspace
-from codeask.core.retrieve import Filters, search
-from codeask.core.storage_local import LocalStorage
+from codeask.core.search.retrieve import Filters, search
+from codeask.core.storage.local import LocalStorage
 
 FILES = {
     "src/shop/cart.py": '''"""Shopping cart."""

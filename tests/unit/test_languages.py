@@ -1,5 +1,5 @@
-"""core/languages.py is the one list of languages: each consumer that recognises a language by
-its file suffix derives that from `LANGUAGES`, so a language added there is known everywhere.
+"""core/source/languages.py is the one list of languages: each consumer that recognises a language
+by its file suffix derives that from `LANGUAGES`, so a language added there is known everywhere.
 
 - query.py's path detection (`query_signals`): a bare file name mentioned in a question counts
   as a path when its suffix is code; before, 9 hard-coded suffixes for 17 languages (a
@@ -15,9 +15,9 @@ from __future__ import annotations
 import pytest
 
 from codeask.config import ChunkSettings
-from codeask.core.chunk import chunk_file
-from codeask.core.languages import LANGUAGES, LanguageSpec, language_for_path, language_name
-from codeask.core.query import file_mentions, query_signals
+from codeask.core.search.query import file_mentions, query_signals
+from codeask.core.source.chunk import chunk_file
+from codeask.core.source.languages import LANGUAGES, LanguageSpec, language_for_path, language_name
 from codeask.lsp.features.common import untitled_name
 
 #: What VS Code calls the languages whose LSP `languageId` is not our name.

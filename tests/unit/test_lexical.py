@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codeask.core.lexical import LexicalIndex, code_tokens, query_terms
 from codeask.core.records import Chunk
+from codeask.core.storage.lexical.index import LexicalIndex, code_tokens, query_terms
 
 
 def make_chunk(chunk_id: int, path: str, symbol: str, text: str) -> Chunk:

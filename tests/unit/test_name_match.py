@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from tests.unit.test_retrieve import make_folder
 
-from codeask.core import retrieve
-from codeask.core.name_match import (
+from codeask.core.search import retrieve
+from codeask.core.search.name_match import (
     defines,
     file_stems_for,
     is_symbol_query,
@@ -16,7 +16,7 @@ from codeask.core.name_match import (
     queried_symbols,
     question_words,
 )
-from codeask.core.retrieve import rank_files, search
+from codeask.core.search.retrieve import rank_files, search
 
 
 def test_question_words_drop_stop_words_and_short_words() -> None:

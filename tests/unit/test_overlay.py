@@ -17,11 +17,11 @@ from gitrepo import commit, make_repo, stage, write_files
 from test_indexer import FILES
 
 from codeask.config import Settings, build_settings
-from codeask.core.embed import CachedEmbedder
+from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.indexer import FolderIndex
-from codeask.core.overlay import OverlayReader, overlay_paths, split_id
-from codeask.core.retrieve import search
-from codeask.core.storage import IndexReader
+from codeask.core.search.retrieve import search
+from codeask.core.storage.overlay import OverlayReader, overlay_paths, split_id
+from codeask.core.storage.protocol import IndexReader
 
 CART = "src/shop/cart.py"
 RETRY = "src/net/retry.go"

@@ -9,8 +9,7 @@ import re
 import pytest
 
 from codeask.config import LLMSettings
-from codeask.core.prompt import (
-    REDACTED,
+from codeask.core.ask.prompt import (
     SYSTEM_PROMPT,
     TOKEN_SCALE,
     ContextBlock,
@@ -19,8 +18,8 @@ from codeask.core.prompt import (
     estimate_tokens,
     merge_blocks,
     prompt_budget,
-    redact_secrets,
 )
+from codeask.core.source.redact_outbound import REDACTED, redact_secrets
 
 
 def code(start: int, end: int, tag: str = "x") -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tests.unit.test_retrieve import make_folder
 
-from codeask.core.query import file_mentions, is_report, lead, query_signals, search_text
-from codeask.core.retrieve import fused_candidates, rank_files
+from codeask.core.search.query import file_mentions, is_report, lead, query_signals, search_text
+from codeask.core.search.retrieve import fused_candidates, rank_files
 
 REPORT = """merge(combine_attrs='override') references attrs of the first object
 **What happened**: the merged attrs change with the source; the docs say they are copied.

@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 
 from codeask.config import build_settings
-from codeask.core import query_encoder
-from codeask.core.embed import (
+from codeask.core.embedding import query_encoder
+from codeask.core.embedding.embed import (
     PACKAGED_ONNX_SHA256,
     TOKENIZER_DIR,
     FastEmbedder,
     file_sha256,
     packaged_model_dir,
 )
-from codeask.core.query_encoder import (
+from codeask.core.embedding.query_encoder import (
     INT8_FILE,
     INT8_RECIPE,
     WORK_PREFIX,
@@ -32,7 +32,7 @@ from codeask.core.query_encoder import (
     Int8Provenance,
     QueryEncoder,
 )
-from codeask.core.query_encoder import derive_int8 as derive
+from codeask.core.embedding.query_encoder import derive_int8 as derive
 
 QUERIES = [
     "where is the JSON provider configured",
@@ -196,7 +196,7 @@ def test_the_asking_process_never_holds_the_quantizers_peak(tmp_path: Path) -> N
     folder = packaged_model_dir(tmp_path / "models")
     measure = (
         "import re, sys; from pathlib import Path;"
-        "from codeask.core.query_encoder import derive_int8;"
+        "from codeask.core.embedding.query_encoder import derive_int8;"
         "f = Path(sys.argv[1]); derive_int8(f / 'model.onnx', sys.argv[2], f / 'query-int8.onnx');"
         "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
     )
@@ -229,8 +229,8 @@ def test_a_killed_derivations_work_folder_is_swept_by_the_next(tmp_path: Path) -
 DERIVE_IN_A_PROCESS = """
 import sys
 from pathlib import Path
-from codeask.core.embed import PACKAGED_ONNX_SHA256
-from codeask.core.query_encoder import derive_int8
+from codeask.core.embedding.embed import PACKAGED_ONNX_SHA256
+from codeask.core.embedding.query_encoder import derive_int8
 folder = Path(sys.argv[1])
 derive_int8(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / "query-int8.onnx")
 """
@@ -345,7 +345,7 @@ def test_a_reports_lead_is_pooled_again_from_the_same_pass(tmp_path: Path) -> No
 
 def test_a_lead_outside_the_read_text_is_encoded_on_its_own(tmp_path: Path) -> None:
     """Past the word-piece cap (or not in the text at all), the lead's own pass is blended in."""
-    from codeask.core.rerank import blend_lead
+    from codeask.core.embedding.blend import blend_lead
 
     embedder = model(tmp_path, query_tokens=16)
     encoder = embedder.prepare_queries()
@@ -358,7 +358,7 @@ def test_a_lead_outside_the_read_text_is_encoded_on_its_own(tmp_path: Path) -> N
 
 
 def test_without_int8_the_lead_is_embedded_by_the_model_itself(tmp_path: Path) -> None:
-    from codeask.core.rerank import blend_lead
+    from codeask.core.embedding.blend import blend_lead
 
     embedder = model(tmp_path, query_int8=False)
     text_vector, lead_vector = embedder.embed([REPORT, LEAD])

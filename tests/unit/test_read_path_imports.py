@@ -12,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-WRITER_ONLY = ("pygit2", "tree_sitter_language_pack", "codeask.core.chunk", "codeask.core.discover")
+WRITER_ONLY = (
+    "pygit2",
+    "tree_sitter_language_pack",
+    "codeask.core.source.chunk",
+    "codeask.core.source.discover",
+)
 
 SEARCH = """
 import json, sys

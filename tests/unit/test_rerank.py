@@ -12,9 +12,10 @@ import numpy as np
 from test_retrieve import make_folder
 
 from codeask.config import build_settings
-from codeask.core.embed import CachedEmbedder, EmbeddingCache
-from codeask.core.rerank import blend_lead, subjects_of_test
-from codeask.core.retrieve import _minilm_query, is_test_path, path_keys, rank_files, search
+from codeask.core.embedding.blend import blend_lead
+from codeask.core.embedding.embed import CachedEmbedder, EmbeddingCache
+from codeask.core.search.rerank import subjects_of_test
+from codeask.core.search.retrieve import _minilm_query, is_test_path, path_keys, rank_files, search
 
 
 class Paths:
@@ -154,7 +155,7 @@ def test_the_minilm_query_blends_a_reports_lead_by_its_setting(tmp_path: Path) -
 def test_example_folders_are_illustrations_in_every_spelling() -> None:
     """`examples/`, `docs/`, `demo/` and Go's `_examples/` (a folder the go tool skips) hold code
     that shows the project rather than implements it; a name that merely starts alike does not."""
-    from codeask.core.retrieve import DEMOTION, _path_demotion
+    from codeask.core.search.retrieve import DEMOTION, _path_demotion
 
     for path in ("_examples/router-walk/main.go", "examples/app.py", "docs/conf.py", "demo/x.rs"):
         assert _path_demotion(path, "", 1.0, True) == DEMOTION, path

@@ -6,8 +6,14 @@ from pathlib import Path
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
-from codeask.core.query import query_signals
-from codeask.core.retrieve import fused_candidates, is_test_path, path_keys, rank_files, search
+from codeask.core.search.query import query_signals
+from codeask.core.search.retrieve import (
+    fused_candidates,
+    is_test_path,
+    path_keys,
+    rank_files,
+    search,
+)
 
 
 def test_code_like_identifiers_only() -> None:

@@ -9,15 +9,15 @@ import pygit2
 import pytest
 from gitrepo import EPOCH, commit, make_repo, shallow_clone
 
-from codeask.core.languages import language_for_path
-from codeask.core.selfcheck import names_an_answer, score
-from codeask.core.selfcheck_questions import (
+from codeask.core.checks.selfcheck import names_an_answer, score
+from codeask.core.checks.selfcheck_questions import (
     NoHistory,
     Question,
     SelectOptions,
     clean_message,
     select_questions,
 )
+from codeask.core.source.languages import language_for_path
 
 DAY = 86_400
 
@@ -245,10 +245,12 @@ def _date(epoch: int) -> str:
 
 def test_a_question_naming_its_file_is_told_apart() -> None:
     def asked(text: str) -> Question:
-        return Question("0" * 40, "2024-03-01", text, ("core/bm25.py",), ("python",))
+        return Question(
+            "0" * 40, "2024-03-01", text, ("core/storage/lexical/bm25.py",), ("python",)
+        )
 
     assert names_an_answer(asked("bm25.py: tokenize in batches"))
-    assert names_an_answer(asked("speed up core/bm25.py for long rows"))
+    assert names_an_answer(asked("speed up core/storage/lexical/bm25.py for long rows"))
     assert not names_an_answer(asked("bm25: tokenize rows in batches"))
 
 

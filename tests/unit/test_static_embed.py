@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeask.core.embed import EmbedError
-from codeask.core.static_embed import (
+from codeask.core.embedding.embed import EmbedError
+from codeask.core.embedding.static import (
     MAX_TOKENS,
     STATIC_DIM,
     STATIC_FILES_SHA256,
@@ -144,7 +144,7 @@ def settled():
     ctypes.CDLL("libc.so.6").malloc_trim(0)
     return status()
 
-from codeask.core.static_embed import StaticEmbedder
+from codeask.core.embedding.static import StaticEmbedder
 numpy.linalg.norm(numpy.ones((2, 2), dtype=numpy.float32), axis=1)  # its library's pages
 start = settled()
 static = StaticEmbedder()

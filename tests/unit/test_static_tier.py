@@ -13,9 +13,9 @@ from test_store import window_chunks
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.records import FileRecord
-from codeask.core.retrieve import search
-from codeask.core.storage_local import LocalStorage
-from codeask.core.store import IndexStore
+from codeask.core.search.retrieve import search
+from codeask.core.storage.local import LocalStorage
+from codeask.core.storage.store import IndexStore
 
 
 def open_index(root: Path, tiers: list[str] | None = None) -> FolderIndex:
@@ -200,7 +200,7 @@ def test_the_static_tier_steps_aside_once_minilm_is_complete_where_minilm_answer
 def test_model_tier_for_auto_means_reports_for_the_packaged_model_only() -> None:
     """`auto`: the packaged MiniLM answers pasted reports only (it added ~nothing to typed
     questions, benchmarks/README.md Round 9); a model the user chose answers every question."""
-    from codeask.core.retrieve import model_tier_for
+    from codeask.core.search.retrieve import model_tier_for
 
     packaged, _ = build_settings({})
     assert model_tier_for(packaged) == "reports"

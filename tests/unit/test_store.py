@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.store import IndexStore
+from codeask.core.storage.store import IndexStore
 
 DIM = 8
 

@@ -17,7 +17,7 @@ from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.indexer.status import TeamStatus
 from codeask.core.indexer.team_retry import BaseRetry, schedule_retry
-from codeask.core.storage_team import TeamBase
+from codeask.core.storage.team import TeamBase
 
 
 class Clock:

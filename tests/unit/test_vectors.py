@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeask.core.vectors import VectorIndex
+from codeask.core.storage.vectors import VectorIndex
 
 
 def _rows(n: int, dim: int, seed: int = 0) -> np.ndarray:

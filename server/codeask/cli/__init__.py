@@ -34,9 +34,9 @@ COMMANDS = {
     "daemon": "codeask.cli.daemon",
 }
 
-#: Processes that live for hours: their big freed blocks go back to the system (core/heap.py:
-#: a server on sphinx 635–709 → 510 MB at rest). One-shot commands keep glibc's default, which
-#: an index pass runs ~10% faster on (laravel: 9.3 vs 10.2 CPU-s).
+#: Processes that live for hours: their big freed blocks go back to the system
+#: (core/runtime/heap.py: a server on sphinx 635–709 → 510 MB at rest). One-shot commands keep
+#: glibc's default, which an index pass runs ~10% faster on (laravel: 9.3 vs 10.2 CPU-s).
 LONG_RUNNING = frozenset({"serve", "mcp", "daemon"})
 
 
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
     if args.command in LONG_RUNNING:
-        from codeask.core.heap import return_large_frees
+        from codeask.core.runtime.heap import return_large_frees
 
         return_large_frees()
     try:

@@ -27,7 +27,6 @@ from codeask.cli.common import (
 )
 from codeask.config import LLMSettings, user_config_path
 from codeask.core.llm import provider_choices, resolve
-from codeask.core.names import display_text
 from codeask.core.operations import Filters, Hit, open_for_reading, searchable
 from codeask.core.operations.ask import (
     AskRequest,
@@ -39,6 +38,7 @@ from codeask.core.operations.ask import (
 )
 from codeask.core.operations.index import FolderIndex
 from codeask.core.records import HISTORY_KINDS
+from codeask.core.source.names import display_text
 
 
 def run(args: argparse.Namespace) -> int:

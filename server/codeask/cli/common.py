@@ -54,7 +54,7 @@ def default_root(start: Path | None = None) -> Path:
 
 def recorded_root(index_folder: Path) -> Path | None:
     """The `root` an index folder's live manifest records (None without a readable one)."""
-    from codeask.core.store import read_manifest  # not needed by `--help` or `serve`
+    from codeask.core.storage.store import read_manifest  # not needed by `--help` or `serve`
 
     manifest = read_manifest(index_folder)
     return Path(manifest.root) if manifest is not None else None

@@ -23,10 +23,7 @@ from typing import Any
 
 from codeask.cli.common import EXIT_OK, UserError, print_json, roots
 from codeask.config import load_settings
-from codeask.core import writer_lock
-from codeask.core.indexer import CancelToken, FolderIndex, RootRefused, has_index
-from codeask.core.names import display_path, display_text
-from codeask.core.selfcheck import (
+from codeask.core.checks.selfcheck import (
     DEPTH,
     LIMITS,
     METRICS,
@@ -36,7 +33,7 @@ from codeask.core.selfcheck import (
     tiers_for,
     verbatim,
 )
-from codeask.core.selfcheck_questions import (
+from codeask.core.checks.selfcheck_questions import (
     SKIP_REASONS,
     LanguageOf,
     NoHistory,
@@ -46,6 +43,9 @@ from codeask.core.selfcheck_questions import (
     parse_day,
     select_questions,
 )
+from codeask.core.indexer import CancelToken, FolderIndex, RootRefused, has_index
+from codeask.core.source.names import display_path, display_text
+from codeask.core.storage import writer_lock
 
 log = logging.getLogger("codeask.cli.eval")
 

@@ -21,8 +21,8 @@ def run(args: argparse.Namespace) -> int:
             "the team index needs the postgres extra: pip install 'codeask[postgres]'"
         ) from None
 
-    from codeask.core.pg.connect import PgError, connect, dsn_from_env
-    from codeask.core.pg.publish import gc
+    from codeask.core.storage.postgres.connect import PgError, connect, dsn_from_env
+    from codeask.core.storage.postgres.publish import gc
 
     settings, warnings = load_settings()
     for warning in warnings:

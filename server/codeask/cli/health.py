@@ -1,6 +1,6 @@
 """`codeask health`: what the editors' health checks show, for the folders named (or this one).
 
-The same report the language server answers `codeask/health` with (codeask.core.health):
+The same report the language server answers `codeask/health` with (codeask.core.checks.health):
 versions, the LLM endpoint (reachable within 2 s? does it offer `llm.model`?), the embedding
 tiers and each folder's index. Exit 0 when the endpoint answers, knows the model and every tier
 can load, else 1 (search works without the LLM; only `ask` needs it).
@@ -13,9 +13,9 @@ import dataclasses
 import sys
 
 from codeask.cli.common import EXIT_OK, EXIT_USER, print_json, roots
-from codeask.core.health import HealthReport, check
+from codeask.core.checks.health import HealthReport, check
 from codeask.core.operations import read_statuses
-from codeask.core.pg.health import TeamHealth
+from codeask.core.storage.postgres.health import TeamHealth
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from codeask.cli.common import EXIT_BUSY, EXIT_OK, UserError, print_json, roots
-from codeask.core.names import display_path
 from codeask.core.operations.index import (
     CancelToken,
     FolderIndex,
@@ -24,6 +23,7 @@ from codeask.core.operations.index import (
     RootRefused,
     request_from_owner,
 )
+from codeask.core.source.names import display_path
 from codeask.progress_view import ProgressOutput, progress_interval
 
 #: How often a waiting `codeask index` retries the writer lock.
@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
 def _publish(folder: FolderIndex, repo_name: str | None) -> str:
     """Publish the folder's index as its HEAD commit; the lines saying what happened, under
     which name and where the name came from (`--repo-name`, the `origin` URL, the folder)."""
-    from codeask.core.pg.connect import PgError
-    from codeask.core.pg.publish import publish_folder
+    from codeask.core.storage.postgres.connect import PgError
+    from codeask.core.storage.postgres.publish import publish_folder
 
     try:
         done = publish_folder(folder.root, folder.storage, folder.settings.index.dsn_env, repo_name)

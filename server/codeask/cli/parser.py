@@ -10,7 +10,7 @@ import argparse
 
 from codeask import __version__
 from codeask.cli.common import EXIT_BUSY
-from codeask.core.names import input_text
+from codeask.core.source.names import input_text
 
 
 def build_parser() -> argparse.ArgumentParser:

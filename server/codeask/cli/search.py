@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json, roots
 from codeask.cli.forward import through_daemon
-from codeask.core.names import display_path, display_text
+from codeask.core.source.names import display_path, display_text
 
 if TYPE_CHECKING:  # the engine is imported only when this process answers (not the daemon)
     from codeask.core.indexer import FolderIndex

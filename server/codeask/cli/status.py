@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from codeask.cli.common import EXIT_OK, EXIT_USER, print_json, roots
 from codeask.cli.forward import through_daemon
-from codeask.core.names import display_path
+from codeask.core.source.names import display_path
 
 if TYPE_CHECKING:  # the engine is imported only when this process answers (not the daemon)
     from codeask.core.operations import IndexStatus

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeask.core.names import bad_text as bad_text
+from codeask.core.source.names import bad_text as bad_text
 
 #: Field (as the client spells it) → maximum length in characters.
 MAX_CHARS: dict[str, int] = {

@@ -63,7 +63,7 @@ class Range(msgspec.Struct):
 
 
 class SearchFilters(msgspec.Struct, rename="camel", omit_defaults=True):
-    """Narrow a search; every field optional (see codeask.core.retrieve.Filters)."""
+    """Narrow a search; every field optional (see codeask.core.search.retrieve.Filters)."""
 
     language: Language | None = None
     path_glob: PathGlob | None = None

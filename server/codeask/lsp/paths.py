@@ -19,8 +19,8 @@ from pygls.uris import to_fs_path
 from pygls.workspace import Workspace
 
 from codeask.config import load_settings
-from codeask.core.discover import SourceFile, check_file
-from codeask.core.safe_read import read_regular_text
+from codeask.core.source.discover import SourceFile, check_file
+from codeask.core.source.safe_read import read_regular_text
 from codeask.lsp.folders import Folders
 from codeask.lsp.limits import MAX_CHARS, MAX_DISK_READ
 

@@ -9,11 +9,11 @@ plumbing (saves, `$/progress`, settings):
   HEAD moves or every `RESCAN_SECONDS`, a rebuild another process asked for), and polls every
   `POLL_SECONDS`: a reader reloads new snapshots and becomes the writer once the lock frees;
 - the embedding thread fills the MiniLM backlog after each pass, then loads the query path,
-  at background priority (core/background.py). The index thread is not lowered: an agent waits
-  for its first pass, while the editor's server lowers it to keep hovers fast.
+  at background priority (core/runtime/background.py). The index thread is not lowered: an agent
+  waits for its first pass, while the editor's server lowers it to keep hovers fast.
 
 So a second `codeask mcp`, or an editor's `codeask serve`, on the same folder never indexes
-or embeds it twice: one writes, the others follow (core/writer_lock.py).
+or embeds it twice: one writes, the others follow (core/storage/writer_lock.py).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from codeask.core import background
-from codeask.core.discover import SkippedFile
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import CancelToken, FolderIndex, IndexReport, Progress, RootRefused
 from codeask.core.operations.index import load_static_embedder
-from codeask.core.writer_lock import LockInfo, holder, take_request
+from codeask.core.runtime import background
+from codeask.core.source.discover import SkippedFile
+from codeask.core.storage.writer_lock import LockInfo, holder, take_request
 
 log = logging.getLogger("codeask.mcp")
 

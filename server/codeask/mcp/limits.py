@@ -8,7 +8,7 @@ further down). A breach is a tool error that names the argument and the limit, n
 
 from __future__ import annotations
 
-from codeask.core.names import bad_text as bad_text
+from codeask.core.source.names import bad_text as bad_text
 
 #: Argument → maximum length in characters (as the language server's limits, lsp/limits.py).
 MAX_CHARS: dict[str, int] = {

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeask.core.discover import SourceFile, check_file
 from codeask.core.indexer import FolderIndex
-from codeask.core.safe_read import read_regular_text
+from codeask.core.source.discover import SourceFile, check_file
+from codeask.core.source.safe_read import read_regular_text
 from codeask.mcp.limits import MAX_DISK_READ, ArgumentError
 
 

@@ -5,7 +5,7 @@ symbol, kind and score, and a snippet of at most `SNIPPET_LINES` lines cut aroun
 that match the query (the chunk's first lines when none does: its signature and docstring).
 An answer over `max_tokens` gets shorter snippets first, then fewer hits, and says so.
 
-Everything sent is redacted as for a remote endpoint (`prompt.redact_secrets`): a tool result
+Everything sent is redacted as for a remote endpoint (`source.redact_outbound`): a tool result
 goes to the agent's model, wherever that runs.
 """
 

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.names import display_path
+from codeask.core.source.names import display_path
 from codeask.mcp.folders import FolderDriver
 
 #: Skipped files listed by name at most (the counts by reason are always complete).

@@ -13,7 +13,7 @@ export interface SemanticSearchParams {
   filters?: SearchFilters;
 }
 
-/** Narrow a search; every field optional (see codeask.core.retrieve.Filters). */
+/** Narrow a search; every field optional (see codeask.core.search.retrieve.Filters). */
 export interface SearchFilters {
   language?: string;
   pathGlob?: string;

@@ -12,3 +12,11 @@ repository, an empty repository, a shallow clone or a broken ref only turn featu
 The workspace folder may be a subfolder of the repository (monorepos): paths in and out of
 this package are relative to the workspace folder.
 """
+
+__all__ = [
+    "blame",
+    "commits",
+    "diffs",
+    "repo",
+    "sync",
+]

@@ -15,7 +15,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from codeask.core.git.repo import GIT_ERRORS, head_commit, open_scoped
-from codeask.core.secrets import redact_text
+from codeask.core.source.secrets import redact_text
 
 SHORT_SHA = 10
 #: How far `recent_commits(path=...)` walks before giving up.

@@ -15,7 +15,6 @@ import pygit2
 from pygit2.enums import DeltaStatus, DiffOption, FileMode
 
 from codeask.config import IndexSettings
-from codeask.core.discover import IGNORED, IgnoreRules, path_policy
 from codeask.core.git.commits import commit_info, decode, message, parents
 from codeask.core.git.repo import (
     GIT_ERRORS,
@@ -25,8 +24,9 @@ from codeask.core.git.repo import (
     resolve,
     shallow_boundary,
 )
-from codeask.core.names import display_path
-from codeask.core.secrets import redact_text
+from codeask.core.source.discover import IGNORED, IgnoreRules, path_policy
+from codeask.core.source.names import display_path
+from codeask.core.source.secrets import redact_text
 
 #: Blobs above this size are not diffed at all (generated files, data dumps).
 MAX_BLOB_BYTES = 2_000_000

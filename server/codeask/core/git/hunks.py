@@ -13,13 +13,13 @@ import pygit2
 from pygit2.enums import DeltaStatus
 
 from codeask.config import HistorySettings
-from codeask.core.discover import IGNORED
 from codeask.core.git.commits import SHORT_SHA, BlameInfo, decode, info_meta
 from codeask.core.git.diffs import PathRules, skip_reason
 from codeask.core.git.repo import Scope
-from codeask.core.names import display_path
 from codeask.core.records import Chunk
-from codeask.core.secrets import redact_text
+from codeask.core.source.discover import IGNORED
+from codeask.core.source.names import display_path
+from codeask.core.source.secrets import redact_text
 
 #: Per-commit work caps: files diffed, diff lines kept in hunk chunks, hunk chunks; hunks per
 #: file.

@@ -15,7 +15,6 @@ import pygit2
 from pygit2.enums import DeltaStatus, SortMode
 
 from codeask.config import HistorySettings, IndexSettings
-from codeask.core.discover import IGNORED
 from codeask.core.git.commits import (
     SHORT_SHA,
     BlameInfo,
@@ -27,8 +26,9 @@ from codeask.core.git.commits import (
 from codeask.core.git.diffs import PathRules, parent_diff
 from codeask.core.git.hunks import CommitWork, collect_hunks
 from codeask.core.git.repo import GIT_ERRORS, Scope, head_commit, open_scoped, shallow_boundary
-from codeask.core.names import display_path
 from codeask.core.records import Chunk
+from codeask.core.source.discover import IGNORED
+from codeask.core.source.names import display_path
 
 #: Files named in a commit chunk's "Files:" line.
 FILES_LISTED = 10

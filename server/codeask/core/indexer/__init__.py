@@ -11,7 +11,7 @@ One module per job; callers import from here:
 - `workspace`: `Workspace`, the folders of one editor window.
 - `location`: where an index lives, which roots are refused, who may write (`Mode`).
 - `team`: the team's published revision under the local index (`TeamStorage`); the storage and
-  the embedding cache themselves come from the storage factory, core/storage_open.py.
+  the embedding cache themselves come from the storage factory, core/storage/factory.py.
 - `full_pass` and `files`: the full pass, and the lexical pass over files within it.
 - `updates`: single-file updates (editor saves, watcher events).
 - `vectors`: the static tier and the MiniLM backlog.
@@ -61,4 +61,6 @@ __all__ = [
     "check_root",
     "has_index",
     "index_dir_for",
+    "status",
+    "team_retry",
 ]

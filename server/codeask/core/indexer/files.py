@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from codeask.core.chunk import chunk_file
-from codeask.core.discover import SkippedFile, SourceFile, discover, load_source
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
-from codeask.core.names import display_path
 from codeask.core.records import FileRecord
-from codeask.core.storage_team import refresh_shadowed
+from codeask.core.source.chunk import chunk_file
+from codeask.core.source.discover import SkippedFile, SourceFile, discover, load_source
+from codeask.core.source.names import display_path
+from codeask.core.storage.team import refresh_shadowed
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState

@@ -4,7 +4,7 @@ A façade over the modules of this package, each with one job: where the index l
 writes it (`location`), the full pass (`full_pass`, `files`), single-file
 updates (`updates`), the dense tiers (`vectors`), history (`history`) and the status
 (`status`). This class owns the state they share and the locks that order them. Its storage and
-embedding cache come from the storage factory (core/storage_open.py): it opens no part itself,
+embedding cache come from the storage factory (core/storage/factory.py): it opens no part itself,
 and shows only `storage` (what readers read) and `local` (what the indexer writes).
 """
 
@@ -16,14 +16,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from codeask.config import Settings, load_settings
-from codeask.core.embed import CachedEmbedder
+from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, take_writer
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
 from codeask.core.indexer.status import IndexStatus, status_of
 from codeask.core.indexer.vectors import VectorTiers
-from codeask.core.storage import Storage
-from codeask.core.storage_open import open_storage, team_base
-from codeask.core.writer_lock import WriterLock
+from codeask.core.storage.factory import open_storage, team_base
+from codeask.core.storage.protocol import Storage
+from codeask.core.storage.writer_lock import WriterLock
 
 log = logging.getLogger("codeask.core.indexer")
 

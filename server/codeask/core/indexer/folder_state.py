@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from codeask.config import Settings
     from codeask.core.indexer.vectors import VectorTiers
-    from codeask.core.storage import Storage
-    from codeask.core.storage_team import TeamBase
+    from codeask.core.storage.protocol import Storage
+    from codeask.core.storage.team import TeamBase
 
 
 class FolderState(Protocol):

@@ -11,8 +11,8 @@ import msgspec
 from codeask.core.git.repo import uncommitted_paths
 from codeask.core.git.sync import sync_history
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
-from codeask.core.names import scrub
 from codeask.core.records import Chunk
+from codeask.core.source.names import scrub
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 from codeask.config import Settings, cache_dir
-from codeask.core import writer_lock
-from codeask.core.names import display_path, is_utf8
-from codeask.core.writer_lock import LockInfo, WriterLock
+from codeask.core.source.names import display_path, is_utf8
+from codeask.core.storage import writer_lock
+from codeask.core.storage.writer_lock import LockInfo, WriterLock
 
 #: Who may write an index folder: "write" takes the writer lock (IndexBusy if another process
 #: has it), "read" creates and writes nothing, "auto" writes when the lock is free, else reads.

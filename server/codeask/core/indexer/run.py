@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # discover (pathspec, file walking) is for writers only
-    from codeask.core.discover import SkippedFile
+    from codeask.core.source.discover import SkippedFile
 
 
 class Cancelled(Exception):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from codeask.core.storage_open import cache_state
-from codeask.core.storage_team import BaseKind
+from codeask.core.storage.factory import cache_state
+from codeask.core.storage.team import BaseKind
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from codeask.core.indexer.backoff import BaseRetry
-from codeask.core.storage_open import open_base, storage_over
-from codeask.core.storage_team import TeamBase
+from codeask.core.storage.factory import open_base, storage_over
+from codeask.core.storage.team import TeamBase
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState

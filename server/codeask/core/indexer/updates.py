@@ -10,9 +10,9 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from codeask.core.discover import SkippedFile, SourceFile, check_file
 from codeask.core.indexer import files, history
 from codeask.core.indexer.run import CancelToken, IndexReport, no_progress
+from codeask.core.source.discover import SkippedFile, SourceFile, check_file
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState

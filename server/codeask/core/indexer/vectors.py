@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from codeask.core.embed import CachedEmbedder
+from codeask.core.embedding.embed import CachedEmbedder
+from codeask.core.embedding.static import load_static_embedder
 from codeask.core.indexer.run import (
     Cancelled,
     CancelToken,
@@ -21,9 +22,8 @@ from codeask.core.indexer.run import (
     ProgressFn,
 )
 from codeask.core.records import Chunk
-from codeask.core.static_embed import load_static_embedder
-from codeask.core.storage import Storage, Tier
-from codeask.core.storage_open import load_embedder
+from codeask.core.storage.factory import load_embedder
+from codeask.core.storage.protocol import Storage, Tier
 
 if TYPE_CHECKING:
     from codeask.config import Settings

@@ -82,6 +82,8 @@ __all__ = [
     "resolve",
     "server_context_tokens",
     "stream_chat",
+    "transport",
+    "urls",
     "window",
 ]
 

@@ -69,6 +69,7 @@ __all__ = [
     "SearchResult",
     "TieredResult",
     "answering_tiers",
+    "ask",
     "blame",
     "blame_lines",
     "chunk_around",
@@ -78,6 +79,7 @@ __all__ = [
     "enclosing_chunk",
     "find_symbols",
     "history",
+    "index",
     "not_git_repositories",
     "open_for_reading",
     "query_model_ready",
@@ -91,4 +93,5 @@ __all__ = [
     "search_now",
     "search_while_loading",
     "searchable",
+    "status",
 ]

@@ -2,7 +2,7 @@
 `workspace/askCode`). Not imported by the package: the language server loads the ask
 orchestrator (and its LLM client) on the first askCode only, as before."""
 
-from codeask.core.ask import (
+from codeask.core.ask.answer import (
     AskRequest,
     AskResult,
     ask,
@@ -10,7 +10,7 @@ from codeask.core.ask import (
     index_note,
     source_path,
 )
-from codeask.core.prompt import EditorContext
+from codeask.core.ask.prompt import EditorContext
 
 __all__ = [
     "AskRequest",

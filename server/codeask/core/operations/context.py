@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.lexical import expand_query, query_terms
-from codeask.core.prompt import redact_secrets
-from codeask.core.retrieve import Hit
+from codeask.core.search.retrieve import Hit
+from codeask.core.source.redact_outbound import redact_secrets
+from codeask.core.storage.lexical.index import expand_query, query_terms
 
 __all__ = ["Context", "context_for", "query_words", "redact_secrets"]
 
@@ -36,8 +36,8 @@ def context_for(folders: Sequence[FolderIndex], question: str, *, k: int | None 
     """The prompt `codeask ask --prompt-only` builds (same retrieval, history routing and
     budget), every message redacted as for a non-loopback endpoint: whoever asks for context
     sends it to a model we do not know."""
-    from codeask.core.ask import AskRequest, prepare
-    from codeask.core.prompt import redact_secrets
+    from codeask.core.ask.answer import AskRequest, prepare
+    from codeask.core.source.redact_outbound import redact_secrets
 
     prepared = prepare(AskRequest(question=question, folders=list(folders), k=k, prompt_only=True))
     prompt = prepared.prompt

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations.search import search_now
-from codeask.core.retrieve import Filters, Hit
+from codeask.core.search.retrieve import Filters, Hit
 
 if TYPE_CHECKING:
     from codeask.core.git.commits import BlameInfo

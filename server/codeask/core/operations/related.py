@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import msgspec
 
 from codeask.config import ChunkSettings
-from codeask.core import retrieve
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations.search import query_model_ready
 from codeask.core.records import Chunk
-from codeask.core.retrieve import Hit
+from codeask.core.search import retrieve
+from codeask.core.search.retrieve import Hit
 
 #: Related code listed for one position by the MCP tool (hover shows HOVER_K).
 RELATED_K = 8
@@ -39,7 +39,7 @@ def chunk_of_text(
     it. Never stored in any index."""
     if not text.strip():
         return None
-    from codeask.core.chunk import chunk_file  # tree-sitter: hover on unsaved text only
+    from codeask.core.source.chunk import chunk_file  # tree-sitter: hover on unsaved text only
 
     chunks = chunk_file(name, text, settings).chunks
     inside = [c for c in chunks if c.start_line <= line <= c.end_line]

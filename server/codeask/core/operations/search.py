@@ -16,10 +16,10 @@ from pathlib import Path
 
 import msgspec
 
-from codeask.core import retrieve
 from codeask.core.indexer import FolderIndex
-from codeask.core.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
-from codeask.core.storage import Tier
+from codeask.core.search import retrieve
+from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
+from codeask.core.storage.protocol import Tier
 
 __all__ = [
     "LEXICAL",

@@ -13,8 +13,8 @@ from urllib.parse import unquote
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 
-from codeask.core.languages import suffix_for_language
 from codeask.core.records import Chunk
+from codeask.core.source.languages import suffix_for_language
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.messages import InvalidParams, Position, Range, decode_params
 from codeask.lsp.paths import document_text
@@ -77,8 +77,8 @@ def doc_name(ls: CodeaskServer, uri: str, path: Path | None) -> str:
 
 def untitled_name(language_id: str) -> str:
     """A file name for a buffer that has none, so the chunker still picks its grammar: the
-    suffix of `language_id` from core/languages.py (every chunked language, and editor ids like
-    `typescriptreact`); an id no grammar knows keeps itself (`untitled.markdown`)."""
+    suffix of `language_id` from core/source/languages.py (every chunked language, and editor ids
+    like `typescriptreact`); an id no grammar knows keeps itself (`untitled.markdown`)."""
     return f"untitled{suffix_for_language(language_id) or '.' + language_id}"
 
 

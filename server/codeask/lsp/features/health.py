@@ -1,4 +1,5 @@
-"""`codeask/health`: the engine's health report (codeask.core.health) plus the live index state.
+"""`codeask/health`: the engine's health report (codeask.core.checks.health) plus the live index
+state.
 
 The editors' `:checkhealth codeask` and status bar render this answer; they no longer resolve
 settings or probe the LLM endpoint themselves. The report uses the settings askCode uses (the
@@ -11,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from codeask.core.health import HealthReport, check
+from codeask.core.checks.health import HealthReport, check
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request
 from codeask.lsp.features.index import index_state

@@ -8,8 +8,8 @@ import logging
 import threading
 import time
 
-from codeask.core import background
 from codeask.core.indexer import CancelToken, FolderIndex
+from codeask.core.runtime import background
 from codeask.lsp.folders import reporting
 from codeask.lsp.folders.schedule import Schedule
 from codeask.lsp.folders.status import FolderStatus
@@ -82,7 +82,7 @@ class Backlog:
 
     def _loop(self, folder: FolderIndex, bar: WorkDone, quiet: bool) -> None:
         """Embed until nothing is pending (new chunks may arrive meanwhile), then load the model.
-        At background priority: the editor's requests win the cores (core/background.py)."""
+        At background priority: the editor's requests win the cores (core/runtime/background.py)."""
         background.lower_this_thread()
         started = time.perf_counter()
         completed, failure = False, None

@@ -11,8 +11,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from codeask.core import background
 from codeask.core.indexer import FolderIndex, IndexReport
+from codeask.core.runtime import background
 from codeask.lsp.folders import reporting
 from codeask.lsp.folders.backlog import Backlog
 from codeask.lsp.folders.common import FullKind, Host, summary

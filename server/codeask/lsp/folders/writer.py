@@ -10,7 +10,7 @@ import logging
 
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import FolderIndex
-from codeask.core.writer_lock import holder, take_request
+from codeask.core.storage.writer_lock import holder, take_request
 from codeask.lsp.folders.schedule import Schedule
 from codeask.lsp.folders.status import FolderStatus
 

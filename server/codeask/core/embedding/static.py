@@ -1,0 +1,199 @@
+"""The static embedding tier: potion-base-8M (model2vec, MIT), vendored as float16.
+
+A static model is a table of one vector per token: a text's vector is the mean of its tokens'
+rows, L2-normalised. No neural network runs, so it embeds ~100× faster than MiniLM and every
+chunk can have a dense vector during the first pass. Tokenization, truncation and pooling follow
+model2vec 0.10's `StaticModel.encode` exactly: the text cut to 512 × the median token length
+(characters), tokenized without special tokens and truncated to 512 tokens, then `[UNK]` dropped;
+a text without tokens gives a zero row.
+
+The matrix file's sha256 is pinned: a different file is refused with a clear error, never loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import struct
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from codeask.config import Settings, cache_dir
+from codeask.core.embedding.embed import (
+    CachedEmbedder,
+    EmbeddingCache,
+    EmbedError,
+    file_sha256,
+    model_slug,
+)
+
+STATIC_MODEL_NAME = "minishlab/potion-base-8M@bf8b0566-f16"
+STATIC_DIM = 256
+STATIC_MODEL_DIR = Path(__file__).resolve().parent.parent.parent / "models" / "potion-base-8M"
+#: sha256 of the shipped files (scripts/vendor_potion.py writes them; NOTICE.md records them).
+STATIC_FILES_SHA256 = {
+    "model.safetensors": "3955b8a3acf2d48c6a88e980c002eb842336cafee896ee39e15007e05ee16229",
+    "tokenizer.json": "e67e803f624fb4d67dea1c730d06e1067e1b14d830e2c2202569e3ef0f70bb50",
+}
+#: The token matrix (safetensors), mapped rather than read (`read_matrix`).
+MATRIX_FILE = "model.safetensors"
+#: model2vec's default `max_length` (tokens per text).
+MAX_TOKENS = 512
+#: Texts per tokenizer call: bounds the memory of one gathered (tokens × 256) block.
+BATCH = 1024
+#: Texts in one `embed` call from which the whole matrix is widened once, not per text.
+WIDEN_AT = 64
+
+
+def read_matrix(path: Path, sha256: str = "") -> np.ndarray:
+    """The `embeddings` tensor of a one-tensor safetensors file in its stored dtype (rows =
+    token ids), read-only, over the file's own pages: the shipped float16 matrix (15 MB) is
+    shared with every process that maps it and only the rows a query gathers are resident
+    (issue 29; a private copy was 15 MB per process). With `sha256`, the mapped bytes are
+    checked (the bytes hashed are the bytes used) and refused if they differ; hashing touches
+    every page, which are let go again after. `StaticEmbedder` widens only the rows a text
+    gathers, which changes no bit of a vector."""
+    try:
+        with path.open("rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
+        raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
+    if sha256:
+        actual = hashlib.sha256(mapped).hexdigest()
+        release_pages(mapped)
+        if actual != sha256:
+            mapped.close()
+            raise EmbedError(
+                f"refusing to load {path}: sha256 {actual} is not the pinned {sha256}; "
+                "reinstall codeask"
+            )
+    try:
+        (size,) = struct.unpack("<Q", mapped[:8])
+        info = json.loads(mapped[8 : 8 + size])["embeddings"]
+        start, end = info["data_offsets"]
+        dtype = {"F16": "<f2", "F32": "<f4"}[info["dtype"]]
+        data = np.frombuffer(
+            mapped,
+            dtype=dtype,
+            count=(end - start) // np.dtype(dtype).itemsize,
+            offset=8 + size + start,
+        )
+        return data.reshape(info["shape"])
+    except (struct.error, ValueError, KeyError, TypeError) as exc:
+        mapped.close()
+        raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
+
+
+def release_pages(mapped: mmap.mmap) -> None:
+    """Drop a read-only mapping's pages from this process (they stay in the page cache and come
+    back on the next touch): after hashing it or widening the whole matrix for a bulk call."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is not None and hasattr(mapped, "madvise"):
+        mapped.madvise(advice)
+
+
+def _mapping_of(matrix: np.ndarray) -> mmap.mmap | None:
+    """The mmap a `read_matrix` array is a view of."""
+    base = matrix.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return base if isinstance(base, mmap.mmap) else None
+
+
+def _check_sha256(folder: Path, pinned: dict[str, str]) -> None:
+    """Refuse any shipped file whose bytes are not the pinned ones."""
+    for name, expected in pinned.items():
+        path = folder / name
+        if not path.is_file():
+            raise EmbedError(f"static embedding model file missing: {path}; reinstall codeask")
+        if name == MATRIX_FILE:
+            continue  # checked over the mapped bytes by read_matrix
+        actual = file_sha256(path)
+        if actual != expected:
+            raise EmbedError(
+                f"refusing to load {path}: sha256 {actual} is not the pinned {expected}; "
+                "reinstall codeask"
+            )
+
+
+class StaticEmbedder:
+    """potion-base-8M: tokenizer + float16 token matrix; `embed` is a mean of rows."""
+
+    def __init__(
+        self, folder: Path = STATIC_MODEL_DIR, pinned: dict[str, str] | None = None
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        hashes = STATIC_FILES_SHA256 if pinned is None else pinned
+        _check_sha256(folder, hashes)
+        self.name = STATIC_MODEL_NAME
+        self._matrix = read_matrix(folder / MATRIX_FILE, hashes.get(MATRIX_FILE, ""))
+        self.dim = int(self._matrix.shape[1])
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.no_padding()
+        vocab = self._tokenizer.get_vocab()
+        if len(vocab) != self._matrix.shape[0]:
+            raise EmbedError(f"{folder}: {len(vocab)} tokens but {self._matrix.shape[0]} rows")
+        unk = getattr(self._tokenizer.model, "unk_token", None)
+        self._unk_id = vocab.get(unk) if unk is not None else None
+        # model2vec cuts each text to max_length × the median token length (in characters)
+        # before tokenizing, so a huge text costs no more than a long one.
+        self._char_cap = MAX_TOKENS * int(np.median([len(token) for token in vocab]))
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """model2vec's tokenization: no special tokens, 512 tokens at most, then `[UNK]` dropped."""
+        cut = [text[: self._char_cap] for text in texts]
+        encodings = self._tokenizer.encode_batch_fast(cut, add_special_tokens=False)
+        unk = self._unk_id
+        return [[i for i in enc.ids if i != unk] for enc in encodings]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalised float32 row per text (a text without tokens gives a zero row)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Many texts (indexing): one float32 copy of the matrix for this call (~10 ms, 30 MB
+        # while it runs), since widening each text's gathered rows cost ~20% of a first
+        # pass; a query widens only its own rows. The sums are bit for bit the same.
+        bulk = len(texts) >= WIDEN_AT
+        matrix = self._matrix.astype(np.float32) if bulk else self._matrix
+        mapped = _mapping_of(self._matrix)
+        if bulk and mapped is not None:
+            release_pages(mapped)  # the widening touched every page of the file
+        for start in range(0, len(texts), BATCH):
+            out[start : start + BATCH] = self._embed_batch(texts[start : start + BATCH], matrix)
+        return out
+
+    def _embed_batch(self, texts: Sequence[str], matrix: np.ndarray) -> np.ndarray:
+        # One small gather + sum per text: ~30x faster here than np.add.reduceat over the batch.
+        # Gathered float16 rows are widened before the sum (exact), so every vector is bit for
+        # bit the one a float32 matrix gives.
+        means = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, ids in enumerate(self.token_ids(texts)):
+            if ids:
+                rows = matrix[ids]
+                if rows.dtype != np.float32:  # a query's own rows (astype is not free even
+                    rows = rows.astype(np.float32)  # when the dtype already matches)
+                means[row] = rows.sum(axis=0) / len(ids)
+        norms = np.linalg.norm(means, axis=1, keepdims=True) + 1e-32
+        return means / norms
+
+
+_shared: dict[str, CachedEmbedder] = {}
+_shared_lock = threading.Lock()
+
+
+def load_static_embedder(settings: Settings) -> CachedEmbedder:
+    """The static model with its own content-hash cache file; one per cache folder (~0.1 s)."""
+    root = cache_dir(settings)
+    with _shared_lock:
+        if str(root) not in _shared:
+            model = StaticEmbedder()
+            path = root / "embeddings" / f"{model_slug(model.name)}.sqlite"
+            _shared[str(root)] = CachedEmbedder(model, EmbeddingCache(path, model.dim))
+        return _shared[str(root)]

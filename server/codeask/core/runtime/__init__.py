@@ -1,0 +1,12 @@
+"""How this process runs, whatever it does: background threads yield the CPU to the
+editor's requests (`background`), and glibc's heap gives big freed blocks back (`heap`).
+Imports nothing of ours.
+
+`__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
+checks it); the others are this room's own.
+"""
+
+__all__ = [
+    "background",
+    "heap",
+]

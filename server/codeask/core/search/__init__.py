@@ -1,0 +1,13 @@
+"""A question → ranked chunks: the stage that reads the index.
+
+- `retrieve`: hybrid retrieval (dense + BM25 + symbol and path evidence, fused).
+- `query`: what a question says before any index is asked.
+- `name_match`: files and symbols a typed question names; `rerank`: ranking rules.
+
+`__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
+checks it); the others are this room's own.
+"""
+
+__all__ = [
+    "retrieve",
+]

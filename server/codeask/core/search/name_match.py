@@ -1,0 +1,149 @@
+"""Names in a typed question: the files whose names say its words, the symbols it names.
+
+A short question often names the file that answers it in other words ("URL path mapping" →
+`urlmap.rb`, "deferred body proxy" → `body_proxy.rb`, "path management" → `paths.rb`) or is a
+symbol itself (`Rack::Response`, `Request`). Chunk text rarely repeats a file's own name, so
+BM25 and the vectors miss what a reader sees at once in the tree. These signals are read from
+the question alone (no index), in every language: the matching is on words, not on grammar.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import PurePosixPath
+
+from codeask.core.storage.lexical.index import STOPWORDS, identifier_parts
+
+#: Words of a question (letters, digits, underscores; a word shorter than 3 says too little).
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MIN_WORD = 3
+#: A shared prefix this long matches morphological variants: `dependency` ~ `dependencies`,
+#: `url` ~ `urlmap`, `init` ~ `initializable`.
+MIN_PREFIX = 3
+#: A question that is one symbol: `Foo::Bar`, `pkg.Name`, `a->b`, `_private`, `snake_case`,
+#: `camelCase`, `Capitalized`. Plain lower-case words ("session") are prose.
+SYMBOL_QUERY = re.compile(
+    r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:(?:::|\\|->|\.|#)[A-Za-z_][A-Za-z0-9_]*)+"
+    r"|_[A-Za-z0-9_]*"
+    r"|[A-Za-z][A-Za-z0-9]*[A-Z_][A-Za-z0-9_]*"
+    r"|[A-Z][A-Za-z0-9]*)$"
+)
+#: camelCase / PascalCase identifiers inside prose (not plain words, not acronyms).
+EMBEDDED_SYMBOL = re.compile(
+    r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+)\b"
+)
+SEPARATORS = ("::", "\\", "->", ".", "#")
+#: Words that open a definition in the languages codeask chunks (case-sensitive: `Class` or
+#: `Module` in prose or calls are not definitions).
+DEFINITION_WORDS = (
+    "abstract class|data class|sealed class|case class|class|module|defmodule|def|defp|"
+    "interface|struct|enum|trait|type|typealias|func|function|object|fn|fun|package|"
+    "namespace|protocol|record|typedef|union|newtype|extension|actor|const|let|var|val"
+)
+SQL_DEFINITION = r"create\s+(?:or\s+replace\s+)?(?:table|view|procedure|function)"
+#: A qualified prefix before the name: `Rails::`, `pkg.`, `Foo\\`.
+QUALIFIER = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\.|::|\\))*"
+CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def question_words(question: str) -> frozenset[str]:
+    """The question's words worth comparing with file names (lower-cased, no stop words)."""
+    return frozenset(
+        word
+        for word in (w.lower() for w in WORD.findall(question))
+        if len(word) >= MIN_WORD and word not in STOPWORDS
+    )
+
+
+@functools.lru_cache(maxsize=65536)
+def path_words(path: str) -> frozenset[str]:
+    """A file's name words: its stem whole and split, and its folder's name, split."""
+    pure = PurePosixPath(path)
+    stem = pure.stem
+    words = {stem.lower(), *identifier_parts(stem)}
+    folder = pure.parent.name
+    if folder:
+        words.update(identifier_parts(folder))
+    return frozenset(w for w in words if w)
+
+
+def name_match_share(words: frozenset[str], path: str) -> float:
+    """The share of the question's words that a file's name words match (exactly or by a
+    common prefix of MIN_PREFIX letters or more)."""
+    if not words:
+        return 0.0
+    names = path_words(path)
+    if not _heads(names) & {word[:MIN_PREFIX] for word in words}:
+        return 0.0  # no name starts like any word: most files, rejected in one set operation
+    matched = sum(1 for word in words if _matches_any(word, names))
+    return matched / len(words)
+
+
+@functools.lru_cache(maxsize=65536)
+def _heads(names: frozenset[str]) -> frozenset[str]:
+    """The names' first MIN_PREFIX letters: any match (exact or by prefix) shares them."""
+    return frozenset(name[:MIN_PREFIX] for name in names)
+
+
+def _matches_any(word: str, names: frozenset[str]) -> bool:
+    if word in names:
+        return True
+    for name in names:
+        shorter, longer = (word, name) if len(word) <= len(name) else (name, word)
+        if len(shorter) >= MIN_PREFIX and longer.startswith(shorter):
+            return True
+    return False
+
+
+def is_symbol_query(question: str) -> bool:
+    """The whole question is one (possibly qualified) symbol name."""
+    return SYMBOL_QUERY.match(question.strip()) is not None
+
+
+def queried_symbols(question: str) -> tuple[set[str], bool]:
+    """(names, whole): the symbol a symbol-only question names (its last part, and the
+    qualified form), or the camelCase names inside prose; `whole` says which."""
+    text = question.strip()
+    if is_symbol_query(text):
+        last = text
+        for separator in SEPARATORS:
+            if separator in last:
+                last = last.rsplit(separator, 1)[-1]
+        return {last}, True
+    return set(EMBEDDED_SYMBOL.findall(question)), False
+
+
+#: What stands before a defined name on its line: a definition word, then qualifiers.
+DEFINED_AFTER = re.compile(
+    rf"(?:^|\s)(?:(?:{DEFINITION_WORDS})|(?i:{SQL_DEFINITION}))\s+{QUALIFIER}$", re.MULTILINE
+)
+NAME_CHAR = re.compile(r"[A-Za-z0-9_]")
+
+
+def defines(text: str, name: str) -> bool:
+    """`text` holds a definition of `name` (`class Application < Engine`, `pub struct Foo`,
+    `defmodule Phoenix.Router`, `CREATE TABLE users`), in any language codeask reads:
+    tree-sitter names a split class's header chunk nothing, so the text is read instead.
+    Each occurrence's line start is checked (a scan of the whole text per candidate cost
+    ~0.2 ms; most candidates never contain the name)."""
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        whole = not (
+            (start and NAME_CHAR.match(text[start - 1]) and text[start - 1] not in ".:\\")
+            or (end < len(text) and NAME_CHAR.match(text[end]))
+        )
+        if whole:
+            line_start = text.rfind("\n", 0, start) + 1
+            if DEFINED_AFTER.search(text, line_start, start):
+                return True
+        start = text.find(name, end)
+    return False
+
+
+def file_stems_for(name: str) -> list[str]:
+    """The stems a file named for `name` may have: `BodyProxy` → BodyProxy, bodyproxy,
+    body_proxy, body-proxy (what `storage.paths_named` is asked)."""
+    snake = CAMEL_BOUNDARY.sub("_", name).lower()
+    return list(dict.fromkeys([name, name.lower(), snake, snake.replace("_", "-")]))

@@ -1,0 +1,25 @@
+"""What is read and how it is cut: the first stage of the pipeline.
+
+- `discover`: which files of a folder are indexed, and why the rest are not
+  (`specialfs`: the pseudo filesystems a walk never enters).
+- `names`: file names as text (storable? shown on one line).
+- `safe_read`: one workspace file read for a request, never through a swapped symlink.
+- `languages`: the one list of languages (grammar, suffixes, definition node types).
+- `chunk`: files → chunks (definitions, sections, windows), secrets redacted (`secrets`).
+- `redact_outbound`: the stricter redaction of text that leaves the machine.
+
+Imports nothing of ours but `config` and `records`.
+
+`__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
+checks it); the others are this room's own.
+"""
+
+__all__ = [
+    "chunk",
+    "discover",
+    "languages",
+    "names",
+    "redact_outbound",
+    "safe_read",
+    "secrets",
+]

@@ -1,0 +1,353 @@
+"""`LocalStorage`: the default `Storage` (core/storage/protocol.py), an adapter over the local
+parts.
+
+Chunks, files and history live in `IndexStore` (catalog + msgspec snapshots), vectors in its
+tiers (one float32 matrix each, rows keyed by chunk id: core/storage/vectors.py), lexical rows in
+`LexicalIndex` (SQLite FTS5 and its in-memory copy; chunk ids are the FTS rowids). This class
+takes the store's lock where a call must see or change several parts at once, and owns the
+symbol table retrieval asks. `LocalStorage.open` loads a snapshot with a lexical table that
+provably matches it (a writer repairs what it loads; a reader never touches the writer's files
+and falls back to a private in-memory copy); the storage factory (core/storage/factory.py) calls it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from codeask.config import Settings
+from codeask.core.embedding.embed import tier_dim
+from codeask.core.embedding.static import STATIC_DIM, STATIC_MODEL_NAME
+from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage.lexical.index import LexicalIndex
+from codeask.core.storage.protocol import DenseAsk, IndexCounts, Tier
+from codeask.core.storage.store import IndexStore, VectorIndex, current_name, read_manifest
+from codeask.core.storage.symbol_table import SymbolTable
+
+log = logging.getLogger("codeask.core.indexer")
+
+#: The store's name of each tier.
+_TIER = {"minilm": "vectors", "static": "static"}
+
+
+class LocalStorage:
+    """One folder's store and lexical table behind the `Storage` protocol."""
+
+    def __init__(self, store: IndexStore, lexical: LexicalIndex) -> None:
+        self._store = store
+        self._lexical = lexical
+        self._symbols = SymbolTable()
+
+    @classmethod
+    def open(
+        cls, folder: Path, root: Path, settings: Settings, *, read_only: bool, kind: str
+    ) -> tuple[LocalStorage, str]:
+        """The index in `folder` (writer: repairing it; reader: as it is), and why its snapshot
+        was (partly) unreadable ("" when it was intact)."""
+        store, reason = _open_store(folder, root, settings, read_only=read_only)
+        if reason:
+            action = "kept the rest" if store.recovered else "starting empty"
+            if read_only:
+                action += "; the writer rebuilds what is missing"
+            log.warning("index at %s: %s (%s)", folder, reason, action)
+        lexical = _open_lexical(
+            store,
+            folder,
+            read_only=read_only,
+            kind=kind,
+            fallback=lambda: _memory_lexical(store),  # the snapshot loaded by then
+        )
+        return cls(store, lexical), reason
+
+    # ---- what the loaded snapshot is (a reader's reload, tests, benchmarks) ------------------
+    def newer_on_disk(self) -> bool:
+        """Whether the writer saved a snapshot after the one loaded (CURRENT moved): a reader
+        then opens the index again."""
+        return self._store.live_name() != self._store.loaded_from
+
+    @property
+    def recovered(self) -> list[str]:
+        """What the load could not read and dropped ("static: ...", a tier or a segment);
+        empty when the snapshot was intact."""
+        return list(self._store.recovered)
+
+    def lexical_rows(self) -> int:
+        """Rows of the lexical table: `chunk_count()` after every write (a consistency check)."""
+        return self._lexical.count()
+
+    def lexical_on_disk(self) -> bool:
+        """Whether lexical search reads the table on disk read-only (a reader's view of the
+        writer's file) rather than a private in-memory copy or a writable table."""
+        return self._lexical.readonly and self._lexical.path is not None
+
+    def parts(self) -> tuple[IndexStore, LexicalIndex]:
+        """The store and the lexical table themselves, for profilers that measure them
+        (benchmarks/memory_profile.py). Nothing in codeask calls it: go through the methods."""
+        return self._store, self._lexical
+
+    def _tier(self, tier: Tier) -> VectorIndex:
+        return self._store.tiers.tier(_TIER[tier])
+
+    # ---- reading ---------------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        return self._store.generation
+
+    @property
+    def model(self) -> str:
+        return self._store.model
+
+    def tier_model(self, tier: Tier) -> tuple[str, int]:
+        store = self._store
+        return (
+            (store.model, store.dim) if tier == "minilm" else (store.static_model, store.static_dim)
+        )
+
+    def counts(self) -> IndexCounts:
+        """Without the lock (a save holds it while writing): each count is one atomic read."""
+        store = self._store
+        return IndexCounts(
+            files=sum(1 for record in list(store.files.values()) if not record.skipped),
+            chunks=len(store.chunks),
+            embedded=len(store.vectors.live),
+            static_embedded=len(store.static_vectors.live),
+            history_commits=len(store.history.commits),
+        )
+
+    def chunk_count(self) -> int:
+        return len(self._store.chunks)
+
+    def vector_count(self, tier: Tier) -> int:
+        return len(self._tier(tier).live)
+
+    def file(self, path: str) -> FileRecord | None:
+        return self._store.files.get(path)
+
+    def paths(self) -> list[str]:
+        with self._store.lock:
+            return list(self._store.files)
+
+    def chunk(self, chunk_id: int) -> Chunk | None:
+        return self._store.chunks.get(chunk_id)
+
+    def chunks(self, chunk_ids: Iterable[int]) -> dict[int, Chunk]:
+        get = self._store.chunks.get  # as `chunk`: a dict read, no lock
+        return {i: c for i in chunk_ids if (c := get(i)) is not None}
+
+    def chunks_of(self, path: str) -> list[Chunk]:
+        store = self._store
+        with store.lock:
+            record = store.files.get(path)
+            chunks = store.chunks
+            return [chunks[i] for i in (record.chunk_ids if record else []) if i in chunks]
+
+    def all_chunks(self) -> list[Chunk]:
+        with self._store.lock:
+            return list(self._store.chunks.values())
+
+    def history_commits(self) -> list[str]:
+        with self._store.lock:
+            return list(self._store.history.commits)
+
+    def _symbol_table(self) -> SymbolTable:
+        store = self._store
+        with store.lock:
+            key = (store.next_id, len(store.chunks))  # ids are never reused
+            if not self._symbols.built_for(key):
+                self._symbols.rebuild(key, list(store.chunks.values()), list(store.files))
+        return self._symbols
+
+    def symbol_ids(self, name: str) -> list[int]:
+        return self._symbol_table().by_name.get(name, [])
+
+    def paths_named(self, key: str) -> list[str]:
+        return self._symbol_table().by_path_key.get(key, [])
+
+    def vector(self, tier: Tier, chunk_id: int) -> np.ndarray | None:
+        with self._store.lock:
+            return self._tier(tier).vector(chunk_id)
+
+    def dense_top_k(
+        self, tier: Tier, vector: np.ndarray, k: int, *, missing_from: Tier | None = None
+    ) -> list[tuple[int, float]]:
+        with self._store.lock:
+            index = self._tier(tier)
+            if missing_from is None:
+                return index.query(vector, k)
+            covered = self._tier(missing_from).live
+            if len(covered) >= len(self._store.chunks):
+                return []  # the other tier covers everything: nothing left to fill
+            return [hit for hit in index.query(vector, 2 * k) if hit[0] not in covered][:k]
+
+    def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
+        return []  # in-process: nothing to batch
+
+    def lexical_top_k(self, query: str, k: int) -> list[tuple[int, float]]:
+        return self._lexical.search(query, k)
+
+    def lexical_files(self, query: str, k: int) -> list[tuple[str, float]]:
+        return self._lexical.search_files(query, k)
+
+    def saved_at(self) -> float:
+        return self._store.saved_at
+
+    def disk_bytes(self) -> int:
+        return self._store.disk_bytes()
+
+    # ---- writing ---------------------------------------------------------------------------
+    def new_ids(self, count: int) -> list[int]:
+        return self._store.new_ids(count)
+
+    def replace_file(
+        self,
+        record: FileRecord,
+        chunks: Sequence[Chunk],
+        static_rows: np.ndarray | None = None,
+    ) -> list[int]:
+        store, lexical = self._store, self._lexical
+        with store.lock:
+            removed = store.replace_file(record, list(chunks))
+            if static_rows is not None:
+                store.add_static_vectors([c.id for c in chunks], static_rows)
+            lexical.replace_file(record.path, removed, chunks)
+            return removed
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        self._store.touch_file(path, size, mtime_ns)
+
+    def remove_file(self, path: str) -> list[int]:
+        with self._store.lock:
+            removed = self._store.remove_file(path)
+            self._lexical.remove(removed)
+            self._lexical.remove_file(path)
+            return removed
+
+    def sync_history(
+        self, removed: Iterable[str], added: dict[str, list[Chunk]], head: str
+    ) -> None:
+        store, lexical = self._store, self._lexical
+        with store.lock:
+            lexical.remove(store.remove_history(removed))
+            for sha, chunks in added.items():
+                for chunk, chunk_id in zip(chunks, store.new_ids(len(chunks)), strict=True):
+                    chunk.id = chunk_id
+                store.add_history(sha, chunks)
+                lexical.upsert(chunks)
+            store.set_head(head)
+
+    def add_vectors(self, tier: Tier, ids: list[int], rows: np.ndarray) -> None:
+        with self._store.lock:
+            self._store.tiers.attach(_TIER[tier], ids, rows, self._store.catalog.chunks)
+
+    def pending_ids(self, tier: Tier) -> list[int]:
+        with self._store.lock:
+            return self._store.tiers.pending(_TIER[tier], self._store.catalog.chunks)
+
+    def has_vector(self, tier: Tier, chunk_id: int) -> bool:
+        return chunk_id in self._tier(tier).live
+
+    def clear(self) -> None:
+        with self._store.lock:
+            self._store.clear()
+            self._lexical.clear()
+
+    def save(self) -> None:
+        """Save a consistent snapshot if anything changed (lexical stamped first, see store).
+
+        Not when the workspace folder itself is gone: saving would recreate it on disk. Never
+        without changes: a no-change pass writes 0 bytes.
+        """
+        store, lexical = self._store, self._lexical
+        with store.lock:
+            if not store.dirty and lexical.generation() == store.generation:
+                return
+            if not store.root.is_dir():
+                log.info("%s no longer exists; its index is not saved", store.root)
+                return
+            lexical.stamp(store.generation + 1)
+            store.save()
+
+    def close(self) -> None:
+        self._lexical.close()
+
+    def warm_up(self) -> None:
+        self._lexical.warm_up()
+        self._symbol_table()  # ~0.2 s on a 17k-chunk folder: not on a first query's path
+
+
+# ---- opening the local parts --------------------------------------------------------------------
+def _open_store(
+    folder: Path, root: Path, settings: Settings, *, read_only: bool
+) -> tuple[IndexStore, str]:
+    """Load the snapshot; a reader retries when the writer replaced it mid-load."""
+    model, built = settings.embed.model, read_manifest(folder)
+    # a server's size: remembered, else asked, else (server down) the one this index holds
+    dim = tier_dim(settings, built.dim if built is not None and built.model == model else 0)
+    static = (STATIC_MODEL_NAME, STATIC_DIM) if "static" in settings.embed.tiers else ("", 0)
+    for _ in range(5):
+        before = current_name(folder)
+        store, reason = IndexStore.open(folder, root, model, dim, static)
+        if not (read_only and reason) or store.live_name() == before:
+            break
+    return store, reason
+
+
+def _open_lexical(
+    store: IndexStore,
+    folder: Path,
+    *,
+    read_only: bool,
+    kind: str,
+    fallback: Callable[[], LexicalIndex],
+) -> LexicalIndex:
+    """The lexical table of `store`'s snapshot; a writer rebuilds a damaged or stale one.
+
+    `fallback` builds a reader's in-memory copy when the writer moves the file under a view.
+    """
+    if read_only:
+        return _read_lexical(store, folder, kind, fallback)
+    path = folder / "lexical.sqlite"
+    try:
+        lexical = LexicalIndex(path)
+        stamped = lexical.generation()
+    except Exception as exc:  # sqlite3.DatabaseError and friends: a damaged file
+        log.warning("lexical index %s unreadable (%s); rebuilding it", path, exc)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        lexical = LexicalIndex(path)
+        stamped = -2
+    if stamped != store.generation or lexical.count() != len(store.chunks):
+        if store.chunks:
+            log.info("lexical index does not match snapshot %d; rebuilding it", store.generation)
+        lexical.rebuild(store.chunks.values())
+        lexical.stamp(store.generation)
+    return lexical
+
+
+def _read_lexical(
+    store: IndexStore, folder: Path, kind: str, fallback: Callable[[], LexicalIndex]
+) -> LexicalIndex:
+    """The on-disk table when it is stamped for exactly the loaded snapshot, else a private
+    in-memory copy built from the snapshot's chunks (never touching the writer's file)."""
+    path = folder / "lexical.sqlite"
+    clean = not store.recovered
+    rows, short = len(store.chunks), kind not in ("serve", "mcp")  # long-lived readers
+    view = (
+        LexicalIndex.open_snapshot(
+            path, store.generation, rows, short_lived=short, fallback=fallback
+        )
+        if clean
+        else None
+    )
+    return view if view is not None else fallback()
+
+
+def _memory_lexical(store: IndexStore) -> LexicalIndex:
+    """The loaded snapshot's chunks as an in-memory table: a reader's own, consistent copy."""
+    memory = LexicalIndex(None)
+    memory.rebuild(store.chunks.values())
+    memory.stamp(store.generation)
+    return memory
