@@ -416,12 +416,6 @@ def project_file(root: Path) -> Path | None:
     return next((root / n for n in PROJECT_FILES if (root / n).is_file()), None)
 
 
-def read_project_file(root: Path) -> tuple[dict[str, Any], list[str]]:
-    """The project file's contents, unfiltered (see `load_settings` for the trust filter)."""
-    path = project_file(root)
-    return read_toml(path) if path else ({}, [])
-
-
 def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
     """`$XDG_CONFIG_HOME/codeask/config.toml` (~/.config/...): read here, never written."""
     env = os.environ if environ is None else environ

@@ -52,10 +52,3 @@ def check_text(name: str, value: str | None, *, required: bool = False) -> str |
     if required and not value.strip():
         raise ArgumentError(f"`{name}` is empty")
     return value
-
-
-def check_count(name: str, value: int, low: int, high: int) -> int:
-    """An integer argument within [low, high]."""
-    if not low <= value <= high:
-        raise ArgumentError(f"`{name}` must be between {low} and {high} (got {value})")
-    return value
