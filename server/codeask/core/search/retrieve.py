@@ -360,7 +360,7 @@ def _dense_ranked(
 
 def _symbol_ranked(folder: Searchable, signals: QuerySignals) -> list[int]:
     hits: list[int] = []
-    for name in sorted(signals.identifiers, key=len, reverse=True):
+    for name in sorted(signals.identifiers, key=lambda n: (-len(n), n)):  # not a set's order
         ids = folder.storage.symbol_ids(name)
         if 0 < len(ids) <= 20:
             hits.extend(ids)
