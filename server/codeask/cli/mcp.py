@@ -18,9 +18,6 @@ from pathlib import Path
 
 from codeask.cli.common import UserError, default_root, roots
 
-#: Daemons tried after a dropped session before serving from a child process of our own.
-RECONNECT_TRIES = 2
-
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the agent closes stdin."""
@@ -101,21 +98,7 @@ def _forwarded(args: argparse.Namespace) -> int | None:
         error.exit_code = int(reply.get("code") or error.exit_code)
         raise error
 
-    def reconnect() -> forwarder.Upstream:
-        """The next daemon (started when none answers; a second try when the one reached
-        dies too), else `codeask mcp` in a child process with the daemon off."""
-        for attempt in range(RECONNECT_TRIES):
-            try:
-                again, answer = client.open_session(request)
-            except Exception as exc:
-                if attempt + 1 < RECONNECT_TRIES:
-                    continue
-                _note(exc)
-                return forwarder.ChildUpstream(_child_argv(args))
-            if answer["status"] != "ok":
-                raise forwarder.GiveUp(str(answer.get("message")))
-            return forwarder.SocketUpstream(again)
-        raise AssertionError("unreachable")
+    reconnect = forwarder.reconnector(client.open_session, request, _child_argv(args), _note)
 
     return forwarder.Proxy(forwarder.SocketUpstream(sock), reconnect).run()
 

@@ -13,9 +13,6 @@ import argparse
 import os
 import sys
 
-#: Daemons tried after a dropped session before serving from a child process of our own.
-RECONNECT_TRIES = 2
-
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client disconnects; `--stdio` is the default and only accepted."""
@@ -47,21 +44,7 @@ def _forwarded(args: argparse.Namespace) -> int | None:
         _note(RuntimeError(str(reply.get("message"))))
         return None
 
-    def reconnect() -> forwarder.Upstream:
-        """The next daemon (started when none answers; a second try when the one reached
-        dies too), else `codeask serve` in a child process with the daemon off."""
-        for attempt in range(RECONNECT_TRIES):
-            try:
-                again, answer = client.open_session(request)
-            except Exception as exc:
-                if attempt + 1 < RECONNECT_TRIES:
-                    continue
-                _note(exc)
-                return forwarder.ChildUpstream(_child_argv(args))
-            if answer["status"] != "ok":
-                raise forwarder.GiveUp(str(answer.get("message")))
-            return forwarder.SocketUpstream(again)
-        raise AssertionError("unreachable")
+    reconnect = forwarder.reconnector(client.open_session, request, _child_argv(args), _note)
 
     stdout = os.dup(sys.stdout.fileno())  # stdout carries LSP only: stray output → stderr
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

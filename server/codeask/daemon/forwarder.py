@@ -131,6 +131,37 @@ class GiveUp(Exception):
     """No upstream can be had: the forwarder answers what is pending and exits."""
 
 
+#: Sessions tried before a forwarder serves from a child process with the daemon off.
+RECONNECT_TRIES = 2
+
+
+def reconnector(
+    open_session: Callable[[dict[str, Any]], tuple[socket.socket, dict[str, Any]]],
+    request: dict[str, Any],
+    child_argv: list[str],
+    note: Callable[[BaseException], None],
+) -> Callable[[], Upstream]:
+    """What `serve` and `mcp` forwarders call when their daemon goes away: the next daemon
+    (started when none answers; a second try when the one reached dies too), else the same
+    command in a child process with the daemon off (`note` says why)."""
+
+    def reconnect() -> Upstream:
+        for attempt in range(RECONNECT_TRIES):
+            try:
+                again, answer = open_session(request)
+            except Exception as exc:
+                if attempt + 1 < RECONNECT_TRIES:
+                    continue
+                note(exc)
+                return ChildUpstream(child_argv)
+            if answer["status"] != "ok":
+                raise GiveUp(str(answer.get("message")))
+            return SocketUpstream(again)
+        raise AssertionError("unreachable")
+
+    return reconnect
+
+
 class _Pending:
     """A request the agent sent and was not answered yet (a plain class: dataclasses' import
     costs more than the forwarder's own code)."""
