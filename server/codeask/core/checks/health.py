@@ -26,8 +26,6 @@ import msgspec
 from codeask import __version__
 from codeask.config import DEFAULT_EMBED_MODEL, LLMSettings, Settings
 from codeask.core.embedding.static import STATIC_FILES_SHA256, STATIC_MODEL_DIR, STATIC_MODEL_NAME
-from codeask.core.llm import LLMError, get_provider, is_loopback, resolve
-from codeask.core.llm.transport import api_key
 from codeask.core.storage.postgres.health import TeamHealth, team_health
 
 if TYPE_CHECKING:
@@ -120,6 +118,8 @@ def redact_url(url: str) -> str:
 def _secrets(settings: LLMSettings) -> list[tuple[str, str]]:
     """(text, shown instead) for what must never appear in a report: the URL's `userinfo@`,
     its `?query`, the API key. Whole pieces only, so a one-letter password mangles nothing."""
+    from codeask.core.llm.transport import api_key
+
     found = []
     try:
         parts = urlsplit(settings.base_url.strip())
@@ -149,7 +149,12 @@ def model_present(model: str, models: Sequence[str]) -> bool:
 
 
 async def llm_health(settings: LLMSettings, timeout: float = PROBE_TIMEOUT) -> LLMHealth:
-    """Probe the model list of the configured endpoint, `timeout` seconds at most in all."""
+    """Probe the model list of the configured endpoint, `timeout` seconds at most in all.
+
+    The LLM clients (httpx, ~14-20 MB) are imported here, by the probe, not with this module:
+    a language server imports the report's code at start but may never be asked for it."""
+    from codeask.core.llm import LLMError, get_provider, is_loopback, resolve
+
     settings = resolve(settings)
     bounded = msgspec.structs.replace(
         settings,

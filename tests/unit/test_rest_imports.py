@@ -1,0 +1,49 @@
+"""What a long-lived process holds but its work does not need (issue 29: a language server at
+rest on sphinx ≤ 250 MB). The LLM clients (httpx and what it pulls, ~14-20 MB) load when a
+question is asked or the health probe runs, not with the code that can answer them. Run in
+fresh interpreters: their `sys.modules` say exactly what each step imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+LOADED = """
+import json, sys
+{code}
+print(json.dumps(sorted(name for name in {names!r} if name in sys.modules)))
+"""
+
+
+def loaded_after(code: str, names: list[str]) -> list[str]:
+    """Which of `names` are in `sys.modules` after a fresh interpreter runs `code`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED.format(code=code, names=names)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_language_server_imports_no_llm_client() -> None:
+    # every feature module, the health report's code included (VS Code may ask for it)
+    assert loaded_after("import codeask.lsp.server", ["httpx", "codeask.core.llm"]) == []
+
+
+def test_the_health_probe_imports_the_llm_client_when_it_runs() -> None:
+    probe = (
+        "import asyncio\n"
+        "from codeask.config import LLMSettings\n"
+        "from codeask.core.checks.health import llm_health\n"
+        "found = asyncio.run(llm_health(LLMSettings(base_url='http://127.0.0.1:9'), 1.0))\n"
+        "assert not found.reachable, found\n"
+    )
+    # the list above names what the report's code could have loaded
+    assert loaded_after(probe, ["httpx", "codeask.core.llm"]) == ["codeask.core.llm", "httpx"]
