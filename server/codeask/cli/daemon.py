@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
 def serve() -> int:
     """The daemon, until idle or stopped."""
     from codeask.config import load_settings
+    from codeask.core.indexer import SharedIndexes
     from codeask.daemon.folders import FolderCache
     from codeask.daemon.server import Daemon
 
@@ -49,8 +50,9 @@ def serve() -> int:
     except Unsafe as exc:
         raise UserError(str(exc)) from exc
     folders = FolderCache()
-    agents = _Agents()
-    editors = _Editors()
+    indexes = SharedIndexes()
+    agents = _Agents(indexes)
+    editors = _Editors(indexes)
     daemon = Daemon(
         run_dir,
         {
@@ -69,6 +71,7 @@ def serve() -> int:
             "loads": folders.opened,
             "mcp_folders": agents.roots(),
             "editors": editors.count(),
+            "indexes": indexes.describe(),
         }
     )
     threading.Thread(target=_warm_imports, daemon=True).start()
@@ -111,8 +114,9 @@ class _Agents:
     """`codeask mcp` sessions: each its own roots and checks, the folders' drivers shared
     (mcp/remote.py; the MCP SDK is imported with the first session)."""
 
-    def __init__(self) -> None:
+    def __init__(self, indexes: Any) -> None:
         self._shared: Any = None
+        self._indexes = indexes
         self._lock = threading.Lock()
 
     def session(self, args: argparse.Namespace, cwd: str) -> Callable[[socket.socket], None]:
@@ -145,7 +149,7 @@ class _Agents:
             if self._shared is None:
                 from codeask.mcp.remote import SharedFolders
 
-                self._shared = SharedFolders()
+                self._shared = SharedFolders(self._indexes)
             return self._shared
 
     def close(self) -> None:
@@ -158,10 +162,12 @@ class _Agents:
 
 class _Editors:
     """`codeask serve` sessions: one language server per editor, each with its own documents,
-    settings, folders and trust (lsp/remote.py; pygls is imported with the first session)."""
+    settings, folders and trust (lsp/remote.py; pygls is imported with the first session); an
+    index is shared by every session (agents' too) that would open the same one."""
 
-    def __init__(self) -> None:
+    def __init__(self, indexes: Any) -> None:
         self._open = 0
+        self._indexes = indexes
         self._lock = threading.Lock()
 
     def session(self, args: argparse.Namespace, cwd: str) -> Callable[[socket.socket], None]:
@@ -173,7 +179,7 @@ class _Editors:
             with self._lock:
                 self._open += 1
             try:
-                serve_connection(conn)
+                serve_connection(conn, self._indexes)
             finally:
                 with self._lock:
                     self._open -= 1

@@ -29,6 +29,7 @@ from pygls.protocol import JsonRPCRequestMessage, default_converter
 
 from codeask import __version__
 from codeask.config import Settings
+from codeask.core.indexer import SharedIndexes
 from codeask.lsp.blame import BlameCache
 from codeask.lsp.folders import Folders
 from codeask.lsp.logs import ClientLogHandler
@@ -59,7 +60,7 @@ def converter() -> Converter:
 class CodeaskServer(LanguageServer):
     """Server state: folders and their workers, settings, thread pools, client plumbing."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedIndexes | None = None) -> None:
         super().__init__(
             "codeask",
             __version__,
@@ -67,7 +68,7 @@ class CodeaskServer(LanguageServer):
             converter_factory=converter,
         )
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.folders = Folders(self, watched=lambda: self.watcher_registered)
+        self.folders = Folders(self, watched=lambda: self.watcher_registered, shared=shared)
         self.requests = ThreadPoolExecutor(4, thread_name_prefix="codeask-request")
         self.blame = BlameCache()
         self.init_settings = EditorSettings()

@@ -6,9 +6,11 @@ protocol, workspace, thread pools and folder workers).
 
 Per client: its open documents, settings, workspace folders and trust live in its own
 `CodeaskServer`, exactly as in a process of its own: one editor's trusted workspace never
-widens another's. Shared: the process (Python, the imported engine, the loaded models); two
-sessions on one folder follow the writer-lock rule of two servers (the first writes, the
-other follows its snapshots read-only and takes over when it leaves).
+widens another's. Shared: the process (Python, the imported engine, the loaded models) and
+the open indexes (core/indexer/shared.py): sessions whose settings for a folder come out the
+same (trust included) hold one `FolderIndex` of it, the agents' drivers too; the last to leave
+saves and closes it. Sessions whose settings differ keep the writer-lock rule of two servers
+(the first writes, the other follows its snapshots read-only and takes over when it leaves).
 
 The `codeask` logger is the process's: each session's window/logMessage handler passes only
 the records of its own threads (its event loop, its request pool, its folders' index and
@@ -24,6 +26,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, cast
 
+from codeask.core.indexer import SharedIndexes
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.logs import setup_logging
 from codeask.lsp.server import build_server, finish, serve_streams
@@ -57,9 +60,9 @@ class SessionThreads:
         return False
 
 
-def hosted_server() -> tuple[CodeaskServer, SessionThreads]:
+def hosted_server(shared: SharedIndexes | None = None) -> tuple[CodeaskServer, SessionThreads]:
     """A server as `codeask serve` builds it, its log handler passing its own records only."""
-    ls = build_server()
+    ls = build_server(shared)
     threads = SessionThreads(ls)
     ls.requests.shutdown(wait=False)  # no thread started yet: replaced by one that registers
     ls.requests = ThreadPoolExecutor(
@@ -69,10 +72,11 @@ def hosted_server() -> tuple[CodeaskServer, SessionThreads]:
     return ls, threads
 
 
-def serve_connection(conn: socket.socket) -> int:
+def serve_connection(conn: socket.socket, shared: SharedIndexes | None = None) -> int:
     """One language server over `conn` until the client leaves; its exit code as in-process
-    (0 after `shutdown`, else 1)."""
-    ls, threads = hosted_server()
+    (0 after `shutdown`, else 1). Its folders' indexes are `shared` with the daemon's other
+    sessions that would open the same."""
+    ls, threads = hosted_server(shared)
     threads.add_current()  # the event loop runs in this thread
     setup_logging(ls.log_handler)
     try:

@@ -15,6 +15,7 @@ import socket
 import sys
 from typing import BinaryIO, cast
 
+from codeask.core.indexer import SharedIndexes
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features import (
     ask,
@@ -51,9 +52,10 @@ FEATURES = (
 )
 
 
-def build_server() -> CodeaskServer:
-    """A server with every feature registered."""
-    ls = CodeaskServer()
+def build_server(shared: SharedIndexes | None = None) -> CodeaskServer:
+    """A server with every feature registered (in the daemon: its indexes `shared` with the
+    other sessions that would open the same)."""
+    ls = CodeaskServer(shared)
     for feature in FEATURES:
         feature.register(ls)
     return ls

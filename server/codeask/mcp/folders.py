@@ -25,7 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codeask.core.git.repo import head_sha
-from codeask.core.indexer import CancelToken, FolderIndex, IndexReport, Progress, RootRefused
+from codeask.core.indexer import (
+    CancelToken,
+    FolderIndex,
+    IndexReport,
+    Progress,
+    RootRefused,
+    SharedIndexes,
+)
 from codeask.core.operations.index import load_static_embedder
 from codeask.core.runtime import background
 from codeask.core.source.discover import SkippedFile
@@ -50,9 +57,13 @@ class FolderDriver:
     write is one attribute store).
     """
 
-    def __init__(self, root: Path, refused: str = "") -> None:
+    def __init__(
+        self, root: Path, refused: str = "", *, shared: SharedIndexes | None = None
+    ) -> None:
         self.root = root
         self.folder: FolderIndex | None = None
+        self._shared = shared
+        """In the daemon: the open indexes its editor sessions share (one copy per folder)."""
         self.phase = "refused" if refused else "opening"
         self.message = refused
         self.progress: Progress | None = None
@@ -98,7 +109,10 @@ class FolderDriver:
                 thread.join(max(0.0, deadline - time.monotonic()))
         folder = self.folder
         if folder is not None and not self._thread.is_alive():
-            folder.close()
+            if self._shared is not None:
+                self._shared.close(folder)
+            else:
+                folder.close()
 
     def running(self) -> bool:
         """Whether the index thread still runs (after `stop`: the index was not released)."""
@@ -153,7 +167,8 @@ class FolderDriver:
             self._stop.wait(POLL_SECONDS)
 
     def _open(self) -> None:
-        folder = FolderIndex.open(self.root, None, mode="auto", kind=KIND)
+        opener = self._shared.open if self._shared is not None else FolderIndex.open
+        folder = opener(self.root, None, mode="auto", kind=KIND)
         if folder.settings.embed.threads == 0:
             folder.settings.embed.threads = EMBED_THREADS  # before the model loads (lazily)
         self.folder = folder

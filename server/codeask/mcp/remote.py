@@ -5,7 +5,8 @@ the stdio server (server.py, wire.py).
 Each session has its own tools over its own folders (its own roots, its own refusals, its own
 path checks): one agent's workspace never widens another's. What sessions share is the folder
 driver of a root (`SharedFolders`): one index, one writer, one embedding backlog per folder
-for every agent on it.
+for every agent on it; that index is also the editor sessions' when their settings for the
+folder come out the same (core/indexer/shared.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import anyio
 
+from codeask.core.indexer import SharedIndexes
 from codeask.mcp.folders import FolderDriver
 from codeask.mcp.server import build_server, serve_wire
 
@@ -32,9 +34,11 @@ class SharedFolders:
     last session to leave stops it, which saves and releases the index). A refused root is
     never shared: its refusal is the session's own (its own --allow-broad-root)."""
 
-    def __init__(self) -> None:
+    def __init__(self, indexes: SharedIndexes | None = None) -> None:
         self._lock = threading.Lock()
         self._held: dict[Path, tuple[FolderDriver, int]] = {}
+        self._indexes = indexes
+        """The daemon's open indexes, shared with its editor sessions."""
 
     def acquire(self, checked: list[tuple[Path, str]]) -> list[FolderDriver]:
         """The drivers of these (root, why refused) pairs, started when new."""
@@ -46,7 +50,7 @@ class SharedFolders:
                     continue
                 driver, users = self._held.get(root, (None, 0))
                 if driver is None:
-                    driver = FolderDriver(root)
+                    driver = FolderDriver(root, shared=self._indexes)
                     driver.start()
                     driver.serving()
                 self._held[root] = (driver, users + 1)

@@ -9,6 +9,8 @@ One module per job; callers import from here:
 
 - `folder`: `FolderIndex`, the façade that owns a folder's state and locks.
 - `workspace`: `Workspace`, the folders of one editor window.
+- `shared`: `SharedIndexes`, one open index per folder and settings for every session of the
+  daemon.
 - `location`: where an index lives, which roots are refused, who may write (`Mode`).
 - `team`: the team's published revision under the local index (`TeamStorage`); the storage and
   the embedding cache themselves come from the storage factory, core/storage/factory.py.
@@ -37,6 +39,7 @@ from codeask.core.indexer.run import (
     Progress,
     ProgressFn,
 )
+from codeask.core.indexer.shared import SharedIndexes
 from codeask.core.indexer.status import IndexStatus
 from codeask.core.indexer.vectors import EMBED_STEP, LOADING, STATIC_STEP
 from codeask.core.indexer.workspace import Workspace
@@ -57,6 +60,7 @@ __all__ = [
     "Progress",
     "ProgressFn",
     "RootRefused",
+    "SharedIndexes",
     "Workspace",
     "check_root",
     "has_index",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from codeask.config import Settings
-from codeask.core.indexer import FolderIndex, Workspace
+from codeask.core.indexer import FolderIndex, SharedIndexes, Workspace
 from codeask.lsp.folders.common import Host
 from codeask.lsp.folders.worker import FolderWorker
 
@@ -20,8 +20,14 @@ log = logging.getLogger("codeask.lsp")
 class Folders:
     """Every workspace folder of the editor window, each with its worker."""
 
-    def __init__(self, host: Host, *, watched: Callable[[], bool] = lambda: False) -> None:
-        self.workspace = Workspace()
+    def __init__(
+        self,
+        host: Host,
+        *,
+        watched: Callable[[], bool] = lambda: False,
+        shared: SharedIndexes | None = None,
+    ) -> None:
+        self.workspace = Workspace(shared)
         self.workers: dict[Path, FolderWorker] = {}
         self._host = host
         self._watched = watched

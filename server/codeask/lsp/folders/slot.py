@@ -72,8 +72,7 @@ class IndexSlot:
         if status.root.is_dir():
             self._workspace.remove(status.root)
         else:
-            self._workspace.folders.pop(folder.root, None)
-            folder.abandon()
+            self._workspace.abandon(folder)
 
     def missing(self) -> None:
         """The folder vanished: set its index aside and say so (once)."""

@@ -46,6 +46,7 @@ class FolderWorker(FolderStatus):
         watched: Callable[[], bool] = lambda: False,
     ) -> None:
         super().__init__(root, editor)
+        self._workspace = workspace
         self._schedule = Schedule()
         self._backlog = Backlog(self, self._schedule)
         self._slot = IndexSlot(self, workspace, host, self._backlog)
@@ -85,8 +86,10 @@ class FolderWorker(FolderStatus):
             if editor != self.editor:
                 self._schedule.request_reopen(editor, interrupt=False)
             return warnings
-        if all(getattr(folder.settings, s) == getattr(settings, s) for s in INDEX_SECTIONS):
-            folder.settings = settings
+        same_index = all(
+            getattr(folder.settings, s) == getattr(settings, s) for s in INDEX_SECTIONS
+        )
+        if same_index and self._workspace.retune(folder, settings):
             self.editor = editor
             return warnings
         self._schedule.request_reopen(editor, interrupt=True)

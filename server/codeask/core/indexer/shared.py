@@ -1,0 +1,172 @@
+"""One open index per folder and effective settings for every session of one process.
+
+In the per-user daemon, each editor's language-server session and the agents' folder drivers
+would otherwise each open their own `FolderIndex` of the same folder: the first the writer, the
+others followers with their own copy of every snapshot (vectors, chunks, the BM25 copy, the
+symbol table: ~130 MB on sphinx per copy). Sessions that would open the same thing share one
+instead, counted by users: the last to leave saves and closes it.
+
+"The same thing" is decided as `FolderIndex.open` decides what to load: the folder, the
+settings merged from its project file, the session's editor settings, the user config and the
+environment, with the warnings that merge produced, the mode and the broad-root opt-in. Trust
+is part of that merge (a protected setting is applied only in a trusted workspace), so a
+trusted and an untrusted session never share an index, and one session's settings never
+change another's: a session whose settings change takes its own (`retune`).
+
+Every sharer drives the index as a server of its own would (full passes, single-file updates,
+the embedding backlog): `FolderIndex` orders them with its run and backlog locks, and a pass
+after another one finds nothing to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from codeask.config import Settings, load_settings
+from codeask.core.indexer.folder import FolderIndex
+from codeask.core.indexer.location import Mode, resolved_root
+
+log = logging.getLogger("codeask.core.indexer")
+
+
+@dataclass
+class _Held:
+    """A shared index (None while the first user opens it) and how many users hold it."""
+
+    key: tuple[Path, bytes]
+    mode: Mode
+    allow_broad_root: bool
+    opening: threading.Lock = field(default_factory=threading.Lock)
+    folder: FolderIndex | None = None
+    users: int = 0
+
+
+class SharedIndexes:
+    """The open indexes of one process, shared by every session whose open would load the same."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[Path, bytes], _Held] = {}
+        self._by_folder: dict[int, _Held] = {}
+        self.opened = 0
+        """How many indexes were loaded (tests tell sharing from a second copy by it)."""
+
+    def open(
+        self,
+        root: Path,
+        editor: dict[str, object] | None = None,
+        *,
+        mode: Mode = "write",
+        kind: str = "index",
+        allow_broad_root: bool = False,
+    ) -> FolderIndex:
+        """`FolderIndex.open`, or the index another session opened with the same outcome."""
+        root = resolved_root(root)
+        settings, warnings = load_settings(root, editor)
+        for warning in warnings:  # every session logs its own, as a process of its own would
+            log.warning("%s", warning)
+        key = (root, _identity(settings, warnings, mode, allow_broad_root))
+        with self._lock:
+            held = self._held.setdefault(key, _Held(key, mode, allow_broad_root))
+            held.users += 1
+        try:
+            with held.opening:
+                if held.folder is None:
+                    held.folder = FolderIndex(
+                        root,
+                        settings,
+                        warnings=warnings,
+                        mode=mode,
+                        kind=kind,
+                        allow_broad_root=allow_broad_root,
+                    )
+                    self.opened += 1
+                    with self._lock:
+                        self._by_folder[id(held.folder)] = held
+                return held.folder
+        except BaseException:
+            self._drop(held)
+            raise
+
+    def close(self, folder: FolderIndex) -> None:
+        """A user leaves: the last one saves and closes the index."""
+        if self._leave(folder):
+            folder.close()
+
+    def abandon(self, folder: FolderIndex) -> None:
+        """A user leaves a folder that vanished: the last one releases without saving."""
+        if self._leave(folder):
+            folder.abandon()
+
+    def retune(self, folder: FolderIndex, settings: Settings) -> bool:
+        """New settings for one user's index, applied in place only when nobody else holds it
+        (they opened it under the old ones); False: the caller reopens it under the new ones."""
+        with self._lock:
+            held = self._by_folder.get(id(folder))
+            if held is None or held.users > 1:
+                return False
+            identity = _identity(settings, folder.warnings, held.mode, held.allow_broad_root)
+            key = (held.key[0], identity)
+            if key in self._held:
+                return False  # another session has that one open: reopening shares it
+            del self._held[held.key]
+            held.key = key
+            self._held[key] = held
+        folder.settings = settings
+        return True
+
+    def users(self, folder: FolderIndex) -> int:
+        """How many sessions hold this index (0: not one of ours)."""
+        with self._lock:
+            held = self._by_folder.get(id(folder))
+            return held.users if held is not None else 0
+
+    def describe(self) -> list[dict[str, Any]]:
+        """What `codeask daemon --status` shows: each open index, its users and role."""
+        with self._lock:
+            helds = [h for h in self._held.values() if h.folder is not None]
+        return [
+            {
+                "root": str(h.key[0]),
+                "index": str(h.folder.folder),
+                "users": h.users,
+                "writer": not h.folder.read_only,
+            }
+            for h in helds
+            if h.folder is not None
+        ]
+
+    def _leave(self, folder: FolderIndex) -> bool:
+        with self._lock:
+            held = self._by_folder.get(id(folder))
+            if held is None:
+                return True  # never shared (opened before sharing or elsewhere): close it
+            held.users -= 1
+            if held.users > 0:
+                return False
+            self._forget(held)
+            return True
+
+    def _drop(self, held: _Held) -> None:
+        """A failed open: the user it counted never got the index."""
+        with self._lock:
+            held.users -= 1
+            if held.users <= 0 and held.folder is None:
+                self._forget(held)
+
+    def _forget(self, held: _Held) -> None:
+        if self._held.get(held.key) is held:
+            del self._held[held.key]
+        if held.folder is not None:
+            self._by_folder.pop(id(held.folder), None)
+
+
+def _identity(settings: Settings, warnings: list[str], mode: Mode, allow_broad_root: bool) -> bytes:
+    """What decides what an open loads and tells its user, as bytes to compare."""
+    return msgspec.json.encode([settings, warnings, mode, allow_broad_root])
