@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 LOADED = """
 import json, sys
@@ -17,9 +18,10 @@ print(json.dumps(sorted(name for name in {names!r} if name in sys.modules)))
 """
 
 
-def loaded_after(code: str, names: list[str]) -> list[str]:
+def loaded_after(code: str, names: list[str], env: dict[str, str] | None = None) -> list[str]:
     """Which of `names` are in `sys.modules` after a fresh interpreter runs `code`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
     done = subprocess.run(
         [sys.executable, "-c", LOADED.format(code=code, names=names)],
         capture_output=True,
@@ -47,3 +49,30 @@ def test_the_health_probe_imports_the_llm_client_when_it_runs() -> None:
     )
     # the list above names what the report's code could have loaded
     assert loaded_after(probe, ["httpx", "codeask.core.llm"]) == ["codeask.core.llm", "httpx"]
+
+
+def test_a_search_with_the_query_model_cached_loads_no_derivation_module(tmp_path: Path) -> None:
+    # deriving the int8 query model runs a child in a scratch folder; a search whose model is
+    # cached (every search after the first) needs neither module (issue 29: search CPU)
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    indexed = subprocess.run(
+        [sys.executable, "-m", "codeask", "index", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert indexed.returncode == 0, indexed.stderr[-2000:]
+    search = (
+        "from codeask.cli import main\n"
+        f"code = main(['search', '--no-daemon', '--root', {str(project)!r}, "
+        "'--mode', 'hybrid', 'least recently used cache'])\n"
+        "assert code == 0, code\n"
+    )
+    names = ["subprocess", "tempfile"]
+    assert loaded_after(search, names, env) == []

@@ -10,7 +10,6 @@ import contextlib
 import logging
 import os
 import re
-import shutil
 import sqlite3
 import threading
 import time
@@ -79,6 +78,8 @@ def _link_or_copy(source: Path, dest: Path) -> None:
     try:
         tmp.symlink_to(source)
     except OSError:
+        import shutil  # rarely: a file system without symlinks
+
         shutil.copyfile(source, tmp)
     os.replace(tmp, dest)
 

@@ -21,10 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -89,6 +86,8 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
             return target
     target.parent.mkdir(parents=True, exist_ok=True)
     _sweep_abandoned(target.parent)
+    import tempfile  # a derivation's own imports: a query with the model cached needs none
+
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=WORK_PREFIX) as work:
         made = Path(work) / INT8_FILE
         _quantize_in_child(source, made)
@@ -106,6 +105,8 @@ def _quantize_in_child(source: Path, output: Path) -> None:
     # putting the working directory first on its path, and it runs in the work folder anyway (a
     # language server's working directory is often the workspace: a cloned repository's own
     # `onnx/` or `numpy/` must never be imported).
+    import subprocess
+
     paths = [entry for entry in sys.path if entry]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     module = "codeask.core.embedding.int8_quantize"
@@ -130,6 +131,8 @@ def _quantize_in_child(source: Path, output: Path) -> None:
 
 
 def _sweep_abandoned(folder: Path) -> None:
+    import shutil
+
     now = time.time()
     for work in folder.glob(WORK_PREFIX + "*"):
         with contextlib.suppress(OSError):
@@ -177,6 +180,8 @@ class QueryEncoder:
                 return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
             finally:
                 if scratch is not None:  # the session holds the model in memory now
+                    import shutil
+
                     shutil.rmtree(scratch, ignore_errors=True)
         except Exception as exc:  # ImportError (no onnx), a full disk, a broken runtime
             log.warning("int8 query model unavailable, queries use the model itself: %s", exc)
@@ -239,6 +244,8 @@ def _derive_anywhere(model_dir: Path, source_sha256: str) -> tuple[Path, Path | 
             target = model_dir / INT8_FILE
             return derive_int8(model_dir / "model.onnx", source_sha256, target), None
         except PermissionError:
+            import tempfile
+
             scratch = Path(tempfile.mkdtemp(prefix="codeask-query-model-"))
             target = scratch / INT8_FILE
             return derive_int8(model_dir / "model.onnx", source_sha256, target), scratch

@@ -17,8 +17,9 @@ import json
 import mmap
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from codeask.core.embedding.embed import (
     file_sha256,
     model_slug,
 )
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 STATIC_MODEL_NAME = "minishlab/potion-base-8M@bf8b0566-f16"
 STATIC_DIM = 256
@@ -43,6 +47,9 @@ STATIC_FILES_SHA256 = {
 MATRIX_FILE = "model.safetensors"
 #: model2vec's default `max_length` (tokens per text).
 MAX_TOKENS = 512
+#: `char_cap` of the shipped tokenizer.json (512 × 6, the median length of its 29,528 tokens;
+#: tests/unit/test_static_load.py checks it against the file).
+PINNED_CHAR_CAP = 3072
 #: Texts per tokenizer call: bounds the memory of one gathered (tokens × 256) block.
 BATCH = 1024
 #: Texts in one `embed` call from which the whole matrix is widened once, not per text.
@@ -122,6 +129,24 @@ def _check_sha256(folder: Path, pinned: dict[str, str]) -> None:
             )
 
 
+def char_cap(vocab: Iterable[str]) -> int:
+    """model2vec cuts each text to max_length × the median token length (in characters) before
+    tokenizing, so a huge text costs no more than a long one."""
+    return MAX_TOKENS * int(np.median([len(token) for token in vocab]))
+
+
+def _vocabulary_facts(tokenizer: Tokenizer, pinned: bool) -> tuple[int, int | None, int]:
+    """The tokenizer's size, its `[UNK]` id and the character cap. The pinned tokenizer's cap
+    is `PINNED_CHAR_CAP`: its vocabulary as a dict (~25 ms, a twentieth of a one-shot search's
+    CPU) is built only for another one."""
+    unk = getattr(tokenizer.model, "unk_token", None)
+    if pinned:
+        unk_id = tokenizer.token_to_id(unk) if unk is not None else None
+        return tokenizer.get_vocab_size(), unk_id, PINNED_CHAR_CAP
+    vocab = tokenizer.get_vocab()
+    return len(vocab), vocab.get(unk) if unk is not None else None, char_cap(vocab)
+
+
 class StaticEmbedder:
     """potion-base-8M: tokenizer + float16 token matrix; `embed` is a mean of rows."""
 
@@ -138,14 +163,10 @@ class StaticEmbedder:
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()
-        vocab = self._tokenizer.get_vocab()
-        if len(vocab) != self._matrix.shape[0]:
-            raise EmbedError(f"{folder}: {len(vocab)} tokens but {self._matrix.shape[0]} rows")
-        unk = getattr(self._tokenizer.model, "unk_token", None)
-        self._unk_id = vocab.get(unk) if unk is not None else None
-        # model2vec cuts each text to max_length × the median token length (in characters)
-        # before tokenizing, so a huge text costs no more than a long one.
-        self._char_cap = MAX_TOKENS * int(np.median([len(token) for token in vocab]))
+        pinned_tokenizer = hashes.get("tokenizer.json") == STATIC_FILES_SHA256["tokenizer.json"]
+        size, self._unk_id, self._char_cap = _vocabulary_facts(self._tokenizer, pinned_tokenizer)
+        if size != self._matrix.shape[0]:
+            raise EmbedError(f"{folder}: {size} tokens but {self._matrix.shape[0]} rows")
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """model2vec's tokenization: no special tokens, 512 tokens at most, then `[UNK]` dropped."""
