@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from codeask.daemon.forwarder import REPLAY_ID, RESTARTED, Proxy, SocketUpstream
+from codeask.daemon.forwarder import RESTARTED, Proxy
+from codeask.daemon.relay import REPLAY_ID, SocketUpstream
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "x"}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}

@@ -81,7 +81,7 @@ def _forwarded(args: argparse.Namespace) -> int | None:
     daemon is off, or could not be reached: one note on stderr, stdout untouched)."""
     if getattr(args, "no_daemon", False):
         return None
-    from codeask.daemon import client, forwarder
+    from codeask.daemon import client, forwarder, relay
 
     if not client.enabled(args):
         return None
@@ -98,9 +98,9 @@ def _forwarded(args: argparse.Namespace) -> int | None:
         error.exit_code = int(reply.get("code") or error.exit_code)
         raise error
 
-    reconnect = forwarder.reconnector(client.open_session, request, _child_argv(args), _note)
+    reconnect = relay.reconnector(client.open_session, request, _child_argv(args), _note)
 
-    return forwarder.Proxy(forwarder.SocketUpstream(sock), reconnect).run()
+    return forwarder.Proxy(relay.SocketUpstream(sock), reconnect).run()
 
 
 def _child_argv(args: argparse.Namespace) -> list[str]:

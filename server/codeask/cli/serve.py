@@ -30,7 +30,7 @@ def _forwarded(args: argparse.Namespace) -> int | None:
     daemon is off, or could not be reached: one note on stderr, stdout untouched)."""
     if getattr(args, "no_daemon", False):
         return None
-    from codeask.daemon import client, forwarder, lsp_forwarder
+    from codeask.daemon import client, lsp_forwarder, relay
 
     if not client.enabled(args):
         return None
@@ -44,12 +44,12 @@ def _forwarded(args: argparse.Namespace) -> int | None:
         _note(RuntimeError(str(reply.get("message"))))
         return None
 
-    reconnect = forwarder.reconnector(client.open_session, request, _child_argv(args), _note)
+    reconnect = relay.reconnector(client.open_session, request, _child_argv(args), _note)
 
     stdout = os.dup(sys.stdout.fileno())  # stdout carries LSP only: stray output → stderr
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    proxy = lsp_forwarder.Proxy(forwarder.SocketUpstream(sock), reconnect, stdout_fd=stdout)
+    proxy = lsp_forwarder.Proxy(relay.SocketUpstream(sock), reconnect, stdout_fd=stdout)
     return proxy.run()
 
 

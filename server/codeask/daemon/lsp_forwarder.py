@@ -29,25 +29,18 @@ import contextlib
 import json
 import os
 import re
-import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
 from codeask import __version__
-from codeask.daemon import protocol
-from codeask.daemon.forwarder import (
-    CHUNK,
-    CLOSE_SECONDS,
-    RECONNECT_WINDOW,
-    RECONNECTS,
-    RESTARTED,
-    GiveUp,
-    Upstream,
-)
+from codeask.daemon import protocol, relay
+from codeask.daemon.relay import Pending, Relay, Upstream, request_key
 
-REPLAY_ID = "codeask-forwarder-replay-"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 PROBE_ID = "codeask-forwarder-probe-"
 SEARCH = "workspace/semanticSearch"
 #: Any query does: with vectors loaded, the dense tiers always return neighbours.
@@ -204,22 +197,6 @@ def frame(message: dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def _key(request_id: Any) -> str:
-    """A request id as a dict key (1 and "1" stay apart)."""
-    return json.dumps(request_id, sort_keys=True)
-
-
-class _Pending:
-    __slots__ = ("frame", "id", "method", "resend", "sends")
-
-    def __init__(self, request_id: Any, method: str, data: bytes, resend: bool) -> None:
-        self.id = request_id
-        self.method = method
-        self.frame = data
-        self.resend = resend
-        self.sends = 1
-
-
 class EditorState:
     """What a new server must be told to stand where the dead one stood (see the module doc).
     Not thread-safe: the Proxy holds its lock around every call."""
@@ -232,7 +209,7 @@ class EditorState:
         self.folder_changes: list[bytes] = []
         self.configuration: bytes | None = None
         self.documents: dict[str, list[bytes]] = {}
-        self.pending: dict[str, _Pending] = {}
+        self.pending: dict[str, Pending] = {}
         self.shutdown = False
         self.exit = False
         self.searched = False
@@ -252,7 +229,7 @@ class EditorState:
         elif method == "exit":
             self.exit = True
         elif method == "$/cancelRequest" and "id" in params:
-            self.pending.pop(_key(params["id"]), None)
+            self.pending.pop(request_key(params["id"]), None)
         elif method == "workspace/didChangeWorkspaceFolders":
             self.folder_changes.append(data)
         elif method == "workspace/didChangeConfiguration":
@@ -264,8 +241,8 @@ class EditorState:
         resend = method not in NOT_RESENT
         if method == "workspace/executeCommand":
             resend = params.get("command") in READ_ONLY_COMMANDS
-        key = _key(request_id)
-        self.pending[key] = _Pending(request_id, method, data, resend)
+        key = request_key(request_id)
+        self.pending[key] = Pending(request_id, method, data, resend)
         if method == "initialize":
             self.initialize, self.initialize_key = data, key
             self.initialize_answered = False
@@ -323,28 +300,15 @@ class ServerState:
         """Registration ids the editor holds (from any server: the editor keeps them)."""
 
 
-class Proxy:
+class Proxy(Relay):
     """The editor's stdin → upstream, upstream → the editor's stdout, surviving upstream deaths."""
 
-    def __init__(
-        self,
-        upstream: Upstream,
-        reconnect: Callable[[], Upstream],
-        *,
-        stdin_fd: int = 0,
-        stdout_fd: int = 1,
-    ) -> None:
-        self._up = upstream
-        self._reconnect = reconnect
-        self._in, self._out_fd = stdin_fd, stdout_fd
-        self._send = threading.Lock()
-        """Held while writing upstream and while replacing it."""
-        self._state = threading.Lock()
-        self._out = threading.Lock()
+    SESSION = "the language server"
+
+    def __init__(self, upstream: Upstream, reconnect: Callable[[], Upstream], **fds: int) -> None:
+        super().__init__(upstream, reconnect, **fds)
         self.editor = EditorState()
         self.server = ServerState()
-        self._swallow: set[str] = set()
-        self._replays = 0
         self._probes = 0
         self._resuming = False
         self._frames = Frames()
@@ -353,36 +317,16 @@ class Proxy:
         """The editor's frames while a new server opens its folders (sent after the resend)."""
         self._probing: dict[str, tuple[threading.Event, list[Any]]] = {}
         """Private indexStatus requests after a replay: key → (answered, [result])."""
-        self._generation = 0
-        self._closing = False
-        self._done = threading.Event()
-        self._reconnects: list[float] = []
-        self.restarts = 0
 
     # ---- the editor's side -------------------------------------------------------------------
-    def run(self) -> int:
-        """Forward until the editor sends `exit` or closes stdin; the in-process exit code
-        (0 after `shutdown`, else 1)."""
-        self._start_reader(self._up, 0)
-        while True:
-            try:
-                chunk = os.read(self._in, CHUNK)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            self._from_editor(chunk)
-            with self._state:
-                if self.editor.exit:
-                    break
-        with self._send:
-            with self._state:
-                self._closing = True
-            with contextlib.suppress(OSError):
-                self._up.end_input()
-        self._done.wait(CLOSE_SECONDS)
-        with self._send:
-            self._up.close()
+    def _from_client(self, chunk: bytes) -> bool:
+        """Forward until the editor sends `exit` or closes stdin."""
+        self._from_editor(chunk)
+        with self._state:
+            return self.editor.exit
+
+    def _exit_code(self) -> int:
+        """The in-process exit code: 0 after `shutdown`, else 1."""
         with self._state:
             return 0 if self.editor.shutdown else 1
 
@@ -416,45 +360,30 @@ class Proxy:
         """An answer to a request of a server that died (the next one never asked it)."""
         if "method" in message or "id" not in message:
             return False
-        key = _key(message["id"])
+        key = request_key(message["id"])
         if key in self.server.requests:
             self.server.requests.discard(key)
             return False
         return True
 
     # ---- the upstream's side -----------------------------------------------------------------
-    def _start_reader(self, upstream: Upstream, generation: int) -> None:
-        threading.Thread(
-            target=self._pump, args=(upstream, generation), name="codeask-forward", daemon=True
-        ).start()
-
-    def _pump(self, upstream: Upstream, generation: int) -> None:
+    def _upstream_reader(self, upstream: Upstream) -> Callable[[bytes], None]:
         frames = Frames()
-        while True:
-            try:
-                chunk = upstream.recv()
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
+
+        def take(chunk: bytes) -> None:
             for data, message in frames.feed(chunk):
                 if message is not None:  # a cut frame never reaches the editor
                     self._to_editor(data, message, upstream)
-        with self._state:
-            closing = self._closing
-        if closing:
-            self._done.set()
-            return
-        self._recover(generation)
+
+        return take
 
     def _to_editor(self, data: bytes, message: dict[str, Any], upstream: Upstream) -> None:
         method = message.get("method")
         reply: bytes | None = None
         with self._state:
             if "id" in message and method is None:
-                key = _key(message["id"])
-                if key in self._swallow:
-                    self._swallow.discard(key)
+                key = request_key(message["id"])
+                if self._swallowed(key):
                     return
                 probe = self._probing.get(key)
                 if probe is not None:
@@ -479,9 +408,9 @@ class Proxy:
             kind = value.get("kind") if isinstance(value, dict) else None
             token = params.get("token")
             if kind == "begin":
-                self.server.progress[_key(token)] = token
+                self.server.progress[request_key(token)] = token
             elif kind == "end":
-                self.server.progress.pop(_key(token), None)
+                self.server.progress.pop(request_key(token), None)
             return None
         if "id" not in message:
             return None
@@ -494,36 +423,16 @@ class Proxy:
             for gone in params.get("unregisterations", []):
                 if isinstance(gone, dict):
                     self.server.registered.discard(gone.get("id"))
-        self.server.requests.add(_key(message["id"]))
+        self.server.requests.add(request_key(message["id"]))
         return None
-
-    def _write_out(self, data: bytes) -> None:
-        with self._out:
-            view = memoryview(data)
-            while view:
-                try:
-                    written = os.write(self._out_fd, view)
-                except OSError:
-                    return  # the editor is gone; its stdin ends too
-                view = view[written:]
 
     # ---- a dropped upstream ------------------------------------------------------------------
     def _recover(self, generation: int) -> None:
         with self._send:
-            if generation != self._generation:
+            upstream = self._replace_upstream(generation)
+            if upstream is None:
                 return
-            with contextlib.suppress(OSError):
-                self._up.close()
-            self._went_away()
-            try:
-                upstream = self._next_upstream()
-            except GiveUp as exc:
-                self._give_up(str(exc))
-                return
-            self._generation += 1
             generation = self._generation
-            self._up = upstream
-            self.restarts += 1
             with self._state:
                 self._resuming = True
                 resend = list(self.editor.pending)
@@ -562,19 +471,6 @@ class Proxy:
         params = {"type": kind, "message": text}
         self._write_out(frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
-    def _next_upstream(self) -> Upstream:
-        now = time.monotonic()
-        self._reconnects = [t for t in self._reconnects if now - t < RECONNECT_WINDOW]
-        if len(self._reconnects) >= RECONNECTS:
-            raise GiveUp(f"{RECONNECTS} reconnections within {RECONNECT_WINDOW:.0f} s")
-        self._reconnects.append(now)
-        try:
-            return self._reconnect()
-        except GiveUp:
-            raise
-        except Exception as exc:
-            raise GiveUp(f"{type(exc).__name__}: {exc}") from exc
-
     def _replay(self, upstream: Upstream) -> bool:
         """The editor's state again (True when there was a session to restore)."""
         head: list[bytes] = []
@@ -582,12 +478,9 @@ class Proxy:
             state = self.editor
             ready = state.initialize is not None and state.initialize_answered
             if ready and state.initialize is not None:
-                self._replays += 1
-                replay_id = f"{REPLAY_ID}{self._replays}"
                 first = _parse(state.initialize.split(b"\r\n\r\n", 1)[1]) or {}
-                first["id"] = replay_id
+                first["id"] = self._replay_id()
                 head.append(frame(first))
-                self._swallow.add(_key(replay_id))
                 if state.initialized is not None:
                     head.append(state.initialized)
                 head += state.folder_changes
@@ -595,12 +488,7 @@ class Proxy:
                     head.append(state.configuration)
                 for log in state.documents.values():
                     head += log
-        for data in head:
-            try:
-                upstream.send(data)
-            except OSError:
-                return False  # dropped again: its reader recovers once more
-        return ready
+        return relay.send_all(upstream, head) and ready  # dropped again: its reader recovers
 
     def _await_open(self, upstream: Upstream) -> None:
         """Until the new server stands where the dead one stood: every folder's index open
@@ -636,8 +524,9 @@ class Proxy:
         with self._state:
             self._probes += 1
             request_id = f"{PROBE_ID}{self._probes}"
-            key = _key(request_id)
-            event, slot = threading.Event(), list[Any]()
+            key = request_key(request_id)
+            event = threading.Event()
+            slot: list[Any] = []
             self._probing[key] = (event, slot)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
@@ -655,44 +544,18 @@ class Proxy:
     def _resend(self, upstream: Upstream, ready: bool, keys: list[str]) -> None:
         """Every request unanswered when the server died once more (or its error), and the
         note. (Requests the editor sent since are held, not lost: they go after these.)"""
-        again: list[bytes] = []
-        lost: list[_Pending] = []
         with self._state:
-            for key in keys:
-                pending = self.editor.pending.get(key)
-                if pending is None:
-                    continue  # answered by an earlier server, or cancelled
-                if pending.sends >= 2 or not pending.resend:
-                    del self.editor.pending[key]
-                    lost.append(pending)
-                else:
-                    pending.sends += 1
-                    again.append(pending.frame)
-        for pending in lost:
-            self._write_out(_error_frame(pending))
-        note = (
-            f"codeask: the daemon went away; session resumed ({len(again)} unanswered "
-            f"requests sent again, {len(lost)} answered '{RESTARTED}')"
-        )
-        sys.stderr.write(note + "\n")
-        sys.stderr.flush()
+            again, lost = relay.sort_out(self.editor.pending, keys)
+        note = self._answer_lost(again, lost)
         if ready:
             self._notify_editor("window/logMessage", INFO, note)
-        for data in again:
-            try:
-                upstream.send(data)
-            except OSError:
-                return  # dropped again: its reader recovers once more
+        relay.send_all(upstream, again)
 
-    def _give_up(self, why: str) -> None:
-        with self._state:
-            pending = list(self.editor.pending.values())
-            self.editor.pending.clear()
-        for request in pending:
-            self._write_out(_error_frame(request))
-        sys.stderr.write(f"codeask: the language server cannot continue ({why}); exiting\n")
-        sys.stderr.flush()
-        os._exit(1)  # the main thread sits in a read of stdin: end the process itself
+    def _pending_table(self) -> dict[str, Pending]:
+        return self.editor.pending
+
+    def _error(self, request: Pending) -> bytes:
+        return _error_frame(request)
 
 
 def _dense(item: Any) -> bool:
@@ -701,6 +564,6 @@ def _dense(item: Any) -> bool:
     return isinstance(retrievers, list) and any(r != "lexical" for r in retrievers)
 
 
-def _error_frame(request: _Pending) -> bytes:
-    error = {"code": REQUEST_FAILED, "message": RESTARTED}
+def _error_frame(request: Pending) -> bytes:
+    error = {"code": REQUEST_FAILED, "message": relay.RESTARTED}
     return frame({"jsonrpc": "2.0", "id": request.id, "error": error})
