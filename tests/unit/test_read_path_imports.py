@@ -62,6 +62,11 @@ def test_a_search_imports_no_writer_module(tmp_path: Path) -> None:
     (project / "notes.py").write_text("def parse_notes(text):\n    return text.split()\n")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     env = {k: v for k, v in env.items() if not k.startswith("CODEASK_")}
+    # a repository: a writer's refresh reads its history through pygit2 (a folder with none
+    # no longer loads pygit2 at all: tests/unit/test_git_head.py)
+    git = ["git", "-c", "user.name=A", "-c", "user.email=a@example.com"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "first"]):
+        subprocess.run([*git, *args], cwd=project, env=env, check=True, capture_output=True)
     python(["-m", "codeask", "index", str(project)], env)
 
     seen = json.loads(python(["-c", SEARCH, str(project), *WRITER_ONLY], env).splitlines()[-1])

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pygit2
-from pygit2.enums import SortMode
-
-from codeask.core.git.repo import GIT_ERRORS, head_commit, open_scoped
+from codeask.core.git.repo import git_errors, head_commit, open_scoped
 from codeask.core.source.secrets import redact_text
+
+if TYPE_CHECKING:  # pygit2 loads with the first repository opened (BlameInfo needs none)
+    import pygit2
 
 SHORT_SHA = 10
 #: How far `recent_commits(path=...)` walks before giving up.
@@ -88,14 +89,14 @@ def parents(commit: pygit2.Commit) -> list[pygit2.Commit]:
     """Parents that exist locally (a shallow or partial clone may lack them)."""
     try:
         return list(commit.parents)
-    except GIT_ERRORS:
+    except git_errors():
         return []
 
 
 def _entry_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
     try:
         return tree[path].id
-    except GIT_ERRORS:
+    except git_errors():
         return None
 
 
@@ -112,6 +113,8 @@ def recent_commits(root: Path, n: int = 10, path: str | None = None) -> list[Bla
     head = head_commit(opened[0]) if opened else None
     if opened is None or head is None or n <= 0:
         return []
+    from pygit2.enums import SortMode
+
     repo, scope = opened
     target = scope.to_repo(path) if path else scope.prefix
     out: list[BlameInfo] = []
@@ -121,6 +124,6 @@ def recent_commits(root: Path, n: int = 10, path: str | None = None) -> list[Bla
                 out.append(commit_info(commit))
                 if len(out) >= n:
                     break
-    except GIT_ERRORS:  # a missing or corrupt object ends the walk: keep what was found
+    except git_errors():  # a missing or corrupt object ends the walk: keep what was found
         pass
     return out

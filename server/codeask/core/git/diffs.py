@@ -10,15 +10,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-
-import pygit2
-from pygit2.enums import DeltaStatus, DiffOption, FileMode
+from typing import TYPE_CHECKING
 
 from codeask.config import IndexSettings
 from codeask.core.git.commits import commit_info, decode, message, parents
 from codeask.core.git.repo import (
-    GIT_ERRORS,
     Scope,
+    git_errors,
     head_commit,
     open_scoped,
     resolve,
@@ -28,6 +26,10 @@ from codeask.core.source.discover import IGNORED, IgnoreRules, path_policy
 from codeask.core.source.names import display_path
 from codeask.core.source.secrets import redact_text
 
+if TYPE_CHECKING:  # pygit2 is imported by the functions that use it (core/git/repo.py says why)
+    import pygit2
+    import pygit2.enums
+
 #: Blobs above this size are not diffed at all (generated files, data dumps).
 MAX_BLOB_BYTES = 2_000_000
 #: Rename detection is quadratic-ish; skip it on commits with more files than this.
@@ -35,12 +37,17 @@ RENAME_DETECT_MAX_DELTAS = 1_000
 #: Unchanged lines between two changes that still merge them into one hunk.
 INTERHUNK_LINES = 3
 
-_WORKDIR_FLAGS = (
-    DiffOption.INCLUDE_UNTRACKED
-    | DiffOption.RECURSE_UNTRACKED_DIRS
-    | DiffOption.SHOW_UNTRACKED_CONTENT
-    | DiffOption.IGNORE_SUBMODULES
-)
+
+def _workdir_flags() -> pygit2.enums.DiffOption:
+    """Untracked files with their content, submodules left out."""
+    from pygit2.enums import DiffOption
+
+    return (
+        DiffOption.INCLUDE_UNTRACKED
+        | DiffOption.RECURSE_UNTRACKED_DIRS
+        | DiffOption.SHOW_UNTRACKED_CONTENT
+        | DiffOption.IGNORE_SUBMODULES
+    )
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,8 @@ def skip_reason(
 ) -> str:
     """Why a file's diff is not read: discover's rules (on the old and new name), submodule,
     too large, missing object; '' to read it."""
+    from pygit2.enums import DeltaStatus, FileMode
+
     for name in dict.fromkeys((rel, paths_rel(delta.old_file.path, delta.new_file.path, rel))):
         reason = paths.reason(name)
         if reason is not None:
@@ -110,7 +119,7 @@ def skip_reason(
             sizes.append((workdir / delta.new_file.path).stat().st_size)
         else:
             sizes.append(_blob_size(repo, delta.new_file.id))
-    except GIT_ERRORS:
+    except git_errors():
         return "object not available"
     if max(sizes) > paths.max_bytes:
         return f"too large: {max(sizes):,} bytes"
@@ -161,13 +170,13 @@ def working_tree_diff(root: Path, max_lines: int = 400, index: IndexSettings | N
     head = head_commit(repo)
     try:
         if head is None:
-            diff = repo.index.diff_to_workdir(flags=_WORKDIR_FLAGS)
+            diff = repo.index.diff_to_workdir(flags=_workdir_flags())
         else:
-            diff = head.tree.diff_to_workdir(flags=_WORKDIR_FLAGS)
+            diff = head.tree.diff_to_workdir(flags=_workdir_flags())
         rules = PathRules.for_root(root, index)
         lines = _patch_lines(repo, diff, scope, Path(repo.workdir), rules)
         text = redact_text(_capped(lines, max(1, max_lines), len(diff)))
-    except GIT_ERRORS as exc:
+    except git_errors() as exc:
         return f"working-tree diff failed: {exc}"
     prefix = "(no commits yet: staged files are not shown)\n" if head is None else ""
     return prefix + (text or "no uncommitted changes")

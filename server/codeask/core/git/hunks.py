@@ -8,9 +8,7 @@ out is recorded so that the sync can say so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import pygit2
-from pygit2.enums import DeltaStatus
+from typing import TYPE_CHECKING
 
 from codeask.config import HistorySettings
 from codeask.core.git.commits import SHORT_SHA, BlameInfo, decode, info_meta
@@ -20,6 +18,9 @@ from codeask.core.records import Chunk
 from codeask.core.source.discover import IGNORED
 from codeask.core.source.names import display_path
 from codeask.core.source.secrets import redact_text
+
+if TYPE_CHECKING:  # pygit2 is imported by the functions that use it (core/git/repo.py says why)
+    import pygit2
 
 #: Per-commit work caps: files diffed, diff lines kept in hunk chunks, hunk chunks; hunks per
 #: file.
@@ -33,6 +34,8 @@ def _label(delta: pygit2.DiffDelta, path: str) -> str:
     """The file as named in a hunk's text, with renames, additions and deletions spelled out.
     Names are escaped (`display_path`): a newline or a bidi override in a file name must not
     split or reorder the hunk's lines in a preview or a prompt."""
+    from pygit2.enums import DeltaStatus
+
     shown = display_path(path)
     if delta.status == DeltaStatus.RENAMED:
         return f"{shown} (renamed from {display_path(delta.old_file.path)})"

@@ -10,9 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-
-import pygit2
-from pygit2.enums import DeltaStatus, SortMode
+from typing import TYPE_CHECKING
 
 from codeask.config import HistorySettings, IndexSettings
 from codeask.core.git.commits import (
@@ -25,15 +23,16 @@ from codeask.core.git.commits import (
 )
 from codeask.core.git.diffs import PathRules, parent_diff
 from codeask.core.git.hunks import CommitWork, collect_hunks
-from codeask.core.git.repo import GIT_ERRORS, Scope, head_commit, open_scoped, shallow_boundary
+from codeask.core.git.repo import Scope, git_errors, head_commit, open_scoped, shallow_boundary
 from codeask.core.records import Chunk
 from codeask.core.source.discover import IGNORED
 from codeask.core.source.names import display_path
 
+if TYPE_CHECKING:  # pygit2 is imported by the functions that use it (core/git/repo.py says why)
+    import pygit2
+
 #: Files named in a commit chunk's "Files:" line.
 FILES_LISTED = 10
-
-_WALK_ORDER = SortMode.TOPOLOGICAL | SortMode.TIME
 
 
 @dataclass
@@ -76,6 +75,8 @@ def _commit_text(info: BlameInfo, body: str, files: list[str]) -> str:
 def _display_name(delta: pygit2.DiffDelta, scope: Scope) -> str:
     """A touched file for the "Files:" line; renames keep the old name (a pure rename has
     no hunk, so this is the only place it can be found)."""
+    from pygit2.enums import DeltaStatus
+
     name = display_path(scope.to_workspace(delta.new_file.path) or delta.new_file.path)
     if delta.status == DeltaStatus.RENAMED:
         old = scope.to_workspace(delta.old_file.path) or delta.old_file.path
@@ -141,7 +142,9 @@ def _window(repo: pygit2.Repository, head: pygit2.Commit, limit: int) -> list[st
     """The first `limit` commits from HEAD, in topological + time order (newest first)."""
     if limit <= 0:
         return []
-    walker = repo.walk(head.id, _WALK_ORDER)
+    from pygit2.enums import SortMode
+
+    walker = repo.walk(head.id, SortMode.TOPOLOGICAL | SortMode.TIME)
     return [str(commit.id) for commit in islice(walker, limit)]
 
 
@@ -157,6 +160,8 @@ def _diff_new(
 ) -> dict[str, list[Chunk]]:
     """Chunks for the commits not indexed yet; stops early (and says so) when cancelled.
     `progress(done, total)` is told how many of the new commits were diffed so far."""
+    import pygit2
+
     boundary = shallow_boundary(repo)
     added: dict[str, list[Chunk]] = {}
     for done, sha in enumerate(shas):
@@ -168,7 +173,7 @@ def _diff_new(
         try:
             commit = repo[sha].peel(pygit2.Commit)
             chunks, more = _commit_chunks(repo, commit, settings, scope, sha in boundary, paths)
-        except GIT_ERRORS as exc:  # a corrupt object: skip it, retry on the next sync
+        except git_errors() as exc:  # a corrupt object: skip it, retry on the next sync
             notes.append(f"{sha[:SHORT_SHA]}: not indexed ({exc})")
             continue
         added[sha] = chunks
@@ -203,7 +208,7 @@ def sync_history(
         return HistoryDelta(head="", removed=sorted(indexed), notes=["no commits yet"])
     try:
         window = _window(repo, head, settings.max_commits)
-    except GIT_ERRORS as exc:  # unreadable history: keep what is indexed, try again later
+    except git_errors() as exc:  # unreadable history: keep what is indexed, try again later
         return HistoryDelta(head=str(head.id), notes=[f"cannot walk history: {exc}"])
     notes = _shallow_notes(repo)
     fresh = [sha for sha in window if sha not in indexed]
