@@ -8,7 +8,8 @@ instead, counted by users: the last to leave saves and closes it.
 
 "The same thing" is decided as `FolderIndex.open` decides what to load: the folder, the
 settings merged from its project file, the session's editor settings, the user config and the
-environment, with the warnings that merge produced, the mode and the broad-root opt-in. Trust
+environment, with the warnings that merge produced, and the mode (sessions never pass the
+broad-root opt-in: their roots are checked before they open). Trust
 is part of that merge (a protected setting is applied only in a trusted workspace), so a
 trusted and an untrusted session never share an index, and one session's settings never
 change another's: a session whose settings change takes its own (`retune`).
@@ -24,13 +25,13 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import msgspec
 
 from codeask.config import Settings, load_settings
 from codeask.core.indexer.folder import FolderIndex
-from codeask.core.indexer.location import Mode, resolved_root
+from codeask.core.indexer.location import Mode, OpenOptions, resolved_root
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -41,7 +42,6 @@ class _Held:
 
     key: tuple[Path, bytes]
     mode: Mode
-    allow_broad_root: bool
     opening: threading.Lock = field(default_factory=threading.Lock)
     folder: FolderIndex | None = None
     users: int = 0
@@ -58,34 +58,22 @@ class SharedIndexes:
         """How many indexes were loaded (tests tell sharing from a second copy by it)."""
 
     def open(
-        self,
-        root: Path,
-        editor: dict[str, object] | None = None,
-        *,
-        mode: Mode = "write",
-        kind: str = "index",
-        allow_broad_root: bool = False,
+        self, root: Path, editor: dict[str, object] | None = None, **options: Unpack[OpenOptions]
     ) -> FolderIndex:
         """`FolderIndex.open`, or the index another session opened with the same outcome."""
         root = resolved_root(root)
         settings, warnings = load_settings(root, editor)
         for warning in warnings:  # every session logs its own, as a process of its own would
             log.warning("%s", warning)
-        key = (root, _identity(settings, warnings, mode, allow_broad_root))
+        mode = options.get("mode", "write")
+        key = (root, _identity(settings, warnings, mode))
         with self._lock:
-            held = self._held.setdefault(key, _Held(key, mode, allow_broad_root))
+            held = self._held.setdefault(key, _Held(key, mode))
             held.users += 1
         try:
             with held.opening:
                 if held.folder is None:
-                    held.folder = FolderIndex(
-                        root,
-                        settings,
-                        warnings=warnings,
-                        mode=mode,
-                        kind=kind,
-                        allow_broad_root=allow_broad_root,
-                    )
+                    held.folder = FolderIndex(root, settings, warnings=warnings, **options)
                     self.opened += 1
                     with self._lock:
                         self._by_folder[id(held.folder)] = held
@@ -111,7 +99,7 @@ class SharedIndexes:
             held = self._by_folder.get(id(folder))
             if held is None or held.users > 1:
                 return False
-            identity = _identity(settings, folder.warnings, held.mode, held.allow_broad_root)
+            identity = _identity(settings, folder.warnings, held.mode)
             key = (held.key[0], identity)
             if key in self._held:
                 return False  # another session has that one open: reopening shares it
@@ -167,6 +155,6 @@ class SharedIndexes:
             self._by_folder.pop(id(held.folder), None)
 
 
-def _identity(settings: Settings, warnings: list[str], mode: Mode, allow_broad_root: bool) -> bytes:
+def _identity(settings: Settings, warnings: list[str], mode: Mode) -> bytes:
     """What decides what an open loads and tells its user, as bytes to compare."""
-    return msgspec.json.encode([settings, warnings, mode, allow_broad_root])
+    return msgspec.json.encode([settings, warnings, mode])
