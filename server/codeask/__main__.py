@@ -1,6 +1,16 @@
-"""`python -m codeask` is the `codeask` command."""
+"""`python -m codeask` is the `codeask` command. A plain `serve` or `mcp` with the daemon on
+is forwarded before the CLI is imported (daemon/forwarding.py: the process an editor or agent
+starts stays small); everything else is `codeask.cli.main`."""
 
-from codeask.cli import main
+import sys
+
+from codeask.daemon.forwarding import run
+
+
+def main() -> int:
+    """Entry point of `python -m codeask`."""
+    return run(sys.argv[1:])
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

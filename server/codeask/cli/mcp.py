@@ -13,7 +13,6 @@ is imported before that choice.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from codeask.cli.common import UserError, default_root, roots
@@ -81,36 +80,13 @@ def _forwarded(args: argparse.Namespace) -> int | None:
     daemon is off, or could not be reached: one note on stderr, stdout untouched)."""
     if getattr(args, "no_daemon", False):
         return None
-    from codeask.daemon import client, forwarder, relay
+    from codeask.daemon import forwarding
 
-    if not client.enabled(args):
-        return None
-    request = forwarder.hello(
-        args.paths, allow_broad_root=args.allow_broad_root, verbose=args.verbose
-    )
     try:
-        sock, reply = client.open_session(request)
-    except Exception as exc:  # client.Unavailable, or anything else on the way
-        _note(exc)
-        return None
-    if reply["status"] == "user_error":
-        error = UserError(str(reply.get("message")))
-        error.exit_code = int(reply.get("code") or error.exit_code)
-        raise error
-
-    reconnect = relay.reconnector(client.open_session, request, _child_argv(args), _note)
-
-    return forwarder.Proxy(relay.SocketUpstream(sock), reconnect).run()
-
-
-def _child_argv(args: argparse.Namespace) -> list[str]:
-    """`codeask mcp` with this command's folders and flags, for a child with the daemon off."""
-    flags = ["-v"] * int(args.verbose or 0)
-    broad = ["--allow-broad-root"] if args.allow_broad_root else []
-    return [sys.executable, "-m", "codeask", *flags, "mcp", *broad, "--", *args.paths]
-
-
-def _note(exc: BaseException) -> None:
-    why = str(exc) if type(exc).__name__ == "Unavailable" else f"{type(exc).__name__}: {exc}"
-    sys.stderr.write(f"codeask: daemon unavailable ({why}); answering in-process\n")
-    sys.stderr.flush()
+        return forwarding.mcp(
+            args.paths, allow_broad_root=args.allow_broad_root, verbose=int(args.verbose or 0)
+        )
+    except forwarding.Refused as exc:
+        error = UserError(str(exc))
+        error.exit_code = exc.code
+        raise error from None

@@ -9,20 +9,25 @@ on the forwarding path.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import socket
 import sys
 import time
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
 from codeask import __version__
 from codeask.daemon import protocol
-from codeask.daemon.paths import LOG_NAME, SOCKET_NAME, Unsafe, check_socket, private_dir
+from codeask.daemon.paths import LOG_NAME, SOCKET_NAME, Unsafe, check_socket, private_folder
 from codeask.daemon.protocol import PROTOCOL
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported at run time: the forwarding path stays small
+    import argparse
+    from collections.abc import Mapping
+    from typing import Any
+
+    #: A reply as JSON: status, stdout, stderr, code, message, info (daemon/messages.py's Reply).
+    Answer = dict[str, Any]
 
 #: Seconds a daemon started on demand may take to listen (imports on a busy machine: ~2 s).
 START_SECONDS = 20.0
@@ -33,24 +38,26 @@ LOG_LIMIT = 1 << 20
 #: Daemons started for one request at most (one that lost the start race exits at once).
 STARTS = 3
 
-#: A reply as JSON: status, stdout, stderr, code, message, info (daemon/messages.py's Reply).
-Answer = dict[str, Any]
-
 
 class Unavailable(Exception):
     """No daemon answered this request; the message says why (one line)."""
 
 
 def enabled(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> bool:
-    """`daemon.enabled` (user config < environment; default off), unless `--no-daemon`.
+    """`daemon.enabled` (user config < environment; default off), unless `--no-daemon`."""
+    if getattr(args, "no_daemon", False):
+        return False
+    return setting(environ)
+
+
+def setting(environ: Mapping[str, str] | None = None) -> bool:
+    """`daemon.enabled` (user config < environment; default off).
 
     Read here without `codeask.config` (msgspec and the whole settings tree cost more than a
     forwarded search) when the daemon section is plain: booleans, a positive number of
     seconds, nothing else. Anything else takes load_settings' path, so the answer is always
     load_settings' (tests/daemon/test_daemon_settings.py holds the two together).
     """
-    if getattr(args, "no_daemon", False):
-        return False
     env = os.environ if environ is None else environ
     section = _plain_section(env)
     if section is None:
@@ -63,13 +70,14 @@ def enabled(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
 def _plain_section(env: Mapping[str, str]) -> dict[str, Any] | None:
     """The merged `[daemon]` section when every value in it is plain, else None."""
     section: dict[str, Any] = {}
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    path = Path(base).expanduser() / "codeask" / "config.toml"
-    if path.exists():
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = os.path.join(os.path.expanduser(base), "codeask", "config.toml")
+    if os.path.exists(path):
         import tomllib
 
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            with open(path, encoding="utf-8") as file:
+                data = tomllib.loads(file.read())
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             return None
         found = data.get("daemon", {})
@@ -117,7 +125,7 @@ def ask(command: str, args: argparse.Namespace) -> Answer:
 def call(request: dict[str, Any], *, start: bool) -> Answer:
     """Send one request and read its reply (starting a daemon first when `start`)."""
     try:
-        run_dir = private_dir(create=True)
+        run_dir = private_folder(create=True)
     except (Unsafe, OSError) as exc:
         raise Unavailable(str(exc)) from exc
     sock = connect(run_dir, start=start)
@@ -145,7 +153,7 @@ def open_session(request: dict[str, Any]) -> tuple[socket.socket, Answer]:
     the socket left open for the session's own bytes when the reply says ok. Refused or failed
     raise `Unavailable`; a user error comes back with the socket closed."""
     try:
-        run_dir = private_dir(create=True)
+        run_dir = private_folder(create=True)
     except (Unsafe, OSError) as exc:
         raise Unavailable(str(exc)) from exc
     sock = connect(run_dir, start=True)
@@ -169,9 +177,10 @@ def open_session(request: dict[str, Any]) -> tuple[socket.socket, Answer]:
     return sock, reply
 
 
-def connect(run_dir: Path, *, start: bool) -> socket.socket:
+def connect(run_dir: str | os.PathLike[str], *, start: bool) -> socket.socket:
     """A connection to the user's daemon (checked: our socket, our uid at the other end)."""
-    path = run_dir / SOCKET_NAME
+    path = os.path.join(run_dir, SOCKET_NAME)
+    log = os.path.join(run_dir, LOG_NAME)
     deadline = time.monotonic() + START_SECONDS
     started: list[Any] = []
     while True:
@@ -182,27 +191,24 @@ def connect(run_dir: Path, *, start: bool) -> socket.socket:
                 raise Unavailable("no daemon is running") from exc
             ended = started[-1].poll() if started else None
             if ended:  # 0: it lost the start race to another daemon, which will listen
-                raise Unavailable(
-                    f"the daemon failed to start (exit {ended}; see {run_dir / LOG_NAME})"
-                ) from exc
+                raise Unavailable(f"the daemon failed to start (exit {ended}; see {log})") from exc
             if not started or (ended is not None and len(started) < STARTS):
                 started.append(_start(run_dir))
             if time.monotonic() > deadline:
                 raise Unavailable(
-                    f"the daemon did not start within {START_SECONDS:.0f} s "
-                    f"(see {run_dir / LOG_NAME})"
+                    f"the daemon did not start within {START_SECONDS:.0f} s (see {log})"
                 ) from exc
             time.sleep(0.02)
 
 
-def _connect_once(path: Path) -> socket.socket:
+def _connect_once(path: str) -> socket.socket:
     try:
         check_socket(path)
     except Unsafe as exc:
         raise Unavailable(f"refused: {exc}") from exc
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(path))
+        sock.connect(path)
         uid = protocol.peer_uid(sock)
     except OSError:
         sock.close()
@@ -213,11 +219,11 @@ def _connect_once(path: Path) -> socket.socket:
     return sock
 
 
-def _start(run_dir: Path) -> Any:
+def _start(run_dir: str | os.PathLike[str]) -> Any:
     """`codeask daemon` in the background, its own session, its output in daemon.log."""
     import subprocess
 
-    log_path = run_dir / LOG_NAME
+    log_path = os.path.join(run_dir, LOG_NAME)
     with _open_log(log_path) as log:
         return subprocess.Popen(
             [sys.executable, "-m", "codeask.cli", "daemon"],
@@ -229,7 +235,7 @@ def _start(run_dir: Path) -> Any:
         )
 
 
-def _open_log(path: Path) -> Any:
+def _open_log(path: str) -> Any:
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
     fd = os.open(path, flags, 0o600)
     if os.fstat(fd).st_size > LOG_LIMIT:

@@ -12,8 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pathlib is not imported at run time: ~1 MB of every forwarder
+    from collections.abc import Mapping
+    from pathlib import Path
 
 SOCKET_NAME = "daemon.sock"
 LOCK_NAME = "daemon.lock"
@@ -26,13 +29,20 @@ class Unsafe(Exception):
 
 def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
     """`$XDG_RUNTIME_DIR/codeask`, else the user cache dir's `codeask/run` (not created)."""
+    from pathlib import Path
+
+    return Path(runtime_folder(environ))
+
+
+def runtime_folder(environ: Mapping[str, str] | None = None) -> str:
+    """`runtime_dir` as the string pathlib would make of it (without importing pathlib)."""
     env = os.environ if environ is None else environ
     xdg = env.get("XDG_RUNTIME_DIR", "")
     if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "codeask"
+        return _pathlike(os.path.join(xdg, "codeask"))
     cache = env.get("XDG_CACHE_HOME", "")
-    base = Path(cache) if cache and os.path.isabs(cache) else Path.home() / ".cache"
-    return base / "codeask" / "run"
+    base = cache if cache and os.path.isabs(cache) else os.path.join(_home(), ".cache")
+    return _pathlike(os.path.join(base, "codeask", "run"))
 
 
 def private_dir(*, create: bool, environ: Mapping[str, str] | None = None) -> Path:
@@ -41,11 +51,18 @@ def private_dir(*, create: bool, environ: Mapping[str, str] | None = None) -> Pa
     A directory of ours with looser bits is tightened; one of another user (or a symlink) is
     `Unsafe`: whoever owns it could put their own socket there.
     """
-    path = runtime_dir(environ)
+    from pathlib import Path
+
+    return Path(private_folder(create=create, environ=environ))
+
+
+def private_folder(*, create: bool, environ: Mapping[str, str] | None = None) -> str:
+    """`private_dir` as a string (the forwarders' path: no pathlib import)."""
+    path = runtime_folder(environ)
     if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o700)
+            os.mkdir(path, 0o700)
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode):
         raise Unsafe(f"{path} is not a directory")
@@ -56,10 +73,26 @@ def private_dir(*, create: bool, environ: Mapping[str, str] | None = None) -> Pa
     return path
 
 
-def check_socket(path: Path) -> None:
+def check_socket(path: str | os.PathLike[str]) -> None:
     """Raise `Unsafe` unless `path` is a socket owned by this user (FileNotFoundError: none)."""
     info = os.lstat(path)
     if not stat.S_ISSOCK(info.st_mode):
-        raise Unsafe(f"{path} is not a socket")
+        raise Unsafe(f"{os.fspath(path)} is not a socket")
     if info.st_uid != os.getuid():
-        raise Unsafe(f"{path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})")
+        raise Unsafe(
+            f"{os.fspath(path)} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
+        )
+
+
+def _home() -> str:
+    """`Path.home()`'s string: os.path.expanduser("~")."""
+    return os.path.expanduser("~")
+
+
+def _pathlike(path: str) -> str:
+    """The string `pathlib.PurePosixPath(path)` makes: repeated slashes and "." parts dropped
+    (two leading slashes kept, as POSIX allows), no trailing slash; ".." kept."""
+    stripped = path.lstrip("/")
+    root = "//" if len(path) - len(stripped) == 2 else "/" if stripped != path else ""
+    parts = [part for part in stripped.split("/") if part and part != "."]
+    return root + "/".join(parts) if root or parts else "."

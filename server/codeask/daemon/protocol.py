@@ -11,8 +11,11 @@ import json
 import os
 import socket
 import struct
-from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported at run time: the forwarding path stays small
+    from collections.abc import Mapping
+    from typing import Any
 
 PROTOCOL = 1
 #: Replies carry a command's whole output; 64 MB is far above any search or status.
