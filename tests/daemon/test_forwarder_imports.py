@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
 from daemon_helpers import daemon_pid
 
-#: `python -m codeask ARGS`, then the modules it holds, on stderr, after the session ended.
+#: `python -m codeask ARGS` (or the `codeask` console script: `codeask.cli`'s main), then the
+#: modules it holds, on stderr, after the session ended.
 PROBE = (
     "import sys\n"
-    "from codeask.__main__ import main\n"
+    "from {entry} import main\n"
     "sys.argv[0] = 'codeask'\n"
     "code = main()\n"
     "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
@@ -41,10 +43,12 @@ def read_frame(out: IO[bytes]) -> dict[str, Any]:
     return dict(json.loads(out.read(length)))
 
 
-def start(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def start(
+    args: list[str], cwd: Path, env: dict[str, str], entry: str = "codeask.__main__"
+) -> subprocess.Popen[bytes]:
     """`python -m codeask ARGS` in a fresh interpreter (the probe around it lists modules)."""
     return subprocess.Popen(
-        [sys.executable, "-c", PROBE, *args],
+        [sys.executable, "-c", PROBE.format(entry=entry), *args],
         cwd=cwd,
         env=env,
         stdin=subprocess.PIPE,
@@ -97,11 +101,15 @@ def test_a_forwarded_editor_imports_no_cli(tmp_path: Path, daemon_env: dict[str,
     assert heavy(finish(proc)) == []
 
 
-def test_a_forwarded_agent_imports_no_cli(tmp_path: Path, daemon_env: dict[str, str]) -> None:
+@pytest.mark.parametrize("entry", ["codeask.__main__", "codeask.cli"])
+def test_a_forwarded_agent_imports_no_cli(
+    tmp_path: Path, daemon_env: dict[str, str], entry: str
+) -> None:
     """An MCP session (initialize, tools/list) forwarded, then stdin closed: the five tools
-    listed by the daemon's session, exit 0, none of the CLI's modules in the forwarder."""
+    listed by the daemon's session, exit 0, none of the CLI's modules in the forwarder. The
+    console script's entry (`codeask.cli`, which imports the CLI first) forwards the same."""
     root = project(tmp_path)
-    proc = start(["mcp", "--", str(root)], root, daemon_env)
+    proc = start(["mcp", "--", str(root)], root, daemon_env, entry)
     assert proc.stdin is not None and proc.stdout is not None
     client = {"name": "probe", "version": "1"}
     params = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": client}
@@ -117,7 +125,39 @@ def test_a_forwarded_agent_imports_no_cli(tmp_path: Path, daemon_env: dict[str, 
             assert answer["id"] == message["id"] and "result" in answer, answer
     assert len(answer["result"]["tools"]) == 5, answer
     assert daemon_pid(daemon_env) is not None, "no daemon answered"
-    assert heavy(finish(proc)) == []
+    modules = finish(proc)
+    assert heavy(modules) == [] if entry == "codeask.__main__" else "codeask.cli" in modules
+
+
+@pytest.mark.parametrize("entry", ["codeask.__main__", "codeask.cli"])
+def test_a_missing_folder_is_the_same_user_error_either_way(
+    tmp_path: Path, daemon_env: dict[str, str], entry: str
+) -> None:
+    """The daemon's refusal of a folder that does not exist: one line and exit 1, as the
+    in-process command says it, through the light path and through the CLI's."""
+    root = project(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(entry=entry), "mcp", "nowhere"],
+        cwd=root,
+        env=daemon_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    said = [line for line in done.stderr.splitlines() if not line.startswith("MODULES ")]
+    assert said == ["codeask: not a folder: nowhere"], done.stderr
+    assert daemon_pid(daemon_env) is not None, "the daemon was not asked"
+    off = dict(daemon_env, CODEASK_DAEMON__ENABLED="false")
+    alone = subprocess.run(
+        [sys.executable, "-m", "codeask", "mcp", "nowhere"],
+        cwd=root,
+        env=off,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (alone.returncode, alone.stderr) == (1, "codeask: not a folder: nowhere\n")
 
 
 def test_the_light_path_reads_only_what_argparse_reads_the_same() -> None:
