@@ -76,3 +76,32 @@ def test_a_search_with_the_query_model_cached_loads_no_derivation_module(tmp_pat
     )
     names = ["subprocess", "tempfile"]
     assert loaded_after(search, names, env) == []
+
+
+def test_a_prompt_only_ask_loads_no_llm_client_and_no_pygit2(tmp_path: Path) -> None:
+    # `codeask ask --prompt-only` calls no model (issue 29: ≤ 150 MB before the answer); a
+    # folder with no repository needs no git library either
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    indexed = subprocess.run(
+        [sys.executable, "-m", "codeask", "index", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert indexed.returncode == 0, indexed.stderr[-2000:]
+    ask = (
+        "import contextlib, io\n"
+        "from codeask.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    code = main(['ask', '--prompt-only', '--no-daemon', '--root', {str(project)!r}, "
+        "'which cache evicts the oldest entry?'])\n"
+        "assert code == 0 and 'LRUCache' in out.getvalue(), (code, out.getvalue())\n"
+    )
+    assert loaded_after(ask, ["httpx", "pygit2"], env) == []

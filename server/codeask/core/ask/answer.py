@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
-import pygit2
 
 from codeask.config import LLMSettings, Settings
 from codeask.core.ask.prompt import ContextBlock, EditorContext, Prompt, build_prompt
@@ -70,6 +69,8 @@ from codeask.core.search.retrieve import Filters, Hit, search
 from codeask.core.source.names import display_path
 
 if TYPE_CHECKING:  # type only: the two orchestrators do not import each other at run time
+    import pygit2  # loaded with the first repository opened (a prompt may need none)
+
     from codeask.core.indexer import FolderIndex
 
 log = logging.getLogger(__name__)
@@ -405,6 +406,8 @@ def _named_commits(folders: Sequence[FolderIndex], question: str) -> dict[Path, 
 
 def _resolve(repo: pygit2.Repository, token: str) -> str:
     """The full sha of the commit `token` abbreviates; '' when it names none (or several)."""
+    import pygit2  # loaded already: `repo` is open
+
     try:
         sha = str(repo.revparse_single(token).peel(pygit2.Commit).id)
     except (pygit2.GitError, KeyError, ValueError, OSError, pygit2.InvalidSpecError):

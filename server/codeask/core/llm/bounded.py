@@ -13,9 +13,7 @@ import contextlib
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
-
-import httpx
+from typing import TYPE_CHECKING, Any, cast
 
 from codeask.core.llm.errors import (
     BadResponse,
@@ -24,6 +22,9 @@ from codeask.core.llm.errors import (
     StreamTruncated,
     reason,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 #: Largest piece the bounded decoder inflates at once.
 DECODE_PIECE = 64 * 1024
@@ -118,6 +119,8 @@ class _Inflater:
 
 async def _read(raw: AsyncIterator[bytes], deadline: Deadline, url: str) -> bytes | None:
     """The next raw piece (None at the end) under the deadline; a broken body is StreamTruncated."""
+    import httpx  # loaded already: a response is being read
+
     try:
         async with deadline.guard():
             return await anext(raw, None)

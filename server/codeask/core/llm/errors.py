@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import socket
-import ssl
 
 #: Longest piece of an error body (or of a server-sent error) quoted in a message.
 EXCERPT_CHARS = 200
@@ -74,6 +73,8 @@ def reason(exc: Exception) -> str:
     TLS errors first: they are OSErrors whose errno is OpenSSL's code, not the OS's (a refused
     certificate would read 'operation not permitted').
     """
+    import ssl  # ~6 MB: imported with the first failure, not by the prompt's code (issue 29)
+
     cause: BaseException = exc
     for _ in range(8):  # bounded: exception chains can be long
         if isinstance(cause, ssl.SSLCertVerificationError):

@@ -11,12 +11,9 @@ import contextlib
 import json
 import os
 import re
-import ssl
 import threading
 from collections.abc import AsyncIterator
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from codeask.config import LLMSettings
 from codeask.core.llm.bounded import DECODE_PIECE, Deadline, decoded_pieces
@@ -32,6 +29,11 @@ from codeask.core.llm.errors import (
     reason,
 )
 from codeask.core.llm.urls import is_loopback
+
+if TYPE_CHECKING:  # imported by the calls that send: the prompt alone needs neither (issue 29)
+    import ssl
+
+    import httpx
 
 #: Bytes of an error body read at most.
 ERROR_BODY_BYTES = 4096
@@ -72,6 +74,8 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
         os.environ.get("SSL_CERT_FILE", "") if trust_env else "",
         os.environ.get("SSL_CERT_DIR", "") if trust_env else "",
     )
+    import httpx
+
     with _ssl_lock:
         made = _ssl_contexts.get(key)
         if made is None:
@@ -82,6 +86,8 @@ def ssl_context(trust_env: bool) -> ssl.SSLContext:
 def client(settings: LLMSettings) -> httpx.AsyncClient:
     """A short-lived client: connect/read timeouts from settings, proxies only for remote hosts,
     certificates verified (one shared context: `ssl_context`)."""
+    import httpx
+
     trust_env = not is_loopback(settings.base_url)
     timeout = httpx.Timeout(
         connect=settings.connect_timeout,
@@ -113,6 +119,8 @@ async def response_to(
     Sending waits under `deadline`; a network failure while the block reads the body becomes
     an LLMError too (`start_hint` says how to start a local server that refused us).
     """
+    import httpx
+
     try:
         async with client(settings) as http:
             request = http.build_request(method, url, json=body)
@@ -130,6 +138,8 @@ def transport_error(
     exc: httpx.HTTPError, url: str, settings: LLMSettings, start_hint: str = ""
 ) -> LLMError:
     """One clear line for a network-level failure; `start_hint` says how to start the server."""
+    import httpx
+
     if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
         return EndpointUnreachable(
             f"no connection to {url} within {settings.connect_timeout:g} s; is the server up?"
