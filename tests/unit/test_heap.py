@@ -15,7 +15,7 @@ CHILD = """
 import sys
 from pathlib import Path
 
-from codeask.core.runtime.heap import return_large_frees
+from codeask.core.runtime.heap import return_large_frees, trim_periodically
 
 def rss_mb():
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -91,14 +91,14 @@ PERIODIC_CHILD = """
 import time
 from pathlib import Path
 
-from codeask.core.runtime.heap import return_large_frees
+from codeask.core.runtime.heap import return_large_frees, trim_periodically
 
 def rss_mb():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
 
-assert return_large_frees(trim_every=0.2)  # a server's policy, with a short period
+assert return_large_frees() and trim_periodically(0.2)  # a server's policy, a short period
 start = rss_mb()
 blocks, pins = [], []
 for _ in range(3000):  # freed between live blocks, as searches and rescans leave them
@@ -121,3 +121,27 @@ def test_a_long_running_process_gives_freed_heap_back_on_its_own() -> None:
     held, later = (float(x) for x in done.stdout.split())
     assert held > 150, held  # the control: free() alone keeps them
     assert later < 40, (held, later)
+
+
+JOBS_CHILD = """
+import threading
+from codeask.core.runtime.heap import return_large_frees, trim_periodically
+
+def trimmers():
+    return [t.name for t in threading.enumerate() if t.name == "codeask-heap-trim"]
+
+assert return_large_frees()
+alone = trimmers()
+assert trim_periodically(60) and trim_periodically(1)
+print(alone, trimmers())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_the_threshold_and_the_periodic_trim_are_two_calls() -> None:
+    """`return_large_frees` fixes the mmap threshold and nothing else; `trim_periodically`
+    starts the one trimming thread (a second call keeps it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", JOBS_CHILD], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[] ['codeask-heap-trim']", done.stdout

@@ -5,12 +5,13 @@ the first such free it raises that threshold (up to 32 MiB) to save system calls
 the big temporaries of a BM25 build or a model load come from the heap, and what they free stays
 in the process. A language server on sphinx 5.1.1 held 635–709 MB at rest that way, 510 MB with
 the threshold fixed at 128 KiB (benchmarks/README.md, "Memory"); the same code, the same answers,
-search times within noise. Call `return_large_frees` once, early, in a long-running process.
+search times within noise. A long-running process calls `return_large_frees` once, early, and
+`trim_periodically` (two jobs, two names).
 
 Blocks under the threshold still come from the heap, and what a big build, searches or a rescan
 free between live blocks stays resident; `give_back_freed` (glibc's `malloc_trim`) returns those
 pages: after the BM25 copy's build (a server on sphinx at rest 313 -> 307 MB), and every
-TRIM_EVERY_S seconds in the processes that call `return_large_frees` (one trim: 0.8-2.4 ms).
+TRIM_EVERY_S seconds in the processes that call `trim_periodically` (one trim: 0.8-2.4 ms).
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ LARGE_BLOCK = 128 * 1024
 TRIM_EVERY_S = 30.0
 
 
-def return_large_frees(threshold: int = LARGE_BLOCK, trim_every: float = TRIM_EVERY_S) -> bool:
+def return_large_frees(threshold: int = LARGE_BLOCK) -> bool:
     """Serve every block of `threshold` bytes or more from its own mapping, returned to the
-    system at `free`, and (with `trim_every` > 0) return the heap's freed pages every
-    `trim_every` seconds from a daemon thread (`give_back_freed`). True when the C library took
-    it (glibc); False elsewhere (macOS, Windows, a libc without mallopt), where nothing changes."""
+    system at `free`. True when the C library took it (glibc); False elsewhere (macOS,
+    Windows, a libc without mallopt), where nothing changes."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -42,10 +42,17 @@ def return_large_frees(threshold: int = LARGE_BLOCK, trim_every: float = TRIM_EV
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    taken = bool(mallopt(M_MMAP_THRESHOLD, threshold))
-    if taken and trim_every > 0:
-        _start_trimming(trim_every)
-    return taken
+    return bool(mallopt(M_MMAP_THRESHOLD, threshold))
+
+
+def trim_periodically(every: float = TRIM_EVERY_S) -> bool:
+    """Return the heap's freed pages every `every` seconds from one daemon thread per process
+    (`give_back_freed`; a second call keeps the first thread and its period). True when the
+    thread runs (glibc); False elsewhere, where there is nothing to trim."""
+    if not sys.platform.startswith("linux") or every <= 0:
+        return False
+    _start_trimming(every)
+    return True
 
 
 _trimmer: threading.Thread | None = None
@@ -53,8 +60,6 @@ _trimmer_lock = threading.Lock()
 
 
 def _start_trimming(every: float) -> None:
-    """One daemon thread per process, trimming every `every` seconds (a second call keeps the
-    first thread and its period)."""
     global _trimmer
     with _trimmer_lock:
         if _trimmer is not None:
