@@ -31,6 +31,7 @@ from typing import Any
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
+from codeask.core.runtime import heap
 from codeask.core.search.retrieve import Filters, Mode, Searchable, fused_candidates, rank_files
 
 HERE = Path(__file__).resolve().parent
@@ -198,6 +199,7 @@ def answer_corpus(
     if dsn:
         searchable.storage.close()
     folder.close()
+    heap.give_back_freed()  # the next corpus starts from what this one kept, not more
     timings.append((key, report, status, per_query))
     print(
         f"{key[0]}=={key[1]}: {status.files} files, {status.chunks} chunks, "
@@ -215,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit:
         instances = instances[: args.limit]
     predictions, timings = [], []
+    heap.return_large_frees()  # as `codeask serve` does: big temporaries go back at free
     started = time.perf_counter()
     with ExitStack() as stack:
         dsn = ""

@@ -33,6 +33,7 @@ from typing import Any
 from benchmarks.retrieval import load_instances, parse_overrides, require
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
+from codeask.core.runtime import heap
 from codeask.core.search.retrieve import Filters, fused_candidates, rank_files, search
 
 #: Where repos.tar.xz is unpacked when the eval folder has no repos/.
@@ -148,6 +149,7 @@ def answer_repo(
             lines.append({"qid": question["qid"], "results": [repo.prefix(p) for p in ranked]})
     finally:
         folder.close()
+        heap.give_back_freed()  # the next repository starts from what this one kept, not more
     timings.latencies_ms += latencies
     p50 = percentile(latencies, 50)
     print(
@@ -210,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
     names = wanted or sorted(by_repo)
     chosen = [repos[n] for n in names]
     sources = sources_dir(eval_dir, args.work, chosen)
+    heap.return_large_frees()  # as `codeask serve` does: big temporaries go back at free
     started, timings, lines = time.perf_counter(), Timings(), []
     with tempfile.TemporaryDirectory(prefix="codeask-search-eval-") as scratch:
         if args.index_home is None:  # a fresh index each run: index time is a first pass
