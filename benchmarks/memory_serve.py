@@ -19,7 +19,8 @@ proposal: glibc then serves every block of N bytes or more from its own mapping,
 build and the model loads freed). `--modules` also prints which heavy modules (numpy,
 onnxruntime, fastembed, httpx, pygit2, ...) the server has imported at rest (a SIGUSR1 handler
 writes `sys.modules` to a file), and its RSS after glibc's `malloc_trim` (SIGUSR2): memory the
-heap holds though it was freed. Not a test.
+heap holds though it was freed. `--health` also asks `codeask/health` once the folder is ready,
+as VS Code does at start (the probe imports the LLM client: httpx). Not a test.
 """
 
 from __future__ import annotations
@@ -102,7 +103,12 @@ async def loaded_modules(pid: int, out: Path) -> list[str]:
 
 
 async def run(
-    folder: Path, settle: float, cold: bool, mmap_threshold: int, modules: bool = False
+    folder: Path,
+    settle: float,
+    cold: bool,
+    mmap_threshold: int,
+    modules: bool = False,
+    health: bool = False,
 ) -> int:
     if cold:
         shutil.rmtree(folder / ".codeask", ignore_errors=True)
@@ -139,6 +145,9 @@ async def run(
             await asyncio.sleep(1)
         ready = time.perf_counter() - started
         show(f"ready and warm ({ready:.0f} s)", server_status(pid))
+        if health:
+            await bench.request("codeask/health", {})
+            show("after codeask/health", server_status(pid))
         if modules:
             await trim_probe(pid)
         for query in TYPED:
@@ -175,9 +184,14 @@ def main() -> int:
     parser.add_argument(
         "--modules", action="store_true", help="print the heavy modules imported at rest"
     )
+    parser.add_argument(
+        "--health", action="store_true", help="ask codeask/health when ready (as VS Code does)"
+    )
     args = parser.parse_args()
     folder = args.folder.resolve()
-    return asyncio.run(run(folder, args.settle, args.cold, args.mmap_threshold, args.modules))
+    return asyncio.run(
+        run(folder, args.settle, args.cold, args.mmap_threshold, args.modules, args.health)
+    )
 
 
 if __name__ == "__main__":
