@@ -1,7 +1,7 @@
 """Short code-search questions in many languages (the `../shared/eval-search` layout).
 
     python -m benchmarks.search_eval --eval-dir DIR --out RUN.jsonl [--set section.field=value]...
-        [--repos a,b] [--work DIR]
+        [--repos a,b] [--work DIR] [--per-query ROWS.jsonl [--compare OTHER_ROWS.jsonl]]
 
 DIR holds `queries.jsonl`, `repos.tsv`, `score.py` and the sources, either unpacked as `repos/`
 or as `repos.tar.xz` (unpacked once into --work). Each repository's `benchmark_root` is indexed
@@ -12,6 +12,8 @@ repo-root-relative files, best first, deduplicated. Then the eval's own score.py
 table (overall, per language, per category, per repository), and this runner adds index time
 per repository and in total, index seconds per 1k chunks, warm in-process query p50/p95 and the
 process's peak RSS. It reads nothing specific to one eval: any folder with that layout works.
+With `--compare`, another run's per-question rows (semble's, a baseline's) are set beside this
+run's, per language (benchmarks/search_compare.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.retrieval import load_instances, parse_overrides, require
+from benchmarks.search_compare import compare, question_languages, read_rows
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.runtime import heap
@@ -198,6 +201,8 @@ def summary(timings: Timings, wall_s: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.compare is not None and args.per_query is None:
+        raise SystemExit("error: --compare needs --per-query (this run's rows to set beside it)")
     eval_dir: Path = args.eval_dir
     queries = require(eval_dir / "queries.jsonl", "the eval's questions")
     repos = load_repos(require(eval_dir / "repos.tsv", "the eval's repository list"))
@@ -236,6 +241,10 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     code = subprocess.run(score, check=False).returncode
     print(summary(timings, wall_s), flush=True)
+    if args.compare is not None:
+        this, that = read_rows(args.per_query), read_rows(args.compare)
+        print(f"\nfile NDCG@10 per language, this run − {args.compare}:")
+        print(compare(question_languages(queries), this, that), flush=True)
     return code
 
 
@@ -276,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
         help="take vectors from the user's embedding cache (default: a fresh one per run)",
     )
     parser.add_argument("--per-query", type=Path, help="the scorer's per-question rows, here")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="another run's per-question rows (needs --per-query): print file NDCG@10 per "
+        "language, this run − that one (benchmarks/search_compare.py)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)

@@ -66,3 +66,31 @@ def test_settings_overrides_reach_the_index(tmp_path: Path) -> None:
         search_eval.main(
             ["--eval-dir", str(MINI), "--out", str(tmp_path / "r.jsonl"), "--set", "embed.nope=1"]
         )
+
+
+def test_compare_sets_another_runs_rows_beside_this_one_per_language(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`--compare`: this run's per-question rows beside another's, per language. Against a run
+    that scored every question 0, each language's difference is this run's own mean; against
+    itself, every difference is 0. Without --per-query there are no rows of this run to compare."""
+    rows = tmp_path / "rows.jsonl"
+    _run(MINI, tmp_path, "--per-query", str(rows))
+    scored = [json.loads(r) for r in rows.read_text().splitlines()]
+    zero = tmp_path / "zero.jsonl"
+    zero.write_text("".join(json.dumps({**r, "file_ndcg10": 0.0}) + "\n" for r in scored))
+    capfd.readouterr()
+    _run(MINI, tmp_path, "--per-query", str(rows), "--compare", str(zero))
+    table = capfd.readouterr().out.split("this run − ")[1].splitlines()
+    overall = next(line for line in table if line.startswith("all")).split()
+    mean = sum(r["file_ndcg10"] for r in scored) / len(scored)
+    assert mean > 0 and overall[1] == str(len(scored))
+    assert float(overall[-1]) == pytest.approx(mean, abs=1e-4)
+    assert {line.split()[0] for line in table[2:4]} == {"go", "javascript"}
+    _run(MINI, tmp_path, "--per-query", str(rows), "--compare", str(rows))
+    table = capfd.readouterr().out.split("this run − ")[1].splitlines()
+    assert all(line.split()[4] in ("+0.000", "-0.000") for line in table[2:4])
+    with pytest.raises(SystemExit):
+        search_eval.main(
+            ["--eval-dir", str(MINI), "--out", str(tmp_path / "r.jsonl"), "--compare", str(rows)]
+        )
