@@ -7,13 +7,12 @@ the server's modules, a poll and a refresh of a folder with no repository import
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh import last_json
 
 from codeask.core.git.head import UNKNOWN, read_head
 from codeask.core.git.repo import head_commit, head_sha, open_repo
@@ -146,17 +145,7 @@ def test_polling_and_a_folder_without_repository_import_no_pygit2(
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(repo), str(plain)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = last_json(["-c", PROBE, str(repo), str(plain)])
     assert seen == {
         "head": git(repo, "rev-parse", "HEAD"),
         "plain": "",

@@ -5,11 +5,9 @@ fresh interpreters: their `sys.modules` say exactly what each step imported."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from fresh import last_json, plain_env, run_python
 
 LOADED = """
 import json, sys
@@ -20,18 +18,17 @@ print(json.dumps(sorted(name for name in {names!r} if name in sys.modules)))
 
 def loaded_after(code: str, names: list[str], env: dict[str, str] | None = None) -> list[str]:
     """Which of `names` are in `sys.modules` after a fresh interpreter runs `code`."""
-    if env is None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
-    done = subprocess.run(
-        [sys.executable, "-c", LOADED.format(code=code, names=names)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+    return list(last_json(["-c", LOADED.format(code=code, names=names)], env))
+
+
+def indexed_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A one-file project indexed by `codeask index` in its own cache, and that environment."""
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
+    env = dict(plain_env(), XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    run_python(["-m", "codeask", "index", str(project)], env, timeout=600)
+    return project, env
 
 
 def test_the_language_server_imports_no_llm_client() -> None:
@@ -54,20 +51,7 @@ def test_the_health_probe_imports_the_llm_client_when_it_runs() -> None:
 def test_a_search_with_the_query_model_cached_loads_no_derivation_module(tmp_path: Path) -> None:
     # deriving the int8 query model runs a child in a scratch folder; a search whose model is
     # cached (every search after the first) needs neither module (issue 29: search CPU)
-    project = tmp_path / "demo"
-    project.mkdir()
-    (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
-    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    indexed = subprocess.run(
-        [sys.executable, "-m", "codeask", "index", str(project)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
-    assert indexed.returncode == 0, indexed.stderr[-2000:]
+    project, env = indexed_project(tmp_path)
     search = (
         "from codeask.cli import main\n"
         f"code = main(['search', '--no-daemon', '--root', {str(project)!r}, "
@@ -81,20 +65,7 @@ def test_a_search_with_the_query_model_cached_loads_no_derivation_module(tmp_pat
 def test_a_prompt_only_ask_loads_no_llm_client_and_no_pygit2(tmp_path: Path) -> None:
     # `codeask ask --prompt-only` calls no model (issue 29: ≤ 150 MB before the answer); a
     # folder with no repository needs no git library either
-    project = tmp_path / "demo"
-    project.mkdir()
-    (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
-    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    indexed = subprocess.run(
-        [sys.executable, "-m", "codeask", "index", str(project)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
-    assert indexed.returncode == 0, indexed.stderr[-2000:]
+    project, env = indexed_project(tmp_path)
     ask = (
         "import contextlib, io\n"
         "from codeask.cli import main\n"

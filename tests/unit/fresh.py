@@ -1,0 +1,35 @@
+"""Fresh interpreters for import tests: what a step imported is what its `sys.modules` holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+
+def plain_env() -> dict[str, str]:
+    """This process's environment without codeask's own settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+
+
+def run_python(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in a fresh interpreter; it must succeed."""
+    done = subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=plain_env() if env is None else env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def last_json(args: list[str], env: dict[str, str] | None = None) -> Any:
+    """The JSON document a fresh `python ARGS` printed last."""
+    return json.loads(run_python(args, env).stdout.strip().splitlines()[-1])
