@@ -76,3 +76,35 @@ def test_a_search_imports_no_writer_module(tmp_path: Path) -> None:
     # a writer's refresh loads them: the list above names what a search could have loaded
     seen = json.loads(python(["-c", WRITE, str(project), *WRITER_ONLY], env).splitlines()[-1])
     assert seen["loaded"] == sorted(WRITER_ONLY), seen
+
+
+UNCHANGED = """
+import json, sys
+from pathlib import Path
+from codeask.core.operations.index import FolderIndex
+folder = FolderIndex.open(Path(sys.argv[1]))
+report = folder.refresh(embed=False)
+folder.close()
+print(json.dumps({
+    "unchanged": report.files_unchanged,
+    "loaded": sorted(name for name in sys.argv[2:] if name in sys.modules),
+}))
+"""
+CHUNKING = ("tree_sitter_language_pack", "codeask.core.source.chunk")
+
+
+def test_a_pass_over_unchanged_files_loads_no_chunker(tmp_path: Path) -> None:
+    """A server that starts on a folder nobody changed checks every file and chunks none:
+    tree-sitter and its grammars stay out of its memory until a file changes."""
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
+    (project / "notes.md").write_text("# Notes\n\nNothing here yet.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    python(["-m", "codeask", "index", str(project)], env)
+    seen = json.loads(python(["-c", UNCHANGED, str(project), *CHUNKING], env).splitlines()[-1])
+    assert seen == {"unchanged": 2, "loaded": []}, seen
+    (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the newest entry.'''\n")
+    seen = json.loads(python(["-c", UNCHANGED, str(project), *CHUNKING], env).splitlines()[-1])
+    assert seen == {"unchanged": 1, "loaded": sorted(CHUNKING)}, seen

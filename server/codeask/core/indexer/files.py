@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
 from codeask.core.records import FileRecord
-from codeask.core.source.chunk import chunk_file
 from codeask.core.source.discover import SkippedFile, SourceFile, discover, load_source
 from codeask.core.source.names import display_path
 from codeask.core.storage.team import refresh_shadowed
@@ -83,6 +82,8 @@ def index_file(
         index.local.touch_file(source.rel, loaded.size, loaded.mtime_ns)
         report.files_unchanged += 1
         return
+    from codeask.core.source.chunk import chunk_file  # tree-sitter: only when a file changed
+
     result = chunk_file(source.rel, loaded.text, index.settings.chunk)
     if result.fallback_reason:
         log.info("%s: %s", display_path(source.rel), result.fallback_reason)
