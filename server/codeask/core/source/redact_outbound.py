@@ -13,27 +13,28 @@ import re
 from collections.abc import Callable
 
 from codeask.core.source import secrets
+from codeask.core.source.lazy_regex import LazyRegex
 
 REDACTED = "[REDACTED]"
 
 
 #: `name = "literal"` (also `name: str = '...'`, `"name": "..."`, `name := "..."`, `name => "..."`).
-_ASSIGNED_LITERAL = re.compile(
+_ASSIGNED_LITERAL = LazyRegex(
     r"""(?P<name>[A-Za-z_][\w.\-]*)["']?"""
     r"""(?P<op>\s*(?::\s*[A-Za-z_][\w\[\], |.]*\s*)?(?:=|:=|=>|:)\s*)"""
     r"""(?P<q>["'`])(?P<value>[^"'`\n]+)(?P=q)"""
 )
 #: Shell / .env / ini / YAML style: `export DB_PASSWORD=s3cr3t`, `password: hunter2` (unquoted).
-_ENV_ASSIGNMENT = re.compile(
+_ENV_ASSIGNMENT = LazyRegex(
     r"^(?P<lead>[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_][\w.\-]*)[ \t]*[=:][ \t]*)"
     r"(?P<value>[A-Za-z0-9+/=_\-.~:@!%^&*]+)(?=[ \t]*(?:#.*)?$)",
     re.MULTILINE,
 )
 #: Unquoted values that are code, not secrets: numbers, booleans, identifiers, dotted names.
-_PLAIN_VALUE = re.compile(r"[+\-]?[\d.]+|[A-Za-z_][A-Za-z_.]*")
+_PLAIN_VALUE = LazyRegex(r"[+\-]?[\d.]+|[A-Za-z_][A-Za-z_.]*")
 _SECRET_WORDS = {"password", "passwd", "pwd", "passphrase", "secret", "token", "credentials"}
 _SECRET_PAIRS = {("api", "key"), ("access", "key"), ("private", "key"), ("auth", "key")}
-_NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_NAME_PARTS = LazyRegex(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 def _is_secret_name(name: str) -> bool:
@@ -53,7 +54,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     """
     text, count = secrets.redact(text)
 
-    def sub(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str], s: str) -> str:
+    def sub(pattern: LazyRegex, repl: Callable[[re.Match[str]], str], s: str) -> str:
         def counted(m: re.Match[str]) -> str:
             nonlocal count
             out = repl(m)

@@ -13,7 +13,8 @@ Apache file formats. As in gitleaks, each rule has lowercase keywords: a rule's 
 when one of them occurs in the text, which keeps the cost near one `str.lower()` per file.
 detect-secrets itself was measured at 0.03 MB/s here (200x too slow for indexing).
 
-A leaf: imports nothing of ours.
+Every pattern is compiled when a text first needs it (`LazyRegex`): a search imports this
+module but redacts nothing. A leaf: imports nothing of ours but `lazy_regex`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from codeask.core.source.lazy_regex import LazyRegex
 
 PLACEHOLDER = "«redacted:{}»"
 #: What every placeholder starts with: a value holding it was redacted already.
@@ -37,7 +40,8 @@ class Rule:
 
     id: str
     keywords: tuple[str, ...]
-    regex: re.Pattern[str]
+    regex: LazyRegex
+    """Compiled on first use: importing the table costs no compile (issue 29)."""
     entropy: float = 0.0
     """Minimum Shannon entropy (bits per character) of the value, as in gitleaks."""
     check: Callable[[re.Match[str]], bool] | None = None
@@ -54,7 +58,7 @@ def _rule(
     check: Callable[[re.Match[str]], bool] | None = None,
 ) -> Rule:
     prefix = rule_id not in _CONTEXT_RULES
-    return Rule(rule_id, tuple(keywords.split()), re.compile(pattern), entropy, check, prefix)
+    return Rule(rule_id, tuple(keywords.split()), LazyRegex(pattern), entropy, check, prefix)
 
 
 #: Rules whose keywords may sit anywhere (a name before `=`, a header, a URL): gated by `in`.
@@ -102,7 +106,7 @@ def _not_a_word(m: re.Match[str]) -> bool:
     return not m.group("v").isalpha() or not m.group("v").islower()
 
 
-_PGPASS_HOST = re.compile(r"[+ -]?[\w.*-]+")
+_PGPASS_HOST = LazyRegex(r"[+ -]?[\w.*-]+")
 
 
 def _pgpass_host(m: re.Match[str]) -> bool:
@@ -306,18 +310,18 @@ _WORD_BYTES = bytes(
 GENERIC_ID = "generic-api-key"
 GENERIC_ENTROPY = 3.5
 GENERIC_KEYWORDS = ("access", "api", "auth", "key", "cred", "passw", "pwd", "secret", "token")
-_GENERIC_AT = re.compile(
+_GENERIC_AT = LazyRegex(
     r"[a-z]{0,10}(?P<tail>[\w.-]{0,20})[\s'\"]{0,3}(?:=|:{1,3}=|:|=>|\?=)[`'\"\s=]{0,5}"
     r"(?P<v>[^" + _STOP + r"]{10,150})"
 )
 #: gitleaks curl-auth-user / detect-secrets BasicAuthDetector: `scheme://user:password@host`,
 #: matched right after each `://`.
-_URL_CREDENTIALS = re.compile(r"[^\s:/@'\"`]{1,100}:(?P<v>[^\s/@'\"`$%{<][^\s/@'\"`]{2,200})@")
+_URL_CREDENTIALS = LazyRegex(r"[^\s:/@'\"`]{1,100}:(?P<v>[^\s/@'\"`$%{<][^\s/@'\"`]{2,200})@")
 #: gitleaks curl-auth-user allowlist: documentation passwords.
-_URL_ALLOWED = re.compile(r"(?i)change(?:it|me)|pass(?:word)?|pwd|test|token|\*+|x+")
+_URL_ALLOWED = LazyRegex(r"(?i)change(?:it|me)|pass(?:word)?|pwd|test|token|\*+|x+")
 #: gitleaks' generic-api-key allowlist, reduced to what applies to a name: identifiers that
 #: contain a keyword but name something that is not a secret.
-_ALLOWED_NAME = re.compile(
+_ALLOWED_NAME = LazyRegex(
     r"(?i)(?:access(?:ibility|or)|access[_.-]?id|random[_.-]?access|api[_.-]?(?:id|name|version)"
     r"|rapid|capital|author|credentials?[_.-]?id|withCredentials|(?:bucket|foreign|hot|idx|natural"
     r"|primary|pub(?:lic)?|schema|sequence)[_.-]?key|turkey|key[_.-]?(?:alias|board|code|frame|id"
@@ -326,11 +330,11 @@ _ALLOWED_NAME = re.compile(
     r"|(?:api|credentials|token)[_.-]?(?:endpoint|ur[il])|public[_.-]?token|(?:key|token)[_.-]?file"
     r"|tokeni[sz]er|max[_.-]?tokens?|tokens?[_.-]?(?:count|type|id|len|length|limit))"
 )
-_NAME_CHARS = re.compile(r"[\w.-]{0,50}$")
+_NAME_CHARS = LazyRegex(r"[\w.-]{0,50}$")
 #: A value made of words (`settings.API_KEY`, `get_token_from_env`): code, not a secret.
-_WORDY_PART = re.compile(r"[A-Za-z][a-z]*(?:[A-Z][a-z]+)*\d{0,4}|[A-Z]+\d{0,4}|\d{1,4}")
+_WORDY_PART = LazyRegex(r"[A-Za-z][a-z]*(?:[A-Z][a-z]+)*\d{0,4}|[A-Z]+\d{0,4}|\d{1,4}")
 #: gitleaks' global allowlist: template and format placeholders, booleans, null.
-_TEMPLATE = re.compile(
+_TEMPLATE = LazyRegex(
     r"^(?:\$(?:\d+|[A-Z_]+|[a-z_]+)|%(?:[A-Z_]+|[a-z_]+)%|%[+\-# 0]?[a-zA-Z]|@(?:[A-Z_]+|[a-z_]+)@"
     r"|(?i:true|false|null|none))$"
 )
@@ -387,12 +391,12 @@ def _url_spans(text: str) -> list[tuple[int, int, str]]:
 
 # --------------------------------------------------------------------------- private keys
 
-_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
-_KEY_END = re.compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
+_KEY_BEGIN = LazyRegex(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
+_KEY_END = LazyRegex(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
 #: Body segments of a key: runs between newlines (or between escaped `\n` in a JSON string).
-_KEY_SEGMENT = re.compile(r"(?<!\\)(?:(?!\\n)[^\n])+")
+_KEY_SEGMENT = LazyRegex(r"(?<!\\)(?:(?!\\n)[^\n])+")
 #: What a key body line holds once quotes are stripped: base64, or a PEM header line.
-_KEY_LINE = re.compile(r"[A-Za-z0-9+/=]{4,}|(?:Proc-Type|DEK-Info|Version|Comment):.*")
+_KEY_LINE = LazyRegex(r"[A-Za-z0-9+/=]{4,}|(?:Proc-Type|DEK-Info|Version|Comment):.*")
 
 
 def _key_spans(text: str) -> list[tuple[int, int, str]]:
