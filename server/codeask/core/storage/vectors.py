@@ -57,9 +57,11 @@ class VectorIndex:
             raise ValueError(f"{path.name} is not a vector file ({exc})") from exc
         keep = np.fromiter((int(i) in known_ids for i in ids), dtype=bool, count=len(ids))
         kept = int(keep.sum())
-        if kept == len(ids) and len(np.unique(ids)) == len(ids):  # the usual case: no copy
+        # a dict, not np.unique: np.unique imports numpy.ma (13-20 ms of a one-shot search)
+        slots = {chunk_id: slot for slot, chunk_id in enumerate(ids.tolist())}
+        if kept == len(ids) and len(slots) == len(ids):  # the usual case: no copy
             vectors._ids[: len(ids)] = ids
-            vectors._slot = {chunk_id: slot for slot, chunk_id in enumerate(ids.tolist())}
+            vectors._slot = slots
             vectors._used = len(ids)
             vectors.live = set(vectors._slot)
         else:
