@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 import numpy as np
 
 from codeask.config import Settings, cache_dir
@@ -31,6 +32,7 @@ from codeask.core.embedding.embed import (
     file_sha256,
     model_slug,
 )
+from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -45,6 +47,8 @@ STATIC_FILES_SHA256 = {
 }
 #: The token matrix (safetensors), mapped rather than read (`read_matrix`).
 MATRIX_FILE = "model.safetensors"
+TOKENIZER_FILE = "tokenizer.json"
+_SHIPPED_TOKENIZER = STATIC_FILES_SHA256[TOKENIZER_FILE]
 #: model2vec's default `max_length` (tokens per text).
 MAX_TOKENS = 512
 #: `char_cap` of the shipped tokenizer.json (512 × 6, the median length of its 29,528 tokens;
@@ -54,6 +58,10 @@ PINNED_CHAR_CAP = 3072
 BATCH = 1024
 #: Texts in one `embed` call from which the whole matrix is widened once, not per text.
 WIDEN_AT = 64
+#: At most this many texts of at most this many characters in all (a query, a chunk's first
+#: lines) are tokenized with only the vocabulary they reach; more build the whole tokenizer.
+REACH_TEXTS = 8
+REACH_CHARS = 2048
 
 
 def read_matrix(path: Path, sha256: str = "") -> np.ndarray:
@@ -113,14 +121,37 @@ def _mapping_of(matrix: np.ndarray) -> mmap.mmap | None:
     return base if isinstance(base, mmap.mmap) else None
 
 
+def _reach_of(path: Path, sha256: str) -> ReachTokenizers | None:
+    """The pinned tokenizer's document, its bytes checked against `sha256` and read once by
+    msgspec, for `ReachTokenizers` (None if it is not a WordPiece tokenizer that can be cut
+    down: the full tokenizer is used)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EmbedError(f"{path} is not a readable tokenizer: {exc}") from exc
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256:
+        raise EmbedError(
+            f"refusing to load {path}: sha256 {actual} is not the pinned {sha256}; "
+            "reinstall codeask"
+        )
+    try:
+        document = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise EmbedError(f"{path} is not a readable tokenizer: {exc}") from exc
+    if not isinstance(document, dict) or not reachable(document):
+        return None
+    return ReachTokenizers(document, MAX_TOKENS)
+
+
 def _check_sha256(folder: Path, pinned: dict[str, str]) -> None:
     """Refuse any shipped file whose bytes are not the pinned ones."""
     for name, expected in pinned.items():
         path = folder / name
         if not path.is_file():
             raise EmbedError(f"static embedding model file missing: {path}; reinstall codeask")
-        if name == MATRIX_FILE:
-            continue  # checked over the mapped bytes by read_matrix
+        if name == MATRIX_FILE or (name == TOKENIZER_FILE and expected == _SHIPPED_TOKENIZER):
+            continue  # checked over the bytes used, by read_matrix / _reach_of
         actual = file_sha256(path)
         if actual != expected:
             raise EmbedError(
@@ -153,25 +184,52 @@ class StaticEmbedder:
     def __init__(
         self, folder: Path = STATIC_MODEL_DIR, pinned: dict[str, str] | None = None
     ) -> None:
-        from tokenizers import Tokenizer
-
         hashes = STATIC_FILES_SHA256 if pinned is None else pinned
         _check_sha256(folder, hashes)
         self.name = STATIC_MODEL_NAME
         self._matrix = read_matrix(folder / MATRIX_FILE, hashes.get(MATRIX_FILE, ""))
         self.dim = int(self._matrix.shape[1])
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.no_padding()
-        pinned_tokenizer = hashes.get("tokenizer.json") == STATIC_FILES_SHA256["tokenizer.json"]
-        size, self._unk_id, self._char_cap = _vocabulary_facts(self._tokenizer, pinned_tokenizer)
+        self._tokenizer_path = folder / TOKENIZER_FILE
+        self._full: Tokenizer | None = None
+        self._full_lock = threading.Lock()
+        self._reach: ReachTokenizers | None = None
+        pinned_tokenizer = hashes.get(TOKENIZER_FILE) == _SHIPPED_TOKENIZER
+        if pinned_tokenizer:
+            self._reach = _reach_of(self._tokenizer_path, _SHIPPED_TOKENIZER)
+        self._unk_id: int | None
+        if self._reach is not None:
+            size, self._unk_id = len(self._reach.vocab), self._reach.unk_id
+            self._char_cap = PINNED_CHAR_CAP
+        else:
+            tokenizer = self._full_tokenizer()
+            size, self._unk_id, self._char_cap = _vocabulary_facts(tokenizer, pinned_tokenizer)
         if size != self._matrix.shape[0]:
             raise EmbedError(f"{folder}: {size} tokens but {self._matrix.shape[0]} rows")
+
+    def _full_tokenizer(self) -> Tokenizer:
+        """The tokenizer with its whole vocabulary (~40 ms to build): for many or long texts."""
+        with self._full_lock:
+            if self._full is None:
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+                tokenizer.enable_truncation(MAX_TOKENS)
+                tokenizer.no_padding()
+                self._full = tokenizer
+            return self._full
+
+    def _tokenizer_for(self, texts: Sequence[str]) -> Tokenizer:
+        """A query's few short texts: a tokenizer of only the vocabulary they reach (the same
+        ids, wordpiece_reach.py), unless the full one is built already."""
+        small = len(texts) <= REACH_TEXTS and sum(map(len, texts)) <= REACH_CHARS
+        if self._full is None and self._reach is not None and small:
+            return self._reach.for_texts(texts)
+        return self._full_tokenizer()
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """model2vec's tokenization: no special tokens, 512 tokens at most, then `[UNK]` dropped."""
         cut = [text[: self._char_cap] for text in texts]
-        encodings = self._tokenizer.encode_batch_fast(cut, add_special_tokens=False)
+        encodings = self._tokenizer_for(cut).encode_batch_fast(cut, add_special_tokens=False)
         unk = self._unk_id
         return [[i for i in enc.ids if i != unk] for enc in encodings]
 
