@@ -10,8 +10,8 @@ from codeask.mcp.schema_doc import render
 DOC = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 
 
-async def test_the_document_shows_the_served_schemas() -> None:
-    rendered = await render()
+def test_the_document_shows_the_served_schemas() -> None:
+    rendered = render()
     assert rendered.count("### `") == 5
     assert rendered in DOC.read_text(encoding="utf-8"), (
         "docs/mcp.md is stale: paste `python -m codeask.mcp.schema_doc` into its last section"

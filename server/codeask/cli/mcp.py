@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def in_process(args: argparse.Namespace) -> int:
-    """The server in this process. The folders start opening before the MCP SDK is imported
-    (~2 s of imports): the first answer comes sooner."""
+    """The server in this process. The folders start opening before the server's own modules
+    are imported: the first answer comes sooner."""
     from codeask.mcp.folders import FolderDriver
     from codeask.mcp.wire import claim_stdio
 
@@ -39,7 +39,7 @@ def in_process(args: argparse.Namespace) -> int:
     ]
     for driver in drivers:
         driver.start()
-    from codeask.mcp import server  # the MCP SDK is imported by this command only
+    from codeask.mcp import server
 
     return server.run(drivers, wire)
 

@@ -16,8 +16,6 @@ import socket
 import threading
 from pathlib import Path
 
-import anyio
-
 from codeask.core.indexer import SharedIndexes
 from codeask.mcp.folders import FolderDriver
 from codeask.mcp.server import build_server, serve_wire
@@ -120,6 +118,6 @@ def serve_connection(drivers: list[FolderDriver], conn: socket.socket) -> None:
     """One MCP session over `conn`, with tools over `drivers` only, until the client leaves."""
     server = build_server(drivers)
     try:
-        anyio.run(serve_wire, server, SocketReader(conn), SocketWriter(conn))
+        serve_wire(server, SocketReader(conn), SocketWriter(conn))
     except Exception as exc:  # a forwarder gone mid-answer: its session only
         log.info("an MCP session ended: %s: %s", type(exc).__name__, exc)

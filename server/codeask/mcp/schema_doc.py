@@ -6,26 +6,26 @@ from __future__ import annotations
 
 import json
 
-import anyio
-
 from codeask.mcp.server import build_server
 
 
-async def render() -> str:
+def render() -> str:
     """One section per tool: its description, then its input schema (one line a property)."""
     out: list[str] = []
-    for tool in await build_server([]).list_tools():
-        schema = tool.input_schema
+    for tool in build_server([]).listing():
+        schema = tool["inputSchema"]
         props = [
             f'    "{name}": '
-            + json.dumps({k: v for k, v in spec.items() if k != "title"}, ensure_ascii=False)
+            + json.dumps(
+                {k: v for k, v in spec.items() if k != "title"}, ensure_ascii=False, sort_keys=True
+            )
             for name, spec in schema.get("properties", {}).items()
         ]
         body = ",\n".join(props) + ("\n" if props else "")
         required = json.dumps(schema.get("required", []))
         out += [
-            f"### `{tool.name}`\n",
-            f"{tool.description}\n",
+            f"### `{tool['name']}`\n",
+            f"{tool['description']}\n",
             "```json",
             '{\n  "type": "object",\n  "required": '
             + required
@@ -38,4 +38,4 @@ async def render() -> str:
 
 
 if __name__ == "__main__":
-    print(anyio.run(render))
+    print(render())

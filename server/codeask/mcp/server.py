@@ -1,8 +1,9 @@
-"""`codeask mcp`: the MCP server over stdio (the SDK's `MCPServer`, our stdio layer).
+"""`codeask mcp`: the MCP server over stdio (protocol.py's session over wire.py's lines).
 
 Folders are opened and indexed in the background from the start (folders.py); the tools
 (tools.py) answer from what is on disk at any moment. The server ends when the agent closes
-stdin; the folders then save and release their indexes.
+stdin (the calls in flight are answered first); the folders then save and release their
+indexes.
 """
 
 from __future__ import annotations
@@ -10,12 +11,9 @@ from __future__ import annotations
 import logging
 from typing import BinaryIO
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.stdio import stdio_server
-
 from codeask import __version__
 from codeask.mcp.folders import FolderDriver
+from codeask.mcp.protocol import ServerInfo, Session
 from codeask.mcp.tools import Tools
 from codeask.mcp.wire import Input, Output, RawIn, RawOut
 
@@ -31,17 +29,15 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(drivers: list[FolderDriver]) -> MCPServer:
+def build_server(drivers: list[FolderDriver]) -> ServerInfo:
     """An MCP server with the five tools over these folders."""
-    server = MCPServer(
+    return ServerInfo(
         name="codeask",
         title="codeask: local code search",
-        instructions=INSTRUCTIONS,
         version=__version__,
-        log_level="WARNING",
+        instructions=INSTRUCTIONS,
+        tools=Tools(drivers).definitions(),
     )
-    Tools(drivers).register(server)
-    return server
 
 
 def run(drivers: list[FolderDriver], wire: tuple[BinaryIO, BinaryIO]) -> int:
@@ -51,19 +47,20 @@ def run(drivers: list[FolderDriver], wire: tuple[BinaryIO, BinaryIO]) -> int:
     for driver in drivers:
         driver.serving()
     try:
-        anyio.run(serve_wire, server, *wire)
+        serve_wire(server, *wire)
     finally:
         for driver in drivers:
             driver.stop()
     return 0
 
 
-async def serve_wire(server: MCPServer, wire_in: RawIn, wire_out: RawOut) -> None:
+def serve_wire(server: ServerInfo, wire_in: RawIn, wire_out: RawOut) -> None:
     """One MCP session over these bytes (stdin/stdout, or a daemon's connection), until the
     input ends."""
     output = Output(wire_out)
-    stdin = Input(wire_in, output)
-    lowlevel = server._lowlevel_server  # run_stdio_async takes no streams; the SDK's Client
-    # reaches it the same way
-    async with stdio_server(stdin=stdin, stdout=output) as (read_stream, write_stream):  # type: ignore[arg-type]
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    session = Session(server, output.write)
+    try:
+        for line in Input(wire_in, output):
+            session.receive(line)
+    finally:
+        session.close()

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+import msgspec
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations import (
@@ -28,39 +26,17 @@ from codeask.core.operations import (
     related_at,
     search_now,
 )
-from codeask.core.records import CODE_KINDS, TEXT_KINDS
-from codeask.mcp import results, status
+from codeask.mcp import arguments, results, status
+from codeask.mcp.arguments import KINDS
 from codeask.mcp.folders import FolderDriver
-from codeask.mcp.limits import (
-    DEFAULT_MAX_TOKENS,
-    MAX_CHARS,
-    MAX_K,
-    MAX_MAX_TOKENS,
-    ArgumentError,
-    check_text,
-)
+from codeask.mcp.limits import DEFAULT_MAX_TOKENS, ArgumentError, check_text
 from codeask.mcp.paths import read_text, resolve
+from codeask.mcp.toolkit import Tool, ToolError
 
 #: How long a tool waits for the folders' indexes to open (snapshot load, not indexing).
 OPEN_WAIT = 15.0
 DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
-KINDS = (*CODE_KINDS, *TEXT_KINDS)
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-K = Annotated[int, Field(ge=1, le=MAX_K, description="number of results (1-50)")]
-MaxTokens = Annotated[
-    int,
-    Field(
-        ge=200,
-        le=MAX_MAX_TOKENS,
-        description="cap on the answer's size in tokens: snippets are shortened, then hits "
-        "dropped, to fit",
-    ),
-]
-
-
-def _text(name: str, description: str) -> Any:
-    return Field(max_length=MAX_CHARS[name], description=description)
+READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 
 
 class Tools:
@@ -95,21 +71,12 @@ class Tools:
     # ---- the tools -----------------------------------------------------------------------------
     def search_code(
         self,
-        query: Annotated[
-            str, _text("query", "what to find: words, identifiers, a question or a pasted error")
-        ],
-        k: K = 10,
-        path: Annotated[
-            str | None,
-            _text("path", "only paths matching this glob (gitignore syntax), e.g. 'src/**/*.py'"),
-        ] = None,
-        language: Annotated[
-            str | None, _text("language", "only this language, e.g. 'python', 'go'")
-        ] = None,
-        kind: Annotated[
-            str | None, _text("kind", f"only this kind of chunk: {', '.join(KINDS)}")
-        ] = None,
-        max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
+        query: str,
+        k: int = 10,
+        path: str | None = None,
+        language: str | None = None,
+        kind: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> str:
         """Search the workspace's code (hybrid: keywords, identifiers and meaning; the ranking
         of `codeask search`). Answers at once, even while the index is being built: the
@@ -128,18 +95,7 @@ class Tools:
         answer = results.fit_hits(found.result.hits, query_words(query), head, max_tokens)
         return self._answer(answer, found.tiers)
 
-    def find_related(
-        self,
-        path: Annotated[
-            str,
-            _text(
-                "path",
-                "a file inside the workspace (absolute, or relative to the first workspace folder)",
-            ),
-        ],
-        line: Annotated[int, Field(ge=1, le=10_000_000, description="1-based line in that file")],
-        k: Annotated[int, Field(ge=1, le=20, description="number of results (1-20)")] = 8,
-    ) -> str:
+    def find_related(self, path: str, line: int, k: int = 8) -> str:
         """The code related to a line of a file (what codeask's editor hover lists): the
         definition or chunk at that line, then similar or connected code elsewhere. Only
         files inside the workspace folders can be named."""
@@ -158,18 +114,7 @@ class Tools:
         answer = results.fit_hits(hits, words, payload, DEFAULT_MAX_TOKENS)
         return self._answer(answer, ["related"])
 
-    def get_context(
-        self,
-        question: Annotated[str, _text("question", "the question to gather code context for")],
-        k: Annotated[
-            int | None,
-            Field(
-                ge=1,
-                le=MAX_K,
-                description="blocks offered to the prompt budget (default: retrieve.k)",
-            ),
-        ] = None,
-    ) -> str:
+    def get_context(self, question: str, k: int | None = None) -> str:
         """The cited context `codeask ask --prompt-only` would send to a model for this
         question (code blocks as `path:start-end`, git history when the question is about
         it), within codeask's prompt budget, secrets redacted; plus its sources. For agents
@@ -203,31 +148,14 @@ class Tools:
 
     def search_history(
         self,
-        query: Annotated[
-            str,
-            _text(
-                "query", "what to find in commit messages and diffs ('' with path+line: blame only)"
-            ),
-        ] = "",
-        k: K = 10,
-        author: Annotated[str | None, _text("author", "author name or email contains this")] = None,
-        since: Annotated[
-            str | None, _text("since", "on or after this date (YYYY, YYYY-MM or YYYY-MM-DD)")
-        ] = None,
-        until: Annotated[
-            str | None, _text("until", "on or before this date (YYYY, YYYY-MM or YYYY-MM-DD)")
-        ] = None,
-        path: Annotated[
-            str | None,
-            _text(
-                "path",
-                "a workspace file: only its hunks; with `line`, also who last changed that line",
-            ),
-        ] = None,
-        line: Annotated[
-            int | None, Field(ge=1, le=10_000_000, description="1-based line of `path` to blame")
-        ] = None,
-        max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
+        query: str = "",
+        k: int = 10,
+        author: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> str:
         """Search git history: commits and diff hunks (sha, author, date, subject, snippet),
         filtered by author, date and file; with `path` + `line`, also the commits that last
@@ -267,35 +195,39 @@ class Tools:
         return results.dumps({"folders": [status.folder_status(d) for d in self.drivers]})
 
     # ---- registration --------------------------------------------------------------------------
-    def register(self, server: MCPServer) -> None:
-        """Add the five tools to `server`, errors as tool errors."""
-        for tool in (
-            self.search_code,
-            self.find_related,
-            self.get_context,
-            self.search_history,
-            self.index_status,
-        ):
-            server.add_tool(
-                _tool_errors(tool),
+    def definitions(self) -> list[Tool]:
+        """The five tools, each with its arguments type (arguments.py), errors as tool errors."""
+        pairs: list[tuple[Callable[..., str], type[msgspec.Struct]]] = [
+            (self.search_code, arguments.SearchCode),
+            (self.find_related, arguments.FindRelated),
+            (self.get_context, arguments.GetContext),
+            (self.search_history, arguments.SearchHistory),
+            (self.index_status, arguments.IndexStatus),
+        ]
+        return [
+            Tool(
                 name=tool.__name__,
                 description=" ".join((tool.__doc__ or "").split()),
+                arguments=args,
+                run=_with_arguments(tool),
                 annotations=READ_ONLY,
-                structured_output=False,
             )
+            for tool, args in pairs
+        ]
 
 
-def _tool_errors(tool: Any) -> Any:
-    """ArgumentError → ToolError (the agent sees the reason as the tool's error text)."""
+def _with_arguments(tool: Callable[..., str]) -> Callable[[msgspec.Struct], str]:
+    """The tool called with the fields of its validated arguments; ArgumentError → ToolError
+    (the agent reads the reason as the tool's error text)."""
 
     @functools.wraps(tool)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
+    def run(given: msgspec.Struct) -> str:
         try:
-            return tool(*args, **kwargs)
+            return tool(**msgspec.structs.asdict(given))
         except ArgumentError as exc:
             raise ToolError(str(exc)) from None
 
-    return wrapped
+    return run
 
 
 def _required(name: str, value: str | None) -> str:

@@ -1,10 +1,10 @@
 """stdio for the MCP server: stdout carries only the protocol, and every request is answered.
 
-The SDK's stdio transport reads one JSON-RPC message per line. Two kinds of line it would
-drop without a word, leaving the agent to wait for an answer that never comes: a line with
-an unpaired surrogate escape (`"\\ud800"`: Python's JSON accepts it, the SDK's parser does
-not) and a runaway line. This layer answers those itself, through the same writer: a
-`tools/call` gets a tool error naming the argument, anything else a JSON-RPC error.
+One JSON-RPC message per line. Two kinds of line are answered here, before the protocol
+(protocol.py) parses anything, through the same writer: a line with an unpaired surrogate
+escape (`"\\ud800"`: valid JSON, not valid text; msgspec refuses it) and a runaway line (only
+its start is kept in memory). A `tools/call` with such text gets a tool error naming the
+argument, anything else a JSON-RPC error.
 
 stdout: the protocol gets a private copy of fd 1; fd 1 itself then points at stderr, so a
 stray print or a C library's output lands in the log, never in the protocol. fd 0 likewise
@@ -18,10 +18,8 @@ import logging
 import os
 import re
 import sys
+import threading
 from typing import Any, BinaryIO, Protocol
-
-import anyio
-import anyio.to_thread
 
 from codeask.mcp.limits import MAX_LINE_BYTES, bad_text
 
@@ -59,43 +57,46 @@ class RawOut(Protocol):
 
 
 class Output:
-    """The protocol's stdout: whole lines, one writer at a time (the SDK's and ours)."""
+    """The protocol's stdout: whole lines, one writer at a time (any thread). A peer gone
+    mid-answer loses that answer only (logged)."""
 
     def __init__(self, raw: RawOut) -> None:
         self._raw = raw
-        self._lock = anyio.Lock()
+        self._lock = threading.Lock()
 
-    async def write(self, text: str) -> None:
-        data = text.encode("utf-8")
-        async with self._lock:
-            await anyio.to_thread.run_sync(self._raw.write, data)
-
-    async def flush(self) -> None:
-        """Writes are unbuffered: nothing to flush."""
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            try:
+                self._raw.write(data)
+            except OSError as exc:  # the agent closed its end
+                log.info("an answer was not delivered: %s", exc)
 
 
 class Input:
-    """The protocol's stdin as lines for the SDK; lines it would drop are answered here."""
+    """The protocol's stdin as lines (blank lines skipped); lines the protocol should never
+    see are answered here."""
 
     def __init__(self, raw: RawIn, output: Output) -> None:
         self._raw = raw
         self._output = output
         self._buffer = b""
 
-    def __aiter__(self) -> Input:
+    def __iter__(self) -> Input:
         return self
 
-    async def __anext__(self) -> str:
+    def __next__(self) -> str:
         while True:
-            read = await anyio.to_thread.run_sync(self._readline)
+            read = self._readline()
             if read is None:
-                raise StopAsyncIteration
+                raise StopIteration
             line, size = read
             if size > MAX_LINE_BYTES:
-                await self._refuse_runaway(line[:65536])
+                self._refuse_runaway(line[:65536])
                 continue
             text = line.decode("utf-8", errors="replace")
-            if SURROGATE_ESCAPE.search(text) and await self._answered_bad_text(text):
+            if not text.strip():
+                continue
+            if SURROGATE_ESCAPE.search(text) and self._answered_bad_text(text):
                 continue
             return text
 
@@ -118,18 +119,18 @@ class Input:
             if newline >= 0:
                 return bytes(kept), size
 
-    async def _refuse_runaway(self, head: bytes) -> None:
+    def _refuse_runaway(self, head: bytes) -> None:
         found = LEADING_ID.search(head)
         log.warning("refused a message over %d bytes", MAX_LINE_BYTES)
         if found is None:
             return
         message_id = json.loads(found.group(1))
         reason = f"message over {MAX_LINE_BYTES // (1024 * 1024)} MB refused"
-        await self._send({"id": message_id, "error": {"code": INVALID_REQUEST, "message": reason}})
+        self._send({"id": message_id, "error": {"code": INVALID_REQUEST, "message": reason}})
 
-    async def _answered_bad_text(self, text: str) -> bool:
+    def _answered_bad_text(self, text: str) -> bool:
         """A request whose arguments hold an unpaired surrogate: answer it (True); anything
-        else passes on to the SDK (False)."""
+        else passes on to the protocol (False)."""
         try:
             message = json.loads(text)
         except ValueError:
@@ -138,7 +139,7 @@ class Input:
             return False
         where = _bad_field(message.get("params"), "params")
         if where is None:
-            return False  # paired surrogates: valid text, the SDK reads them
+            return False  # paired surrogates: valid text, the protocol reads them
         params = message.get("params") or {}
         if message["method"] == "tools/call" and isinstance(params, dict):
             field = where.removeprefix("params.arguments.")
@@ -146,15 +147,15 @@ class Input:
                 "content": [{"type": "text", "text": f"`{field}` {_BAD}; send valid Unicode text"}],
                 "isError": True,
             }
-            await self._send({"id": message["id"], "result": result})
+            self._send({"id": message["id"], "result": result})
         else:
             error = {"code": INVALID_PARAMS, "message": f"`{where}` {_BAD}"}
-            await self._send({"id": message["id"], "error": error})
+            self._send({"id": message["id"], "error": error})
         return True
 
-    async def _send(self, payload: dict[str, Any]) -> None:
+    def _send(self, payload: dict[str, Any]) -> None:
         body = json.dumps({"jsonrpc": "2.0", **payload}, ensure_ascii=True)
-        await self._output.write(body + "\n")
+        self._output.write(body.encode("ascii") + b"\n")
 
 
 _BAD = "contains an unpaired surrogate (not valid Unicode text)"
