@@ -21,13 +21,23 @@ from typing import IO
 
 import numpy as np
 
+from codeask.core.storage.mapped_rows import MappedRows, map_rows
+
 #: The snapshot components that hold vectors: the main tier and the static tier.
 TIERS = ("vectors", "static")
 
 
 class VectorIndex:
     """Unit vectors in the rows of one matrix, keyed by chunk id; a removed chunk leaves a hole
-    (its id -1), compacted away when holes pile up."""
+    (its id -1), compacted away when holes pile up.
+
+    A loaded tier keeps the snapshot file's rows where they are (issue 29): they are mapped
+    read-only (`mapped_rows.py`) as the base, and a vector added or replaced afterwards goes to
+    an in-memory tail. The base is never written (a replaced chunk's base row becomes a hole),
+    so its pages are the file's: out of the process's memory until a query scans them, and let
+    go again when the tier has been idle a while. Snapshot files are never written in place (a
+    save writes a new generation), so the mapped bytes stay the verified ones.
+    """
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
@@ -35,6 +45,9 @@ class VectorIndex:
         self._ids = np.full(max(1, capacity), -1, dtype=np.int64)
         self._used = 0
         self._slot: dict[int, int] = {}
+        self._base: MappedRows | None = None
+        self._base_ids = np.zeros(0, dtype=np.int64)
+        self._base_slot: dict[int, int] = {}
         self.live: set[int] = set()
         self.deleted = 0
 
@@ -43,19 +56,26 @@ class VectorIndex:
         """Load a saved tier (already verified); rows of ids outside `known_ids` are dropped and
         counted as deleted, so the next compaction rewrites the file without them.
 
-        The rows are read from the file straight into the matrix (issue 29): reading the file
-        whole, unpacking it and copying it made an open's peak ~4.5 copies of every tier.
+        The rows stay in the file, mapped (`map_rows`); a file whose rows cannot be mapped
+        (compressed, another layout) is read straight into the matrix, as before (reading the
+        file whole, unpacking it and copying it made an open's peak ~4.5 copies of every tier).
         """
+        vectors: VectorIndex | None = None
         try:
             with zipfile.ZipFile(path) as archive:
                 with archive.open("ids.npy") as member:
                     ids = np.asarray(np.lib.format.read_array(member), dtype=np.int64)
-                with archive.open("rows.npy") as member:
-                    vectors = cls(dim, max(capacity, len(ids)))
-                    _read_rows(member, vectors._rows, len(ids), path.name)
+                base = map_rows(path, archive, "rows.npy", len(ids), dim)
+                if base is None:
+                    with archive.open("rows.npy") as member:
+                        vectors = cls(dim, max(capacity, len(ids)))
+                        _read_rows(member, vectors._rows, len(ids), path.name)
         except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
             raise ValueError(f"{path.name} is not a vector file ({exc})") from exc
         keep = np.fromiter((int(i) in known_ids for i in ids), dtype=bool, count=len(ids))
+        if vectors is None:
+            assert base is not None
+            return cls._over(base, ids, keep, dim)
         kept = int(keep.sum())
         # a dict, not np.unique: np.unique imports numpy.ma (13-20 ms of a one-shot search)
         slots = {chunk_id: slot for slot, chunk_id in enumerate(ids.tolist())}
@@ -71,6 +91,26 @@ class VectorIndex:
         vectors.deleted = len(ids) - kept
         return vectors
 
+    @classmethod
+    def _over(cls, base: MappedRows, ids: np.ndarray, keep: np.ndarray, dim: int) -> VectorIndex:
+        """A tier whose rows are the mapped `base`: dropped and repeated ids become holes."""
+        vectors = cls(dim)
+        vectors._base = base
+        vectors._base_ids = ids.copy()
+        slots: dict[int, int] = {}
+        for row, chunk_id in enumerate(ids.tolist()):
+            if not keep[row]:
+                vectors._base_ids[row] = -1
+                continue
+            earlier = slots.get(chunk_id)
+            if earlier is not None:  # a repeated id: the later row holds its vector
+                vectors._base_ids[earlier] = -1
+            slots[chunk_id] = row
+        vectors._base_slot = slots
+        vectors.live = set(slots)
+        vectors.deleted = len(ids) - len(slots)
+        return vectors
+
     def add(self, ids: list[int], rows: np.ndarray) -> None:
         """Insert (or replace) vectors; rows are L2-normalised here, so scores are cosines."""
         if not ids:
@@ -80,6 +120,11 @@ class VectorIndex:
         self._put(ids, rows / np.where(norms > 0, norms, 1.0))
 
     def _put(self, ids: list[int], rows: np.ndarray) -> None:
+        for chunk_id in ids:  # a base row is never written: it becomes a hole
+            row = self._base_slot.pop(chunk_id, None)
+            if row is not None:
+                self._base_ids[row] = -1
+                self.deleted += 1
         fresh = [i for i, chunk_id in enumerate(ids) if chunk_id not in self._slot]
         self._grow(self._used + len(fresh))
         for i, chunk_id in enumerate(ids):
@@ -104,6 +149,12 @@ class VectorIndex:
     def remove(self, ids: Iterable[int]) -> None:
         """Forget vectors (their rows become holes)."""
         for label in ids:
+            row = self._base_slot.pop(label, None)
+            if row is not None:
+                self._base_ids[row] = -1
+                self.live.discard(label)
+                self.deleted += 1
+                continue
             slot = self._slot.pop(label, None)
             if slot is not None:
                 self._ids[slot] = -1
@@ -126,10 +177,21 @@ class VectorIndex:
         used = self._used  # first: a grown matrix keeps every row below the old count
         ids, rows = self._ids[:used], self._rows[:used]
         mask = ids >= 0
-        return ids[mask], rows[mask]
+        if self._base is None:
+            return ids[mask], rows[mask]
+        base_mask = self._base_ids >= 0
+        base_rows = self._base.rows[base_mask]
+        self._base.scanned()
+        return (
+            np.concatenate([self._base_ids[base_mask], ids[mask]]),
+            np.concatenate([base_rows, rows[mask]]),
+        )
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
         """A chunk's stored vector (None without one): a neighbour query that needs no model."""
+        row = self._base_slot.get(chunk_id)
+        if row is not None and self._base is not None:
+            return np.array(self._base.rows[row])
         slot = self._slot.get(chunk_id)
         return None if slot is None else self._rows[slot].copy()
 
@@ -142,11 +204,26 @@ class VectorIndex:
         if query.shape[0] != self.dim:
             return []
         norm = float(np.linalg.norm(query))
-        scores = self._rows[: self._used] @ (query / norm if norm > 0 else query)
-        scores[self._ids[: self._used] < 0] = -np.inf
+        unit = query / norm if norm > 0 else query
+        scores, ids = self._scores(unit)
+        scores[ids < 0] = -np.inf
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self._ids[r]), float(scores[r])) for r in top if scores[r] > -np.inf]
+        return [(int(ids[r]), float(scores[r])) for r in top if scores[r] > -np.inf]
+
+    def _scores(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's score and id: the mapped base's rows first, then the tail's."""
+        used = self._used
+        if self._base is None:
+            return self._rows[:used] @ unit, self._ids[:used]
+        base_scores = self._base.rows @ unit
+        self._base.scanned()
+        if not used:
+            return base_scores, self._base_ids
+        return (
+            np.concatenate([base_scores, self._rows[:used] @ unit]),
+            np.concatenate([self._base_ids, self._ids[:used]]),
+        )
 
     def encode(self) -> bytes:
         """The live vectors (ids and rows) as an uncompressed .npz, for the snapshot writer."""
