@@ -17,7 +17,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ _TOP_K = {
 #: How long writes share one transaction before it is committed (see `FtsTables._commit`).
 COMMIT_SECONDS = 1.0
 Rows = list[tuple[Any, ...]]
+_CHUNK_ROWS = "SELECT rowid, body, symbol, path FROM fts"
+_FILE_ROWS = "SELECT file, body, path FROM files_fts"
 #: Where an immutable view turns when its file changes: the reader's own tables, in memory.
 Fallback = Callable[[], "FtsTables"]
 
@@ -374,13 +377,56 @@ class FtsTables:
                 self._rows = (self.version, rows)
             return rows
 
-    def snapshot_rows(self) -> tuple[int, Rows, Rows]:
-        """(version, chunk rows, file rows), all read at one version (for the in-memory copy)."""
+    @contextmanager
+    def snapshot_rows(
+        self,
+    ) -> Iterator[tuple[int, Iterable[tuple[Any, ...]], Iterable[tuple[Any, ...]]]]:
+        """(version, chunk rows, file rows), all at one version (for the in-memory copy).
+
+        A writer's tables on disk are streamed from a second connection whose read transaction
+        is pinned, under the lock, at `version` (WAL: later commits stay unseen), so the build
+        never holds every row at once (zig's std: ~+95 MB of row text at the peak) and writers
+        and queries go on meanwhile. Tables in memory and read-only views are read whole, under
+        the lock, as before (a second connection would see other rows than their snapshot)."""
         with self.lock:
             version = self.version  # a fallback switch during the reads makes these stale
-            chunk_rows = self.read("SELECT rowid, body, symbol, path FROM fts")
-            file_rows = self.read("SELECT file, body, path FROM files_fts")
-            return version, chunk_rows, file_rows
+            reader = self._pinned_reader()
+            if reader is None:
+                chunk_rows = self.read(_CHUNK_ROWS)
+                file_rows = self.read(_FILE_ROWS)
+        if reader is None:
+            yield version, chunk_rows, file_rows
+            return
+        try:
+            yield version, reader.execute(_CHUNK_ROWS), reader.execute(_FILE_ROWS)
+        finally:
+            reader.close()
+
+    def _pinned_reader(self) -> sqlite3.Connection | None:
+        """A read-only connection in a read transaction holding every write made so far
+        (committed first); None for tables in memory and read-only views. Caller holds `lock`."""
+        if self.path is None or self.readonly:
+            return None
+        if self._open_since is not None:  # a reader sees only committed rows
+            self.db.commit()
+            self._open_since = None
+        try:
+            reader = sqlite3.connect(
+                f"{self.path.as_uri()}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=5,
+            )
+        except sqlite3.Error:
+            return None
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM meta").fetchone()  # the snapshot starts here
+        except sqlite3.Error:
+            reader.close()
+            return None
+        return reader
 
     def close(self) -> None:
         """Release the database (a writer's last writes committed first)."""

@@ -92,11 +92,11 @@ class MemoryCopy:
         """Read both tables at one version, index them, replay the writes that landed meanwhile.
         The caller has set `building` (`_start_build`)."""
         try:
-            version, chunk_rows, file_rows = self.tables.snapshot_rows()
-            chunks = LiveTable(
-                Postings.build(chunk_rows, CHUNK_WEIGHTS), CHUNK_WEIGHTS, tie_by_key=True
-            )
-            files = LiveTable(Postings.build(file_rows, FILE_WEIGHTS), FILE_WEIGHTS)
+            with self.tables.snapshot_rows() as (version, chunk_rows, file_rows):
+                chunks = LiveTable(
+                    Postings.build(chunk_rows, CHUNK_WEIGHTS), CHUNK_WEIGHTS, tie_by_key=True
+                )
+                files = LiveTable(Postings.build(file_rows, FILE_WEIGHTS), FILE_WEIGHTS)
             with self.tables.lock:
                 built: Copy | None = (version, chunks, files)
                 for later, write in self._pending:
