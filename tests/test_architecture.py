@@ -21,6 +21,9 @@ What the tests prove:
 - `codeask.core` and `codeask.config` reach neither the editor protocol (pygls, lsprotocol),
   nor the MCP SDK, nor the faces built on the engine (`codeask.lsp`, `codeask.mcp`,
   `codeask.cli`, `codeask.daemon`), directly or through any chain of our own modules.
+- No module of codeask imports a test-only library: the MCP SDK (`mcp`, `mcp_types`) and
+  pydantic are the MCP tests' client, not a dependency (`codeask mcp` speaks MCP through its
+  own JSON-RPC layer, codeask/mcp/protocol.py: issue 29, ~44 MB per process that serves agents).
 - No module imports another's private names (`from codeask.x import _y`), except a package's
   `__init__` from a module inside it.
 - The faces (cli, lsp, mcp, daemon) reach retrieval, chunking, storage, embedding, prompt
@@ -50,6 +53,8 @@ PACKAGE = SERVER / "codeask"
 #: Faces built on the engine and the libraries only they may use.
 FACES = ("codeask.lsp", "codeask.mcp", "codeask.cli", "codeask.daemon")
 FACE_LIBRARIES = ("pygls", "lsprotocol", "mcp")
+#: Installed for the tests only (pyproject's `dev` extra): nothing in codeask may import them.
+TEST_ONLY_LIBRARIES = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 #: The engine and the ground floor below it.
 ENGINE = ("codeask.core", "codeask.config")
 
@@ -336,6 +341,17 @@ def test_engine_never_reaches_a_face_or_its_libraries() -> None:
                 offending.setdefault(f"{source} imports {target}", " → ".join([*via, target]))
     lines = [f"{edge}  (reached: {path})" for edge, path in sorted(offending.items())]
     assert not lines, "the engine reaches a face:\n" + "\n".join(lines)
+
+
+def test_no_module_imports_a_test_only_library() -> None:
+    """The MCP SDK and pydantic are the tests' client only: every import of them (top-level,
+    type-only or function-local) anywhere in codeask is named."""
+    found = sorted(
+        f"{module} imports {library}"
+        for module in MODULES
+        for library in sorted(OUTSIDE[module] & set(TEST_ONLY_LIBRARIES))
+    )
+    assert not found, "\n".join(found)
 
 
 def team_backend_importers(graph: Mapping[str, Iterable[str]]) -> list[str]:
