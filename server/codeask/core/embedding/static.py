@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import os
 import struct
 import threading
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,7 @@ from codeask.core.embedding.embed import (
     file_sha256,
     model_slug,
 )
+from codeask.core.embedding.verified import VerifiedFiles
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
 
 if TYPE_CHECKING:
@@ -48,6 +50,8 @@ STATIC_FILES_SHA256 = {
 #: The token matrix (safetensors), mapped rather than read (`read_matrix`).
 MATRIX_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
+#: The record of model files already hashed (verified.py), in the cache folder.
+VERIFIED_RECORD = "verified-models.json"
 _SHIPPED_TOKENIZER = STATIC_FILES_SHA256[TOKENIZER_FILE]
 #: model2vec's default `max_length` (tokens per text).
 MAX_TOKENS = 512
@@ -64,20 +68,23 @@ REACH_TEXTS = 8
 REACH_CHARS = 2048
 
 
-def read_matrix(path: Path, sha256: str = "") -> np.ndarray:
+def read_matrix(path: Path, sha256: str = "", verified: VerifiedFiles | None = None) -> np.ndarray:
     """The `embeddings` tensor of a one-tensor safetensors file in its stored dtype (rows =
     token ids), read-only, over the file's own pages: the shipped float16 matrix (15 MB) is
     shared with every process that maps it and only the rows a query gathers are resident
     (issue 29; a private copy was 15 MB per process). With `sha256`, the mapped bytes are
     checked (the bytes hashed are the bytes used) and refused if they differ; hashing touches
-    every page, which are let go again after. `StaticEmbedder` widens only the rows a text
-    gathers, which changes no bit of a vector."""
+    every page, which are let go again after. With `verified`, the very file (its fstat
+    identity) already found to match is not hashed again (verified.py says what that gives
+    up). `StaticEmbedder` widens only the rows a text gathers, which changes no bit of a
+    vector."""
     try:
         with path.open("rb") as handle:
+            stat = os.fstat(handle.fileno())
             mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
         raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
-    if sha256:
+    if sha256 and not (verified is not None and verified.known(path, stat, sha256)):
         actual = hashlib.sha256(mapped).hexdigest()
         release_pages(mapped)
         if actual != sha256:
@@ -86,6 +93,8 @@ def read_matrix(path: Path, sha256: str = "") -> np.ndarray:
                 f"refusing to load {path}: sha256 {actual} is not the pinned {sha256}; "
                 "reinstall codeask"
             )
+        if verified is not None:
+            verified.remember(path, stat, sha256)
     try:
         (size,) = struct.unpack("<Q", mapped[:8])
         info = json.loads(mapped[8 : 8 + size])["embeddings"]
@@ -182,12 +191,16 @@ class StaticEmbedder:
     """potion-base-8M: tokenizer + float16 token matrix; `embed` is a mean of rows."""
 
     def __init__(
-        self, folder: Path = STATIC_MODEL_DIR, pinned: dict[str, str] | None = None
+        self,
+        folder: Path = STATIC_MODEL_DIR,
+        pinned: dict[str, str] | None = None,
+        verified: VerifiedFiles | None = None,
     ) -> None:
         hashes = STATIC_FILES_SHA256 if pinned is None else pinned
         _check_sha256(folder, hashes)
         self.name = STATIC_MODEL_NAME
-        self._matrix = read_matrix(folder / MATRIX_FILE, hashes.get(MATRIX_FILE, ""))
+        matrix = folder / MATRIX_FILE
+        self._matrix = read_matrix(matrix, hashes.get(MATRIX_FILE, ""), verified)
         self.dim = int(self._matrix.shape[1])
         self._tokenizer_path = folder / TOKENIZER_FILE
         self._full: Tokenizer | None = None
@@ -272,7 +285,7 @@ def load_static_embedder(settings: Settings) -> CachedEmbedder:
     root = cache_dir(settings)
     with _shared_lock:
         if str(root) not in _shared:
-            model = StaticEmbedder()
+            model = StaticEmbedder(verified=VerifiedFiles(root / VERIFIED_RECORD))
             path = root / "embeddings" / f"{model_slug(model.name)}.sqlite"
             _shared[str(root)] = CachedEmbedder(model, EmbeddingCache(path, model.dim))
         return _shared[str(root)]
