@@ -9,9 +9,9 @@ on the forwarding path.
 
 from __future__ import annotations
 
+import _socket  # socket.py's own base: `socket` imports enum and selectors (~4 ms per command)
 import math
 import os
-import socket
 import sys
 import time
 
@@ -23,6 +23,7 @@ from codeask.daemon.protocol import PROTOCOL
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported at run time: the forwarding path stays small
     import argparse
+    import socket
     from collections.abc import Mapping
     from typing import Any
 
@@ -43,6 +44,10 @@ class Unavailable(Exception):
     """No daemon answered this request; the message says why (one line)."""
 
 
+class NotRunning(Unavailable):
+    """No daemon listens (and none was to be started)."""
+
+
 def enabled(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> bool:
     """`daemon.enabled` (user config < environment; default off), unless `--no-daemon`."""
     if getattr(args, "no_daemon", False):
@@ -59,12 +64,19 @@ def setting(environ: Mapping[str, str] | None = None) -> bool:
     load_settings' (tests/daemon/test_daemon_settings.py holds the two together).
     """
     env = os.environ if environ is None else environ
-    section = _plain_section(env)
-    if section is None:
+    plain = plain_setting(env)
+    if plain is None:
         from codeask.config import load_settings
 
         return load_settings(None, environ=env)[0].daemon.enabled
-    return bool(section.get("enabled", False))
+    return plain
+
+
+def plain_setting(environ: Mapping[str, str] | None = None) -> bool | None:
+    """`daemon.enabled` when the daemon section is plain (see `setting`), else None: only
+    `codeask.config` can say (the forwarded search then leaves the command to the CLI)."""
+    section = _plain_section(os.environ if environ is None else environ)
+    return None if section is None else bool(section.get("enabled", False))
 
 
 def _plain_section(env: Mapping[str, str]) -> dict[str, Any] | None:
@@ -103,16 +115,33 @@ def _plain_section(env: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def ask(command: str, args: argparse.Namespace) -> Answer:
-    """The daemon's reply to `command` with `args` (status ok or user_error)."""
-    request = {
+    """The daemon's reply to `command` with `args` (status ok or user_error), starting a
+    daemon when none answers."""
+    return checked(call(command_request(command, vars(args)), start=True))
+
+
+def ask_running(command: str, args: dict[str, Any]) -> Answer:
+    """As `ask`, from a daemon already running only (`NotRunning` when none listens): the
+    forwarded search (daemon/forwarding.py) leaves starting one to the full CLI."""
+    return checked(call(command_request(command, args), start=False))
+
+
+def command_request(command: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The request for a CLI command: its parsed arguments (argparse's namespace as a dict),
+    the client's cwd and the environment that decides answers."""
+    return {
         "protocol": PROTOCOL,
         "version": __version__,
         "command": command,
-        "args": vars(args),
+        "args": args,
         "cwd": os.getcwd(),
         "environment": protocol.environment(),
     }
-    reply = call(request, start=True)
+
+
+def checked(reply: Answer) -> Answer:
+    """A command's reply with its output and exit code, else `Unavailable` (refused, failed,
+    or not the shape of one)."""
     if reply["status"] not in ("ok", "user_error"):
         raise Unavailable(str(reply.get("message") or reply["status"]))
     if not (isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str)):
@@ -123,21 +152,25 @@ def ask(command: str, args: argparse.Namespace) -> Answer:
 
 
 def call(request: dict[str, Any], *, start: bool) -> Answer:
-    """Send one request and read its reply (starting a daemon first when `start`)."""
+    """Send one request and read its reply (starting a daemon first when `start`; else
+    `NotRunning` when none listens)."""
     try:
-        run_dir = private_folder(create=True)
+        run_dir = private_folder(create=start)
+    except FileNotFoundError as exc:  # not made yet: no daemon ever listened there
+        raise NotRunning("no daemon is running") from exc
     except (Unsafe, OSError) as exc:
         raise Unavailable(str(exc)) from exc
     sock = connect(run_dir, start=start)
-    with sock:
-        try:
-            sock.settimeout(REPLY_SECONDS)
-            protocol.send(sock, request)
-            reply = protocol.receive(sock)
-        except TimeoutError as exc:
-            raise Unavailable(f"no answer within {REPLY_SECONDS:.0f} s") from exc
-        except (protocol.ProtocolError, OSError) as exc:
-            raise Unavailable(f"the daemon went away mid-request ({exc})") from exc
+    try:
+        sock.settimeout(REPLY_SECONDS)
+        protocol.send(sock, request)
+        reply = protocol.receive(sock)
+    except TimeoutError as exc:
+        raise Unavailable(f"no answer within {REPLY_SECONDS:.0f} s") from exc
+    except (protocol.ProtocolError, OSError) as exc:
+        raise Unavailable(f"the daemon went away mid-request ({exc})") from exc
+    finally:
+        sock.close()
     if reply.get("protocol") != PROTOCOL or reply.get("status") not in (
         "ok",
         "user_error",
@@ -156,7 +189,9 @@ def open_session(request: dict[str, Any]) -> tuple[socket.socket, Answer]:
         run_dir = private_folder(create=True)
     except (Unsafe, OSError) as exc:
         raise Unavailable(str(exc)) from exc
-    sock = connect(run_dir, start=True)
+    import socket  # the session's relay uses its constants and types
+
+    sock = socket.socket(fileno=connect(run_dir, start=True).detach())
     try:
         sock.settimeout(REPLY_SECONDS)
         protocol.send(sock, request)
@@ -177,7 +212,7 @@ def open_session(request: dict[str, Any]) -> tuple[socket.socket, Answer]:
     return sock, reply
 
 
-def connect(run_dir: str | os.PathLike[str], *, start: bool) -> socket.socket:
+def connect(run_dir: str | os.PathLike[str], *, start: bool) -> _socket.socket:
     """A connection to the user's daemon (checked: our socket, our uid at the other end)."""
     path = os.path.join(run_dir, SOCKET_NAME)
     log = os.path.join(run_dir, LOG_NAME)
@@ -188,7 +223,7 @@ def connect(run_dir: str | os.PathLike[str], *, start: bool) -> socket.socket:
             return _connect_once(path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             if not start:
-                raise Unavailable("no daemon is running") from exc
+                raise NotRunning("no daemon is running") from exc
             ended = started[-1].poll() if started else None
             if ended:  # 0: it lost the start race to another daemon, which will listen
                 raise Unavailable(f"the daemon failed to start (exit {ended}; see {log})") from exc
@@ -201,12 +236,12 @@ def connect(run_dir: str | os.PathLike[str], *, start: bool) -> socket.socket:
             time.sleep(0.02)
 
 
-def _connect_once(path: str) -> socket.socket:
+def _connect_once(path: str) -> _socket.socket:
     try:
         check_socket(path)
     except Unsafe as exc:
         raise Unavailable(f"refused: {exc}") from exc
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
         uid = protocol.peer_uid(sock)

@@ -3,19 +3,31 @@ JSON object. Both carry the protocol number and the codeask version; a daemon of
 version refuses (the client then answers in-process). The daemon validates requests with
 msgspec (`messages`); this module is standard library only, because the client imports it
 on every forwarded command and must stay light (msgspec's import alone is ~10 ms).
+
+JSON is written and read with the json module's own C parts (`_json`), not the module: `json`
+imports `re` (and with it enum, functools, collections: ~3-5 ms of every forwarded command).
+The bytes are json.dumps' (compact, ASCII); anything the light writer does not know (floats,
+other types) goes through json itself (tests/daemon/test_protocol_json.py holds them equal).
 """
 
 from __future__ import annotations
 
-import json
+import _socket  # socket.py's base: `socket` imports enum and selectors
+import math
 import os
-import socket
 import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported at run time: the forwarding path stays small
-    from collections.abc import Mapping
+    from _socket import socket  # socket.socket is one too
+    from collections.abc import Callable, Mapping
     from typing import Any
+
+try:
+    from _json import encode_basestring_ascii as _quote
+    from _json import make_scanner as _make_scanner
+except ImportError:  # a Python without the C accelerator: the json module does it all
+    _quote = _make_scanner = None  # type: ignore[assignment, misc]
 
 PROTOCOL = 1
 #: Replies carry a command's whole output; 64 MB is far above any search or status.
@@ -44,29 +56,110 @@ def environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     }
 
 
-def send(sock: socket.socket, message: Mapping[str, Any]) -> None:
+def send(sock: socket, message: Mapping[str, Any]) -> None:
     """Write one frame (lone surrogates in text travel as JSON escapes, unchanged)."""
-    data = json.dumps(message, separators=(",", ":")).encode("ascii")
+    data = encode(message)
     if len(data) > MAX_FRAME:
         raise ProtocolError(f"message of {len(data)} bytes is over the {MAX_FRAME}-byte limit")
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 
-def receive(sock: socket.socket) -> dict[str, Any]:
+def receive(sock: socket) -> dict[str, Any]:
     """Read one frame: a JSON object (ProtocolError on EOF, a bad length or a bad document)."""
     (size,) = _HEADER.unpack(_read(sock, _HEADER.size))
     if size > MAX_FRAME:
         raise ProtocolError(f"frame of {size} bytes is over the {MAX_FRAME}-byte limit")
     try:
-        message = json.loads(_read(sock, size))
-    except ValueError as exc:
+        message = decode(_read(sock, size))
+    except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"bad message: {exc}") from exc
     if not isinstance(message, dict):
         raise ProtocolError("bad message: not an object")
     return message
 
 
-def _read(sock: socket.socket, size: int) -> bytes:
+def encode(message: Any) -> bytes:
+    """`json.dumps(message, separators=(",", ":"))` as ASCII bytes."""
+    if _quote is not None:
+        parts: list[str] = []
+        try:
+            _write(message, parts.append)
+        except _Unusual:
+            pass
+        else:
+            return "".join(parts).encode("ascii")
+    import json
+
+    return json.dumps(message, separators=(",", ":")).encode("ascii")
+
+
+class _Unusual(Exception):
+    """A value the light writer leaves to json (a float, a non-str key, another type)."""
+
+
+def _write(value: Any, out: Callable[[str], object]) -> None:
+    """json.dumps' compact output of dicts, lists, str, int, bool and None."""
+    assert _quote is not None
+    if isinstance(value, str):
+        out(_quote(value))
+    elif value is None:
+        out("null")
+    elif value is True:
+        out("true")
+    elif value is False:
+        out("false")
+    elif isinstance(value, int):
+        out(int.__repr__(value))
+    elif isinstance(value, dict):
+        out("{")
+        for n, (key, item) in enumerate(value.items()):
+            if not isinstance(key, str):
+                raise _Unusual
+            out("," + _quote(key) + ":" if n else _quote(key) + ":")
+            _write(item, out)
+        out("}")
+    elif isinstance(value, list | tuple):
+        out("[")
+        for n, item in enumerate(value):
+            if n:
+                out(",")
+            _write(item, out)
+        out("]")
+    else:
+        raise _Unusual
+
+
+class _Options:
+    """What json's C scanner reads from its decoder: json.loads' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": -math.inf, "Infinity": math.inf, "NaN": math.nan}.__getitem__
+
+
+_scan = None if _make_scanner is None else _make_scanner(_Options())  # type: ignore[arg-type]
+
+
+def decode(data: bytes) -> Any:
+    """`json.loads(data)` of a UTF-8 document (ValueError when it is not one)."""
+    if _scan is None:
+        import json
+
+        return json.loads(data)
+    text = data.decode("utf-8").strip(" \t\n\r")
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration as exc:
+        raise ValueError(f"no JSON value at {exc.value}") from None
+    if end != len(text):
+        raise ValueError(f"extra data at {end}")
+    return value
+
+
+def _read(sock: socket, size: int) -> bytes:
     chunks, left = [], size
     while left:
         chunk = sock.recv(min(left, 1 << 20))
@@ -77,12 +170,12 @@ def _read(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def peer_uid(sock: socket.socket) -> int | None:
+def peer_uid(sock: socket) -> int | None:
     """The uid of the process at the other end of a Unix socket (Linux SO_PEERCRED; None where
     the platform has no such option: there the 0700 directory is the only guard)."""
-    option = getattr(socket, "SO_PEERCRED", None)
+    option = getattr(_socket, "SO_PEERCRED", None)
     if option is None:
         return None
-    raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    raw = sock.getsockopt(_socket.SOL_SOCKET, option, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", raw)
     return int(uid)
