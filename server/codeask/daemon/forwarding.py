@@ -1,13 +1,18 @@
-"""`codeask serve` and `codeask mcp` as forwarders to the per-user daemon (docs/daemon.md): the
-choice (is the daemon on), the session opened, the proxy run.
+"""`codeask serve`, `codeask mcp` and `codeask search` forwarded to the per-user daemon
+(docs/daemon.md) before the CLI is imported: the choice (is the daemon on), the session opened
+and the proxy run, or the search asked and its answer printed.
 
 `run` is what `python -m codeask` runs first. A plain `codeask [-v...] serve [--stdio]` or
 `codeask [-v...] mcp [--allow-broad-root] [--] [PATH...]` with the daemon on is forwarded
 without importing the CLI (argparse, logging, pathlib, typing, the parser's modules, the heap
 tuning's ctypes): the process an editor or agent starts holds only what forwarding needs
-(12.5-13 MB resident, ~4 MB less than through `codeask.cli`). Anything else, a daemon turned
-off, or one that cannot be had (one note on stderr), runs the full CLI: the command in-process
-as before, with `--no-daemon` added after the command when forwarding was already tried here.
+(12.5-13 MB resident, ~4 MB less than through `codeask.cli`). A plain `codeask [-v...] search
+QUERY [OPTIONS]` (daemon/search_line.py) is asked of a daemon already running and its answer
+printed as the CLI prints it, with no import of the CLI, argparse, json or the engine (the
+command's time is then mostly the interpreter's start). Anything else, a daemon turned off, a
+daemon setting only `codeask.config` can read, no daemon running (the CLI starts one), or one
+that cannot answer (one note on stderr), runs the full CLI: the command in-process as before,
+with `--no-daemon` added after the command when forwarding was already tried here.
 """
 
 from __future__ import annotations
@@ -33,9 +38,18 @@ class Refused(Exception):
 
 
 def run(argv: Sequence[str]) -> int:
-    """`codeask ARGV`: forwarded when it is a plain serve or mcp and the daemon answers, else
-    the full CLI's `main` (told `--no-daemon` when forwarding was tried already)."""
+    """`codeask ARGV`: forwarded when it is a plain serve, mcp or search and the daemon
+    answers, else the full CLI's `main` (told `--no-daemon` when forwarding was tried already)."""
     argv = list(argv)
+    from codeask.daemon import search_line
+
+    search = search_line.read(argv)
+    if search is not None:
+        code, tried = _search(search)
+        if code is not None:
+            return code
+        if tried:  # the note is said: the CLI answers in-process, as after its own try
+            argv.insert(search_line.leading_verbosity(argv)[0] + 1, "--no-daemon")
     plain = _plain(argv)
     if plain is not None and _daemon_on():
         at, verbose, broad, paths = plain
@@ -50,6 +64,46 @@ def run(argv: Sequence[str]) -> int:
     from codeask.cli import main
 
     return main(argv)
+
+
+def _search(args: dict[str, Any]) -> tuple[int | None, bool]:
+    """(the exit code of the search a running daemon answered, or None; whether it was asked
+    and could not answer, said in one line on stderr). None without that: the daemon is off,
+    its setting is not plain, or none is running (the full CLI starts one)."""
+    from codeask.daemon import client
+
+    try:
+        if not client.plain_setting():
+            return None, False
+        reply = client.ask_running("search", args)
+    except client.NotRunning:
+        return None, False
+    except KeyboardInterrupt:
+        sys.stderr.write("codeask: interrupted\n")
+        return EXIT_USER, False
+    except Exception as exc:  # client.Unavailable, or anything else on the way
+        _note(exc, "answering in-process")
+        return None, True
+    return _replay(reply, int(args["verbose"])), False
+
+
+def _replay(reply: dict[str, Any], verbose: int) -> int:
+    """The daemon's answer as the CLI prints it (cli/forward.py, then cli/__init__.py's `main`
+    for a user error or a failure to write)."""
+    try:
+        sys.stdout.write(reply["stdout"])
+        sys.stderr.write(reply["stderr"])
+        if reply["status"] == "user_error":
+            sys.stderr.write(f"codeask: {reply['message']}\n")
+        return int(reply["code"])
+    except KeyboardInterrupt:
+        sys.stderr.write("codeask: interrupted\n")
+        return EXIT_USER
+    except Exception as exc:
+        if verbose:
+            raise
+        sys.stderr.write(f"codeask: {type(exc).__name__}: {exc} (run with -v for details)\n")
+        return EXIT_USER
 
 
 def _agent(paths: list[str], allow_broad_root: bool, verbose: int) -> int | None:
@@ -76,15 +130,9 @@ def _plain(argv: list[str]) -> tuple[int, int, bool, list[str]] | None:
     """(where the command stands, the verbosity, `--allow-broad-root`, the folders) of a plain
     serve or mcp, read as argparse reads it (cli/parser.py); None for anything else (the full
     CLI parses it: options abbreviated, --help, --tcp, --no-daemon, a flag after a folder...)."""
-    at, verbose = 0, 0
-    for arg in argv:
-        if arg == "--verbose":
-            verbose += 1
-        elif arg[:2] == "-v" and set(arg[1:]) == {"v"}:
-            verbose += len(arg) - 1
-        else:
-            break
-        at += 1
+    from codeask.daemon.search_line import leading_verbosity
+
+    at, verbose = leading_verbosity(argv)
     command, rest = (argv[at], argv[at + 1 :]) if at < len(argv) else ("", [])
     if command == "serve":
         return (at, verbose, False, []) if set(rest) <= {"--stdio"} else None
