@@ -5,11 +5,22 @@
 Copies the repository (default: flask 2.2.3 from the eval cache, else this checkout's
 `server/`) into a temporary folder, indexes it there (`--full`: with the MiniLM tier) under a
 private cache and runtime dir, then runs the same queries as real `codeask search`
-subprocesses: through the daemon (started by the first of them, then warm) and with
-`--no-daemon`. For each: wall time per command (p50, p90), CPU seconds (user + system) and
-peak RSS of the client process (wait4's rusage), plus the daemon's own RSS afterwards. The
-outputs of both ways are compared: every query must print the same hits. `python -c pass`
-under the same conditions is the floor any command pays (the load average is printed too).
+subprocesses (the `codeask` console script next to this Python, else `python -m codeask`):
+through the daemon (started by the first of them, then warm), the same through the full CLI
+(`python -m codeask.cli`: argparse and cli/forward.py, what every search paid before the light
+path of daemon/forwarding.py) and with `--no-daemon`. For each: wall time per command (p50,
+p90, p95), CPU seconds (user + system) and peak RSS of the client process (/usr/bin/time), plus
+the daemon's own RSS afterwards. The outputs of all ways are compared: every query must print
+the same hits. `python -c pass` under the same conditions is the floor any command pays (the
+load average is printed too).
+
+The breakdown (`--breakdown`, printed with the rest) times one forwarded search's parts from
+this process against the same daemon: the client's checks and connect (runtime dir and socket
+ownership, SO_PEERCRED), encoding and sending the request, the daemon's whole turn (until the
+reply's first byte), reading and decoding the reply; and, in this process with the daemon's
+own code (a `FolderCache`, `cli/search.py`'s `execute`), what that turn is made of: finding the
+folder, re-reading its settings and checking its snapshot, the search itself, the formatting,
+and the daemon's check that its code did not change on disk.
 """
 
 from __future__ import annotations
@@ -43,10 +54,13 @@ def main() -> int:
     parser.add_argument("--repo", type=Path, default=default)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--full", action="store_true", help="index the MiniLM tier too")
+    parser.add_argument("--breakdown", action="store_true", help="time a request's parts")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="codeask-daemon-bench-") as tmp:
-        report = bench(args.repo, Path(tmp), runs=args.runs, full=args.full)
+        report = bench(
+            args.repo, Path(tmp), runs=args.runs, full=args.full, breakdown=args.breakdown
+        )
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -54,7 +68,7 @@ def main() -> int:
     return 0 if report["same_output"] else 1
 
 
-def bench(repo: Path, tmp: Path, *, runs: int, full: bool) -> dict[str, Any]:
+def bench(repo: Path, tmp: Path, *, runs: int, full: bool, breakdown: bool) -> dict[str, Any]:
     work = tmp / repo.name
     shutil.copytree(repo, work, ignore=shutil.ignore_patterns(".codeask", ".git"))
     run_dir = tmp / "run"
@@ -66,39 +80,60 @@ def bench(repo: Path, tmp: Path, *, runs: int, full: bool) -> dict[str, Any]:
     index = ["index", str(work), *(["--full"] if full else [])]
     subprocess.run(codeask(*index), env=env, check=True, capture_output=True)
     indexed = time.perf_counter() - started
+    full_cli = [sys.executable, "-m", "codeask.cli"]
+    parts: dict[str, float] = {}
     try:
         first = measure(["search", QUERIES[0]], work, env)  # starts the daemon
-        daemon = [measure(["search", QUERIES[i % len(QUERIES)]], work, env) for i in range(runs)]
+        daemon, through_cli = [], []
+        for i in range(runs):  # interleaved: both ways see the same load
+            query = QUERIES[i % len(QUERIES)]
+            daemon.append(measure(["search", query], work, env))
+            through_cli.append(measure([], work, env, command=[*full_cli, "search", query]))
         local = [
             measure(["search", QUERIES[i % len(QUERIES)], "--no-daemon"], work, env)
             for i in range(runs)
         ]
         daemon_rss = daemon_rss_mb(work, env)
         bare = [measure([], work, env, command=[sys.executable, "-c", "pass"]) for _ in range(runs)]
+        if breakdown:
+            parts = request_parts(work, env, runs=max(runs, 20))
     finally:
         subprocess.run(codeask("daemon", "--stop"), env=env, capture_output=True, timeout=30)
-    same = all(d["stdout"] == n["stdout"] for d, n in zip(daemon, local, strict=True))
+    same = all(
+        d["stdout"] == c["stdout"] == n["stdout"]
+        for d, c, n in zip(daemon, through_cli, local, strict=True)
+    )
     notes = sorted(
-        {line for run in daemon for line in run["stderr"].splitlines() if "daemon" in line}
+        {
+            line
+            for run in daemon + through_cli
+            for line in run["stderr"].splitlines()
+            if "daemon" in line
+        }
     )
     return {
         "repo": str(repo),
         "tiers": "lexical+static+minilm" if full else "lexical+static",
         "index_seconds": round(indexed, 1),
         "runs": runs,
+        "command": " ".join(codeask()),
         "first_call_with_daemon_start": summary([first]),
         "through_daemon": summary(daemon),
+        "through_daemon_full_cli": summary(through_cli),
         "in_process": summary(local),
         "python_startup": summary(bare),
         "daemon_rss_mb": daemon_rss,
         "same_output": same,
         "daemon_notes": notes,
         "load_average": os.getloadavg(),
+        "request_parts_ms": parts,
     }
 
 
 def codeask(*args: str) -> list[str]:
-    return [sys.executable, "-m", "codeask", *args]
+    """The `codeask` command as a user runs it: the console script next to this Python."""
+    script = Path(sys.executable).with_name("codeask")
+    return [str(script), *args] if script.exists() else [sys.executable, "-m", "codeask", *args]
 
 
 def measure(
@@ -132,6 +167,127 @@ def measure(
     }
 
 
+def request_parts(work: Path, env: dict[str, str], *, runs: int) -> dict[str, float]:
+    """Median milliseconds of each part of one forwarded search (see the module's docstring):
+    the client's against the running daemon, the daemon's turn in this process."""
+    import _socket
+
+    from codeask.daemon import client, protocol
+    from codeask.daemon.paths import SOCKET_NAME, check_socket, private_folder
+    from codeask.daemon.search_line import read
+
+    times: dict[str, list[float]] = {}
+
+    def clock(part: str, started: float) -> float:
+        now = time.perf_counter()
+        times.setdefault(part, []).append((now - started) * 1000)
+        return now
+
+    here = os.getcwd()
+    os.chdir(work)
+    try:
+        for i in range(runs):
+            args = read(["search", QUERIES[i % len(QUERIES)]])
+            request = dict(client.command_request("search", args or {}))
+            request["environment"] = protocol.environment(env)
+            t = time.perf_counter()
+            folder = private_folder(create=False, environ=env)
+            path = os.path.join(folder, SOCKET_NAME)
+            check_socket(path)
+            t = clock("client: runtime dir and socket are ours", t)
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            sock.connect(path)
+            assert protocol.peer_uid(sock) == os.getuid()
+            t = clock("client: connect, SO_PEERCRED", t)
+            data = protocol.encode(request)
+            sock.sendall(len(data).to_bytes(4, "big") + data)
+            t = clock("client: encode and send the request", t)
+            head = sock.recv(4, _socket.MSG_WAITALL)
+            t = clock("daemon: its whole turn (until the reply's first byte)", t)
+            size, body = int.from_bytes(head, "big"), b""
+            while len(body) < size:
+                body += sock.recv(size - len(body))
+            reply = protocol.decode(body)
+            sock.close()
+            assert reply["status"] == "ok", reply
+            clock("client: read and decode the reply", t)
+        times.update(_daemon_turn(work, env, runs=runs))
+    finally:
+        os.chdir(here)
+    return {part: round(statistics.median(ms), 2) for part, ms in times.items()}
+
+
+def _daemon_turn(work: Path, env: dict[str, str], *, runs: int) -> dict[str, list[float]]:
+    """The daemon's turn, part by part, run here with the daemon's code (warm)."""
+    import contextlib
+    import io
+
+    import msgspec
+
+    from codeask.cli import common, search
+    from codeask.cli.parser import build_parser
+    from codeask.core import operations
+    from codeask.daemon import client, protocol
+    from codeask.daemon.folders import FolderCache
+    from codeask.daemon.messages import Request
+    from codeask.daemon.server import CodeWatch
+
+    saved = dict(os.environ)
+    os.environ.update(env)
+    times: dict[str, list[float]] = {}
+    try:
+        cache, watch = FolderCache(), CodeWatch()
+        for i in range(runs + 3):  # the first three warm up (index load, imports)
+            query = QUERIES[i % len(QUERIES)]
+            args = build_parser().parse_args(["search", query])
+            wire = protocol.encode(client.command_request("search", vars(args)))
+            part: dict[str, float] = {}
+            t = time.perf_counter()
+            msgspec.convert(protocol.decode(wire), Request)
+            part["daemon: decode and check the request"] = time.perf_counter() - t
+            t = time.perf_counter()
+            watch.changed()
+            part["daemon: its code unchanged on disk (CodeWatch)"] = time.perf_counter() - t
+            t = time.perf_counter()
+            (root,) = common.roots(args.root)
+            part["daemon: the folder (cli/common.roots)"] = time.perf_counter() - t
+            t = time.perf_counter()
+            folder = cache.open(root)
+            part["daemon: settings re-read, snapshot current (FolderCache)"] = (
+                time.perf_counter() - t
+            )
+            t = time.perf_counter()
+            filters = operations.Filters.from_options(args)
+            result = operations.search_folders(
+                [folder], query, k=args.k, filters=filters, mode=args.mode
+            )
+            part["daemon: the search (search_folders)"] = time.perf_counter() - t
+            out = io.StringIO()
+            t = time.perf_counter()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                search._print_hits(result, 0.0)
+            part["daemon: the hits as text"] = time.perf_counter() - t
+            t = time.perf_counter()
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                search.execute(args, open_folder=cache.open)
+            part["daemon: all of cli/search.py's execute"] = time.perf_counter() - t
+            reply = {"protocol": 1, "status": "ok", "stdout": out.getvalue(), "code": 0}
+            t = time.perf_counter()
+            protocol.encode(reply)
+            part["daemon: encode the reply"] = time.perf_counter() - t
+            if i >= 3:
+                for name, seconds in part.items():
+                    times.setdefault(name, []).append(seconds * 1000)
+        cache.close()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return times
+
+
 def daemon_rss_mb(cwd: Path, env: dict[str, str]) -> float | None:
     status = subprocess.run(codeask("daemon", "--status"), cwd=cwd, env=env, capture_output=True)
     if status.returncode:
@@ -148,6 +304,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {
         "wall_p50_ms": round(statistics.median(walls) * 1000, 1),
         "wall_p90_ms": round(walls[min(len(walls) - 1, int(len(walls) * 0.9))] * 1000, 1),
+        "wall_p95_ms": round(walls[min(len(walls) - 1, int(len(walls) * 0.95))] * 1000, 1),
         "cpu_p50_s": round(statistics.median(r["cpu"] for r in runs), 3),
         "rss_p50_mb": round(statistics.median(r["rss_mb"] for r in runs), 1),
         "rss_max_mb": round(max(r["rss_mb"] for r in runs), 1),
@@ -156,13 +313,24 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 def print_report(report: dict[str, Any]) -> None:
     print(f"{report['repo']} ({report['tiers']}), {report['runs']} runs each")
-    print(f"{'':32} {'p50 wall':>9} {'p90 wall':>9} {'CPU-s':>7} {'client RSS':>11}")
-    for key in ("first_call_with_daemon_start", "through_daemon", "in_process", "python_startup"):
+    print(f"command: {report['command']} search QUERY")
+    print(f"{'':32} {'p50 wall':>9} {'p95 wall':>9} {'CPU-s':>7} {'client RSS':>11}")
+    for key in (
+        "first_call_with_daemon_start",
+        "through_daemon",
+        "through_daemon_full_cli",
+        "in_process",
+        "python_startup",
+    ):
         s = report[key]
         print(
-            f"{key:32} {s['wall_p50_ms']:>7.0f}ms {s['wall_p90_ms']:>7.0f}ms "
+            f"{key:32} {s['wall_p50_ms']:>7.0f}ms {s['wall_p95_ms']:>7.0f}ms "
             f"{s['cpu_p50_s']:>7.3f} {s['rss_p50_mb']:>8.1f} MB"
         )
+    if report["request_parts_ms"]:
+        print("one forwarded search, part by part (median ms):")
+        for part, ms in report["request_parts_ms"].items():
+            print(f"  {part:44} {ms:7.2f}")
     print(f"daemon RSS after the runs: {report['daemon_rss_mb']} MB")
     print(f"same hits both ways: {report['same_output']}; load average {report['load_average']}")
     for note in report["daemon_notes"]:

@@ -1,6 +1,7 @@
-"""`python -m codeask` is the `codeask` command. A plain `serve` or `mcp` with the daemon on
-is forwarded before the CLI is imported (daemon/forwarding.py: the process an editor or agent
-starts stays small); everything else is `codeask.cli.main`."""
+"""`python -m codeask` is the `codeask` command. A plain `serve`, `mcp` or `search` with the
+daemon on is forwarded before the CLI is imported (daemon/forwarding.py: the process an editor
+or agent starts stays small, a search costs little more than the interpreter's start);
+everything else is `codeask.cli.main`."""
 
 import sys
 
