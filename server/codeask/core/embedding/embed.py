@@ -22,6 +22,7 @@ import numpy as np
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings, Settings, cache_dir
 from codeask.core.embedding.base import Embedder, EmbedError, VectorCache, file_sha256
 from codeask.core.embedding.blend import blend_lead
+from codeask.core.embedding.chunk_model import CHUNK_FILE, ChunkSession, derive_chunk_model
 from codeask.core.embedding.query_encoder import QueryEncoder
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ def _link_or_copy(source: Path, dest: Path) -> None:
 
 
 _register_lock = threading.Lock()
+#: One derivation of the chunk copy at a time in this process (two models loading at once).
+_derive_lock = threading.Lock()
 
 
 def _register_packaged_model() -> None:
@@ -113,7 +116,9 @@ class FastEmbedder:
     The packaged model's chunk session loads on the first `embed`: its queries go through the
     int8 `QueryEncoder`, so a server whose MiniLM tier is complete and every CLI search never
     load fastembed (8-34 MB of imports) nor its session (~104 MB: onnxruntime folds the
-    weight-only int8 model to float32). Issue 29, benchmarks/README.md "Memory".
+    weight-only int8 model to float32). Issue 29, benchmarks/README.md "Memory". The chunk
+    session itself comes from a copy made once in a child process (`chunk_model`): the same
+    vectors, without fastembed, ~35 MB less at rest and ~150 MB less at the load's peak.
     """
 
     def __init__(self, settings: EmbedSettings, model_cache: Path) -> None:
@@ -121,29 +126,36 @@ class FastEmbedder:
         self.batch_size = max(1, settings.batch_size)
         self._settings = settings
         self._model_cache = model_cache
-        self._model: TextEmbedding | None = None
+        self._model: TextEmbedding | ChunkSession | None = None
         self._model_lock = threading.Lock()
         self._model_dir: Path | None = None
         if settings.model == DEFAULT_EMBED_MODEL:
             self._model_dir = packaged_model_dir(model_cache)  # sha-checked now, loaded later
             self.dim = PACKAGED_DIM
         else:
-            self.dim = int(self.chunk_model().embedding_size)
+            model = self.chunk_model()
+            assert not isinstance(model, ChunkSession)  # only the packaged model has one
+            self.dim = int(model.embedding_size)
         self._query: QueryEncoder | None = None
         self._query_lock = threading.Lock()
 
-    def chunk_model(self) -> TextEmbedding:
-        """fastembed's session for chunks, loaded on first use."""
+    def chunk_model(self) -> TextEmbedding | ChunkSession:
+        """The session for chunks, loaded on first use: the packaged model's own
+        (`chunk_model.ChunkSession`), fastembed's for any other model."""
         with self._model_lock:
             if self._model is None:
                 self._model = self._load()
             return self._model
 
-    def _load(self) -> TextEmbedding:
+    def _load(self) -> TextEmbedding | ChunkSession:
         from fastembed import TextEmbedding
 
         settings = self._settings
         threads = settings.threads or None
+        if self._model_dir is not None:
+            session = self._packaged_session()
+            if session is not None:
+                return session
         try:
             if self._model_dir is not None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -167,6 +179,22 @@ class FastEmbedder:
                 f"cannot load embedding model '{settings.model}': {exc}. The default "
                 f"'{DEFAULT_EMBED_MODEL}' works offline; other models need a download."
             ) from exc
+
+    def _packaged_session(self) -> ChunkSession | None:
+        """The packaged model from its chunk copy (derived once; `chunk_model`), or None (the
+        reason logged) when the copy cannot be made: fastembed then loads the file itself."""
+        assert self._model_dir is not None
+        try:
+            with _derive_lock:
+                model = derive_chunk_model(
+                    self._model_dir / "model.onnx",
+                    PACKAGED_ONNX_SHA256,
+                    self._model_dir / CHUNK_FILE,
+                )
+            return ChunkSession(model, self._model_dir, self._settings.threads)
+        except Exception as exc:  # no onnx package, a read-only cache, a broken runtime
+            log.warning("chunk model copy unavailable, fastembed loads the model: %s", exc)
+            return None
 
     def prepare_queries(self) -> QueryEncoder | None:
         """The packaged model's query path, built now (its int8 copy is derived the first time

@@ -85,7 +85,7 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
         if fresh and target.is_file() and file_sha256(target) == known.sha256:
             return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    _sweep_abandoned(target.parent)
+    sweep_abandoned(target.parent)
     import tempfile  # a derivation's own imports: a query with the model cached needs none
 
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=WORK_PREFIX) as work:
@@ -100,6 +100,12 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
 
 
 def _quantize_in_child(source: Path, output: Path) -> None:
+    run_in_child("codeask.core.embedding.int8_quantize", source, output, "quantization")
+
+
+def run_in_child(module: str, source: Path, output: Path, what: str) -> None:
+    """`python -m module SOURCE OUTPUT` in a child process, in OUTPUT's folder; DerivationError
+    (`what` and the child's last words) unless it exited cleanly and OUTPUT exists."""
     # The child finds codeask and its dependencies where this process found them (an editable
     # install, a test run's source folder, a venv) and nowhere else: `-P` keeps `-m` from
     # putting the working directory first on its path, and it runs in the work folder anyway (a
@@ -109,7 +115,6 @@ def _quantize_in_child(source: Path, output: Path) -> None:
 
     paths = [entry for entry in sys.path if entry]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    module = "codeask.core.embedding.int8_quantize"
     command = [sys.executable, "-P", "-m", module, str(source), str(output)]
     try:
         done = subprocess.run(
@@ -123,14 +128,15 @@ def _quantize_in_child(source: Path, output: Path) -> None:
             timeout=DERIVE_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as exc:  # run() has killed the child
-        raise DerivationError(f"quantization stopped after {exc.timeout:.0f} s") from exc
+        raise DerivationError(f"{what} stopped after {exc.timeout:.0f} s") from exc
     if done.returncode != 0 or not output.is_file():
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         why = lines[-1].strip() if lines else "no message"
-        raise DerivationError(f"quantization exited with {done.returncode}: {why}")
+        raise DerivationError(f"{what} exited with {done.returncode}: {why}")
 
 
-def _sweep_abandoned(folder: Path) -> None:
+def sweep_abandoned(folder: Path) -> None:
+    """Remove work folders older than an hour (left by a killed derivation)."""
     import shutil
 
     now = time.time()
