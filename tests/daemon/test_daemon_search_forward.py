@@ -187,3 +187,23 @@ def test_a_refusing_daemon_is_noted_once_and_answered_in_process(
     assert (code, *timeless(out, err)) == (full_code, *timeless(full_out, full_err))
     info = json.loads(codeask("daemon", "--status", cwd=project, env=daemon_env).stdout)
     assert info["requests"] == 1, "refusals are not answers"
+
+
+def test_turned_on_in_the_user_config_the_light_path_reads_it_without_tomllib(
+    project: Path, daemon_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`[daemon] enabled = true` in config.toml (the documented switch), no environment
+    variable: forwarded, and neither tomllib nor `re` imported to read it."""
+    config = tmp_path / "config-home"
+    (config / "codeask").mkdir(parents=True)
+    (config / "codeask" / "config.toml").write_text(
+        "# mine\n[llm]\nmodel = 'qwen2.5-coder'  # local\n\n[daemon]\nenabled = true\n"
+    )
+    env = dict(daemon_env, XDG_CONFIG_HOME=str(config))
+    del env[ENABLED]
+    assert codeask("search", "invoice", cwd=project, env=env).returncode == 0  # starts one
+    argv = ["search", "invoice pdf", "--json"]
+    code, out, err, modules = run(LIGHT, argv, project, env)
+    full_code, full_out, full_err, _ = run(FULL, argv, project, env)
+    assert code == 0 and light_modules(modules) == [], err
+    assert (code, *timeless(out, err)) == (full_code, *timeless(full_out, full_err))

@@ -23,6 +23,10 @@ CONFIGS = (
     "daemon = 3\n",
     "[llm]\nmodel = 'x'\n",
     "not toml [",
+    "# mine\n[llm]\nmodel = 'x'  # c\n\n[ daemon ]\r\nenabled = true\r\nidle_seconds = 600\r\n",
+    "[daemon]\nenabled = true\n[daemon]\nenabled = false\n",  # a table twice: not TOML
+    "[daemon]\nenabled = true\nenabled = true\n",  # a key twice: not TOML
+    '[llm]\nprompt = """\n[daemon]\nenabled = true\n"""\n',  # a string, not a table
 )
 VALUES = (None, "true", "false", "1", "0", "yes", " true ", "TRUE")
 IDLE = (None, "30", "0", "-5", "2.5", "soon")
