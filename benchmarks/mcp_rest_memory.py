@@ -42,12 +42,14 @@ def make_repo(root: Path) -> Path:
 
 
 def status(pid: int) -> dict[str, float]:
-    """VmRSS and VmHWM of `pid`, in MB."""
+    """VmRSS and VmHWM of `pid`, in MB, and the CPU-seconds it used so far."""
     out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key = line.split(":")[0]
         if key in ("VmRSS", "VmHWM"):
-            out[key] = int(line.split()[1]) / 1024
+            out[key] = round(int(line.split()[1]) / 1024, 1)
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    out["cpu_s"] = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
     return out
 
 
@@ -55,6 +57,7 @@ class Agent:
     """An agent: `codeask mcp` over raw JSON lines."""
 
     def __init__(self, repo: Path, env: dict[str, str], log: IO[bytes]) -> None:
+        self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "codeask", "mcp"],
             cwd=repo,
@@ -64,6 +67,8 @@ class Agent:
             stderr=log,
         )
         self._id = 0
+        self.initialize_s = 0.0
+        """Seconds from the start of the process to the answer to `initialize`."""
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -90,6 +95,7 @@ class Agent:
             "clientInfo": {"name": "bench", "version": "0"},
         }
         self.request("initialize", init)
+        self.initialize_s = round(time.monotonic() - self.started, 2)
         assert self.proc.stdin is not None
         self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         self.request("tools/list")
@@ -127,7 +133,7 @@ def in_process(repo: Path, tmp: Path, settle: float) -> dict[str, float]:
         try:
             agent.session()
             time.sleep(settle)
-            return status(agent.proc.pid)
+            return {**status(agent.proc.pid), "initialize_s": agent.initialize_s}
         finally:
             agent.close()
 
@@ -154,7 +160,9 @@ def through_daemon(repo: Path, tmp: Path, settle: float) -> dict[str, float]:
             return {
                 "daemon_VmRSS": daemon["VmRSS"],
                 "daemon_VmHWM": daemon["VmHWM"],
+                "daemon_cpu_s": daemon["cpu_s"],
                 "forwarder_VmRSS": forwarder["VmRSS"],
+                "initialize_s": agent.initialize_s,
             }
         finally:
             agent.close()

@@ -1,12 +1,15 @@
 """The agents' face: `codeask mcp`, an MCP server over stdio (docs/mcp.md).
 
-The only package that imports the MCP SDK (as `codeask.lsp` is the only one that imports
-pygls). A thin adapter: the five tools call `codeask.core.operations` over the folders'
-indexes and shape what they answer; nothing here ranks, indexes or redacts by itself.
+A thin adapter: the five tools call `codeask.core.operations` over the folders' indexes and
+shape what they answer; nothing here ranks, indexes or redacts by itself. MCP itself is
+codeask's own small JSON-RPC layer over msgspec: the MCP SDK and pydantic (~44 MB of every
+process serving agents) are only the tests' client.
 
-- `server`: the SDK's `MCPServer` with the tools, run over `wire` (stdio that answers every
-  request, stdout kept for the protocol).
-- `tools`: the five tools; `results`: answers sized for an agent; `status`: `index_status`.
+- `server`: the session over `wire` (stdio that answers every request, stdout kept for the
+  protocol); `protocol`: the MCP session (handshake, both eras, methods, calls on worker
+  threads, cancellation); `jsonrpc`: JSON-RPC 2.0 messages and errors.
+- `tools`: the five tools; `arguments`: their arguments (a contract); `toolkit`: schemas,
+  argument checks, results; `results`: answers sized for an agent; `status`: `index_status`.
 - `folders`: each folder's index opened and kept current in the background (one writer).
 - `paths`: the path guard; `limits`: bounds on arguments.
 - `remote`: the same server as one session per connection in the per-user daemon, each with
