@@ -98,3 +98,61 @@ def test_a_garbled_record_means_hashing_again(
     before = hashes.calls
     StaticEmbedder(copy, verified=VerifiedFiles(path))
     assert hashes.calls > before
+
+
+TOKENIZER = "tokenizer.json"
+QUERIES = ["how are blueprints registered", "Ünïcödé [MASK] snake_case_name"]
+
+
+class _TokenizerReads:
+    """Counts hashes of the tokenizer file's bytes (done only when it is read and parsed)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+        self.calls = 0
+        real = static_module.hashlib.sha256
+
+        def counting(data: object = b"") -> object:
+            self.calls += len(data) == size  # type: ignore[arg-type]
+            return real(data)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(static_module.hashlib, "sha256", counting)
+
+
+def test_the_tokenizer_is_parsed_once_per_file(
+    copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "vocab.msgpack"
+    reads = _TokenizerReads(monkeypatch, (copy / TOKENIZER).stat().st_size)
+    first = StaticEmbedder(copy, vocab_cache=cache)
+    assert reads.calls == 1 and cache.is_file()
+    second = StaticEmbedder(copy, vocab_cache=cache)
+    assert reads.calls == 1  # read from the cache: the JSON was not read, hashed or parsed
+    assert first._reach is not None and second._reach is not None
+    assert second._reach.vocab == first._reach.vocab
+    assert (
+        second.token_ids(QUERIES)
+        == first.token_ids(QUERIES)
+        == StaticEmbedder(copy, pinned={}).token_ids(QUERIES)
+    )
+
+
+def test_a_tokenizer_written_in_place_after_caching_is_refused(copy: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "vocab.msgpack"
+    StaticEmbedder(copy, vocab_cache=cache)
+    _flip_last_byte_keeping_mtime(copy / TOKENIZER)
+    with pytest.raises(EmbedError, match=r"sha256 \w+ is not the pinned"):
+        StaticEmbedder(copy, vocab_cache=cache)
+
+
+def test_a_damaged_vocabulary_cache_is_never_used(
+    copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "vocab.msgpack"
+    want = StaticEmbedder(copy, vocab_cache=cache).token_ids(QUERIES)
+    blob = bytearray(cache.read_bytes())
+    blob[len(blob) // 2] ^= 0x01  # a byte of a token in the middle of the vocabulary
+    cache.write_bytes(bytes(blob))
+    reads = _TokenizerReads(monkeypatch, (copy / TOKENIZER).stat().st_size)
+    again = StaticEmbedder(copy, vocab_cache=cache)
+    assert reads.calls == 1  # its checksum failed: the JSON was parsed again
+    assert again.token_ids(QUERIES) == want

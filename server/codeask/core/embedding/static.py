@@ -20,7 +20,7 @@ import struct
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
@@ -34,6 +34,7 @@ from codeask.core.embedding.embed import (
     model_slug,
 )
 from codeask.core.embedding.verified import VerifiedFiles
+from codeask.core.embedding.vocab_cache import read_cached, write_cached
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ MATRIX_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 #: The record of model files already hashed (verified.py), in the cache folder.
 VERIFIED_RECORD = "verified-models.json"
+#: The pinned tokenizer's parsed vocabulary (vocab_cache.py), in the cache folder.
+VOCAB_CACHE = "potion-vocab.msgpack"
 _SHIPPED_TOKENIZER = STATIC_FILES_SHA256[TOKENIZER_FILE]
 #: model2vec's default `max_length` (tokens per text).
 MAX_TOKENS = 512
@@ -130,24 +133,33 @@ def _mapping_of(matrix: np.ndarray) -> mmap.mmap | None:
     return base if isinstance(base, mmap.mmap) else None
 
 
-def _reach_of(path: Path, sha256: str) -> ReachTokenizers | None:
-    """The pinned tokenizer's document, its bytes checked against `sha256` and read once by
-    msgspec, for `ReachTokenizers` (None if it is not a WordPiece tokenizer that can be cut
-    down: the full tokenizer is used)."""
+def _reach_of(path: Path, sha256: str, cache: Path | None = None) -> ReachTokenizers | None:
+    """The pinned tokenizer's document for `ReachTokenizers`: from `cache` when it holds this
+    very file's (vocab_cache.py), else its bytes checked against `sha256` and parsed once by
+    msgspec (and cached). None if it is not a WordPiece tokenizer that can be cut down: the
+    full tokenizer is used."""
+    document: Any = None
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            source = os.fstat(handle.fileno())
+            if cache is not None:
+                document = read_cached(cache, source, sha256)
+            data = handle.read() if document is None else b""
     except OSError as exc:
         raise EmbedError(f"{path} is not a readable tokenizer: {exc}") from exc
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != sha256:
-        raise EmbedError(
-            f"refusing to load {path}: sha256 {actual} is not the pinned {sha256}; "
-            "reinstall codeask"
-        )
-    try:
-        document = msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
-        raise EmbedError(f"{path} is not a readable tokenizer: {exc}") from exc
+    if document is None:
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256:
+            raise EmbedError(
+                f"refusing to load {path}: sha256 {actual} is not the pinned {sha256}; "
+                "reinstall codeask"
+            )
+        try:
+            document = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise EmbedError(f"{path} is not a readable tokenizer: {exc}") from exc
+        if cache is not None and isinstance(document, dict):
+            write_cached(cache, source, sha256, document)
     if not isinstance(document, dict) or not reachable(document):
         return None
     return ReachTokenizers(document, MAX_TOKENS)
@@ -195,6 +207,7 @@ class StaticEmbedder:
         folder: Path = STATIC_MODEL_DIR,
         pinned: dict[str, str] | None = None,
         verified: VerifiedFiles | None = None,
+        vocab_cache: Path | None = None,
     ) -> None:
         hashes = STATIC_FILES_SHA256 if pinned is None else pinned
         _check_sha256(folder, hashes)
@@ -208,7 +221,7 @@ class StaticEmbedder:
         self._reach: ReachTokenizers | None = None
         pinned_tokenizer = hashes.get(TOKENIZER_FILE) == _SHIPPED_TOKENIZER
         if pinned_tokenizer:
-            self._reach = _reach_of(self._tokenizer_path, _SHIPPED_TOKENIZER)
+            self._reach = _reach_of(self._tokenizer_path, _SHIPPED_TOKENIZER, vocab_cache)
         self._unk_id: int | None
         if self._reach is not None:
             size, self._unk_id = len(self._reach.vocab), self._reach.unk_id
@@ -285,7 +298,9 @@ def load_static_embedder(settings: Settings) -> CachedEmbedder:
     root = cache_dir(settings)
     with _shared_lock:
         if str(root) not in _shared:
-            model = StaticEmbedder(verified=VerifiedFiles(root / VERIFIED_RECORD))
+            model = StaticEmbedder(
+                verified=VerifiedFiles(root / VERIFIED_RECORD), vocab_cache=root / VOCAB_CACHE
+            )
             path = root / "embeddings" / f"{model_slug(model.name)}.sqlite"
             _shared[str(root)] = CachedEmbedder(model, EmbeddingCache(path, model.dim))
         return _shared[str(root)]
