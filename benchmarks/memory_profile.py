@@ -193,15 +193,23 @@ class Meter:
 
 
 def _vector_sizes(store: Any) -> dict[str, float]:
-    """Bytes the vector tiers hold (matrix capacity, live rows, ids) and their Python indexes."""
+    """Bytes the vector tiers hold (the in-memory matrix's capacity, the rows mapped from the
+    snapshot file: the file's pages, resident only while queries scan them; live rows, ids)
+    and their Python indexes."""
     sizes: dict[str, float] = {}
     for name in ("vectors", "static"):
         index = store.tiers.tier(name)
         rows = index._rows
-        sizes[f"{name} matrix (capacity) MB"] = rows.nbytes / 2**20
+        mapped = index._base.rows.nbytes if index._base is not None else 0
+        sizes[f"{name} matrix in memory (capacity) MB"] = rows.nbytes / 2**20
+        sizes[f"{name} rows mapped from the file MB"] = mapped / 2**20
         sizes[f"{name} live rows MB"] = len(index.live) * index.dim * rows.itemsize / 2**20
-        sizes[f"{name} ids+slot dict+live set MB"] = (
-            index._ids.nbytes + sys.getsizeof(index._slot) + sys.getsizeof(index.live)
+        sizes[f"{name} ids+slot dicts+live set MB"] = (
+            index._ids.nbytes
+            + index._base_ids.nbytes
+            + sys.getsizeof(index._slot)
+            + sys.getsizeof(index._base_slot)
+            + sys.getsizeof(index.live)
         ) / 2**20
     return sizes
 
