@@ -147,15 +147,29 @@ class FastEmbedder:
                 self._model = self._load()
             return self._model
 
-    def _load(self) -> TextEmbedding | ChunkSession:
-        from fastembed import TextEmbedding
+    def release_chunk_model(self) -> bool:
+        """Drop the packaged model's chunk session (~50 MB; onnxruntime's own ~45 MB stays, the
+        query path shares it) when a backlog is done: it loads again from its copy in about a
+        second when a chunk must be embedded. A call still running keeps the session until it
+        returns. True when one was dropped. Other models (fastembed's, slower to reload) stay."""
+        with self._model_lock:
+            if not isinstance(self._model, ChunkSession):
+                return False
+            self._model = None
+        from codeask.core.runtime.heap import give_back_freed
 
-        settings = self._settings
-        threads = settings.threads or None
+        give_back_freed()
+        return True
+
+    def _load(self) -> TextEmbedding | ChunkSession:
         if self._model_dir is not None:
             session = self._packaged_session()
             if session is not None:
                 return session
+        from fastembed import TextEmbedding  # ~30 MB of imports: only when it loads the model
+
+        settings = self._settings
+        threads = settings.threads or None
         try:
             if self._model_dir is not None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -427,6 +441,11 @@ class CachedEmbedder:
         if hasattr(self.inner, "embed_query"):
             return self.inner.embed_query(text, lead, lead_weight)
         return _blended(self.inner.embed, text, lead, lead_weight)
+
+    def release_model(self) -> bool:
+        """Drop the chunk session if the model can load it again cheaply (see
+        `FastEmbedder.release_chunk_model`); True when one was dropped."""
+        return isinstance(self.inner, FastEmbedder) and self.inner.release_chunk_model()
 
     def prepare_queries(self) -> None:
         """Build the model's query path now, if it has one (see `FastEmbedder.prepare_queries`)."""

@@ -135,7 +135,10 @@ class VectorTiers:
         self._priority.update(rels)
 
     def fill_backlog(self, emit: ProgressFn, token: CancelToken) -> IndexReport:
-        """Embed whatever has no vector yet, checkpointing at the end even when cancelled."""
+        """Embed whatever has no vector yet, checkpointing at the end even when cancelled.
+        A backlog done drops the model's chunk session (it reloads from its copy in about a
+        second for the next change): a server at rest does not keep its ~50 MB, and the
+        query path built next does not load on top of it (issue 29)."""
         report = IndexReport()
         with self._backlog_lock:
             try:
@@ -144,6 +147,8 @@ class VectorTiers:
                 report.cancelled = True
             finally:
                 self._index.checkpoint()
+            if not report.cancelled and self.embedder_loaded:
+                self.embedder.release_model()
         return report
 
     def embed_pending(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
