@@ -158,10 +158,15 @@ def codeask(*args: str) -> list[str]:
 def measure(
     args: list[str], cwd: Path, env: dict[str, str], *, command: list[str] | None = None
 ) -> dict[str, Any]:
-    """One `codeask` process under /usr/bin/time: wall (ours), CPU (user + system) and peak
-    RSS (time's %M: the kernel's maxrss of a direct child of this process would also count
-    this process's pages, kept across fork and exec)."""
+    """One `codeask` process under /usr/bin/time: wall (ours), CPU (user + system: our
+    children's rusage, to the microsecond, where time's %U %S count hundredths; it includes
+    /usr/bin/time's own, well under a millisecond) and peak RSS (time's %M: the kernel's
+    maxrss of a direct child of this process would also count this process's pages, kept
+    across fork and exec)."""
+    import resource
+
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(
             [TIME, "-f", "codeask-time %U %S %M", *(command or codeask(*args))],
@@ -172,14 +177,16 @@ def measure(
             check=False,
         )
         wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         out.seek(0)
         err.seek(0)
         out_text, stderr = out.read().decode(), err.read().decode()
     lines = stderr.splitlines()
-    user, system, peak_kb = lines[-1].split()[1:]
+    peak_kb = lines[-1].split()[3]
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return {
         "wall": wall,
-        "cpu": float(user) + float(system),
+        "cpu": cpu,
         "rss_mb": int(peak_kb) / 1024,
         "stdout": out_text,
         "stderr": "\n".join(lines[:-1]),
@@ -324,7 +331,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
         "wall_p50_ms": round(statistics.median(walls) * 1000, 1),
         "wall_p90_ms": round(walls[min(len(walls) - 1, int(len(walls) * 0.9))] * 1000, 1),
         "wall_p95_ms": round(walls[min(len(walls) - 1, int(len(walls) * 0.95))] * 1000, 1),
-        "cpu_p50_s": round(statistics.median(r["cpu"] for r in runs), 3),
+        "cpu_p50_s": round(statistics.median(r["cpu"] for r in runs), 4),
         "rss_p50_mb": round(statistics.median(r["rss_mb"] for r in runs), 1),
         "rss_max_mb": round(max(r["rss_mb"] for r in runs), 1),
     }
@@ -344,7 +351,7 @@ def print_report(report: dict[str, Any]) -> None:
         s = report[key]
         print(
             f"{key:32} {s['wall_p50_ms']:>7.0f}ms {s['wall_p95_ms']:>7.0f}ms "
-            f"{s['cpu_p50_s']:>7.3f} {s['rss_p50_mb']:>8.1f} MB"
+            f"{s['cpu_p50_s']:>7.4f} {s['rss_p50_mb']:>8.1f} MB"
         )
     if report["request_parts_ms"]:
         print("one forwarded search, part by part (median ms):")
