@@ -73,8 +73,12 @@ def _search(args: dict[str, Any]) -> tuple[int | None, bool]:
     from codeask.daemon import client
 
     try:
-        if not client.plain_setting():
-            return None, False
+        on = client.plain_setting()
+    except Exception:  # an unreadable config: the CLI reads it again and says why
+        on = None
+    if not on:
+        return None, False
+    try:
         reply = client.ask_running("search", args)
     except client.NotRunning:
         return None, False
