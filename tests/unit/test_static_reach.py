@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from tests.unit.fresh import last_json
 from tokenizers import Tokenizer
 
 from codeask.core.embedding.static import (
@@ -18,7 +19,6 @@ from codeask.core.embedding.static import (
     StaticEmbedder,
 )
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
-from tests.unit.fresh import last_json
 
 SERVER = Path(__file__).resolve().parents[2] / "server" / "codeask"
 
