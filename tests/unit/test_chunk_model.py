@@ -152,6 +152,9 @@ def test_a_verified_copy_is_reused_and_a_damaged_one_remade(copy: Path) -> None:
     derive_chunk_model(source, PACKAGED_ONNX_SHA256, copy)
     remade = msgspec.json.decode(sidecar.read_bytes(), type=ChunkProvenance)
     assert file_sha256(data) == remade.data_sha256
+    # the same recipe writes the same bytes: two processes deriving at once cannot mix a model
+    # of one with the data of the other
+    assert (remade.sha256, remade.data_sha256) == (known["sha256"], known["data_sha256"])
     assert data.read_bytes() != bytes(raw)
     assert copy.stat().st_mtime_ns != made_at
 
