@@ -32,7 +32,7 @@ PROBE = (
 )
 LIGHT, FULL = "codeask.__main__", "codeask.cli"
 #: What the light path never imports: the CLI, its parser and logging, the engine, the
-#: settings tree, numpy, msgspec, and json/socket (their `re`, enum and selectors).
+#: settings tree, numpy, msgspec, json/socket (their `re`, enum and selectors), contextlib.
 NOT_LIGHT = (
     "codeask.cli",
     "codeask.core",
@@ -47,6 +47,7 @@ NOT_LIGHT = (
     "socket",
     "re",
     "tomllib",
+    "contextlib",  # with collections, functools and operator: ~4 ms of every search
 )
 #: Command lines the light path reads, with what they exercise.
 LINES = [
