@@ -112,7 +112,7 @@ def _close_all(*closers: Callable[[], None]) -> None:
 
 class _Agents:
     """`codeask mcp` sessions: each its own roots and checks, the folders' drivers shared
-    (mcp/remote.py; the MCP SDK is imported with the first session)."""
+    (mcp/remote.py; codeask's own MCP layer, no SDK)."""
 
     def __init__(self, indexes: Any) -> None:
         self._shared: Any = None
