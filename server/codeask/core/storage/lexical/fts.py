@@ -111,6 +111,21 @@ def _drop_if_old_schema(db: sqlite3.Connection) -> None:
     db.commit()
 
 
+def _connect_read_only(path: Path, mode: str) -> sqlite3.Connection | None:
+    """A connection for reads only (`mode`: "ro", or "ro&immutable=1"), transactions begun by
+    hand; None if SQLite refuses it."""
+    try:
+        return sqlite3.connect(
+            f"{path.as_uri()}?mode={mode}",
+            uri=True,
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=5,
+        )
+    except sqlite3.Error:
+        return None
+
+
 def _open_reader(
     path: Path, generation: int, rows: int, short_lived: bool
 ) -> tuple[sqlite3.Connection, bool] | None:
@@ -121,15 +136,8 @@ def _open_reader(
     mode = "ro&immutable=1" if short_lived and no_writer else "ro"
     if not path.is_file():
         return None
-    try:
-        db = sqlite3.connect(
-            f"{path.as_uri()}?mode={mode}",
-            uri=True,
-            check_same_thread=False,
-            isolation_level=None,
-            timeout=5,
-        )
-    except sqlite3.Error:
+    db = _connect_read_only(path, mode)
+    if db is None:
         return None
     try:
         db.execute("BEGIN")
@@ -410,15 +418,8 @@ class FtsTables:
         if self._open_since is not None:  # a reader sees only committed rows
             self.db.commit()
             self._open_since = None
-        try:
-            reader = sqlite3.connect(
-                f"{self.path.as_uri()}?mode=ro",
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,
-                timeout=5,
-            )
-        except sqlite3.Error:
+        reader = _connect_read_only(self.path, "ro")
+        if reader is None:
             return None
         try:
             reader.execute("BEGIN")
