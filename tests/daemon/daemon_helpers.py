@@ -30,6 +30,19 @@ def codeask(
     )
 
 
+def python_detached(code: str, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`python -c CODE ARGS` in its own session, no terminal streams: a stand-in daemon."""
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def run_dir(env: dict[str, str]) -> Path:
     """Where the daemon of `env` lives (`$XDG_RUNTIME_DIR/codeask`)."""
     return Path(env["XDG_RUNTIME_DIR"]) / "codeask"

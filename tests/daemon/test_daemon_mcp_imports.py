@@ -5,12 +5,10 @@ interpreter that lists the modules it held when it was stopped."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from daemon_helpers import codeask, daemon_pid, socket_path, wait_until
+from daemon_helpers import codeask, daemon_pid, python_detached, socket_path, wait_until
 from mcp_agents import agent_env, build_project, call, complete, mcp_session, tool_error
 
 pytestmark = pytest.mark.slow
@@ -38,15 +36,7 @@ async def test_the_daemon_serves_agents_without_the_sdk(
     project = build_project(tmp_path / "shop")
     env = agent_env(daemon_env)
     listing = tmp_path / "daemon-modules.txt"
-    daemon = subprocess.Popen(
-        [sys.executable, "-c", DAEMON_PROBE, str(listing)],
-        env=env,
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    daemon = python_detached(DAEMON_PROBE, str(listing), env=env)
     try:
         assert wait_until(lambda: socket_path(env).exists(), timeout=60)
         log = tmp_path / "agent.log"

@@ -5,12 +5,10 @@ then serves in its own process (one note on stderr) with the answers it always g
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from daemon_helpers import codeask, daemon_pid, socket_path, wait_until
+from daemon_helpers import codeask, daemon_pid, python_detached, socket_path, wait_until
 from mcp_agents import agent_env, build_project, call, complete, hit_lines, mcp_session
 
 pytestmark = pytest.mark.slow
@@ -43,15 +41,7 @@ async def test_a_daemon_of_another_version(
 ) -> None:
     env = agent_env(daemon_env)
     expected = await search_once(project, agent_env(daemon_env, enabled=False), tmp_path / "a")
-    other = subprocess.Popen(
-        [sys.executable, "-c", OTHER_RELEASE],
-        env=env,
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    other = python_detached(OTHER_RELEASE, env=env)
     try:
         assert wait_until(lambda: socket_path(env).exists(), timeout=60)
         log = tmp_path / "agent.log"

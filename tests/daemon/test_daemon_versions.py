@@ -4,12 +4,17 @@ and says why), yet `codeask daemon --status` and `--stop` still reach it after a
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from daemon_helpers import codeask, daemon_pid, socket_path, wait_until, without_seconds
+from daemon_helpers import (
+    codeask,
+    daemon_pid,
+    python_detached,
+    socket_path,
+    wait_until,
+    without_seconds,
+)
 
 pytestmark = pytest.mark.slow
 #: The real daemon, run as if it were another release (its version set before it loads).
@@ -21,15 +26,7 @@ OTHER_RELEASE = (
 
 
 def test_a_daemon_of_another_version(project: Path, daemon_env: dict[str, str]) -> None:
-    other = subprocess.Popen(
-        [sys.executable, "-c", OTHER_RELEASE],
-        env=daemon_env,
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    other = python_detached(OTHER_RELEASE, env=daemon_env)
     try:
         assert wait_until(lambda: socket_path(daemon_env).exists(), timeout=60)
         assert daemon_pid(daemon_env) == other.pid
