@@ -150,3 +150,45 @@ def test_a_body_shorter_than_announced_ends_at_the_next_header() -> None:
             out += frames.feed(stream[at : at + size])
         assert b"".join(d for d, _ in out) == stream, size
         assert [m["method"] for _, m in out if m is not None] == ["shutdown"], size
+
+
+def test_the_hand_read_header_is_the_regular_expression() -> None:
+    """`_length_at` (no `re` in the forwarder) finds exactly what the header's regular
+    expression, the one the forwarder used before, matches: the same frames, and a
+    lying or odd header passed on as before. Edge cases, then every cut of them, then random
+    bytes drawn from the header's own alphabet."""
+    import random
+    import re
+
+    from codeask.daemon.lsp_forwarder import _length_at
+
+    header = re.compile(rb"Content-Length:[ \t]*(\d{1,32})[ \t]*\r\n")
+    cases = [
+        b"Content-Length: 12\r\n",
+        b"Content-Length:12\r\n",
+        b"Content-Length: \t 7 \t\r\n",
+        b"Content-Length: " + b"9" * 32 + b"\r\n",
+        b"Content-Length: " + b"9" * 33 + b"\r\n",
+        b"Content-Length: 1 2\r\n",
+        b"Content-Length: -1\r\n",
+        b"Content-Length: +1\r\n",
+        b"Content-Length: \xd9\xa3\r\n",  # an Arabic-Indic digit: not \d in bytes
+        b"Content-Length: 5\n",
+        b"Content-Length: 5\r",
+        b"Content-Length 5\r\n",
+        b"content-length: 5\r\n",
+        b"Content-Length: \r\n",
+        b"xxContent-Length: 3\r\n",
+    ]
+    rng = random.Random(29)
+    alphabet = [b"Content-Length:", b" ", b"\t", b"\r", b"\n", b"\r\n", b"0", b"7", b"x"]
+    for _ in range(3000):
+        cases.append(b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8))))
+    for case in list(cases[:15]):
+        cases += [case[:cut] for cut in range(len(case))]
+    for case in cases:
+        buf = bytearray(b"ab" + case)
+        for at in (0, 2):
+            found = header.match(buf, at)
+            expected = None if found is None else int(found.group(1))
+            assert _length_at(buf, at) == expected, (case, at)

@@ -25,16 +25,12 @@ as is a request whose second send is lost too.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
-import threading
 import time
 
 from codeask import __version__
 from codeask.daemon import protocol, relay
-from codeask.daemon.relay import Pending, Relay, Upstream, request_key
+from codeask.daemon.relay import Pending, Relay, Signal, Upstream, request_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,8 +51,10 @@ REQUEST_FAILED = -32803
 #: session's reader refuses them itself: framing.py's MAX_MESSAGE_BYTES).
 MAX_FRAME = 64 * 1024 * 1024
 MAX_HEADER = 8 * 1024
-HEADER = re.compile(rb"Content-Length:[ \t]*(\d{1,32})[ \t]*\r\n")
 MARKER = b"Content-Length"
+#: A header line is `Content-Length:[ \t]*(\d{1,32})[ \t]*\r\n` (read by `_length_at`).
+MAX_DIGITS = 32
+BLANKS = b" \t"
 #: Bytes of an oversized body held back between reads: a header cut in two is still seen.
 TAIL = 64
 #: Requests never sent twice: they may act or stream (askCode's deltas would come twice).
@@ -121,13 +119,12 @@ class Frames:
                     self._scanned = 0
                     continue
                 return out
-            match = HEADER.match(self._buf)
-            if match is None or end > MAX_HEADER:
+            length = _length_at(self._buf, 0)
+            if length is None or end > MAX_HEADER:
                 out.append((bytes(self._buf[:1]), None))
                 del self._buf[:1]
                 self._scanned = 0
                 continue
-            length = int(match.group(1))
             start = end + 4
             if length > MAX_FRAME:
                 out.append((bytes(self._buf[:start]), None))
@@ -154,7 +151,7 @@ class Frames:
         body read in many pieces is not searched from its start each time."""
         at = self._buf.find(MARKER, max(start, self._scanned - TAIL))
         while 0 <= at < end:
-            if HEADER.match(self._buf, at):
+            if _length_at(self._buf, at) is not None:
                 return at
             at = self._buf.find(MARKER, at + 1)
         self._scanned = end
@@ -172,7 +169,7 @@ class Frames:
         while at >= 0:
             if at >= self._raw_left:
                 break
-            if HEADER.match(self._buf, at):
+            if _length_at(self._buf, at) is not None:
                 self._raw_left = 0
                 return at
             at = self._buf.find(MARKER, at + 1)
@@ -184,16 +181,37 @@ class Frames:
         return take
 
 
+def _length_at(buf: bytearray, at: int) -> int | None:
+    r"""The length a header line at `buf[at:]` announces, else None: the match of
+    `Content-Length:[ \t]*(\d{1,32})[ \t]*\r\n` there, by hand (`re` is ~1 MB of the
+    forwarder's resident memory)."""
+    if not buf.startswith(b"Content-Length:", at):
+        return None
+    end = len(buf)
+    i = at + 15
+    while i < end and buf[i] in BLANKS:
+        i += 1
+    digits = i
+    while i < end and 48 <= buf[i] <= 57 and i - digits < MAX_DIGITS:  # ASCII 0-9, as \d in bytes
+        i += 1
+    if i == digits:
+        return None
+    length = int(buf[digits:i])
+    while i < end and buf[i] in BLANKS:
+        i += 1
+    return length if buf.startswith(b"\r\n", i) else None
+
+
 def _parse(body: bytes) -> dict[str, Any] | None:
     try:
-        message = json.loads(body)
+        message = protocol.decode(body, "surrogatepass")
     except (ValueError, RecursionError):  # deep nesting: passed on unread, never fatal
         return None
     return message if isinstance(message, dict) else None
 
 
 def frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    body = protocol.encode(message)  # json.dumps(message, separators=(",", ":")), ASCII
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
@@ -315,7 +333,7 @@ class Proxy(Relay):
         """The editor's bytes, cut into frames to be noted (they pass on as they come)."""
         self._held: list[bytes] = []
         """The editor's frames while a new server opens its folders (sent after the resend)."""
-        self._probing: dict[str, tuple[threading.Event, list[Any]]] = {}
+        self._probing: dict[str, tuple[Signal, list[Any]]] = {}
         """Private indexStatus requests after a replay: key → (answered, [result])."""
 
     # ---- the editor's side -------------------------------------------------------------------
@@ -339,8 +357,10 @@ class Proxy(Relay):
             with self._state:
                 resuming = self._resuming
             if not resuming:
-                with contextlib.suppress(OSError):  # the reader sees the drop; pending go again
+                try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
                     self._up.send(chunk)
+                except OSError:  # the reader sees the drop; pending requests go again
+                    pass
             for data, message in self._frames.feed(chunk):
                 with self._state:
                     stale = message is not None and self._stale_answer(message)
@@ -353,8 +373,10 @@ class Proxy(Relay):
                     if message is None or "method" in message:
                         self._held.append(data)  # sent once the new server has its folders
                         continue
-                with contextlib.suppress(OSError):  # an answer to the new server's request
-                    self._up.send(data)
+                try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
+                    self._up.send(data)  # an answer to the new server's request
+                except OSError:
+                    pass
 
     def _stale_answer(self, message: dict[str, Any]) -> bool:
         """An answer to a request of a server that died (the next one never asked it)."""
@@ -396,8 +418,11 @@ class Proxy(Relay):
         if reply is None:
             self._write_out(data)
             return
-        with self._send, contextlib.suppress(OSError):
-            upstream.send(reply)
+        with self._send:
+            try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
+                upstream.send(reply)
+            except OSError:
+                pass
 
     def _note_server(self, message: dict[str, Any], method: str) -> bytes | None:
         """Remember what the server asked or showed; the answer when answered here instead."""
@@ -449,8 +474,10 @@ class Proxy(Relay):
                 self._resuming = False
             held.append(self._frames.unfinished())  # already cut into pieces: sent raw now
             for data in held:
-                with contextlib.suppress(OSError):
+                try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
                     upstream.send(data)
+                except OSError:
+                    pass
 
     def _went_away(self) -> None:
         """End the dead server's progress bars; tell the editor it is reconnecting."""
@@ -525,7 +552,7 @@ class Proxy(Relay):
             self._probes += 1
             request_id = f"{PROBE_ID}{self._probes}"
             key = request_key(request_id)
-            event = threading.Event()
+            event = Signal()
             slot: list[Any] = []
             self._probing[key] = (event, slot)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}

@@ -78,27 +78,38 @@ def receive(sock: socket) -> dict[str, Any]:
     return message
 
 
-def encode(message: Any) -> bytes:
-    """`json.dumps(message, separators=(",", ":"))` as ASCII bytes."""
+def encode(message: Any, separators: tuple[str, str] = (",", ":")) -> bytes:
+    """`json.dumps(message, separators=separators)` as ASCII bytes (the forwarders' replies
+    and replays use it too: `json` itself stays out of their processes)."""
     if _quote is not None:
         parts: list[str] = []
         try:
-            _write(message, parts.append)
+            _write(message, parts.append, *separators)
         except _Unusual:
             pass
         else:
             return "".join(parts).encode("ascii")
     import json
 
-    return json.dumps(message, separators=(",", ":")).encode("ascii")
+    return json.dumps(message, separators=separators).encode("ascii")
+
+
+def id_key(value: Any) -> str:
+    """`json.dumps(value, sort_keys=True)`: a request id as a dict key (1, "1" and 1.0 stay
+    apart). Ids are strings and numbers: anything else (a dict's key order) goes to json."""
+    if isinstance(value, str | int) or value is None:
+        return encode(value).decode("ascii")
+    import json
+
+    return json.dumps(value, sort_keys=True)
 
 
 class _Unusual(Exception):
     """A value the light writer leaves to json (a float, a non-str key, another type)."""
 
 
-def _write(value: Any, out: Callable[[str], object]) -> None:
-    """json.dumps' compact output of dicts, lists, str, int, bool and None."""
+def _write(value: Any, out: Callable[[str], object], comma: str = ",", colon: str = ":") -> None:
+    """json.dumps' output (with these separators) of dicts, lists, str, int, bool and None."""
     assert _quote is not None
     if isinstance(value, str):
         out(_quote(value))
@@ -115,15 +126,15 @@ def _write(value: Any, out: Callable[[str], object]) -> None:
         for n, (key, item) in enumerate(value.items()):
             if not isinstance(key, str):
                 raise _Unusual
-            out("," + _quote(key) + ":" if n else _quote(key) + ":")
-            _write(item, out)
+            out(comma + _quote(key) + colon if n else _quote(key) + colon)
+            _write(item, out, comma, colon)
         out("}")
     elif isinstance(value, list | tuple):
         out("[")
         for n, item in enumerate(value):
             if n:
-                out(",")
-            _write(item, out)
+                out(comma)
+            _write(item, out, comma, colon)
         out("]")
     else:
         raise _Unusual
@@ -143,13 +154,14 @@ class _Options:
 _scan = None if _make_scanner is None else _make_scanner(_Options())  # type: ignore[arg-type]
 
 
-def decode(data: bytes) -> Any:
-    """`json.loads(data)` of a UTF-8 document (ValueError when it is not one)."""
+def decode(data: bytes, errors: str = "strict") -> Any:
+    """`json.loads(data)` of a UTF-8 document (ValueError when it is not one). The forwarders
+    pass "surrogatepass", as json.loads does with bytes (a lone surrogate's bytes are read)."""
     if _scan is None:
         import json
 
-        return json.loads(data)
-    text = data.decode("utf-8").strip(" \t\n\r")
+        return json.loads(data.decode("utf-8", errors))
+    text = data.decode("utf-8", errors).strip(" \t\n\r")
     try:
         value, end = _scan(text, 0)
     except StopIteration as exc:

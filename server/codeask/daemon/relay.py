@@ -9,18 +9,21 @@ subclass keeps its protocol's bookkeeping: what it notes of each message, what i
 the next upstream, which requests it sends again.
 
 Standard library only, and no `typing` at run time (its import is ~0.7 MB of every
-forwarder's resident memory): the process a client starts stays small.
+forwarder's resident memory): the process a client starts stays small. For the same reason
+it uses the C modules under the standard library's wrappers: `_socket` (`socket` imports enum
+and selectors), `_thread` (`threading` imports functools and collections), protocol.py's
+`_json` (`json` imports `re`), and try/except instead of contextlib.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
+import _socket
+import _thread
 import os
-import socket
 import sys
-import threading
 import time
+
+from codeask.daemon import protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,7 +64,7 @@ class Upstream:
 class SocketUpstream(Upstream):
     """A session in the daemon, on a connection `client.open_session` opened."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: _socket.socket) -> None:
         self.sock = sock
 
     def send(self, data: bytes) -> None:
@@ -71,7 +74,7 @@ class SocketUpstream(Upstream):
         return self.sock.recv(CHUNK)
 
     def end_input(self) -> None:
-        self.sock.shutdown(socket.SHUT_WR)
+        self.sock.shutdown(_socket.SHUT_WR)
 
     def close(self) -> None:
         self.sock.close()
@@ -111,8 +114,10 @@ class ChildUpstream(Upstream):
                 self.proc.wait()
 
     def end_input_quietly(self) -> None:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
             self.end_input()
+        except OSError:
+            pass
 
 
 class GiveUp(Exception):
@@ -120,7 +125,7 @@ class GiveUp(Exception):
 
 
 def reconnector(
-    open_session: Callable[[dict[str, Any]], tuple[socket.socket, dict[str, Any]]],
+    open_session: Callable[[dict[str, Any]], tuple[_socket.socket, dict[str, Any]]],
     request: dict[str, Any],
     child_argv: list[str],
     note: Callable[[BaseException], None],
@@ -148,7 +153,28 @@ def reconnector(
 
 def request_key(request_id: Any) -> str:
     """A request id as a dict key (1, "1" and 1.0 stay apart)."""
-    return json.dumps(request_id, sort_keys=True)
+    return protocol.id_key(request_id)
+
+
+class Signal:
+    """threading.Event's `set` and `wait`, on one `_thread` lock (held while not set)."""
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
+            self._lock.release()
+        except RuntimeError:  # set already
+            pass
+
+    def wait(self, timeout: float) -> bool:
+        """True once set (at once when set already), False after `timeout` seconds."""
+        if not self._lock.acquire(timeout=max(0.0, timeout)):
+            return False
+        self.set()  # set it back for the next wait
+        return True
 
 
 class Pending:
@@ -215,17 +241,17 @@ class Relay:
         self._up = upstream
         self._reconnect = reconnect
         self._in, self._out_fd = stdin_fd, stdout_fd
-        self._send = threading.Lock()
+        self._send = _thread.allocate_lock()
         """Held while writing upstream and while replacing it (never waits on the reader)."""
-        self._state = threading.Lock()
+        self._state = _thread.allocate_lock()
         """The bookkeeping; held only briefly, never across I/O."""
-        self._out = threading.Lock()
+        self._out = _thread.allocate_lock()
         self._swallow: set[str] = set()
         """Keys of private requests whose answers the client must not see."""
         self._replays = 0
         self._generation = 0
         self._closing = False
-        self._done = threading.Event()
+        self._done = Signal()
         self._reconnects: list[float] = []
         self.restarts = 0
 
@@ -245,8 +271,10 @@ class Relay:
         with self._send:
             with self._state:
                 self._closing = True
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
                 self._up.end_input()
+            except OSError:
+                pass
         self._done.wait(CLOSE_SECONDS)
         with self._send:
             self._up.close()
@@ -264,9 +292,8 @@ class Relay:
 
     # ---- the upstream's side -----------------------------------------------------------------
     def _start_reader(self, upstream: Upstream, generation: int) -> None:
-        threading.Thread(
-            target=self._pump, args=(upstream, generation), name="codeask-forward", daemon=True
-        ).start()
+        """One thread per upstream (as a daemon thread: the process never waits for it)."""
+        _thread.start_new_thread(self._pump, (upstream, generation))
 
     def _pump(self, upstream: Upstream, generation: int) -> None:
         take = self._upstream_reader(upstream)
@@ -316,8 +343,10 @@ class Relay:
         already."""
         if generation != self._generation:
             return None
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - contextlib is ~0.3 MB of the forwarder
             self._up.close()
+        except OSError:
+            pass
         self._went_away()
         try:
             upstream = self._next_upstream()
