@@ -28,6 +28,22 @@ PROBE = (
 #: What a forwarder must not import (each was imported before by the CLI's path).
 CUT = ("argparse", "logging", "pathlib", "typing", "ctypes", "tomllib", "gettext")
 CUT_PREFIXES = ("codeask.cli", "codeask.core", "codeask.config", "codeask.lsp", "codeask.mcp")
+#: Nor what the standard library's wrappers pull in: the forwarder relays bytes with `_socket`,
+#: `_thread` and `_json` (protocol.py), frames LSP headers by hand (no `re`), and starts a
+#: daemon without `subprocess` (which imports threading, selectors, contextlib, signal...).
+#: Each was 0.1-0.5 MB of every forwarder's resident memory, ~1.5 MB in all (issue 29).
+WRAPPERS = (
+    "socket",
+    "selectors",
+    "enum",
+    "json",
+    "re",
+    "contextlib",
+    "threading",
+    "functools",
+    "collections",
+    "subprocess",
+)
 
 
 def frame(message: dict[str, object]) -> bytes:
@@ -70,7 +86,7 @@ def finish(proc: subprocess.Popen[bytes]) -> list[str]:
 
 
 def heavy(modules: list[str]) -> list[str]:
-    return [m for m in modules if m in CUT or m.startswith(CUT_PREFIXES)]
+    return [m for m in modules if m in CUT or m in WRAPPERS or m.startswith(CUT_PREFIXES)]
 
 
 def project(tmp_path: Path) -> Path:

@@ -23,7 +23,6 @@ from codeask.daemon.protocol import PROTOCOL
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported at run time: the forwarding path stays small
     import argparse
-    import socket
     from collections.abc import Mapping
     from typing import Any
 
@@ -198,7 +197,7 @@ def call(request: dict[str, Any], *, start: bool) -> Answer:
     return reply
 
 
-def open_session(request: dict[str, Any]) -> tuple[socket.socket, Answer]:
+def open_session(request: dict[str, Any]) -> tuple[_socket.socket, Answer]:
     """A long-lived connection (`codeask mcp`): the request sent, the daemon's reply read, and
     the socket left open for the session's own bytes when the reply says ok. Refused or failed
     raise `Unavailable`; a user error comes back with the socket closed."""
@@ -206,9 +205,7 @@ def open_session(request: dict[str, Any]) -> tuple[socket.socket, Answer]:
         run_dir = private_folder(create=True)
     except (Unsafe, OSError) as exc:
         raise Unavailable(str(exc)) from exc
-    import socket  # the session's relay uses its constants and types
-
-    sock = socket.socket(fileno=connect(run_dir, start=True).detach())
+    sock = connect(run_dir, start=True)  # `_socket`'s: the relay needs no more (relay.py)
     try:
         sock.settimeout(REPLY_SECONDS)
         protocol.send(sock, request)
@@ -271,25 +268,76 @@ def _connect_once(path: str) -> _socket.socket:
     return sock
 
 
-def _start(run_dir: str | os.PathLike[str]) -> Any:
-    """`codeask daemon` in the background, its own session, its output in daemon.log."""
-    import subprocess
+class Started:
+    """A daemon this process started: `poll()` is Popen's (None while it runs, else its exit
+    code, negative for a signal)."""
 
-    log_path = os.path.join(run_dir, LOG_NAME)
-    with _open_log(log_path) as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "codeask.cli", "daemon"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            cwd="/",
-            start_new_session=True,
-        )
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: its code is lost
+                self.returncode = 0
+                return 0
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
 
 
-def _open_log(path: str) -> Any:
+#: Daemons started here and not reaped yet (each `_start` reaps those that ended, as
+#: subprocess does with the Popen objects it was left).
+_started: list[Started] = []
+
+
+def _start(run_dir: str | os.PathLike[str]) -> Started:
+    """`codeask daemon` in the background, its own session, its output in daemon.log: what
+    `subprocess.Popen(argv, stdin=DEVNULL, stdout=DEVNULL, stderr=log, cwd="/",
+    start_new_session=True)` does, without importing subprocess (it imports threading,
+    selectors, contextlib and signal: ~1 MB of the forwarder that starts a daemon)."""
+    _started[:] = [child for child in _started if child.poll() is None]
+    argv = [sys.executable, "-m", "codeask.cli", "daemon"]
+    log = _open_log(os.path.join(run_dir, LOG_NAME))
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: no Python beyond these calls, then the daemon's interpreter
+            try:
+                os.setsid()
+                os.chdir("/")
+                os.dup2(null, 0)
+                os.dup2(null, 1)
+                os.dup2(log, 2)
+                os.closerange(3, _max_fd())  # close_fds, as Popen's default
+                os.execv(argv[0], argv)
+            finally:
+                os._exit(127)
+    finally:
+        os.close(log)
+        os.close(null)
+    child = Started(pid)
+    _started.append(child)
+    return child
+
+
+def _max_fd() -> int:
+    try:
+        return max(256, os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        return 256
+
+
+def _open_log(path: str) -> int:
+    """daemon.log (0600) as a descriptor, started afresh past LOG_LIMIT."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
     fd = os.open(path, flags, 0o600)
-    if os.fstat(fd).st_size > LOG_LIMIT:
-        os.ftruncate(fd, 0)
-    return os.fdopen(fd, "ab")
+    try:
+        if os.fstat(fd).st_size > LOG_LIMIT:
+            os.ftruncate(fd, 0)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd

@@ -22,7 +22,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    import _socket
     from collections.abc import Callable, Sequence
     from typing import Any
 
@@ -199,7 +199,7 @@ def mcp(paths: list[str], *, allow_broad_root: bool, verbose: int) -> int | None
     return forwarder.Proxy(SocketUpstream(sock), reconnect).run()
 
 
-def _open(request: dict[str, Any], instead: str) -> tuple[socket.socket, dict[str, Any]] | None:
+def _open(request: dict[str, Any], instead: str) -> tuple[_socket.socket, dict[str, Any]] | None:
     """(the session's socket, the daemon's reply), or None: the daemon is off, or none could
     be had (noted on stderr)."""
     from codeask.daemon import client
