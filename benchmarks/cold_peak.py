@@ -7,7 +7,8 @@ The child process does what `codeask serve` does on a folder it has never indexe
 opened as its writer, the lexical pass with the static tier (`refresh(embed=False)`), then the
 BM25 copy's build in a thread beside the MiniLM backlog, then the int8 query path
 (`prepare_queries`, as the server does when the backlog ends) and one query. Every vector is
-computed: the folder's index is removed first and the child gets a fresh, empty embedding cache
+computed: the child indexes a copy of FOLDER (without its `.codeask`; the folder itself and an
+index an editor may be writing there are never touched) with a fresh, empty embedding cache
 (XDG_CACHE_HOME in a temporary folder; only the model folder is linked, so the int8 query copy
 is not derived again).
 
@@ -104,15 +105,18 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def run(folder: Path, minutes: float, settings: list[str]) -> int:
-    shutil.rmtree(folder / ".codeask", ignore_errors=True)
+def run(source: Path, minutes: float, settings: list[str]) -> int:
     editor: dict[str, object] = {}
     for item in settings:
         key, _, value = item.partition("=")
         editor[key] = json.loads(value) if value[:1] in '[{0123456789-tf"' else value
     with tempfile.TemporaryDirectory(prefix="codeask-cold-peak-") as scratch:
+        # a copy: the folder's own index (maybe an editor's, being written) is never touched
+        folder = Path(scratch) / source.name
+        shutil.copytree(source, folder, symlinks=True, ignore=shutil.ignore_patterns(".codeask"))
         env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
-        env |= {"XDG_CACHE_HOME": str(fresh_cache(Path(scratch))), "HF_HUB_OFFLINE": "1"}
+        cache = fresh_cache(Path(scratch) / "xdg")
+        env |= {"XDG_CACHE_HOME": str(cache), "HF_HUB_OFFLINE": "1"}
         command = [sys.executable, "-m", "benchmarks.cold_peak", "--child", str(folder)]
         command += ["--editor", json.dumps(editor)]
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
@@ -121,7 +125,7 @@ def run(folder: Path, minutes: float, settings: list[str]) -> int:
         reader = threading.Thread(target=_read_events, args=(process, events), daemon=True)
         reader.start()
         loads = [load()]
-        print(f"# cold index of {folder}, settings {editor or 'default'}, load {loads[0]}")
+        print(f"# cold index of {source} (a copy), settings {editor or 'default'}, load {loads[0]}")
         while process.poll() is None:
             _rss, hwm = status_mb(process.pid)
             if hwm:
