@@ -31,8 +31,13 @@ CUT_PREFIXES = ("codeask.cli", "codeask.core", "codeask.config", "codeask.lsp", 
 #: Nor what the standard library's wrappers pull in: the forwarder relays bytes with `_socket`,
 #: `_thread` and `_json` (protocol.py), frames LSP headers by hand (no `re`), and starts a
 #: daemon without `subprocess` (which imports threading, selectors, contextlib, signal...).
-#: Each was 0.1-0.5 MB of every forwarder's resident memory, ~1.5 MB in all (issue 29).
+#: Each was 0.1-0.5 MB of every forwarder's resident memory, ~1.5 MB in all (issue 29). Nor
+#: `struct` or `math`: their compiled modules (and libm's pages) are ~0.3 MB of it; int's
+#: to_bytes and float("inf") do their work here.
 WRAPPERS = (
+    "struct",
+    "_struct",
+    "math",
     "socket",
     "selectors",
     "enum",

@@ -10,7 +10,6 @@ on the forwarding path.
 from __future__ import annotations
 
 import _socket  # socket.py's own base: `socket` imports enum and selectors (~4 ms per command)
-import math
 import os
 import sys
 import time
@@ -104,7 +103,7 @@ def _plain_section(env: Mapping[str, str]) -> dict[str, Any] | None:
     flag, idle = section.get("enabled", False), section.get("idle_seconds", 1)
     if set(section) - {"enabled", "idle_seconds"} or not isinstance(flag, bool):
         return None
-    if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < math.inf:
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < float("inf"):
         return None  # an invalid section falls back to its defaults: config.py decides
     return section
 
