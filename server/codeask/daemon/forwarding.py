@@ -5,11 +5,14 @@ and the proxy run, or the search asked and its answer printed.
 `run` is what `python -m codeask` runs first. A plain `codeask [-v...] serve [--stdio]` or
 `codeask [-v...] mcp [--allow-broad-root] [--] [PATH...]` with the daemon on is forwarded
 without importing the CLI (argparse, logging, pathlib, typing, the parser's modules, the heap
-tuning's ctypes): the process an editor or agent starts holds only what forwarding needs
-(12.5-13 MB resident, ~4 MB less than through `codeask.cli`). A plain `codeask [-v...] search
-QUERY [OPTIONS]` (daemon/search_line.py) is asked of a daemon already running and its answer
-printed as the CLI prints it, with no import of the CLI, argparse, json or the engine (the
-command's time is then mostly the interpreter's start). Anything else, a daemon turned off, a
+tuning's ctypes), nor the standard library's wrappers (socket, threading, json, re,
+contextlib, subprocess, struct, math: relay.py): the process an editor or agent starts holds
+only what forwarding needs (on sphinx: ~9.5 MB resident through the `codeask` script, 10-10.2
+MB through `python -m codeask`, whose runpy adds ~0.7 MB; a bare interpreter is 8.7 MB).
+A plain `codeask [-v...] search QUERY [OPTIONS]` (daemon/search_line.py) is asked of a
+daemon already running and its answer printed as the CLI prints it, with no import of the
+CLI, argparse, json or the engine (the command's time is then mostly the interpreter's
+start). Anything else, a daemon turned off, a
 daemon setting only `codeask.config` can read, no daemon running (the CLI starts one), or one
 that cannot answer (one note on stderr), runs the full CLI: the command in-process as before,
 with `--no-daemon` added after the command when forwarding was already tried here.
