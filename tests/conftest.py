@@ -15,15 +15,25 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def int8_query_model(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The int8 query model and its sidecar, derived once per run (~4 s) instead of once per
-    test (each language server would derive its own in the background). Its derivation and
-    everything that can go wrong with it are tested on their own in test_query_encoder.py."""
+    """The int8 query model and the chunk model's copy, each with its sidecar (and the copy's
+    data file), derived once per run (~4 s and ~2 s) instead of once per test (each language
+    server would derive its own). Their derivations and everything that can go wrong with them
+    are tested on their own in test_query_encoder.py and test_chunk_model.py."""
+    from codeask.core.embedding.chunk_fold import data_name
+    from codeask.core.embedding.chunk_model import CHUNK_FILE, derive_chunk_model
     from codeask.core.embedding.embed import PACKAGED_ONNX_SHA256, packaged_model_dir
     from codeask.core.embedding.query_encoder import INT8_FILE, derive_int8
 
     folder = packaged_model_dir(tmp_path_factory.mktemp("int8-once") / "models")
     model = derive_int8(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / INT8_FILE)
-    return [model, model.with_suffix(".json")]
+    chunk = derive_chunk_model(folder / "model.onnx", PACKAGED_ONNX_SHA256, folder / CHUNK_FILE)
+    return [
+        model,
+        model.with_suffix(".json"),
+        chunk,
+        chunk.with_name(data_name(chunk)),
+        chunk.with_suffix(".json"),
+    ]
 
 
 @pytest.fixture(autouse=True)
