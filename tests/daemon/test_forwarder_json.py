@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import _thread
 import json
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -70,3 +72,32 @@ def test_a_signal_wakes_its_waiters_and_stays_set() -> None:
     assert done.acquire(timeout=10.0) and woken == [True]
     signal.set()  # twice: no error
     assert signal.wait(0.0) is True and signal.wait(0.0) is True
+
+
+#: A forwarder's process never imports json: json's C scanner then reports a syntax error by
+#: importing nothing (it looks json.decoder up in sys.modules) and returned NULL: a SystemError
+#: that killed the forwarder on the first broken body an editor sent (the LSP fuzz through it).
+BROKEN_IN_A_FORWARDER = r"""
+import sys
+from codeask.daemon import protocol
+from codeask.daemon.lsp_forwarder import _parse
+assert "json.decoder" not in sys.modules
+for bad in (b'{"a": "unterminated', b'{"a": tru}', b"[1, 2", b'{"a" 1}', b'"\\x"', b'{"a": 1e}'):
+    try:
+        protocol.decode(bad, "surrogatepass")
+    except ValueError:
+        pass
+    else:
+        raise SystemExit(f"no ValueError for {bad!r}")
+    assert _parse(bad) is None, bad
+assert protocol.decode(b'{"ok": [1, 2.5, null]}') == {"ok": [1, 2.5, None]}
+print("read like json.loads")
+"""
+
+
+def test_a_broken_body_is_a_value_error_where_json_was_never_imported() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BROKEN_IN_A_FORWARDER], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "read like json.loads"

@@ -171,6 +171,10 @@ def decode(data: bytes, errors: str = "strict") -> Any:
         value, end = _scan(text, 0)
     except StopIteration as exc:
         raise ValueError(f"no JSON value at {exc.value}") from None
+    except SystemError:  # the C scanner raises a syntax error only where json.decoder is
+        import json  # imported (it looks it up in sys.modules, else returns NULL): json says
+
+        return json.loads(text)  # what is wrong (a ValueError), as for any broken body
     if end != len(text):
         raise ValueError(f"extra data at {end}")
     return value
