@@ -6,12 +6,25 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 
 def plain_env() -> dict[str, str]:
     """This process's environment without codeask's own settings."""
     return {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+
+
+def write_demo_project(project: Path) -> Path:
+    """Two small Python files, a cache class and a notes parser: the import tests' project."""
+    project.mkdir()
+    (project / "cache.py").write_text(
+        "class LRUCache:\n"
+        "    '''Least recently used cache: evicts the oldest entry when full.'''\n\n"
+        "    def get(self, key):\n        return self.items.pop(key)\n"
+    )
+    (project / "notes.py").write_text("def parse_notes(text):\n    return text.split()\n")
+    return project
 
 
 def run_python(

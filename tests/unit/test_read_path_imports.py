@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.unit.fresh import write_demo_project
+
 WRITER_ONLY = (
     "pygit2",
     "tree_sitter_language_pack",
@@ -52,14 +54,7 @@ def python(args: list[str], env: dict[str, str]) -> str:
 
 
 def test_a_search_imports_no_writer_module(tmp_path: Path) -> None:
-    project = tmp_path / "demo"
-    project.mkdir()
-    (project / "cache.py").write_text(
-        "class LRUCache:\n"
-        "    '''Least recently used cache: evicts the oldest entry when full.'''\n\n"
-        "    def get(self, key):\n        return self.items.pop(key)\n"
-    )
-    (project / "notes.py").write_text("def parse_notes(text):\n    return text.split()\n")
+    project = write_demo_project(tmp_path / "demo")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     env = {k: v for k, v in env.items() if not k.startswith("CODEASK_")}
     # a repository: a writer's refresh reads its history through pygit2 (a folder with none

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.fresh import last_json, plain_env, run_python
+from tests.unit.fresh import last_json, plain_env, run_python, write_demo_project
 
 #: Records the file of every `re.compile` caller, then imports what every search imports.
 COMPILES_AT_IMPORT = """
@@ -70,14 +70,7 @@ print(json.dumps({
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A small project indexed with both the lexical and the static tier."""
     root = tmp_path_factory.mktemp("load_path")
-    project = root / "demo"
-    project.mkdir()
-    (project / "cache.py").write_text(
-        "class LRUCache:\n"
-        "    '''Least recently used cache: evicts the oldest entry when full.'''\n\n"
-        "    def get(self, key):\n        return self.items.pop(key)\n"
-    )
-    (project / "notes.py").write_text("def parse_notes(text):\n    return text.split()\n")
+    project = write_demo_project(root / "demo")
     env = {**plain_env(), "XDG_CACHE_HOME": str(root / "xdg")}
     run_python(["-m", "codeask", "index", str(project)], env)
     return project, env
