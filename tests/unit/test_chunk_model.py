@@ -6,7 +6,6 @@ Real model, real files, fresh interpreters for every memory figure."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import msgspec
 import numpy as np
 import pytest
 from tests.unit.fresh import run_python
+from tests.unit.no_onnx import shadow_onnx
 
 from codeask.config import build_settings
 from codeask.core.embedding.base import file_sha256
@@ -176,10 +176,7 @@ def test_without_the_onnx_package_fastembed_loads_the_model_simulated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Simulated: an `onnx` whose import fails stands first on the path the child inherits."""
-    fake = tmp_path / "site" / "onnx"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'onnx'\")\n")
-    monkeypatch.setattr(sys, "path", [str(fake.parent), *sys.path])
+    shadow_onnx(tmp_path, monkeypatch)
     embedder = model(tmp_path)
     with caplog.at_level("WARNING"):
         rows = embedder.embed(TEXTS[:3])

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+from tests.unit.no_onnx import shadow_onnx
 
 from codeask.config import build_settings
 from codeask.core.embedding import query_encoder
@@ -257,10 +258,7 @@ def test_without_the_onnx_package_queries_use_the_model_simulated(
 ) -> None:
     """Simulated: an `onnx` package whose import fails stands first on the path the quantizing
     child inherits (as an uninstalled one would fail); the search still answers."""
-    fake = tmp_path / "site" / "onnx"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'onnx'\")\n")
-    monkeypatch.setattr(sys, "path", [str(fake.parent), *sys.path])
+    shadow_onnx(tmp_path, monkeypatch)
     embedder = model(tmp_path)
     with caplog.at_level("WARNING"):
         encoder = embedder.prepare_queries()
