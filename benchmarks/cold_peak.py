@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.child_env import in_process_env
+
 SAMPLE_S = 0.2
 #: Seconds between two progress lines of the child during the backlog.
 PROGRESS_S = 10.0
@@ -114,7 +116,7 @@ def run(source: Path, minutes: float, settings: list[str]) -> int:
         # a copy: the folder's own index (maybe an editor's, being written) is never touched
         folder = Path(scratch) / source.name
         shutil.copytree(source, folder, symlinks=True, ignore=shutil.ignore_patterns(".codeask"))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+        env = in_process_env()
         cache = fresh_cache(Path(scratch) / "xdg")
         env |= {"XDG_CACHE_HOME": str(cache), "HF_HUB_OFFLINE": "1"}
         command = [sys.executable, "-m", "benchmarks.cold_peak", "--child", str(folder)]

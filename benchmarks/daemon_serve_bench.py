@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from benchmarks.child_env import in_process_env
 from benchmarks.daemon_mcp_bench import Agent, daemon_pid, rss_mb
 
 QUERIES = (
@@ -150,7 +150,7 @@ async def shared(
 
 
 async def run(repo: Path, editors: int, agents: int, settle: float) -> int:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    base = in_process_env()
     base.setdefault("HF_HUB_OFFLINE", "1")
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"# {repo} ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load})")

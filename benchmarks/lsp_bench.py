@@ -32,6 +32,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lsp"))
 from lsp_harness import plain
 
+from benchmarks.child_env import in_process_env
+
 DEFAULT_FOLDER = Path.home() / ".cache/codeask-eval/src/sphinx-5.1.1"
 QUERIES = [
     "resolve a cross reference to a python object",
@@ -125,7 +127,7 @@ async def run(args: argparse.Namespace) -> int:
     root = work / args.folder.name
     print(f"copying {args.folder} → {root}", file=sys.stderr)
     shutil.copytree(args.folder, root, ignore=shutil.ignore_patterns(".codeask"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(XDG_CACHE_HOME=str(work / "xdg"), HF_HUB_OFFLINE="1")
     if args.embed_threads is not None:
         env["CODEASK_EMBED__THREADS"] = str(args.embed_threads)

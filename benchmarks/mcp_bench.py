@@ -31,6 +31,8 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from benchmarks.child_env import in_process_env
+
 DEFAULT_FOLDER = Path.home() / ".cache/codeask-eval/src/sphinx-5.1.1"
 QUERIES = (
     "parse the command line arguments of sphinx-build",
@@ -185,7 +187,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.copytree(args.folder, folder, symlinks=True)
         cache = base / "xdg"
         cache.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+        env = in_process_env()
         env.update(XDG_CACHE_HOME=str(cache), HF_HUB_OFFLINE="1")
         files = sum(1 for p in folder.rglob("*") if p.is_file())
         with (base / "server.log").open("w") as log:

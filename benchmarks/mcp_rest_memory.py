@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from benchmarks.child_env import in_process_env
+
 FILES = {
     "src/shop/cache.py": "class ExpiringCache:\n    def get(self, key):\n        return key\n",
     "src/shop/parser.py": "def tokenize_expression(text):\n    return text.split()\n",
@@ -114,7 +116,7 @@ class Agent:
 
 
 def base_env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     runtime = tmp / "run"
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
     env.update(

@@ -37,6 +37,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from benchmarks.child_env import in_process_env
 from benchmarks.lsp_bench import Bench
 from benchmarks.memory_profile import REPORTS, TYPED
 
@@ -112,7 +113,7 @@ async def run(
 ) -> int:
     if cold:
         shutil.rmtree(folder / ".codeask", ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.setdefault("HF_HUB_OFFLINE", "1")
     command = [sys.executable, "-m", "codeask", "serve"]
     if mmap_threshold:

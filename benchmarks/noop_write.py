@@ -12,12 +12,13 @@ Clones a git repository (default: this one) to a temporary folder, indexes it on
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.child_env import in_process_env
 
 
 def tree_state(folder: Path) -> dict[str, tuple[int, int, int]]:
@@ -47,7 +48,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
         subprocess.run(["git", "clone", "-q", "--local", args.repo, str(root)], check=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+        env = in_process_env()
         env.update(XDG_CACHE_HOME=str(Path(tmp) / "xdg"), HF_HUB_OFFLINE="1")
         if args.pythonpath:
             env["PYTHONPATH"] = args.pythonpath

@@ -54,4 +54,7 @@ def isolated_cache(
         except OSError:
             shutil.copyfile(made, models / made.name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    # The per-user daemon is on by default; a test drives one process unless it turns the
+    # daemon on itself, in a private runtime directory (tests/daemon, benchmarks/child_env.py).
+    monkeypatch.setenv("CODEASK_DAEMON__ENABLED", "false")
     yield cache

@@ -250,9 +250,9 @@ class DaemonSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The per-user daemon `codeask search` and `codeask status` ask (docs/daemon.md); read from
     the user config and the environment only (it is the user's process, not a project's)."""
 
-    enabled: bool = False
+    enabled: bool = True
     """Ask one warm per-user daemon (started on demand) instead of loading the index and the
-    models in every command; off: everything runs in-process (`--no-daemon` for one command)."""
+    models in every process; off: everything runs in-process (`--no-daemon` for one command)."""
     idle_seconds: float = 600.0
     """The daemon exits after this many seconds without a request."""
 

@@ -110,15 +110,23 @@ def test_off_by_setting_and_by_flag(project: Path, daemon_env: dict[str, str]) -
     by_setting = codeask("search", "invoice pdf", "--json", cwd=project, env=off)
     by_flag = codeask("search", "invoice pdf", "--json", "--no-daemon", cwd=project, env=daemon_env)
     status = codeask("status", "--no-daemon", cwd=project, env=daemon_env)
-    del off[ENABLED]  # the default is off
-    by_default = codeask("status", cwd=project, env=off)
-    for done in (by_setting, by_flag, status, by_default):
+    for done in (by_setting, by_flag, status):
         assert done.returncode == 0, done.stderr
         assert "daemon" not in done.stderr
     assert without_seconds(by_setting.stdout) == without_seconds(by_flag.stdout)
     assert by_setting.stdout.count("render_invoice_pdf") >= 1
     assert daemon_pid(daemon_env) is None
     assert not run_dir(daemon_env).exists(), "nothing of the daemon was even created"
+
+
+def test_on_by_default(project: Path, daemon_env: dict[str, str]) -> None:
+    """No setting anywhere: the first search starts the daemon and is answered by it."""
+    plain = dict(daemon_env)
+    del plain[ENABLED]
+    found = codeask("search", "invoice pdf", "--json", cwd=project, env=plain)
+    assert found.returncode == 0, found.stderr
+    assert daemon_pid(plain) is not None, "the default starts the per-user daemon"
+    assert without_seconds(found.stdout) == in_process("invoice pdf", project, plain)
 
 
 def test_idle_exit(project: Path, daemon_env: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""`codeask mcp` without the daemon: off by setting (the default) it runs in its own process
+"""`codeask mcp` without the daemon: off by setting it runs in its own process
 exactly as before and starts no daemon; on, but with no daemon to be had (an unusable runtime
 dir, a daemon of another environment), it says so in one line on stderr and serves in-process,
 stdout untouched."""
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from daemon_helpers import ENABLED, codeask, daemon_pid, processes_run_in, run_dir, socket_path
+from daemon_helpers import codeask, daemon_pid, processes_run_in, run_dir, socket_path
 from mcp_agents import RawPipe, agent_env, build_project, call, complete, hit_lines, mcp_session
 
 pytestmark = pytest.mark.slow
@@ -21,13 +21,10 @@ def project(tmp_path: Path) -> Path:
     return build_project(tmp_path / "shop")
 
 
-@pytest.mark.parametrize("setting", ["default", "false"])
 async def test_off_by_setting_serves_in_process(
-    project: Path, daemon_env: dict[str, str], tmp_path: Path, setting: str
+    project: Path, daemon_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = agent_env(daemon_env, enabled=False)
-    if setting == "default":
-        del env[ENABLED]
     log = tmp_path / "agent.log"
     async with mcp_session(project, env=env, stderr=log) as client:
         await complete(client)

@@ -18,8 +18,8 @@ CONFIGS = (
     "[daemon]\nenabled = true\nidle_seconds = 5\n",
     '[daemon]\nenabled = "true"\n',
     "[daemon]\nidle_seconds = 5\n",
-    "[daemon]\nenabled = true\nidle_seconds = -1\n",  # invalid section: defaults (off)
-    "[daemon]\nenabled = true\nsurprise = 1\n",  # unknown field: defaults (off)
+    "[daemon]\nenabled = true\nidle_seconds = -1\n",  # invalid section: defaults (on)
+    "[daemon]\nenabled = true\nsurprise = 1\n",  # unknown field: defaults (on)
     "daemon = 3\n",
     "[llm]\nmodel = 'x'\n",
     "not toml [",
@@ -51,6 +51,7 @@ def test_quick_read_agrees_with_load_settings(
     assert enabled(argparse.Namespace(no_daemon=True), env) is False
 
 
-def test_default_is_off(tmp_path: Path) -> None:
+def test_default_is_on(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(tmp_path), "HOME": str(tmp_path)}
-    assert enabled(argparse.Namespace(), env) is False
+    assert enabled(argparse.Namespace(), env) is True
+    assert enabled(argparse.Namespace(no_daemon=True), env) is False

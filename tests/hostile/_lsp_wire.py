@@ -7,7 +7,6 @@ No pytest-lsp here: its client would refuse to send most of what these tests sen
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -15,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.child_env import in_process_env
 
 #: The server's peak resident memory (VmHWM) must stay under this through every hostile case.
 #: Measured baseline on the small fixture workspace with the embedding model loaded:
@@ -39,7 +40,7 @@ class Wire:
     """`python -m codeask serve` over pipes; replies by id, server requests answered null."""
 
     def __init__(self, cache: Path, extra_env: dict[str, str] | None = None) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+        env = in_process_env()
         env.update(XDG_CACHE_HOME=str(cache), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
         env.update(extra_env or {})
         self.proc = subprocess.Popen(

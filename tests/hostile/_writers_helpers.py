@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from benchmarks.child_env import in_process_env
 
 from codeask.core.records import Chunk
 from codeask.core.storage.store import Manifest
@@ -67,7 +68,7 @@ def write_topic(root: Path, topic: str, version: int) -> Path:
 
 def env_for(cache: Path, **extra: str) -> dict[str, str]:
     """A subprocess environment: private XDG cache, offline model, no CODEASK_ overrides."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(XDG_CACHE_HOME=str(cache), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", **extra)
     return env
 

@@ -11,7 +11,6 @@ temporary folder so the real user config is never read).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from codeask.config import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
+from benchmarks.child_env import in_process_env
 from lsp_harness import session, wait_for
 
 SECRET = "aws-secret-value-0123456789abcdef"
@@ -155,7 +155,7 @@ def hostile(tmp_path: Path, attacker: Endpoint, users_endpoint: Endpoint) -> Env
     root = _hostile_repo(tmp_path / "repo", attacker)
     config_home = tmp_path / "config"
     _user_config(config_home, users_endpoint)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(
         XDG_CONFIG_HOME=str(config_home),
         XDG_CACHE_HOME=str(tmp_path / "cache"),

@@ -33,6 +33,7 @@ import pytest
 from _hostile_llm import PARTIAL, HostileLLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
+from benchmarks.child_env import in_process_env
 from lsp_harness import session, wait_for
 
 pytestmark = pytest.mark.slow
@@ -86,7 +87,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def cli_env(base: Path, llm: dict[str, Any]) -> dict[str, str]:
     """A private XDG config and cache, no inherited CODEASK_ settings, these LLM settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(
         XDG_CONFIG_HOME=str(base / "config"),
         XDG_CACHE_HOME=str(base / "cache"),

@@ -32,6 +32,7 @@ from _secret_formats import (
     service_account_json,
     token_formats,
 )
+from benchmarks.child_env import in_process_env
 
 #: Every test here runs the real `codeask` CLI on a corpus of planted secrets.
 pytestmark = pytest.mark.slow
@@ -87,7 +88,7 @@ def write(root: Path, rel: str, text: str) -> None:
 
 def cli_env(base: Path, port: int = 0) -> dict[str, str]:
     """Private XDG folders (the embedding cache lives there), no inherited CODEASK_ settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(
         XDG_CONFIG_HOME=str(base / "config"),
         XDG_CACHE_HOME=str(base / "cache"),

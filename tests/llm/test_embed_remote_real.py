@@ -10,7 +10,6 @@ with the OpenAI-compatible ones (same model, same server).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from benchmarks.child_env import in_process_env
 
 from codeask.config import EmbedSettings, Settings
 from codeask.core.embedding import embed as embed_module
@@ -214,7 +214,7 @@ def _repo(tmp_path: Path, endpoint: str) -> tuple[Path, dict[str, str]]:
     (config / "config.toml").write_text(
         f'[embed]\nprovider = "openai"\nendpoint = "{endpoint}"\nmodel = "smollm2-embed"\n'
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(
         XDG_CONFIG_HOME=str(tmp_path / "config"),
         XDG_CACHE_HOME=str(tmp_path / "cache"),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 import uuid
@@ -20,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from benchmarks.child_env import in_process_env
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
@@ -165,7 +165,7 @@ def plain(value: Any) -> Any:
 def server_env(cache: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The server's environment: a private XDG cache, offline model, no CODEASK_ overrides
     (except what the test passes in `extra`, e.g. the team database's DSN)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(XDG_CACHE_HOME=str(cache), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
     env.update(extra or {})
     return env

@@ -8,7 +8,6 @@ isolated one), the client is `mcp.Client` over `StdioServerParameters`.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 import gitrepo
+from benchmarks.child_env import in_process_env
 
 TOOLS = ("search_code", "find_related", "get_context", "search_history", "index_status")
 
@@ -103,7 +103,7 @@ def build_project(root: Path) -> Path:
 
 def server_env(**extra: str) -> dict[str, str]:
     """The server's environment: the test's private XDG cache, the offline model."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", **extra)
     return env
 

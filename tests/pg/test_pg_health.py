@@ -8,13 +8,13 @@ editor role, a database codeask never touched (the probe must not migrate it), a
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmarks.child_env import in_process_env
 from pgserver import PgServer
 
 from codeask.core.storage.postgres.cache import PgEmbeddingCache
@@ -90,7 +90,7 @@ def test_codeask_health_json_reports_the_team_database(pg_dsn: str, tmp_path: Pa
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "a.py").write_text("def f():\n    return 1\n")
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")},
+        **in_process_env(),
         DSN_ENV: pg_dsn,
         "CODEASK_INDEX__BACKEND": "postgres",
         "CODEASK_INDEX__DSN_ENV": DSN_ENV,

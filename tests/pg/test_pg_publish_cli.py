@@ -8,12 +8,12 @@ is a clear error without the password, and --lexical-only is refused (nothing to
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pygit2
+from benchmarks.child_env import in_process_env
 from pgserver import PgServer
 
 DSN_ENV = "CODEASK_TEST_PUBLISH_DSN"
@@ -35,7 +35,7 @@ def repository(root: Path) -> str:
 
 
 def cli_env(dsn: str, cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(
         {
             DSN_ENV: dsn,

@@ -15,13 +15,13 @@ Real git repositories, the real CLI and the real FolderIndex, the embedded Postg
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pygit2
 import pytest
+from benchmarks.child_env import in_process_env
 
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
@@ -83,7 +83,7 @@ def open_clone(clone: Path, tmp_path: Path, tag: str) -> FolderIndex:
 
 
 def cli(root: Path, dsn: str, cache: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(
         {
             DSN_ENV: dsn,

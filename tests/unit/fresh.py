@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.child_env import in_process_env
+
 
 def plain_env() -> dict[str, str]:
     """This process's environment without codeask's own settings."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    return in_process_env()
 
 
 def write_demo_project(project: Path) -> Path:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.child_env import in_process_env
 from gitrepo import ALICE, EPOCH, commit, make_repo
 
 SECRET = "aws-secret-value-0123456789abcdef"
@@ -108,7 +108,7 @@ def hostile_repo(tmp_path: Path, stand_in: StandIn) -> Repo:
     )
     files = {"billing.py": SOURCE, ".codeask.toml": project}
     commit(repo, files, "billing", ALICE, EPOCH)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env.update(
         XDG_CONFIG_HOME=str(tmp_path / "config"),
         XDG_CACHE_HOME=str(tmp_path / "cache"),

@@ -7,11 +7,11 @@ what each path imported."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.child_env import in_process_env
 from tests.unit.fresh import write_demo_project
 
 WRITER_ONLY = (
@@ -55,8 +55,7 @@ def python(args: list[str], env: dict[str, str]) -> str:
 
 def test_a_search_imports_no_writer_module(tmp_path: Path) -> None:
     project = write_demo_project(tmp_path / "demo")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    env = {k: v for k, v in env.items() if not k.startswith("CODEASK_")}
+    env = in_process_env(XDG_CACHE_HOME=str(tmp_path / "xdg"))
     # a repository: a writer's refresh reads its history through pygit2 (a folder with none
     # no longer loads pygit2 at all: tests/unit/test_git_head.py)
     git = ["git", "-c", "user.name=A", "-c", "user.email=a@example.com"]
@@ -95,7 +94,7 @@ def test_a_pass_over_unchanged_files_loads_no_chunker(tmp_path: Path) -> None:
     project.mkdir()
     (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
     (project / "notes.md").write_text("# Notes\n\nNothing here yet.\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     python(["-m", "codeask", "index", str(project)], env)
     seen = json.loads(python(["-c", UNCHANGED, str(project), *CHUNKING], env).splitlines()[-1])

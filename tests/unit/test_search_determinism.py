@@ -6,10 +6,11 @@ came in either order, and with them their definitions' ranks and scores."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from benchmarks.child_env import in_process_env
 
 
 def codeask(args: list[str], env: dict[str, str], cwd: Path) -> str:
@@ -34,7 +35,7 @@ def test_a_search_ranks_alike_whatever_the_hash_seed(tmp_path: Path) -> None:
             f"def {name}(path):\n    '''Config file: {name.replace('_', ' ')}.'''\n"
             f"    return open(path).read()\n"
         )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     codeask(["index", str(project)], env, project)
     query = "load_cfg save_cfg read_cfg drop_cfg"

@@ -4,13 +4,13 @@ unreachable team database back (core/indexer/team_retry.py); `codeask status` sh
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import gitrepo
 import pytest
+from benchmarks.child_env import in_process_env
 from models_endpoint import closed_port
 
 from codeask.config import build_settings
@@ -86,7 +86,7 @@ def test_codeask_status_shows_an_unreachable_team_database(tmp_path: Path) -> No
     """The real CLI: the team line (and the reason, never the password), text and JSON."""
     repo = gitrepo.make_repo(tmp_path / "repo")
     gitrepo.commit(repo, {"a.py": "def alpha():\n    return 1\n"}, "A")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env = in_process_env()
     port = closed_port()
     env |= {
         "CODEASK_INDEX__BACKEND": "postgres",

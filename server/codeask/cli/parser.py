@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     daemon = sub.add_parser(
         "daemon",
-        help="run the per-user daemon `search` and `status` ask (foreground; docs/daemon.md)",
+        help="run the per-user daemon that serve, mcp and search forward to (foreground)",
     )
     control = daemon.add_mutually_exclusive_group()
     control.add_argument("--stop", action="store_true", help="stop the running daemon")

@@ -47,14 +47,14 @@ class NotRunning(Unavailable):
 
 
 def enabled(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> bool:
-    """`daemon.enabled` (user config < environment; default off), unless `--no-daemon`."""
+    """`daemon.enabled` (user config < environment; default on), unless `--no-daemon`."""
     if getattr(args, "no_daemon", False):
         return False
     return setting(environ)
 
 
 def setting(environ: Mapping[str, str] | None = None) -> bool:
-    """`daemon.enabled` (user config < environment; default off).
+    """`daemon.enabled` (user config < environment; default on).
 
     Read here without `codeask.config` (msgspec and the whole settings tree cost more than a
     forwarded search) when the daemon section is plain: booleans, a positive number of
@@ -74,7 +74,7 @@ def plain_setting(environ: Mapping[str, str] | None = None) -> bool | None:
     """`daemon.enabled` when the daemon section is plain (see `setting`), else None: only
     `codeask.config` can say (the forwarded search then leaves the command to the CLI)."""
     section = _plain_section(os.environ if environ is None else environ)
-    return None if section is None else bool(section.get("enabled", False))
+    return None if section is None else bool(section.get("enabled", True))
 
 
 def _plain_section(env: Mapping[str, str]) -> dict[str, Any] | None:
@@ -100,7 +100,7 @@ def _plain_section(env: Mapping[str, str]) -> dict[str, Any] | None:
             section[name[16:].lower()] = int(text)
         else:
             return None
-    flag, idle = section.get("enabled", False), section.get("idle_seconds", 1)
+    flag, idle = section.get("enabled", True), section.get("idle_seconds", 1)
     if set(section) - {"enabled", "idle_seconds"} or not isinstance(flag, bool):
         return None
     if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < float("inf"):

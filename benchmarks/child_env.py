@@ -1,0 +1,21 @@
+"""The environment of a codeask child process that must run in-process.
+
+The per-user daemon is on by default (`daemon.enabled`): a child given the caller's environment
+minus its `CODEASK_*` settings would forward to (and start) a daemon that outlives it, under the
+user's runtime directory. Tests and benchmarks that measure or drive one process say so here;
+the daemon's own tests and benchmarks turn it on explicitly, in a private runtime directory.
+"""
+
+from __future__ import annotations
+
+import os
+
+DAEMON_OFF = {"CODEASK_DAEMON__ENABLED": "false"}
+
+
+def in_process_env(**extra: str) -> dict[str, str]:
+    """This process's environment without codeask's settings, the daemon off, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    env.update(DAEMON_OFF)
+    env.update(extra)
+    return env
