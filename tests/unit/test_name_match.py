@@ -15,6 +15,7 @@ from codeask.core.search.name_match import (
     name_match_share,
     queried_symbols,
     question_words,
+    reexports,
 )
 from codeask.core.search.retrieve import rank_files, search
 
@@ -37,6 +38,11 @@ def test_file_names_match_words_exactly_or_by_prefix() -> None:
     assert name_match_share(question_words("middleware order"), "src/middleware/x.go") == 1 / 2
     assert name_match_share(question_words("middleware order"), "middleware/src/x.go") == 0
     assert name_match_share(question_words("ruby files"), "lib/x.rb") == 0
+    # one last letter apart: plural and -y/-ies forms, `utils` for "utility"
+    assert name_match_share(question_words("utility helpers"), "lib/rack/utils.rb") == 1 / 2
+    assert name_match_share(question_words("dependency graph"), "src/dependencies.py") == 1 / 2
+    assert name_match_share(question_words("parse error"), "src/parts.py") == 0
+    assert name_match_share(question_words("routing"), "src/router.go") == 0
 
 
 def test_symbol_questions() -> None:
@@ -60,6 +66,18 @@ def test_definitions_are_read_from_text_in_many_languages() -> None:
     assert not defines("app = Application.new", "Application")
     assert not defines("class ApplicationRecord < Base", "Application")
     assert not defines("the Class Application is documented", "Application")
+
+
+def test_reexports_are_read_from_text() -> None:
+    rust = "#[doc(inline)]\npub use axum_core::extract::{\n    FromRef, FromRequest,\n};\n"
+    assert reexports(rust, "FromRequest")
+    assert reexports("pub(crate) use inner::Pool;", "Pool")
+    assert reexports("export { Foo, Bar } from './foo'", "Bar")
+    assert reexports("export type { Options } from './types'", "Options")
+    assert not reexports("use axum_core::extract::{FromRequest, Request};", "FromRequest")
+    assert not reexports("pub use a::FromRequestParts;", "FromRequest")
+    assert not reexports("export function Foo() {}", "Foo")
+    assert not reexports("import { Foo } from './foo'", "Foo")
 
 
 def test_file_stems_for_a_symbol() -> None:
@@ -110,6 +128,33 @@ def test_a_symbol_question_finds_the_file_defining_it(tmp_path: Path) -> None:
         ranked[weight] = [path for path, _ in rank_files(hits)]
     assert ranked[0.0][0] == "lib/boot.rb"
     assert ranked[3.0][0] == "lib/application.rb"
+    folder.close()
+
+
+def test_a_symbol_defined_outside_the_tree_finds_where_it_is_made_public(
+    tmp_path: Path,
+) -> None:
+    """`FromRequest` comes from another crate: the module that re-exports it is where a
+    reader goes, not the files that merely use it (more often)."""
+    users = "".join(
+        f"use axum_core::extract::FromRequest;\n\nfn extract_{i}<T: FromRequest>(t: T) -> T {{\n"
+        f"    // FromRequest for part {i}\n    t\n}}\n\n"
+        for i in range(4)
+    )
+    files = {
+        "src/json.rs": users,
+        "src/form.rs": users.replace("extract_", "form_"),
+        "src/extract/mod.rs": "pub mod path;\n\n#[doc(inline)]\npub use axum_core::extract::{\n"
+        "    DefaultBodyLimit, FromRef, FromRequest, Request,\n};\n",
+    }
+    folder = make_folder(tmp_path, files)
+    ranked: dict[float, list[str]] = {}
+    for weight in (0.0, 3.0):
+        folder.settings.retrieve.definition_weight = weight
+        hits = search([folder], "FromRequest", mode="lexical", k=30).hits
+        ranked[weight] = [path for path, _ in rank_files(hits)]
+    assert ranked[0.0][0] != "src/extract/mod.rs"
+    assert ranked[3.0][0] == "src/extract/mod.rs"
     folder.close()
 
 

@@ -93,6 +93,8 @@ def _matches_any(word: str, names: frozenset[str]) -> bool:
         shorter, longer = (word, name) if len(word) <= len(name) else (name, word)
         if len(shorter) >= MIN_PREFIX and longer.startswith(shorter):
             return True
+        if len(shorter) > MIN_PREFIX + 1 and longer.startswith(shorter[:-1]):
+            return True  # one last letter apart: `utils` ~ `utility`, `dependency` ~ `dependencies`
     return False
 
 
@@ -137,6 +139,32 @@ def defines(text: str, name: str) -> bool:
         if whole:
             line_start = text.rfind("\n", 0, start) + 1
             if DEFINED_AFTER.search(text, line_start, start):
+                return True
+        start = text.find(name, end)
+    return False
+
+
+#: A statement that exposes names of another module as this one's: Rust's `pub use a::{B, C};`,
+#: JS/TS `export { B } from './b'`, `export type { B }` (Rust's attributes before it skipped).
+REEXPORT = re.compile(
+    r"\s*(?:#\[[^\n]*\]\s*)*(?:pub(?:\([^)\n]*\))?\s+use\s|export\s+(?:type\s*)?\{)"
+)
+
+
+def reexports(text: str, name: str) -> bool:
+    """`text` makes `name` public without defining it (`pub use axum_core::extract::FromRequest`):
+    where a tree exposes a symbol defined outside it (another crate, a package), the place a
+    reader is sent to when nothing in the tree defines it."""
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        whole = not (
+            (start and NAME_CHAR.match(text[start - 1]))
+            or (end < len(text) and NAME_CHAR.match(text[end]))
+        )
+        if whole:
+            statement = max(text.rfind(";", 0, start), text.rfind("\n\n", 0, start))
+            if REEXPORT.match(text, statement + 1):
                 return True
         start = text.find(name, end)
     return False

@@ -34,6 +34,7 @@ from codeask.core.search.name_match import (
     name_match_share,
     queried_symbols,
     question_words,
+    reexports,
 )
 from codeask.core.search.query import QuerySignals, query_signals
 from codeask.core.search.rerank import subjects_of_test
@@ -567,13 +568,28 @@ def _lift_definitions(folder: Searchable, found: _Candidates, names: set[str], u
                     joined.append(chunk_id)
         found.group(storage, joined)
         joined.clear()
+        lifted = False
         for path, chunks in found.by_path.items():
             lift = unit * (NAMED_FILE_LIFT if path in named_files else 1.0)
             for chunk in chunks:
                 if chunk.kind not in HISTORY_KINDS and _defines(chunk, name):
+                    lifted = True
                     found.fused[chunk.id] += lift
                     if "definition" not in found.found_by[chunk.id]:
                         found.found_by[chunk.id].append("definition")
+        if not lifted and not storage.symbol_ids(name):
+            _lift_reexports(found, name, unit)
+
+
+def _lift_reexports(found: _Candidates, name: str, unit: float) -> None:
+    """A symbol nothing in the tree defines (another crate's, a package's): the candidates
+    that make it public here (`pub use`, `export { }`) stand where its definition would."""
+    for chunks in found.by_path.values():
+        for chunk in chunks:
+            if chunk.kind not in HISTORY_KINDS and reexports(chunk.text, name):
+                found.fused[chunk.id] += unit
+                if "definition" not in found.found_by[chunk.id]:
+                    found.found_by[chunk.id].append("definition")
 
 
 def _defines(chunk: Chunk, name: str) -> bool:
