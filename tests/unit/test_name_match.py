@@ -33,14 +33,20 @@ def test_file_names_match_words_exactly_or_by_prefix() -> None:
     words = question_words("URL path mapping across mounted apps")
     assert name_match_share(words, "lib/rack/urlmap.rb") == 1 / 6  # url ~ urlmap
     assert name_match_share(question_words("deferred body proxy"), "lib/body_proxy.rb") == 2 / 3
-    assert name_match_share(question_words("path management"), "rails/paths.rb") == 1 / 2
+    assert name_match_share(question_words("path management"), "rails/paths.rb") == 1.5 / 2
     # the folder's name counts, the grandparent's does not; the suffix never does
     assert name_match_share(question_words("middleware order"), "src/middleware/x.go") == 1 / 2
     assert name_match_share(question_words("middleware order"), "middleware/src/x.go") == 0
     assert name_match_share(question_words("ruby files"), "lib/x.rb") == 0
+    # a file named by the word (give or take an ending) counts more than a folder or a part
+    words = question_words("how generators are registered")
+    assert name_match_share(words, "rails/generators.rb") == 1.5 / 2
+    assert name_match_share(words, "rails/generators/base.rb") == 1 / 2
+    assert name_match_share(question_words("request logging"), "mw/request_id.go") == 1 / 2
+    assert name_match_share(question_words("request logging"), "mw/requests.go") == 1.5 / 2
     # one last letter apart: plural and -y/-ies forms, `utils` for "utility"
-    assert name_match_share(question_words("utility helpers"), "lib/rack/utils.rb") == 1 / 2
-    assert name_match_share(question_words("dependency graph"), "src/dependencies.py") == 1 / 2
+    assert name_match_share(question_words("utility helpers"), "lib/rack/utils.rb") == 1.5 / 2
+    assert name_match_share(question_words("dependency graph"), "src/dependencies.py") == 1.5 / 2
     assert name_match_share(question_words("parse error"), "src/parts.py") == 0
     assert name_match_share(question_words("routing"), "src/router.go") == 0
 

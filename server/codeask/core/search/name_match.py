@@ -21,6 +21,9 @@ MIN_WORD = 3
 #: A shared prefix this long matches morphological variants: `dependency` ~ `dependencies`,
 #: `url` ~ `urlmap`, `init` ~ `initializable`.
 MIN_PREFIX = 3
+#: A word that is a file's whole name (`generators.rb`) counts this much; one that names its
+#: folder or a part of its name (every file in `generators/`, `request_id.go`) counts 1.
+WHOLE_STEM = 1.5
 #: A question that is one symbol: `Foo::Bar`, `pkg.Name`, `a->b`, `_private`, `snake_case`,
 #: `camelCase`, `Capitalized`. Plain lower-case words ("session") are prose.
 SYMBOL_QUERY = re.compile(
@@ -70,13 +73,18 @@ def path_words(path: str) -> frozenset[str]:
 
 def name_match_share(words: frozenset[str], path: str) -> float:
     """The share of the question's words that a file's name words match (exactly or by a
-    common prefix of MIN_PREFIX letters or more)."""
+    common prefix of MIN_PREFIX letters or more), a whole-name match counting WHOLE_STEM."""
     if not words:
         return 0.0
     names = path_words(path)
     if not _heads(names) & {word[:MIN_PREFIX] for word in words}:
         return 0.0  # no name starts like any word: most files, rejected in one set operation
-    matched = sum(1 for word in words if _matches_any(word, names))
+    stem = frozenset((PurePosixPath(path).stem.lower(),))
+    matched = sum(
+        WHOLE_STEM if _names_whole(word, stem) else 1.0
+        for word in words
+        if _matches_any(word, names)
+    )
     return matched / len(words)
 
 
@@ -84,6 +92,13 @@ def name_match_share(words: frozenset[str], path: str) -> float:
 def _heads(names: frozenset[str]) -> frozenset[str]:
     """The names' first MIN_PREFIX letters: any match (exact or by prefix) shares them."""
     return frozenset(name[:MIN_PREFIX] for name in names)
+
+
+def _names_whole(word: str, stem: frozenset[str]) -> bool:
+    """The word is the file's whole name, give or take an ending (`generators.rb`,
+    `paths.rb` for "path", `mime.rb`), not a part of it (`request_id.go` for "request")."""
+    (name,) = stem
+    return abs(len(name) - len(word)) <= 2 and _matches_any(word, stem)
 
 
 def _matches_any(word: str, names: frozenset[str]) -> bool:
