@@ -84,7 +84,11 @@ def test_untrusted_project_file_cannot_raise_any_bound(tmp_path: Path) -> None:
     root.mkdir()
     (root / ".codeask.toml").write_text(_toml(RAISED))
     settings, warnings = load_settings(root, environ=env_for(tmp_path))
-    assert msgspec_builtins(settings) == msgspec_builtins(Settings())
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    defaults, _ = load_settings(plain, environ=env_for(tmp_path))  # the same user, no project file
+    assert msgspec_builtins(settings) == msgspec_builtins(defaults)
+    assert msgspec_builtins(defaults) == msgspec_builtins(Settings(daemon=defaults.daemon))
     for name in RAISED:
         assert any(name in w and "raise" in w for w in warnings), (name, warnings)
 
