@@ -93,10 +93,11 @@ def test_file_stems_for_a_symbol() -> None:
 def test_a_file_named_by_the_question_outranks_files_that_repeat_its_words(
     tmp_path: Path,
 ) -> None:
-    """Two files repeat "url" and "path" in every function; `urlmap.rb` is the answer."""
+    """Two files repeat "url" and "mapping" in every function; `urlmap.rb` is the answer."""
     noisy = "".join(
-        f"def handle_{i}(env)\n  path = env['PATH_INFO']\n  url = build_url(path)\nend\n\n"
-        for i in range(3)
+        f"def handle_{i}(env)\n  path = env['PATH_INFO']\n  url = build_url(path)\n"
+        f"  log('url mapping', url)\nend\n\n"
+        for i in range(6)
     )
     files = {
         "lib/sendfile.rb": noisy,
@@ -116,14 +117,15 @@ def test_a_file_named_by_the_question_outranks_files_that_repeat_its_words(
 
 
 def test_a_symbol_question_finds_the_file_defining_it(tmp_path: Path) -> None:
-    """`Application`: the class is defined in application.rb, whose header chunk tree-sitter
-    names nothing; other files only reopen or use it."""
-    methods = "".join(f"  def step_{i}\n    run(Application)\n  end\n\n" for i in range(6))
+    """`Application`: the class is defined in app.rb, whose header chunk tree-sitter names
+    nothing; other files only reopen or use it (far more often)."""
+    methods = "  def step\n    run(self)\n  end\n"
     files = {
-        "lib/application.rb": f"module Rails\n  class Application < Engine\n{methods}  end\nend\n",
+        "lib/app.rb": f"module Rails\n  class Application < Engine\n{methods}  end\nend\n",
         "lib/boot.rb": "".join(
-            f"def boot_{i}\n  Application.new.step_{i}\n  Application.run\nend\n\n"
-            for i in range(6)
+            f"def boot_{i}\n  Application.new.step\n  Application.run({i})\n"
+            f"  Application.stop\nend\n\n"
+            for i in range(8)
         ),
     }
     folder = make_folder(tmp_path, files)
@@ -133,7 +135,7 @@ def test_a_symbol_question_finds_the_file_defining_it(tmp_path: Path) -> None:
         hits = search([folder], "Application", mode="lexical", k=30).hits
         ranked[weight] = [path for path, _ in rank_files(hits)]
     assert ranked[0.0][0] == "lib/boot.rb"
-    assert ranked[3.0][0] == "lib/application.rb"
+    assert ranked[3.0][0] == "lib/app.rb"
     folder.close()
 
 

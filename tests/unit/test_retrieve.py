@@ -147,3 +147,31 @@ def test_the_functions_a_top_hit_calls_are_lifted(tmp_path: Path) -> None:
     typed = fused_candidates([folder], "literalinclude dedent", mode="lexical")
     assert "pkg/textwrap_util.py" not in [path for path, _ in rank_files(typed)]
     folder.close()
+
+
+def test_a_class_outline_does_not_hide_its_methods(tmp_path: Path) -> None:
+    """A class's outline chunk spans its methods' lines but elides their bodies: a result
+    list shows the outline and the methods that match (before, the outline hid them, and a
+    file answering in three methods counted as one hit); chunks that hold the same lines
+    are still shown once."""
+    methods = "".join(
+        f"    def remap_{i}(map)\n      map.each {{ |location, app| mount(location, app) }}\n"
+        f"      url_map_{i} = map\n    end\n\n"
+        for i in range(4)
+    )
+    source = (
+        "module Rack\n  # URLMap maps urls and paths to mounted apps.\n  class URLMap\n"
+        f"{methods}  end\nend\n"
+    )
+    folder = make_folder(tmp_path, {"lib/urlmap.rb": source})
+    chunks = folder.storage.chunks(folder.storage.file("lib/urlmap.rb").chunk_ids).values()
+    outline = [c for c in chunks if "\n...\n" in c.text]
+    assert outline, "the chunker keeps an outline of the class"
+    hits = search([folder], "url map mounted apps", mode="lexical", k=10).hits
+    shown = [(h.chunk.start_line, h.chunk.end_line) for h in hits]
+    assert sum(1 for h in hits if h.chunk.symbol.startswith("remap_")) >= 2, shown
+    lines = [(h.chunk.start_line, h.chunk.end_line) for h in hits if "\n...\n" not in h.chunk.text]
+    for i, (a_start, a_end) in enumerate(lines):  # no two shown chunks hold the same lines
+        for b_start, b_end in lines[i + 1 :]:
+            assert a_end < b_start or b_end < a_start, shown
+    folder.close()

@@ -61,6 +61,8 @@ RRF_K = 60
 #: trying every suffix of a pasted 50,000-part dotted or slashed run took 15 s (quadratic).
 MAX_PATH_PARTS = 64
 CANDIDATES = 200
+#: How chunk.py joins the disjoint runs of lines of one chunk.
+ELIDED = "\n...\n"
 FILE_CANDIDATES = 100
 FILTERED_CANDIDATES = 2000
 #: Test code in the languages codeask reads: test folders (`tests/`, `__tests__/`, `spec/`),
@@ -630,7 +632,7 @@ def _propagate_calls(
 
 
 def _diversify(hits: Iterable[Hit], k: int, per_file_cap: int) -> list[Hit]:
-    """Best first, at most `per_file_cap` per file, overlapping ranges of one file collapsed."""
+    """Best first, at most `per_file_cap` per file, the same lines of one file shown once."""
     taken: list[Hit] = []
     per_file: dict[tuple[Path, str], list[Hit]] = defaultdict(list)
     for hit in hits:
@@ -638,7 +640,7 @@ def _diversify(hits: Iterable[Hit], k: int, per_file_cap: int) -> list[Hit]:
         same_file = per_file[key]
         if len(same_file) >= per_file_cap:
             continue
-        if any(_overlaps(hit.chunk, other.chunk) for other in same_file):
+        if any(_shows_same_lines(hit.chunk, other.chunk) for other in same_file):
             continue
         same_file.append(hit)
         taken.append(hit)
@@ -648,9 +650,26 @@ def _diversify(hits: Iterable[Hit], k: int, per_file_cap: int) -> list[Hit]:
 
 
 def _overlaps(a: Chunk, b: Chunk) -> bool:
+    """The two chunks' line ranges meet (one's class outline and its methods do)."""
     if a.kind in HISTORY_KINDS or b.kind in HISTORY_KINDS:
         return a.id == b.id
     return a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+def _shows_same_lines(a: Chunk, b: Chunk) -> bool:
+    """A result list shows each line once. An outline (a class's header and signatures, the
+    bodies elided as `...` lines) spans its members' lines without holding them: a member
+    inside it is shown beside it (before, `urlmap.rb`'s module outline hid every method)."""
+    return _overlaps(a, b) and not (_outlines(a, b) or _outlines(b, a))
+
+
+def _outlines(outer: Chunk, inner: Chunk) -> bool:
+    return (
+        ELIDED in outer.text
+        and outer.start_line <= inner.start_line
+        and inner.end_line <= outer.end_line
+        and (outer.start_line, outer.end_line) != (inner.start_line, inner.end_line)
+    )
 
 
 def embed_query(
