@@ -49,6 +49,10 @@ def test_file_names_match_words_exactly_or_by_prefix() -> None:
     assert name_match_share(question_words("dependency graph"), "src/dependencies.py") == 1.5 / 2
     assert name_match_share(question_words("parse error"), "src/parts.py") == 0
     assert name_match_share(question_words("routing"), "src/router.go") == 0
+    # one stem, two endings (five letters shared, three quarters of the shorter word)
+    assert name_match_share(question_words("validation rules"), "Validation/Validator.php") > 0
+    assert name_match_share(question_words("event dispatching"), "Events/Dispatcher.php") > 1 / 2
+    assert name_match_share(question_words("contract"), "src/control.py") == 0
 
 
 def test_symbol_questions() -> None:

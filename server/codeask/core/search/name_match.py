@@ -21,6 +21,8 @@ MIN_WORD = 3
 #: A shared prefix this long matches morphological variants: `dependency` ~ `dependencies`,
 #: `url` ~ `urlmap`, `init` ~ `initializable`.
 MIN_PREFIX = 3
+#: Two words sharing this many first letters, three quarters of the shorter, share a stem.
+SHARED_STEM = 5
 #: A word that is a file's whole name (`generators.rb`) counts this much; one that names its
 #: folder or a part of its name (every file in `generators/`, `request_id.go`) counts 1.
 WHOLE_STEM = 1.5
@@ -101,6 +103,16 @@ def _names_whole(word: str, stem: frozenset[str]) -> bool:
     return abs(len(name) - len(word)) <= 2 and _matches_any(word, stem)
 
 
+def _shared_letters(a: str, b: str) -> int:
+    """How many first letters the two words share."""
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
 def _matches_any(word: str, names: frozenset[str]) -> bool:
     if word in names:
         return True
@@ -110,6 +122,9 @@ def _matches_any(word: str, names: frozenset[str]) -> bool:
             return True
         if len(shorter) > MIN_PREFIX + 1 and longer.startswith(shorter[:-1]):
             return True  # one last letter apart: `utils` ~ `utility`, `dependency` ~ `dependencies`
+        common = _shared_letters(word, name)
+        if common >= SHARED_STEM and common * 4 >= len(shorter) * 3:
+            return True  # one stem, two endings: `validation` ~ `validator`, `railties` ~ `railtie`
     return False
 
 
