@@ -44,6 +44,7 @@ def test_file_names_match_words_exactly_or_by_prefix() -> None:
     assert name_match_share(words, "rails/generators/base.rb") == 1 / 2
     assert name_match_share(question_words("request logging"), "mw/request_id.go") == 1 / 2
     assert name_match_share(question_words("request logging"), "mw/requests.go") == 1.5 / 2
+    assert name_match_share(question_words("pyenv helpers"), "plugins/pyenv.plugin.bash") == 0.75
     # one last letter apart: plural and -y/-ies forms, `utils` for "utility"
     assert name_match_share(question_words("utility helpers"), "lib/rack/utils.rb") == 1.5 / 2
     assert name_match_share(question_words("dependency graph"), "src/dependencies.py") == 1.5 / 2

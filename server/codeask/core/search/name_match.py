@@ -81,7 +81,7 @@ def name_match_share(words: frozenset[str], path: str) -> float:
     names = path_words(path)
     if not _heads(names) & {word[:MIN_PREFIX] for word in words}:
         return 0.0  # no name starts like any word: most files, rejected in one set operation
-    stem = frozenset((PurePosixPath(path).stem.lower(),))
+    stem = frozenset((PurePosixPath(path).name.split(".")[0].lower(),))
     matched = sum(
         WHOLE_STEM if _names_whole(word, stem) else 1.0
         for word in words
@@ -97,8 +97,9 @@ def _heads(names: frozenset[str]) -> frozenset[str]:
 
 
 def _names_whole(word: str, stem: frozenset[str]) -> bool:
-    """The word is the file's whole name, give or take an ending (`generators.rb`,
-    `paths.rb` for "path", `mime.rb`), not a part of it (`request_id.go` for "request")."""
+    """The word is the file's whole name (before its first dot), give or take an ending
+    (`generators.rb`, `paths.rb` for "path", `pyenv.plugin.bash`, `Builders.common.kt`),
+    not a part of it (`request_id.go` for "request")."""
     (name,) = stem
     return abs(len(name) - len(word)) <= 2 and _matches_any(word, stem)
 
