@@ -15,6 +15,9 @@ import msgspec
 CODE_KINDS = ("function", "method", "class", "module")
 TEXT_KINDS = ("section", "window")
 HISTORY_KINDS = ("commit", "hunk")
+#: What joins the disjoint runs of lines of one chunk (a class outline's elided bodies): its
+#: line range then spans lines its text does not hold.
+ELISION = "\n...\n"
 
 
 class Chunk(msgspec.Struct, kw_only=True, array_like=True, omit_defaults=True):

@@ -81,9 +81,9 @@ def name_match_share(words: frozenset[str], path: str) -> float:
     names = path_words(path)
     if not _heads(names) & {word[:MIN_PREFIX] for word in words}:
         return 0.0  # no name starts like any word: most files, rejected in one set operation
-    stem = frozenset((PurePosixPath(path).name.split(".")[0].lower(),))
+    whole_name = PurePosixPath(path).name.split(".")[0].lower()
     matched = sum(
-        WHOLE_STEM if _names_whole(word, stem) else 1.0
+        WHOLE_STEM if _names_whole(word, whole_name) else 1.0
         for word in words
         if _matches_any(word, names)
     )
@@ -96,12 +96,11 @@ def _heads(names: frozenset[str]) -> frozenset[str]:
     return frozenset(name[:MIN_PREFIX] for name in names)
 
 
-def _names_whole(word: str, stem: frozenset[str]) -> bool:
+def _names_whole(word: str, name: str) -> bool:
     """The word is the file's whole name (before its first dot), give or take an ending
     (`generators.rb`, `paths.rb` for "path", `pyenv.plugin.bash`, `Builders.common.kt`),
     not a part of it (`request_id.go` for "request")."""
-    (name,) = stem
-    return abs(len(name) - len(word)) <= 2 and _matches_any(word, stem)
+    return abs(len(name) - len(word)) <= 2 and _matches_any(word, frozenset((name,)))
 
 
 def _shared_letters(a: str, b: str) -> int:

@@ -27,7 +27,7 @@ import numpy as np
 from codeask.config import DEFAULT_EMBED_MODEL, RetrieveSettings, Settings
 from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedder
-from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
 from codeask.core.search.name_match import (
     defines,
     file_stems_for,
@@ -61,8 +61,6 @@ RRF_K = 60
 #: trying every suffix of a pasted 50,000-part dotted or slashed run took 15 s (quadratic).
 MAX_PATH_PARTS = 64
 CANDIDATES = 200
-#: How chunk.py joins the disjoint runs of lines of one chunk.
-ELIDED = "\n...\n"
 FILE_CANDIDATES = 100
 FILTERED_CANDIDATES = 2000
 #: Test code in the languages codeask reads: test folders (`tests/`, `__tests__/`, `spec/`),
@@ -665,7 +663,7 @@ def _shows_same_lines(a: Chunk, b: Chunk) -> bool:
 
 def _outlines(outer: Chunk, inner: Chunk) -> bool:
     return (
-        ELIDED in outer.text
+        ELISION in outer.text
         and outer.start_line <= inner.start_line
         and inner.end_line <= outer.end_line
         and (outer.start_line, outer.end_line) != (inner.start_line, inner.end_line)

@@ -22,7 +22,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor, QueryError
 from tree_sitter_language_pack import get_language
 
 from codeask.config import ChunkSettings
-from codeask.core.records import Chunk
+from codeask.core.records import ELISION, Chunk
 from codeask.core.source.languages import LanguageSpec, language_for_path, language_name
 from codeask.core.source.secrets import redact_text
 
@@ -208,7 +208,7 @@ def _windows(runs: list[Run], size: int, overlap: int) -> list[list[Run]]:
 
 def _text(lines: list[str], runs: list[Run]) -> str:
     """Source lines of the runs; disjoint runs are joined by a '...' line."""
-    return "\n...\n".join("\n".join(lines[a : b + 1]) for a, b in runs)
+    return ELISION.join("\n".join(lines[a : b + 1]) for a, b in runs)
 
 
 def _calls_in(ctx: _Ctx, runs: list[Run]) -> list[str]:
