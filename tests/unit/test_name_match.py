@@ -95,6 +95,21 @@ def test_file_stems_for_a_symbol() -> None:
     assert file_stems_for("BodyProxy") == ["BodyProxy", "bodyproxy", "body_proxy", "body-proxy"]
 
 
+def best_file_by_weight(
+    root: Path, files: dict[str, str], question: str, setting: str, weights: tuple[float, ...]
+) -> dict[float, str]:
+    """The best file a lexical search ranks for `question` with `retrieve.<setting>` at each
+    weight (the same index)."""
+    folder = make_folder(root, files)
+    best: dict[float, str] = {}
+    for weight in weights:
+        setattr(folder.settings.retrieve, setting, weight)
+        hits = search([folder], question, mode="lexical", k=30).hits
+        best[weight] = rank_files(hits)[0][0]
+    folder.close()
+    return best
+
+
 def test_a_file_named_by_the_question_outranks_files_that_repeat_its_words(
     tmp_path: Path,
 ) -> None:
@@ -110,15 +125,9 @@ def test_a_file_named_by_the_question_outranks_files_that_repeat_its_words(
         "lib/urlmap.rb": "class URLMap\n  def remap(map)\n    map.each { |location, app| app }\n"
         "  end\n\n  def call(env)\n    path = env['PATH_INFO']\n  end\nend\n",
     }
-    folder = make_folder(tmp_path, files)
-    ranked: dict[float, list[str]] = {}
-    for weight in (0.0, 1.0):
-        folder.settings.retrieve.file_name_weight = weight
-        hits = search([folder], "URL mapping", mode="lexical", k=30).hits
-        ranked[weight] = [path for path, _ in rank_files(hits)]
-    assert ranked[0.0][0] != "lib/urlmap.rb"
-    assert ranked[1.0][0] == "lib/urlmap.rb"
-    folder.close()
+    best = best_file_by_weight(tmp_path, files, "URL mapping", "file_name_weight", (0.0, 1.0))
+    assert best[0.0] != "lib/urlmap.rb"
+    assert best[1.0] == "lib/urlmap.rb"
 
 
 def test_a_symbol_question_finds_the_file_defining_it(tmp_path: Path) -> None:
@@ -133,15 +142,9 @@ def test_a_symbol_question_finds_the_file_defining_it(tmp_path: Path) -> None:
             for i in range(8)
         ),
     }
-    folder = make_folder(tmp_path, files)
-    ranked: dict[float, list[str]] = {}
-    for weight in (0.0, 3.0):
-        folder.settings.retrieve.definition_weight = weight
-        hits = search([folder], "Application", mode="lexical", k=30).hits
-        ranked[weight] = [path for path, _ in rank_files(hits)]
-    assert ranked[0.0][0] == "lib/boot.rb"
-    assert ranked[3.0][0] == "lib/app.rb"
-    folder.close()
+    best = best_file_by_weight(tmp_path, files, "Application", "definition_weight", (0.0, 3.0))
+    assert best[0.0] == "lib/boot.rb"
+    assert best[3.0] == "lib/app.rb"
 
 
 def test_a_symbol_defined_outside_the_tree_finds_where_it_is_made_public(
@@ -160,15 +163,9 @@ def test_a_symbol_defined_outside_the_tree_finds_where_it_is_made_public(
         "src/extract/mod.rs": "pub mod path;\n\n#[doc(inline)]\npub use axum_core::extract::{\n"
         "    DefaultBodyLimit, FromRef, FromRequest, Request,\n};\n",
     }
-    folder = make_folder(tmp_path, files)
-    ranked: dict[float, list[str]] = {}
-    for weight in (0.0, 3.0):
-        folder.settings.retrieve.definition_weight = weight
-        hits = search([folder], "FromRequest", mode="lexical", k=30).hits
-        ranked[weight] = [path for path, _ in rank_files(hits)]
-    assert ranked[0.0][0] != "src/extract/mod.rs"
-    assert ranked[3.0][0] == "src/extract/mod.rs"
-    folder.close()
+    best = best_file_by_weight(tmp_path, files, "FromRequest", "definition_weight", (0.0, 3.0))
+    assert best[0.0] != "src/extract/mod.rs"
+    assert best[3.0] == "src/extract/mod.rs"
 
 
 def test_a_file_that_matches_in_many_places_outranks_one_lucky_chunk(
