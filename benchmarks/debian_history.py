@@ -293,17 +293,33 @@ def fetch(client: httpx.Client, source: SourcePackage, wanted: SourceFile) -> Pa
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
-    with client.stream("GET", f"{source.base_url}/{wanted.name}") as response:
-        response.raise_for_status()
-        with partial.open("wb") as out:
-            for block in response.iter_bytes():
-                out.write(block)
+    urls = [f"{base}/{wanted.name}" for base in _mirrors_of(source.base_url)]
+    for i, url in enumerate(urls):
+        with client.stream("GET", url) as response:
+            if response.status_code == 404 and i + 1 < len(urls):
+                continue
+            response.raise_for_status()
+            with partial.open("wb") as out:
+                for block in response.iter_bytes():
+                    out.write(block)
+            break
     got = _sha256(partial)
     if got != wanted.sha256:
         partial.unlink()
         raise SystemExit(f"{wanted.name}: sha256 {got} is not the index's {wanted.sha256}")
     partial.replace(path)
     return path
+
+
+def _mirrors_of(base_url: str) -> list[str]:
+    """The directory, then its twin in the other archive: a security upload's orig tarball is
+    usually the one in the main archive (the sha256 check makes any copy safe to take)."""
+    main_pool, security_pool = f"{MIRROR}/pool/", f"{SECURITY}/pool/updates/"
+    if base_url.startswith(security_pool):
+        return [base_url, main_pool + base_url[len(security_pool) :]]
+    if base_url.startswith(main_pool):
+        return [base_url, security_pool + base_url[len(main_pool) :]]
+    return [base_url]
 
 
 def _sha256(path: Path) -> str:
@@ -428,14 +444,15 @@ def _decode(value: str) -> str:
 
 
 def _is_mail(lines: list[str]) -> bool:
-    """Whether the header is a mail (`git format-patch`, `gbp pq`): a first block of From:,
-    Date:, Subject: headers (folded lines joined by a space), the body after a blank line."""
+    """Whether the header is a mail (`git format-patch`, `gbp pq`): a first block of headers
+    with a Subject: and a From: or Date: (folded lines joined by a space; DEP-3 fields may sit
+    among them), the body after a blank line."""
     block = list(itertools.takewhile(lambda line: line.strip() != "", lines))
     names = {m.group(1).lower() for line in block if (m := _FIELD.match(line))}
     return (
         bool(block)
         and "subject" in names
-        and names <= {"from", "date", "subject"}
+        and bool(names & {"from", "date"})
         and all(_FIELD.match(line) or line[:1] in (" ", "\t") for line in block)
     )
 

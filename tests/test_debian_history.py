@@ -59,6 +59,7 @@ FORMAT_PATCH = (
     "Date: Tue, 2 May 2023 10:00:00 +0200\n"
     "Subject: [PATCH 2/3] util: guard add against overflow and add a help\n"
     " function\n"
+    "Origin: upstream, https://example.org/commit/2\n"
     "\n"
     "The sum of two large ints overflowed.\n"
     "\n"
