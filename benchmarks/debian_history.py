@@ -469,8 +469,17 @@ def parse_header(text: str, name: str) -> PatchMeta:
     lines = _header_lines(text)
     fields: dict[str, list[str]] = {}
     free: list[str] = []
-    if lines and _MBOX_FROM.match(lines[0]):
-        lines = lines[1:]
+    # A note before an embedded mail ("Backport of" + a format-patch) goes after its body.
+    preamble: list[str] = []
+    mbox = next((i for i, line in enumerate(lines) if _MBOX_FROM.match(line)), None)
+    if mbox is not None:
+        preamble, lines = lines[:mbox], lines[mbox + 1 :]
+    # A combined backport stacks several mails' headers: each further one adds its message.
+    stacked: list[str] = []
+    more = next((i for i, line in enumerate(lines) if _MBOX_FROM.match(line)), None)
+    if more is not None:
+        extra = parse_header("\n".join(lines[more:]), name)
+        stacked, lines = [extra.message().strip()], lines[:more]
     in_headers = mail = _is_mail(lines)
     current: str | None = None
     for line in lines:
@@ -503,6 +512,9 @@ def parse_header(text: str, name: str) -> PatchMeta:
     first, _, long_text = description.partition("\n")
     subject = _PATCH_TAG.sub("", _decode(first)).strip()
     body_parts = [long_text.strip("\n"), "\n".join(free).strip("\n")]
+    body_parts += stacked
+    if any(line.strip() for line in preamble):
+        body_parts.append("\n".join(preamble).strip("\n"))
     described = bool(subject)
     if not subject:
         # No Description: the free text's first line is the subject, as git would read it.
