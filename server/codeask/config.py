@@ -63,6 +63,9 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     the files that differ; vectors are shared through the team database (docs/postgres.md)."""
     dsn_env: str = "CODEASK_PG_DSN"
     """Name of the environment variable holding the PostgreSQL DSN (never the DSN itself)."""
+    chunk_workers: int = 4
+    """At most this many processes chunk files while a pass over 3 MB or more of changed
+    files stores and embeds (never more than the CPU cores less one); 0: all in-process."""
 
 
 class ChunkSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -304,6 +307,7 @@ PROTECTED_FIELDS = frozenset(
 BOUNDED_FIELDS = frozenset(
     {
         "index.max_file_bytes",
+        "index.chunk_workers",
         "chunk.max_lines",
         "chunk.window_lines",
         "embed.batch_size",

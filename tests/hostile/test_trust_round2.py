@@ -26,6 +26,7 @@ from codeask.config import BOUNDED_FIELDS, LLMSettings, Settings, load_settings
 #: A default far below every raised value used here (one per bounded setting).
 RAISED = {
     "index.max_file_bytes": 100_000_000_000,
+    "index.chunk_workers": 10_000,
     "llm.max_line_bytes": 10_000_000_000,
     "llm.max_response_bytes": 10_000_000_000,
     "llm.max_answer_chars": 10_000_000_000,

@@ -1,4 +1,4 @@
-"""The lexical pass over files: discover → chunk → store and lexical table, at once.
+"""The lexical pass over files: discover → chunk → store, lexical table and static vectors.
 
 Incremental by construction: size+mtime, then the content hash, decide whether a file changed,
 so a no-change pass reads nothing. A file is searchable lexically as soon as it is chunked.
@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from codeask.core.indexer.chunk_pool import Job, PreparedFile, prepare, prepared_files
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
-from codeask.core.records import FileRecord
-from codeask.core.source.discover import SkippedFile, SourceFile, discover, load_source
+from codeask.core.records import Chunk, FileRecord
+from codeask.core.source.discover import SkippedFile, SourceFile, discover
 from codeask.core.source.names import display_path
 from codeask.core.storage.team import refresh_shadowed
 
@@ -44,11 +45,18 @@ def scan_and_chunk(
     for rel in [r for r in index.local.paths() if r not in present]:
         remove_file(index, rel, report)
     emit(Progress("chunk", 0, len(files)))
-    for done, source in enumerate(files, 1):
-        token.check()
-        index_file(index, source, report)
-        if done % 50 == 0 or done == len(files):
-            emit(Progress("chunk", done, len(files), message=source.rel))
+    jobs = [job for f in files if (job := _job_if_changed(index, f, report)) is not None]
+    unchanged = len(files) - len(jobs)
+    settings = index.settings
+    stream = prepared_files(jobs, settings.index, settings.chunk, settings.index.chunk_workers)
+    with stream as prepared_in_order, index.embedding.static_behind(report) as static:
+        pairs = zip(jobs, prepared_in_order, strict=True)
+        for done, (job, prepared) in enumerate(pairs, unchanged + 1):
+            token.check()
+            static.add(store_prepared(index, job, prepared, report))
+            if done % 50 == 0:
+                emit(Progress("chunk", done, len(files), message=job.rel))
+    emit(Progress("chunk", len(files), len(files)))
 
 
 def index_file(
@@ -58,50 +66,69 @@ def index_file(
 
     `static_now` (single-file updates): the chunks get their static vectors before they
     become searchable, so the snapshot saved right after includes them. A full pass
-    batches the static tier after chunking instead (fewer, larger calls).
+    embeds its chunks in batches as it goes instead (fewer, larger calls).
     """
+    job = _job_if_changed(index, source, report)
+    if job is not None:
+        prepared = prepare(job, index.settings.index, index.settings.chunk)
+        store_prepared(index, job, prepared, report, static_now=static_now)
+
+
+def _job_if_changed(index: FolderState, source: SourceFile, report: IndexReport) -> Job | None:
+    """The file's job, or None (counted unchanged) when its size and mtime are the index's."""
     known = index.local.file(source.rel)
     if known and known.size == source.size and known.mtime_ns == source.mtime_ns:
         report.files_unchanged += 1
-        return
-    loaded = load_source(source, index.settings.index)
-    if isinstance(loaded, SkippedFile):
-        log.info("skipped %s: %s", display_path(loaded.rel), loaded.reason)
-        report.skipped.append(loaded)
-        remove_file(index, source.rel, report)
+        return None
+    known_sha = known.sha256 if known and not known.skipped else ""
+    return Job.of(source, known_sha)
+
+
+def store_prepared(
+    index: FolderState,
+    job: Job,
+    prepared: PreparedFile,
+    report: IndexReport,
+    *,
+    static_now: bool = False,
+) -> list[Chunk]:
+    """Put a prepared file in the index; returns its chunks that still need a static vector."""
+    if prepared.skipped:
+        skipped = SkippedFile(job.rel, prepared.skipped)
+        log.info("skipped %s: %s", display_path(job.rel), skipped.reason)
+        report.skipped.append(skipped)
+        remove_file(index, job.rel, report)
         record = FileRecord(
-            path=source.rel,
-            size=source.size,
-            mtime_ns=source.mtime_ns,
+            path=job.rel,
+            size=job.size,
+            mtime_ns=job.mtime_ns,
             sha256="",
-            skipped=loaded.reason,
+            skipped=skipped.reason,
         )
         index.local.replace_file(record, [])
-        return
-    if known and known.sha256 == loaded.sha256 and not known.skipped:
-        index.local.touch_file(source.rel, loaded.size, loaded.mtime_ns)
+        return []
+    if not prepared.changed:  # same content, new stat
+        index.local.touch_file(job.rel, prepared.size, prepared.mtime_ns)
         report.files_unchanged += 1
-        return
-    from codeask.core.source.chunk import chunk_file  # tree-sitter: only when a file changed
-
-    result = chunk_file(source.rel, loaded.text, index.settings.chunk)
-    if result.fallback_reason:
-        log.info("%s: %s", display_path(source.rel), result.fallback_reason)
-    ids = index.local.new_ids(len(result.chunks))
-    for chunk, chunk_id in zip(result.chunks, ids, strict=True):
+        return []
+    if prepared.fallback_reason:
+        log.info("%s: %s", display_path(job.rel), prepared.fallback_reason)
+    chunks = prepared.chunks
+    for chunk, chunk_id in zip(chunks, index.local.new_ids(len(chunks)), strict=True):
         chunk.id = chunk_id
     record = FileRecord(
-        path=source.rel,
-        size=loaded.size,
-        mtime_ns=loaded.mtime_ns,
-        sha256=loaded.sha256,
-        language=result.language,
+        path=job.rel,
+        size=prepared.size,
+        mtime_ns=prepared.mtime_ns,
+        sha256=prepared.sha256,
+        language=prepared.language,
     )
-    rows = index.embedding.static_rows(result.chunks, report) if static_now else None
-    removed = index.local.replace_file(record, result.chunks, rows)
+    rows = index.embedding.static_rows(chunks, report) if static_now else None
+    removed = index.local.replace_file(record, chunks, rows, prepared.columns)
     report.files_indexed += 1
-    report.chunks_added += len(result.chunks)
+    report.chunks_added += len(chunks)
     report.chunks_removed += len(removed)
+    return chunks if rows is None else []
 
 
 def remove_file(index: FolderState, rel: str, report: IndexReport) -> None:

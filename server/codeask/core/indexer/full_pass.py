@@ -1,5 +1,6 @@
-"""A full pass, in the order that makes search useful soonest: files chunked (lexical search
-works), static vectors (dense search works), a checkpoint, history, then the MiniLM backlog.
+"""A full pass, in the order that makes search useful soonest: files chunked and given their
+static vectors as they go (lexical and dense search work), a checkpoint, history, then the
+MiniLM backlog.
 
 Safe to run again at any time: unchanged files cost a stat. Cancelling keeps what was done.
 """

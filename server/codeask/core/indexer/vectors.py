@@ -5,9 +5,11 @@ text was embedded before; the model loads only when a vector must really be comp
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -111,11 +113,25 @@ class VectorTiers:
             token.check()
             found = map(self._storage.chunk, ids[start : start + STATIC_STEP])
             chunks = [c for c in found if c is not None]
-            rows = self.static_rows(chunks, report)
-            if rows is not None:
-                self._storage.add_vectors("static", [c.id for c in chunks], rows)
+            self.embed_static_chunks(chunks, report)
             done += len(chunks)
             emit(Progress("static", chunks_embedded=done, chunks_total=total))
+
+    @contextmanager
+    def static_behind(self, report: IndexReport) -> Iterator[StaticBehind]:
+        """Static vectors for a pass's chunks, computed in a thread while the pass goes on."""
+        behind = StaticBehind(self, report)
+        try:
+            yield behind
+        finally:
+            behind.close()
+
+    def embed_static_chunks(self, chunks: list[Chunk], report: IndexReport) -> None:
+        """Static vectors for chunks just stored, while they are still in hand (a pass embeds
+        as it goes, overlapping its chunking workers, instead of reading them back after)."""
+        rows = self.static_rows(chunks, report)
+        if rows is not None:
+            self._storage.add_vectors("static", [c.id for c in chunks], rows)
 
     def static_rows(self, chunks: list[Chunk], report: IndexReport) -> np.ndarray | None:
         """Static-tier vectors of `chunks` (content-hash cached); None when the tier is off."""
@@ -224,3 +240,57 @@ class VectorTiers:
         storage = self._storage
         records = [r for r in map(storage.file, rels) if r is not None]
         return [i for r in records for i in r.chunk_ids if not storage.has_vector(tier, i)]
+
+
+class StaticBehind:
+    """A pass's chunks get their static vectors in a thread behind it: the tokenizer releases
+    the GIL, so it runs beside the chunking (tree-sitter, the lexical columns, the store) instead
+    of after it. Batches of STATIC_STEP; at most two wait, so memory stays bounded."""
+
+    def __init__(self, tiers: VectorTiers, report: IndexReport) -> None:
+        self._tiers, self._report = tiers, report
+        self._waiting: list[Chunk] = []
+        self._batches: queue.Queue[list[Chunk] | None] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def add(self, chunks: list[Chunk]) -> None:
+        """Chunks just stored; a full batch goes to the thread (started on first need)."""
+        self._raise_error()
+        if not self._tiers.static_tier:
+            return
+        self._waiting += chunks
+        if len(self._waiting) >= STATIC_STEP:
+            self._send(self._waiting)
+            self._waiting = []
+
+    def close(self) -> None:
+        """Embed what is left and wait for the thread; its error, if any, is raised here."""
+        if self._waiting and self._error is None:
+            self._send(self._waiting)
+            self._waiting = []
+        if self._thread is not None:
+            self._batches.put(None)
+            self._thread.join()
+        self._raise_error()
+
+    def _send(self, batch: list[Chunk]) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="codeask-static-behind", daemon=True
+            )
+            self._thread.start()
+        self._batches.put(batch)
+
+    def _run(self) -> None:
+        while (batch := self._batches.get()) is not None:
+            if self._error is None:  # after an error, drain without work until told to stop
+                try:
+                    self._tiers.embed_static_chunks(batch, self._report)
+                except BaseException as exc:  # handed to the pass, raised by add() or close()
+                    self._error = exc
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error

@@ -206,13 +206,14 @@ class LocalStorage:
         record: FileRecord,
         chunks: Sequence[Chunk],
         static_rows: np.ndarray | None = None,
+        columns: Sequence[tuple[str, str, str]] | None = None,
     ) -> list[int]:
         store, lexical = self._store, self._lexical
         with store.lock:
             removed = store.replace_file(record, list(chunks))
             if static_rows is not None:
                 store.add_static_vectors([c.id for c in chunks], static_rows)
-            lexical.replace_file(record.path, removed, chunks)
+            lexical.replace_file(record.path, removed, chunks, columns)
             return removed
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:

@@ -178,9 +178,11 @@ class IndexWriter(Protocol):
         record: FileRecord,
         chunks: Sequence[Chunk],
         static_rows: np.ndarray | None = None,
+        columns: Sequence[tuple[str, str, str]] | None = None,
     ) -> list[int]:
         """Swap a file's chunks (fresh ids), their lexical rows and, when given, their static
-        vectors; returns the removed ids."""
+        vectors; returns the removed ids. `columns`: each chunk's lexical columns when the
+        caller computed them already (a chunking worker did)."""
         ...
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:

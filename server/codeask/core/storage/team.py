@@ -198,8 +198,9 @@ class TeamStorage(OverlayReader):
         record: FileRecord,
         chunks: Sequence[Chunk],
         static_rows: np.ndarray | None = None,
+        columns: Sequence[tuple[str, str, str]] | None = None,
     ) -> list[int]:
-        return self.local.replace_file(record, chunks, static_rows)
+        return self.local.replace_file(record, chunks, static_rows, columns)
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.local.touch_file(path, size, mtime_ns)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -240,10 +240,18 @@ class LexicalIndex:
         if rows:
             self.tables.upsert(rows)
 
-    def replace_file(self, path: str, removed: Iterable[int], chunks: Iterable[Chunk]) -> None:
+    def replace_file(
+        self,
+        path: str,
+        removed: Iterable[int],
+        chunks: Sequence[Chunk],
+        columns: Sequence[tuple[str, str, str]] | None = None,
+    ) -> None:
         """A file's chunks replaced (`removed` dropped) and its whole-file row rebuilt, in one
-        transaction, each chunk's columns tokenized once."""
-        rows = [(c.id, *doc_columns(c)) for c in chunks]
+        transaction, each chunk's columns tokenized once (`columns`: already, by the caller)."""
+        if columns is None:
+            columns = [doc_columns(c) for c in chunks]
+        rows = [(c.id, *cols) for c, cols in zip(chunks, columns, strict=True)]
         file_columns = [(body, symbol, path_tokens) for _, body, symbol, path_tokens in rows]
         self.tables.replace_file_chunks(list(removed), rows, path, file_row(path, file_columns))
 

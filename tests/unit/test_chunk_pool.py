@@ -1,0 +1,237 @@
+"""Chunking in worker processes (core/indexer/chunk_pool.py), with real worker processes: the
+index a pass builds with workers is the one it builds without, a worker that dies costs nothing,
+a cancel stops the workers, and a caller's unguarded script is never run again in a worker."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import psutil
+import pytest
+from benchmarks.child_env import in_process_env
+
+from codeask.config import build_settings
+from codeask.core.indexer import CancelToken, FolderIndex, Progress, chunk_pool
+from codeask.core.source.discover import discover
+
+PY = '''"""Module {n}: {topic} helpers."""
+
+
+class {cls}:
+    """Keeps {topic} state."""
+
+    def update_{topic}(self, value):
+        """Set the {topic} value."""
+        self.value = value
+        return helper_{n}(value)
+
+
+def helper_{n}(value):
+    return value * {n}
+'''
+GO = (
+    "package p{n}\n\n// Handle{cls} serves {topic}.\n"
+    "func Handle{cls}(x int) int {{\n\treturn x + {n}\n}}\n"
+)
+TOPICS = ("cache", "router", "parser", "token", "stream", "session", "queue", "schema")
+
+
+def make_tree(root: Path, count: int = 60) -> Path:
+    """`count` code files in two languages, plus files every pass must skip with a reason."""
+    for n in range(count):
+        topic = TOPICS[n % len(TOPICS)]
+        cls = f"{topic.title()}Keeper{n}"
+        rel = f"pkg{n % 5}/mod_{n}.py" if n % 3 else f"go/p{n}/h.go"
+        text = (PY if n % 3 else GO).format(n=n, topic=topic, cls=cls)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    (root / "blob.py").write_bytes(b"\x00\x01binary")
+    (root / "latin.py").write_bytes("caf\xe9 = 1\n".encode("latin-1"))
+    (root / "docs.md").write_text("# Guide\n\n## Routing\n\nThe router maps paths.\n")
+    return root
+
+
+def open_index(root: Path, workers: int) -> FolderIndex:
+    settings, warnings = build_settings(
+        {"history": {"enabled": False}, "index": {"chunk_workers": workers}}, {}
+    )
+    assert warnings == []
+    return FolderIndex(root, settings)
+
+
+@pytest.fixture
+def pool_for_small_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any pass, and two of them even on a one-core machine."""
+    monkeypatch.setattr(chunk_pool, "POOL_FROM_BYTES", 1)
+    monkeypatch.setattr(chunk_pool, "worker_count", lambda setting: min(setting, 2))
+
+
+def record_facts(record: object) -> dict[str, Any]:
+    """A file record without its mtime (the two trees were written at different times)."""
+    fields = type(record).__struct_fields__  # type: ignore[attr-defined]
+    return {name: getattr(record, name) for name in fields if name != "mtime_ns"}
+
+
+def snapshot(index: FolderIndex) -> dict[str, Any]:
+    """Everything a search reads: files, chunks with ids, lexical hits, static vectors."""
+    local = index.local
+    files = {rel: record_facts(local.file(rel)) for rel in sorted(local.paths())}
+    chunks = {c.id: msgspec.to_builtins(c) for c in local.all_chunks()}
+    vectors = {}
+    for chunk_id in chunks:
+        row = local.vector("static", chunk_id)
+        vectors[chunk_id] = None if row is None else np.asarray(row).round(6).tolist()
+    lexical = {q: local.lexical_top_k(q, 10) for q in ("router paths", "update_cache", "Handle")}
+    return {"files": files, "chunks": chunks, "vectors": vectors, "lexical": lexical}
+
+
+def worker_processes() -> list[psutil.Process]:
+    """This process's chunking workers still alive."""
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:  # another test's child may be a zombie by now
+            if chunk_pool.WORKER_MODULE in " ".join(child.cmdline()):
+                alive.append(child)
+        except psutil.Error:
+            continue
+    return alive
+
+
+@pytest.mark.usefixtures("pool_for_small_passes")
+def test_workers_build_the_same_index(tmp_path: Path) -> None:
+    with_workers = make_tree(tmp_path / "a")
+    without = make_tree(tmp_path / "b")
+    one, two = open_index(with_workers, 2), open_index(without, 0)
+    try:
+        report = one.refresh(embed=False)
+        serial = two.refresh(embed=False)
+        assert report.files_indexed == serial.files_indexed == 61  # 60 code files + docs.md
+        assert sorted(s.rel for s in report.skipped) == ["blob.py", "latin.py"]
+        assert {s.rel: s.reason for s in report.skipped} == {
+            s.rel: s.reason for s in serial.skipped
+        }
+        assert report.static_computed > 0
+        first, second = snapshot(one), snapshot(two)
+        assert len(first["chunks"]) > 100
+        assert all(v is not None for v in first["vectors"].values())  # embedded as it went
+        assert first == second
+    finally:
+        one.close()
+        two.close()
+    assert worker_processes() == []
+
+
+@pytest.mark.usefixtures("pool_for_small_passes")
+def test_a_second_pass_reads_nothing_and_an_edit_is_rechunked(tmp_path: Path) -> None:
+    root = make_tree(tmp_path)
+    index = open_index(root, 2)
+    try:
+        index.refresh(embed=False)
+        again = index.refresh(embed=False)
+        assert (again.files_indexed, again.files_unchanged) == (0, 63)  # skipped ones too
+        (root / "pkg1" / "mod_1.py").write_text("def renamed_everything():\n    return 1\n")
+        edited = index.refresh(embed=False)
+        assert edited.files_indexed == 1
+        hits = index.local.lexical_top_k("renamed_everything", 5)
+        assert hits and index.local.chunk(hits[0][0]).path == "pkg1/mod_1.py"  # type: ignore[union-attr]
+    finally:
+        index.close()
+
+
+def test_a_worker_that_dies_costs_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = make_tree(tmp_path)
+    settings = build_settings({}, {})[0]
+    index_settings, chunk_settings = settings.index, settings.chunk
+    jobs = [chunk_pool.Job.of(f, "") for f in discover(root, index_settings).files]
+    expected = [chunk_pool.prepare(job, index_settings, chunk_settings) for job in jobs]
+    workers = chunk_pool._Workers(2, chunk_pool.Settings(index_settings, chunk_settings))
+    try:
+        answers = workers.prepare_all(jobs)
+        received = [next(answers)]
+        for proc in workers._procs:
+            proc.kill()
+        with caplog.at_level(logging.WARNING, logger="codeask.core.indexer"):
+            received += list(answers)
+    finally:
+        workers.stop()
+    assert msgspec.msgpack.encode(received) == msgspec.msgpack.encode(expected)
+    assert "a chunking process stopped" in caplog.text
+
+
+@pytest.mark.usefixtures("pool_for_small_passes")
+def test_cancel_stops_the_workers_and_the_next_pass_completes(tmp_path: Path) -> None:
+    root = make_tree(tmp_path)
+    token = CancelToken()
+
+    def cancel_midway(event: Progress) -> None:
+        if event.phase == "chunk" and event.files_done >= 50 and not token.cancelled:
+            assert worker_processes(), "the pass should be running its workers"
+            token.cancel()
+
+    index = open_index(root, 2)
+    try:
+        report = index.refresh(embed=False, progress=cancel_midway, cancel=token)
+        assert report.cancelled
+        assert worker_processes() == []
+        resumed = index.refresh(embed=False)
+        assert not resumed.cancelled
+        assert len(index.local.paths()) == 63  # 61 indexed + 2 recorded as skipped
+        assert index.local.pending_ids("static") == []
+    finally:
+        index.close()
+
+
+UNGUARDED = """
+import sys
+from pathlib import Path
+
+with open(sys.argv[1], "a") as marker:  # top-level code, no `if __name__ == "__main__"`
+    marker.write("ran\\n")
+
+from codeask.config import build_settings
+from codeask.core.indexer import FolderIndex, chunk_pool
+
+chunk_pool.POOL_FROM_BYTES = 1
+chunk_pool.worker_count = lambda setting: 1
+layer = {"history": {"enabled": False}, "index": {"location": sys.argv[3]}}
+settings, _ = build_settings(layer, {})
+index = FolderIndex(Path(sys.argv[2]), settings)
+print(index.refresh(embed=False).files_indexed)
+index.close()
+"""
+
+
+def test_an_unguarded_script_runs_once(tmp_path: Path) -> None:
+    """multiprocessing's spawn would run this script's top level again in each worker (and
+    index the folder a second time from there); codeask's workers run only its own module."""
+    root = make_tree(tmp_path / "tree")
+    script, marker = tmp_path / "index_it.py", tmp_path / "marker"
+    script.write_text(UNGUARDED)
+    done = subprocess.run(
+        [sys.executable, str(script), str(marker), str(root), str(tmp_path / "idx")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=in_process_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "61"
+    assert marker.read_text() == "ran\n"
+    assert "chunking process stopped" not in done.stderr
+
+
+def test_worker_count_keeps_a_core_for_the_indexing_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(chunk_pool.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert [chunk_pool.worker_count(n) for n in (0, 1, 4)] == [0, 1, 1]
+    monkeypatch.setattr(chunk_pool.os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert [chunk_pool.worker_count(n) for n in (0, 4, 40)] == [0, 4, 15]
+    monkeypatch.setattr(chunk_pool.os, "sched_getaffinity", lambda pid: {0})
+    assert chunk_pool.worker_count(4) == 0
