@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from codeask.config import build_settings
@@ -38,7 +39,7 @@ def behind_threads() -> list[threading.Thread]:
 def test_every_chunk_gets_its_vector_in_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors, "STATIC_STEP", 50)  # several batches from 40 files
+    monkeypatch.setattr(vectors, "BEHIND_STEP", 50)  # several batches from 40 files
     index = open_index(make_tree(tmp_path, 40), ["static"])
     try:
         report = index.refresh(embed=False)
@@ -54,7 +55,7 @@ def test_every_chunk_gets_its_vector_in_batches(
 def test_an_embedding_error_reaches_the_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors, "STATIC_STEP", 50)
+    monkeypatch.setattr(vectors, "BEHIND_STEP", 50)
     calls = []
 
     def broken(self: vectors.VectorTiers, chunks: list[object], report: object) -> None:
@@ -82,3 +83,20 @@ def test_no_static_tier_starts_no_thread(tmp_path: Path, monkeypatch: pytest.Mon
     finally:
         index.close()
     assert started == []
+
+
+def test_a_pass_shares_one_widened_matrix_and_drops_it() -> None:
+    from codeask.core.embedding.static import StaticEmbedder
+
+    model = StaticEmbedder()
+    texts = [f"def handler_{n}(request):\n    return route(request, {n})\n" for n in range(100)]
+    alone = model.embed(texts)
+    with model.widened():
+        held = model._wide
+        assert held is not None and held.dtype == np.float32
+        with model.widened():  # a second holder (another folder's pass) shares it
+            assert model._wide is held
+        assert model._wide is held
+        shared = model.embed(texts)
+    assert model._wide is None  # a server at rest does not keep the copy
+    assert np.array_equal(alone, shared)  # bit for bit

@@ -18,7 +18,8 @@ import mmap
 import os
 import struct
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +219,9 @@ class StaticEmbedder:
         self._tokenizer_path = folder / TOKENIZER_FILE
         self._full: Tokenizer | None = None
         self._full_lock = threading.Lock()
+        self._wide: np.ndarray | None = None
+        self._wide_holders = 0
+        self._wide_lock = threading.Lock()
         self._reach: ReachTokenizers | None = None
         pinned_tokenizer = hashes.get(TOKENIZER_FILE) == _SHIPPED_TOKENIZER
         if pinned_tokenizer:
@@ -266,13 +270,36 @@ class StaticEmbedder:
         # while it runs), since widening each text's gathered rows cost ~20% of a first
         # pass; a query widens only its own rows. The sums are bit for bit the same.
         bulk = len(texts) >= WIDEN_AT
-        matrix = self._matrix.astype(np.float32) if bulk else self._matrix
-        mapped = _mapping_of(self._matrix)
-        if bulk and mapped is not None:
-            release_pages(mapped)  # the widening touched every page of the file
+        matrix = self._wide if bulk else None
+        if matrix is None:
+            matrix = self._widen() if bulk else self._matrix
         for start in range(0, len(texts), BATCH):
             out[start : start + BATCH] = self._embed_batch(texts[start : start + BATCH], matrix)
         return out
+
+    @contextmanager
+    def widened(self) -> Iterator[None]:
+        """Bulk calls inside share one float32 copy of the matrix: an indexing pass embeds as
+        it goes, in many batches, and widening for each cost ~20 ms. Dropped when the last
+        holder leaves, so a server at rest does not keep its 30 MB."""
+        with self._wide_lock:
+            if self._wide_holders == 0:
+                self._wide = self._widen()
+            self._wide_holders += 1
+        try:
+            yield
+        finally:
+            with self._wide_lock:
+                self._wide_holders -= 1
+                if self._wide_holders == 0:
+                    self._wide = None
+
+    def _widen(self) -> np.ndarray:
+        wide = self._matrix.astype(np.float32)
+        mapped = _mapping_of(self._matrix)
+        if mapped is not None:
+            release_pages(mapped)  # the widening touched every page of the file
+        return wide
 
     def _embed_batch(self, texts: Sequence[str], matrix: np.ndarray) -> np.ndarray:
         # One small gather + sum per text: ~30x faster here than np.add.reduceat over the batch.

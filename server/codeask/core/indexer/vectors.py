@@ -9,13 +9,13 @@ import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from codeask.core.embedding.embed import CachedEmbedder
-from codeask.core.embedding.static import load_static_embedder
+from codeask.core.embedding.static import StaticEmbedder, load_static_embedder
 from codeask.core.indexer.run import (
     Cancelled,
     CancelToken,
@@ -37,6 +37,9 @@ EMBED_STEP = 32
 LOADING = "loading the embedding model"
 #: Chunks per static-tier batch: ~0.2 s of work, so a cancel is honoured quickly.
 STATIC_STEP = 1024
+#: Chunks per batch of the thread behind a pass: small, so it starts early and a small folder's
+#: chunks are embedded beside its chunking too (every batch shares one widened matrix).
+BEHIND_STEP = 256
 #: History chunks: embedded after the code they explain.
 HISTORY_KINDS = ("commit", "hunk")
 
@@ -125,6 +128,11 @@ class VectorTiers:
             yield behind
         finally:
             behind.close()
+
+    def static_bulk(self) -> AbstractContextManager[object]:
+        """Many static batches in a row share one widened matrix (static.py `widened`)."""
+        model = load_static_embedder(self._index.settings).inner
+        return model.widened() if isinstance(model, StaticEmbedder) else nullcontext()
 
     def embed_static_chunks(self, chunks: list[Chunk], report: IndexReport) -> None:
         """Static vectors for chunks just stored, while they are still in hand (a pass embeds
@@ -245,7 +253,7 @@ class VectorTiers:
 class StaticBehind:
     """A pass's chunks get their static vectors in a thread behind it: the tokenizer releases
     the GIL, so it runs beside the chunking (tree-sitter, the lexical columns, the store) instead
-    of after it. Batches of STATIC_STEP; at most two wait, so memory stays bounded."""
+    of after it. Batches of BEHIND_STEP; at most two wait, so memory stays bounded."""
 
     def __init__(self, tiers: VectorTiers, report: IndexReport) -> None:
         self._tiers, self._report = tiers, report
@@ -260,7 +268,7 @@ class StaticBehind:
         if not self._tiers.static_tier:
             return
         self._waiting += chunks
-        if len(self._waiting) >= STATIC_STEP:
+        if len(self._waiting) >= BEHIND_STEP:
             self._send(self._waiting)
             self._waiting = []
 
@@ -283,12 +291,14 @@ class StaticBehind:
         self._batches.put(batch)
 
     def _run(self) -> None:
-        while (batch := self._batches.get()) is not None:
-            if self._error is None:  # after an error, drain without work until told to stop
-                try:
+        try:
+            with self._tiers.static_bulk():
+                while (batch := self._batches.get()) is not None:
                     self._tiers.embed_static_chunks(batch, self._report)
-                except BaseException as exc:  # handed to the pass, raised by add() or close()
-                    self._error = exc
+        except BaseException as exc:  # handed to the pass, raised by add() or close()
+            self._error = exc
+            while self._batches.get() is not None:  # drain until told to stop
+                pass
 
     def _raise_error(self) -> None:
         if self._error is not None:
