@@ -158,7 +158,7 @@ def test_questions_and_answers_follow_the_rules(tmp_path: Path) -> None:
     skipped = dict(found.skipped)
     assert skipped == {
         "merge": 1,
-        "revert or merge message": 1,
+        "revert": 1,
         "no code file changed": 1,
         "message too short": 1,
         "more code files than --max-files": 2,  # the four-file commit and the initial import
@@ -167,6 +167,47 @@ def test_questions_and_answers_follow_the_rules(tmp_path: Path) -> None:
     }
     assert found.files_dropped == 2  # label.py twice: its own commit and the one deleting it
     assert found.walked == len(shas)
+
+
+def test_a_merge_is_told_by_its_parents_not_its_wording(tmp_path: Path) -> None:
+    """GitHub squash merges and patch series rebuilt as commits have one parent and a
+    `Merge ...` subject: their diff is one real change, so they are questions, asked with the
+    body's first line in place of the subject (which names a branch or an advisory, not code)."""
+    root = tmp_path / "repo"
+    repo = make_repo(root)
+    commit(repo, {"README.md": "# proxy\n"}, "Start the proxy project with a readme", when=EPOCH)
+    strip = commit(
+        repo,
+        {"proxy/redirect.py": py("strip_proxy_authorization")},
+        "Merge pull request from GHSA-34jh-p97f-mpxf\n\n"
+        "Strip Proxy-Authorization header on redirects\n",
+        when=EPOCH + DAY,
+    )
+    fork = commit(
+        repo,
+        {"proxy/decode.py": py("decode_body_once")},
+        "Merge commit from fork\n\n* Stop decoding response content during redirects\n\n"
+        "* Add a changelog entry\n",
+        when=EPOCH + 2 * DAY,
+    )
+    commit(
+        repo,
+        {"proxy/retry.py": py("retry_after")},
+        "Merge pull request from GHSA-g4mx-q9vg-27p4",
+        when=EPOCH + 3 * DAY,
+    )
+    found = select_questions(root, on_disk(root), SelectOptions())
+    asked = {q.sha: q.question for q in found.questions}
+    assert asked == {
+        strip: "Strip Proxy-Authorization header on redirects",
+        fork: "* Stop decoding response content during redirects\n* Add a changelog entry",
+    }
+    subject_only = select_questions(root, on_disk(root), SelectOptions(subject_only=True))
+    assert {q.sha: q.question for q in subject_only.questions}[fork] == (
+        "* Stop decoding response content during redirects"
+    )
+    # a bare `Merge ...` subject says nothing once its boilerplate is gone: too short, not a merge
+    assert dict(found.skipped) == {"message too short": 1, "no code file changed": 1}
 
 
 def test_limits_since_and_max_files(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ MAX_QUESTION_CHARS = 2_000
 SKIP_REASONS = (
     "shallow clone boundary",
     "merge",
-    "revert or merge message",
+    "revert",
     "message too short",
     "more files than a focused change",
     "no code file changed",
@@ -65,7 +65,14 @@ _CI_TAG = re.compile(r"\[(?:skip ci|ci skip|no ci|skip-ci)\]", re.IGNORECASE)
 #: `()` or `[]` left empty by the removals above; never a call's `foo()`.
 _EMPTY_GROUP = re.compile(r"(?<![\w)\]])[(\[]\s*[,;\s]*[)\]]")
 _WORD = re.compile(r"[^\W_]+")
-_MERGE_SUBJECT = re.compile(r"^(Merge (branch|pull request|remote-tracking|tag)\b|Revert \")")
+#: A merge is a commit with more than one parent; this wording on a one-parent commit (a GitHub
+#: squash merge, `Merge pull request from GHSA-...`, `Merge commit from fork`, or a flattened
+#: history) names a branch or an advisory, not the change: the body's first line is asked instead.
+_MERGE_SUBJECT = re.compile(
+    r"^Merge (?:branch(?:es)?|pull request|remote-tracking branch|tag|commit)\b"
+)
+#: A revert asks the subject of the commit it undoes again, for code that commit changed.
+_REVERT_SUBJECT = re.compile(r'^Revert "')
 
 
 class NoHistory(Exception):
@@ -187,8 +194,8 @@ def _judge(
     if len(commit.parent_ids) > 1:
         return "merge", None, 0
     text = message(commit)
-    if _MERGE_SUBJECT.match(text.strip()):
-        return "revert or merge message", None, 0
+    if _REVERT_SUBJECT.match(text.strip()):
+        return "revert", None, 0
     question = clean_message(text, subject_only=options.subject_only)
     if len(_WORD.findall(question)) < options.min_words:
         return "message too short", None, 0
@@ -261,8 +268,12 @@ def _has_hunks(diff: pygit2.Diff, index: int) -> bool:
 
 def clean_message(text: str, *, subject_only: bool = False) -> str:
     """The subject and the body's first paragraph, without trailers (Signed-off-by, ...),
-    issue references, URLs and CI tags: what is left reads like a question about the change."""
+    issue references, URLs and CI tags: what is left reads like a question about the change.
+    A `Merge ...` subject (of a squash merge) says nothing about the change: the body's first
+    line stands in for it."""
     subject, body = split_message(text)
+    if _MERGE_SUBJECT.match(subject):
+        subject, body = split_message(body)
     parts = [_clean_line(subject)]
     if not subject_only:
         parts += _first_paragraph(body)
