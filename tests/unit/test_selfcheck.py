@@ -243,6 +243,32 @@ def test_clean_message_strips_trailers_refs_and_urls() -> None:
     assert clean_message(text, subject_only=True) == "fix(parser): keep comments in nested blocks"
 
 
+@pytest.mark.parametrize(
+    ("subject", "question"),
+    [
+        # a backport bot's tags go whole: the PR number, the commit it picks, the branch
+        (
+            "[PR #8079/1c335944 backport][3.9] Validate static paths (#8080)",
+            "Validate static paths",
+        ),
+        (
+            "[PR #9851/541d86d backport][3.10] Fix incorrect parsing of chunk extensions",
+            "Fix incorrect parsing of chunk extensions",
+        ),
+        (
+            "[3.12] gh-108310: Fix a crash in the tokenizer (GH-108311)",
+            "Fix a crash in the tokenizer",
+        ),
+        ("#123: keep the cookie jar sorted by domain", "keep the cookie jar sorted by domain"),
+        ("Pick the fix from #8079/1c335944 for the parser", "Pick the fix from for the parser"),
+        # a tag that is a word of the question stays
+        ("[netrc] keep the default entry last", "[netrc] keep the default entry last"),
+    ],
+)
+def test_clean_message_drops_backport_tags_whole(subject: str, question: str) -> None:
+    assert clean_message(subject) == question
+
+
 def test_not_a_repository_and_no_history(tmp_path: Path) -> None:
     with pytest.raises(NoHistory, match="not a git repository"):
         select_questions(tmp_path, on_disk(tmp_path), SelectOptions())

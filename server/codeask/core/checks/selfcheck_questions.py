@@ -55,11 +55,22 @@ _TRAILER = re.compile(
     re.IGNORECASE,
 )
 _CHERRY_PICK = re.compile(r"^\s*\(cherry picked from commit [0-9a-f]+\)\s*$")
-_REF = r"(?:[\w.-]+/[\w.-]+)?#\d+|\bGH-\d+\b"
+#: `#12`, `owner/repo#12`, `#12/1c33594` (a PR and the commit a backport picks), `GH-7`, `gh-7`.
+_REF = r"(?:[\w.-]+/[\w.-]+)?#\d+(?:/[0-9a-f]{7,40}\b)?|\b[Gg][Hh]-\d+\b"
 _CLOSING_REF = re.compile(
     rf"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?|see|refs?)\s+(?:{_REF})", re.IGNORECASE
 )
 _ISSUE_REF = re.compile(_REF)
+#: Backport bots' leading tags, dropped whole: `[PR #8079/1c335944 backport][3.9] `,
+#: `[3.12] ` (any bracket naming a backport, cherry-pick or issue, or a bare version), then a
+#: leading `gh-123: ` or `#123: `. A tag of words (`[netrc] `) stays; a tag is 160 characters at
+#: most (the match stays linear on a long subject).
+_LEADING_TAGS = re.compile(
+    rf"^\s*(?:\[(?:[^\]]{{0,80}}?(?:backport|cherry[- ]?pick|{_REF})[^\]]{{0,80}}"
+    r"|v?\d+(?:\.(?:\d+|x))*)\]\s*)*"
+    rf"(?:(?:{_REF})\s*:\s*)?",
+    re.IGNORECASE,
+)
 _URL = re.compile(r"https?://\S+")
 _CI_TAG = re.compile(r"\[(?:skip ci|ci skip|no ci|skip-ci)\]", re.IGNORECASE)
 #: `()` or `[]` left empty by the removals above; never a call's `foo()`.
@@ -295,6 +306,7 @@ def _first_paragraph(body: str) -> list[str]:
 
 
 def _clean_line(line: str) -> str:
+    line = _LEADING_TAGS.sub("", line, count=1)
     line = _URL.sub("", line)
     line = _CI_TAG.sub("", line)
     line = _CLOSING_REF.sub("", line)
