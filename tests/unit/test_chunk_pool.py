@@ -150,7 +150,7 @@ def test_a_worker_that_dies_costs_nothing(tmp_path: Path, caplog: pytest.LogCapt
     index_settings, chunk_settings = settings.index, settings.chunk
     jobs = [chunk_pool.Job.of(f, "") for f in discover(root, index_settings).files]
     expected = [chunk_pool.prepare(job, index_settings, chunk_settings) for job in jobs]
-    workers = chunk_pool._Workers(2, chunk_pool.Settings(index_settings, chunk_settings))
+    workers = chunk_pool._Workers(2, chunk_pool.WorkerSettings(index_settings, chunk_settings))
     try:
         answers = workers.prepare_all(jobs)
         received = [next(answers)]
@@ -162,6 +162,21 @@ def test_a_worker_that_dies_costs_nothing(tmp_path: Path, caplog: pytest.LogCapt
         workers.stop()
     assert msgspec.msgpack.encode(received) == msgspec.msgpack.encode(expected)
     assert "a chunking process stopped" in caplog.text
+
+
+@pytest.mark.usefixtures("pool_for_small_passes")
+def test_a_worker_that_cannot_start_costs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(chunk_pool, "WORKER_MODULE", "codeask.no_such_worker")
+    index = open_index(make_tree(tmp_path), 2)
+    try:
+        with caplog.at_level(logging.WARNING, logger="codeask.core.indexer"):
+            report = index.refresh(embed=False)
+        assert report.files_indexed == 61 and not report.cancelled
+        assert "the 63 files left are chunked in-process" in caplog.text  # skipped ones too
+    finally:
+        index.close()
 
 
 @pytest.mark.usefixtures("pool_for_small_passes")

@@ -85,7 +85,7 @@ class PreparedFile(msgspec.Struct, array_like=True, omit_defaults=True):
     """Each chunk's lexical columns (body, symbol, path), computed where the chunk was made."""
 
 
-class Settings(msgspec.Struct, array_like=True):
+class WorkerSettings(msgspec.Struct, array_like=True):
     """The first frame a worker reads: what decides how files are read and cut."""
 
     index: IndexSettings
@@ -131,7 +131,12 @@ def prepared_files(
     if workers == 0 or sum(job.size for job in jobs) < POOL_FROM_BYTES:
         yield (prepare(job, index, chunk) for job in jobs)
         return
-    pool = _Workers(workers, Settings(index, chunk))
+    try:
+        pool = _Workers(workers, WorkerSettings(index, chunk))
+    except OSError as exc:  # no process could start (a limit, a missing interpreter)
+        log.warning("chunking in-process: no worker could start (%s)", exc)
+        yield (prepare(job, index, chunk) for job in jobs)
+        return
     try:
         yield pool.prepare_all(jobs)
     finally:
@@ -146,7 +151,7 @@ class _Workers:
     """Worker processes fed round-robin by a thread, read in order by the caller: each pipe
     holds at most a frame or two, so neither side runs far ahead of the other."""
 
-    def __init__(self, count: int, settings: Settings) -> None:
+    def __init__(self, count: int, settings: WorkerSettings) -> None:
         self._settings = settings
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(list[PreparedFile])
@@ -240,7 +245,7 @@ def _read_frame(pipe: IO[bytes]) -> bytes:
 
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     """The worker's side: settings, then a batch of jobs per frame until stdin closes."""
-    settings = msgspec.msgpack.decode(_read_frame(stdin), type=Settings)
+    settings = msgspec.msgpack.decode(_read_frame(stdin), type=WorkerSettings)
     decoder = msgspec.msgpack.Decoder(list[Job])
     encoder = msgspec.msgpack.Encoder()
     while True:
