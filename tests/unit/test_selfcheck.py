@@ -318,7 +318,31 @@ def test_a_question_naming_its_file_is_told_apart() -> None:
 
     assert names_an_answer(asked("bm25.py: tokenize in batches"))
     assert names_an_answer(asked("speed up core/storage/lexical/bm25.py for long rows"))
-    assert not names_an_answer(asked("bm25: tokenize rows in batches"))
+
+
+def test_a_leading_module_prefix_names_its_file() -> None:
+    """`netrc: fix ...` answered by lib/netrc.c names the file by its stem, the way curl, git and
+    Linux write subjects: such a question is not one that names no file."""
+
+    def asked(text: str, *answers: str) -> Question:
+        answers = answers or ("core/storage/lexical/bm25.py",)
+        return Question("0" * 40, "2024-03-01", text, answers, ("python",) * len(answers))
+
+    assert names_an_answer(asked("bm25: tokenize rows in batches"))
+    assert names_an_answer(asked("BM25: tokenize rows in batches"))
+    assert names_an_answer(asked("lexical/bm25: tokenize rows in batches"))
+    assert names_an_answer(asked("fix(bm25): tokenize rows in batches"))
+    assert names_an_answer(asked("perf(lexical/bm25)!: tokenize rows in batches"))
+    assert names_an_answer(asked("vtls/openssl: keep the CA cache", "lib/vtls/openssl.c"))
+    assert names_an_answer(asked("url: reuse credentials", "lib/transfer.c", "lib/url.c"))
+    # a folder, another file's stem, a path that is not a suffix, the stem later on: not named
+    assert not names_an_answer(asked("lexical: tokenize rows in batches"))
+    assert not names_an_answer(asked("storage/bm25: tokenize rows in batches"))
+    assert not names_an_answer(asked("protocol: disable reuse for SMB", "lib/smb.c"))
+    assert not names_an_answer(asked("tokenize: bm25 rows in batches"))
+    assert not names_an_answer(asked("the bm25 tokenizer: rows in batches"))
+    # only the question's first line carries the prefix
+    assert not names_an_answer(asked("Tokenize rows in batches\nbm25: see the comment"))
 
 
 def test_score_is_recall_and_reciprocal_rank() -> None:

@@ -246,7 +246,8 @@ def _print_report(report: dict[str, Any], *, show_questions: bool) -> None:
         f"\nR@k: share of a question's answer files among the first k files `codeask search` "
         f"ranks; MRR: mean of 1/rank of the first answer file (0 beyond {DEPTH}). A language's "
         "row scores its own answer files only; `no file named` leaves out the questions that name "
-        "an answer file by path or file name.\n"
+        "an answer file by path or file name, or by a leading `module:` prefix (`netrc: ...` for "
+        "lib/netrc.c).\n"
     )
     out("Limits: " + " ".join(LIMITS) + "\n")
     if show_questions:

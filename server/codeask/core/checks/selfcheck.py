@@ -154,8 +154,8 @@ class TierResult:
     tier: Tier
     overall: Row = field(default_factory=Row)
     unnamed: Row = field(default_factory=Row)
-    """Questions that name none of their answer files (a message saying `bm25.py: ...` is
-    answered by the path alone)."""
+    """Questions that name none of their answer files (a message saying `bm25.py: ...` or
+    `bm25: ...` is answered by the path alone)."""
     languages: dict[str, Row] = field(default_factory=dict)
     ranks: list[int | None] = field(default_factory=list)
     """Rank of the first answer file, per question (None: not in the first DEPTH)."""
@@ -191,12 +191,32 @@ class TierResult:
         }
 
 
+#: A subject's leading module prefix: `netrc: `, `vtls/openssl: `, or a conventional commit's
+#: scope, `fix(netrc): ` / `perf(lexical/bm25)!: `.
+_MODULE_PREFIX = re.compile(r"^(?:[a-z]+\(([\w.+/-]+)\)!?|([\w.+-]+(?:/[\w.+-]+)*)):\s", re.I)
+
+
 def names_an_answer(question: Question) -> bool:
-    """Whether the question names one of its answer files, by path or by file name."""
+    """Whether the question names one of its answer files: by path or file name anywhere, or
+    by a leading `module:` prefix of its first line (curl's `netrc: ...` for lib/netrc.c),
+    which names the file as plainly as `netrc.c: ...` would."""
     text = question.question.lower()
-    return any(
+    if any(
         rel.lower() in text or PurePosixPath(rel).name.lower() in text for rel in question.answers
-    )
+    ):
+        return True
+    prefix = _MODULE_PREFIX.match(text)
+    if prefix is None:
+        return False
+    module = prefix.group(1) or prefix.group(2)
+    return any(_is_module_of(module, rel.lower()) for rel in question.answers)
+
+
+def _is_module_of(module: str, rel: str) -> bool:
+    """`bm25` or `lexical/bm25` for core/storage/lexical/bm25.py: the file's stem, or its path
+    without the extension from a folder boundary on."""
+    bare = str(PurePosixPath(rel).with_suffix(""))
+    return bare == module or bare.endswith("/" + module)
 
 
 def _median(values: list[float]) -> float:
