@@ -25,7 +25,6 @@ import email.errors
 import email.header
 import email.utils
 import functools
-import hashlib
 import itertools
 import lzma
 import os
@@ -43,6 +42,8 @@ from typing import TextIO
 
 import httpx
 import msgspec
+
+from codeask.core.embedding.base import file_sha256
 
 CACHE = Path.home() / ".cache" / "codeask-debian"
 MIRROR = "http://deb.debian.org/debian"
@@ -289,7 +290,7 @@ def fetch_newest(
 def fetch(client: httpx.Client, source: SourcePackage, wanted: SourceFile) -> Path:
     """The file from the cache, or downloaded into it; its sha256 must match the index."""
     path = CACHE / "pool" / wanted.name
-    if path.exists() and _sha256(path) == wanted.sha256:
+    if path.exists() and file_sha256(path) == wanted.sha256:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
@@ -303,7 +304,7 @@ def fetch(client: httpx.Client, source: SourcePackage, wanted: SourceFile) -> Pa
                 for block in response.iter_bytes():
                     out.write(block)
             break
-    got = _sha256(partial)
+    got = file_sha256(partial)
     if got != wanted.sha256:
         partial.unlink()
         raise SystemExit(f"{wanted.name}: sha256 {got} is not the index's {wanted.sha256}")
@@ -322,14 +323,6 @@ def _mirrors_of(base_url: str) -> list[str]:
     return [base_url]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def local_source(folder: Path) -> tuple[SourcePackage, dict[str, Path]]:
     """A source package from local files: the .dsc's list (sha256 checked) when there is one,
     else every .orig.tar.* and .debian.tar.* in the folder."""
@@ -341,7 +334,7 @@ def local_source(folder: Path) -> tuple[SourcePackage, dict[str, Path]]:
         source = _source_from(next(_paragraphs(text)), "")
         paths = {f.name: folder / f.name for f in source.files}
         for f in source.files:
-            if _sha256(paths[f.name]) != f.sha256:
+            if file_sha256(paths[f.name]) != f.sha256:
                 raise SystemExit(f"{f.name}: sha256 does not match {dscs[0].name}")
         return source, paths
     found = sorted(p for p in folder.iterdir() if _TARBALL.search(p.name))
