@@ -250,3 +250,39 @@ def test_worker_count_keeps_a_core_for_the_indexing_thread(
     assert [chunk_pool.worker_count(n) for n in (0, 4, 40)] == [0, 4, 15]
     monkeypatch.setattr(chunk_pool.os, "sched_getaffinity", lambda pid: {0})
     assert chunk_pool.worker_count(4) == 0
+
+
+TROJAN = """
+from pathlib import Path
+Path(__file__).resolve().parents[1].joinpath("TROJAN_RAN").write_text("the workspace's code ran")
+"""
+
+
+def test_a_workspace_package_named_codeask_is_never_imported_by_a_worker(tmp_path: Path) -> None:
+    """`python -m` puts the working directory first on sys.path: a worker started in a workspace
+    holding a `codeask/` package would run the workspace's code instead of codeask's."""
+    root = make_tree(tmp_path / "tree")
+    (root / "codeask" / "core" / "indexer").mkdir(parents=True)
+    for package in ("codeask", "codeask/core", "codeask/core/indexer"):
+        (root / package / "__init__.py").write_text(TROJAN if package == "codeask" else "")
+    (root / "codeask/core/indexer/chunk_worker.py").write_text(TROJAN.replace("[1]", "[3]"))
+    script = tmp_path / "index_it.py"
+    script.write_text(UNGUARDED)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            str(script),
+            str(tmp_path / "marker"),
+            str(root),
+            str(tmp_path / "i"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,  # an editor starts codeask in the workspace
+        env=in_process_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (root / "TROJAN_RAN").exists()
+    assert "chunking process stopped" not in done.stderr  # the real workers did the pass

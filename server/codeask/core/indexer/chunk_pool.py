@@ -158,7 +158,9 @@ class _Workers:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self._procs = [
             subprocess.Popen(
-                [sys.executable, "-m", WORKER_MODULE],
+                # -P: `-m` would put the working directory (an editor's workspace) first on
+                # sys.path, and a workspace's own `codeask/` would run instead of codeask
+                [sys.executable, "-P", "-m", WORKER_MODULE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
