@@ -298,7 +298,7 @@ def _start(run_dir: str | os.PathLike[str]) -> Started:
     start_new_session=True)` does, without importing subprocess (it imports threading,
     selectors, contextlib and signal: ~1 MB of the forwarder that starts a daemon)."""
     _started[:] = [child for child in _started if child.poll() is None]
-    argv = [sys.executable, "-m", "codeask.cli", "daemon"]
+    argv = [sys.executable, "-P", "-m", "codeask.cli", "daemon"]  # -P: nothing from cwd
     log = _open_log(os.path.join(run_dir, LOG_NAME))
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:

@@ -170,7 +170,7 @@ def serve(verbose: int) -> int | None:
     if reply["status"] != "ok":  # no user error is defined for a session without arguments
         _note(RuntimeError(str(reply.get("message"))), instead)
         return None
-    child = [sys.executable, "-m", "codeask", *(["-v"] * verbose), "serve"]
+    child = codeask_argv(*(["-v"] * verbose), "serve")
     reconnect = _reconnector(request, child, instead)
 
     stdout = os.dup(sys.stdout.fileno())  # stdout carries LSP only: stray output → stderr
@@ -195,7 +195,7 @@ def mcp(paths: list[str], *, allow_broad_root: bool, verbose: int) -> int | None
     if reply["status"] == "user_error":
         raise Refused(str(reply.get("message")), int(reply.get("code") or EXIT_USER))
     broad = ["--allow-broad-root"] if allow_broad_root else []
-    child = [sys.executable, "-m", "codeask", *(["-v"] * verbose), "mcp", *broad, "--", *paths]
+    child = codeask_argv(*(["-v"] * verbose), "mcp", *broad, "--", *paths)
     reconnect = _reconnector(request, child, instead)
     from codeask.daemon.relay import SocketUpstream
 
@@ -214,6 +214,13 @@ def _open(request: dict[str, Any], instead: str) -> tuple[_socket.socket, dict[s
     except Exception as exc:  # client.Unavailable, or anything else on the way
         _note(exc, instead)
         return None
+
+
+def codeask_argv(*args: str) -> list[str]:
+    """`codeask ARGS` in this interpreter, for the in-process answer after a drop. -P: `-m`
+    would put the working directory (the editor's workspace) first on sys.path, and a
+    workspace's own `codeask/` package would run instead of codeask."""
+    return [sys.executable, "-P", "-m", "codeask", *args]
 
 
 def _reconnector(request: dict[str, Any], child: list[str], instead: str) -> Callable[[], Any]:
