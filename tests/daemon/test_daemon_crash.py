@@ -86,14 +86,7 @@ def test_daemon_killed_mid_request(project: Path, daemon_env: dict[str, str]) ->
     pid = daemon_pid(daemon_env)
     assert pid
     os.kill(pid, signal.SIGSTOP)
-    client = subprocess.Popen(
-        [sys.executable, "-m", "codeask", "search", QUERIES[2], "--json"],
-        cwd=project,
-        env=daemon_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    client = _popen(["search", QUERIES[2], "--json"], project, daemon_env)
     try:
         assert wait_until(lambda: _connections(socket_path(daemon_env)) >= 2, timeout=30)
         time.sleep(0.5)  # its request is written (a few hundred bytes, one send)
@@ -106,6 +99,17 @@ def test_daemon_killed_mid_request(project: Path, daemon_env: dict[str, str]) ->
     assert without_seconds(out) == expected
 
 
+def _popen(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "codeask", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _connections(path: Path) -> int:
     """Sockets bound to `path` in /proc/net/unix: the listener, then accepted or queued ones."""
     lines = Path("/proc/net/unix").read_text().splitlines()
@@ -113,23 +117,27 @@ def _connections(path: Path) -> int:
 
 
 def test_stop_waits_for_the_request_in_flight(project: Path, daemon_env: dict[str, str]) -> None:
-    """`codeask daemon --stop` while a search runs inside (its first: the index opens, the
-    static model loads): the search still gets the daemon's own answer, then the daemon goes."""
+    """`codeask daemon --stop` while a search waits inside (its first: the index opens, the
+    static model loads): the search still gets the daemon's own answer, then the daemon goes.
+    SIGSTOP holds the daemon until both connections are queued, search first: without it a
+    quick search could end before the test saw it arrive (1 run in 3 on a quiet machine)."""
     expected = expected_answers(project, daemon_env)[QUERIES[1]]
     assert codeask("status", cwd=project, env=daemon_env).returncode == 0  # opens no cache
     pid = daemon_pid(daemon_env)
-    client = subprocess.Popen(
-        [sys.executable, "-m", "codeask", "search", QUERIES[1], "--json"],
-        cwd=project,
-        env=daemon_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert wait_until(lambda: _connections(socket_path(daemon_env)) >= 2, timeout=30)
-    stopped = codeask("daemon", "--stop", cwd=project, env=daemon_env)
+    assert pid
+    sock = socket_path(daemon_env)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        client = _popen(["search", QUERIES[1], "--json"], project, daemon_env)
+        assert wait_until(lambda: _connections(sock) >= 2, timeout=30)
+        time.sleep(0.5)  # its request is written (a few hundred bytes, one send)
+        stopper = _popen(["daemon", "--stop"], project, daemon_env)
+        assert wait_until(lambda: _connections(sock) >= 3, timeout=30)
+    finally:
+        os.kill(pid, signal.SIGCONT)
     out, err = client.communicate(timeout=300)
-    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    stop_out, stop_err = stopper.communicate(timeout=300)
+    assert stopper.returncode == 0 and "stopped" in stop_out, stop_err
     assert (client.returncode, err) == (0, ""), "answered by the daemon, no fallback note"
     assert without_seconds(out) == expected
     assert daemon_pid(daemon_env) is None
