@@ -5,6 +5,7 @@ a cancel stops the workers, and a caller's unguarded script is never run again i
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,6 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import psutil
 import pytest
 from benchmarks.child_env import in_process_env
 
@@ -91,15 +91,20 @@ def snapshot(index: FolderIndex) -> dict[str, Any]:
     return {"files": files, "chunks": chunks, "vectors": vectors, "lexical": lexical}
 
 
-def worker_processes() -> list[psutil.Process]:
-    """This process's chunking workers still alive."""
+def worker_processes() -> list[int]:
+    """This process's chunking workers still alive (from /proc: a zombie has no cmdline)."""
     alive = []
-    for child in psutil.Process().children(recursive=True):
-        try:  # another test's child may be a zombie by now
-            if chunk_pool.WORKER_MODULE in " ".join(child.cmdline()):
-                alive.append(child)
-        except psutil.Error:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and chunk_pool.WORKER_MODULE.encode() in command:
+            alive.append(int(entry.name))
     return alive
 
 
