@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 from daemon_helpers import codeask, daemon_pid, socket_path, wait_until, without_seconds
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
+from _writers_helpers import spawn
+
 pytestmark = pytest.mark.slow
 QUERIES = ("invoice pdf", "tax rate for a country", "mail the customer", "render_invoice_pdf")
 
@@ -86,7 +89,7 @@ def test_daemon_killed_mid_request(project: Path, daemon_env: dict[str, str]) ->
     pid = daemon_pid(daemon_env)
     assert pid
     os.kill(pid, signal.SIGSTOP)
-    client = _popen(["search", QUERIES[2], "--json"], project, daemon_env)
+    client = spawn("search", QUERIES[2], "--json", cwd=project, env=daemon_env)
     try:
         assert wait_until(lambda: _connections(socket_path(daemon_env)) >= 2, timeout=30)
         time.sleep(0.5)  # its request is written (a few hundred bytes, one send)
@@ -97,17 +100,6 @@ def test_daemon_killed_mid_request(project: Path, daemon_env: dict[str, str]) ->
     assert "daemon unavailable (the daemon went away mid-request" in err
     assert err.count("\n") == 1, "one line (--json prints no summary)"
     assert without_seconds(out) == expected
-
-
-def _popen(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "codeask", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _connections(path: Path) -> int:
@@ -128,10 +120,10 @@ def test_stop_waits_for_the_request_in_flight(project: Path, daemon_env: dict[st
     sock = socket_path(daemon_env)
     os.kill(pid, signal.SIGSTOP)
     try:
-        client = _popen(["search", QUERIES[1], "--json"], project, daemon_env)
+        client = spawn("search", QUERIES[1], "--json", cwd=project, env=daemon_env)
         assert wait_until(lambda: _connections(sock) >= 2, timeout=30)
         time.sleep(0.5)  # its request is written (a few hundred bytes, one send)
-        stopper = _popen(["daemon", "--stop"], project, daemon_env)
+        stopper = spawn("daemon", "--stop", cwd=project, env=daemon_env)
         assert wait_until(lambda: _connections(sock) >= 3, timeout=30)
     finally:
         os.kill(pid, signal.SIGCONT)
