@@ -22,6 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import IO
 
 import msgspec
@@ -61,8 +62,6 @@ class Job(msgspec.Struct, frozen=True, array_like=True):
         return cls(root, source.rel, path, source.size, source.mtime_ns, known_sha256)
 
     def source(self) -> SourceFile:
-        from pathlib import Path
-
         return SourceFile(Path(self.root), self.rel, Path(self.path), self.size, self.mtime_ns)
 
 
@@ -111,6 +110,13 @@ def prepare(job: Job, index: IndexSettings, chunk: ChunkSettings) -> PreparedFil
     return kept
 
 
+def _in_process(
+    jobs: list[Job], index: IndexSettings, chunk: ChunkSettings
+) -> Iterator[PreparedFile]:
+    """The jobs prepared in this thread, one by one as the pass asks for them."""
+    return (prepare(job, index, chunk) for job in jobs)
+
+
 def worker_count(setting: int) -> int:
     """The workers a pass may use: the setting, capped at the CPU cores less one (the indexing
     thread keeps one core), and 0 on a single core."""
@@ -129,13 +135,13 @@ def prepared_files(
     large enough and a core is spare. Leaving the block (a cancel included) stops the workers."""
     workers = worker_count(setting)
     if workers == 0 or sum(job.size for job in jobs) < POOL_FROM_BYTES:
-        yield (prepare(job, index, chunk) for job in jobs)
+        yield _in_process(jobs, index, chunk)
         return
     try:
         pool = _Workers(workers, WorkerSettings(index, chunk))
     except OSError as exc:  # no process could start (a limit, a missing interpreter)
         log.warning("chunking in-process: no worker could start (%s)", exc)
-        yield (prepare(job, index, chunk) for job in jobs)
+        yield _in_process(jobs, index, chunk)
         return
     try:
         yield pool.prepare_all(jobs)
@@ -194,7 +200,7 @@ class _Workers:
                 len(jobs) - received,
             )
             settings = self._settings
-            yield from (prepare(job, settings.index, settings.chunk) for job in jobs[received:])
+            yield from _in_process(jobs[received:], settings.index, settings.chunk)
 
     def _feed(self, batches: list[list[Job]]) -> None:
         """The settings, then every batch to its worker; closing stdin tells a worker it is done."""
