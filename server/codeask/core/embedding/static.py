@@ -36,6 +36,7 @@ from codeask.core.embedding.embed import (
 )
 from codeask.core.embedding.verified import VerifiedFiles
 from codeask.core.embedding.vocab_cache import read_cached, write_cached
+from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
 
 if TYPE_CHECKING:
@@ -223,7 +224,9 @@ class StaticEmbedder:
         self._wide_holders = 0
         self._wide_lock = threading.Lock()
         self._reach: ReachTokenizers | None = None
+        self._ascii: AsciiWordPiece | None = None
         pinned_tokenizer = hashes.get(TOKENIZER_FILE) == _SHIPPED_TOKENIZER
+        self._pinned_tokenizer = pinned_tokenizer
         if pinned_tokenizer:
             self._reach = _reach_of(self._tokenizer_path, _SHIPPED_TOKENIZER, vocab_cache)
         self._unk_id: int | None
@@ -245,6 +248,9 @@ class StaticEmbedder:
                 tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
                 tokenizer.enable_truncation(MAX_TOKENS)
                 tokenizer.no_padding()
+                if self._pinned_tokenizer:  # the pipeline wordpiece_ascii.py reproduces
+                    specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
+                    self._ascii = AsciiWordPiece(tokenizer, MAX_TOKENS, specials)
                 self._full = tokenizer
             return self._full
 
@@ -259,9 +265,23 @@ class StaticEmbedder:
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """model2vec's tokenization: no special tokens, 512 tokens at most, then `[UNK]` dropped."""
         cut = [text[: self._char_cap] for text in texts]
-        encodings = self._tokenizer_for(cut).encode_batch_fast(cut, add_special_tokens=False)
+        tokenizer = self._tokenizer_for(cut)
+        fast = self._ascii if tokenizer is self._full else None
+        ids_of: list[list[int]] = [[] for _ in cut]
+        rest: list[int] = []
+        for n, text in enumerate(cut):
+            ids = fast.ids(text) if fast is not None else None
+            if ids is None:
+                rest.append(n)
+            else:
+                ids_of[n] = ids
+        if rest:
+            left = [cut[n] for n in rest]
+            encodings = tokenizer.encode_batch_fast(left, add_special_tokens=False)
+            for n, encoding in zip(rest, encodings, strict=True):
+                ids_of[n] = encoding.ids
         unk = self._unk_id
-        return [[i for i in enc.ids if i != unk] for enc in encodings]
+        return [[i for i in ids if i != unk] for ids in ids_of]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row per text (a text without tokens gives a zero row)."""
@@ -293,6 +313,8 @@ class StaticEmbedder:
                 self._wide_holders -= 1
                 if self._wide_holders == 0:
                     self._wide = None
+                    if self._ascii is not None:
+                        self._ascii.forget()  # the words of a pass, not kept at rest
 
     def _widen(self) -> np.ndarray:
         wide = self._matrix.astype(np.float32)

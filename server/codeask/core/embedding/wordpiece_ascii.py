@@ -1,0 +1,72 @@
+"""ASCII texts through a BERT WordPiece tokenizer without its Rust pipeline: the same ids for
+about a sixth of the CPU.
+
+A first pass spent most of its CPU in `tokenizers`' encode (laravel: 3.5 of ~8 CPU-seconds;
+semble pays the same, through model2vec): normalizer, pre-tokenizer and WordPiece run character
+by character over every chunk, though code repeats the same few thousand words. For an ASCII
+text, potion's pipeline (BertNormalizer with `clean_text` and `lowercase`, BertPreTokenizer,
+WordPiece) comes down to: drop the control characters, lowercase, and split into runs of
+letters and digits and single other characters (every ASCII punctuation mark, `_` included,
+is a word of its own). Each distinct word goes through the tokenizer's own WordPiece model once
+and is remembered. Whatever this does not cover goes through the full tokenizer: a text that is
+not ASCII, or that holds an added token (`[CLS]`, `[UNK]`, ...: matched on the raw text, before
+normalization). tests/unit/test_wordpiece_ascii.py holds both to the same ids on real source
+files and on seeded random ASCII.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+#: ASCII control characters the BERT normalizer drops (tab, newline and CR become spaces).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: BertPreTokenizer on lower-cased ASCII: runs of letters and digits, each other mark alone.
+_WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
+#: Distinct words remembered at most (a minified file must not grow it without bound).
+MAX_WORDS = 1 << 17
+
+
+class AsciiWordPiece:
+    """Token ids of ASCII texts, truncated like the tokenizer (`max_tokens`), unknowns kept."""
+
+    def __init__(self, tokenizer: Tokenizer, max_tokens: int, specials: Sequence[str]) -> None:
+        self._model = tokenizer.model
+        self._max_tokens = max_tokens
+        self._specials = tuple(specials)
+        self._words: dict[str, tuple[int, ...]] = {}
+
+    def ids(self, text: str) -> list[int] | None:
+        """The ids the full tokenizer gives `text`, or None when it must tokenize it itself."""
+        if not text.isascii() or any(s in text for s in self._specials):
+            return None
+        low = text.lower()
+        if _CONTROL.search(low):
+            low = _CONTROL.sub("", low)
+        out: list[int] = []
+        known = self._words.get
+        limit = self._max_tokens
+        for word in _WORD.findall(low):
+            ids = known(word)
+            if ids is None:
+                ids = self._learn(word)
+            out.extend(ids)
+            if len(out) >= limit:
+                del out[limit:]
+                break
+        return out
+
+    def forget(self) -> None:
+        """Drop the remembered words (a pass is over; a server at rest does not keep them)."""
+        self._words = {}
+
+    def _learn(self, word: str) -> tuple[int, ...]:
+        ids = tuple(token.id for token in self._model.tokenize(word))
+        if len(self._words) >= MAX_WORDS:
+            self._words.clear()
+        self._words[word] = ids
+        return ids
