@@ -64,8 +64,9 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     dsn_env: str = "CODEASK_PG_DSN"
     """Name of the environment variable holding the PostgreSQL DSN (never the DSN itself)."""
     chunk_workers: int = 4
-    """At most this many processes chunk files while a pass over 3 MB or more of changed
-    files stores and embeds (never more than the CPU cores less one); 0: all in-process."""
+    """At most this many processes read, chunk and embed (static tier) files while a pass over
+    3 MB or more of changed files stores them (never more than the CPU cores, none on a single
+    core); 0: all in-process."""
 
 
 class ChunkSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

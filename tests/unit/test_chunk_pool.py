@@ -246,13 +246,13 @@ def test_an_unguarded_script_runs_once(tmp_path: Path) -> None:
     assert "chunking process stopped" not in done.stderr
 
 
-def test_worker_count_keeps_a_core_for_the_indexing_thread(
+def test_worker_count_is_capped_at_the_cores_and_none_on_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(chunk_pool.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert [chunk_pool.worker_count(n) for n in (0, 1, 4)] == [0, 1, 1]
+    assert [chunk_pool.worker_count(n) for n in (0, 1, 4)] == [0, 1, 2]
     monkeypatch.setattr(chunk_pool.os, "sched_getaffinity", lambda pid: set(range(16)))
-    assert [chunk_pool.worker_count(n) for n in (0, 4, 40)] == [0, 4, 15]
+    assert [chunk_pool.worker_count(n) for n in (0, 4, 40)] == [0, 4, 16]
     monkeypatch.setattr(chunk_pool.os, "sched_getaffinity", lambda pid: {0})
     assert chunk_pool.worker_count(4) == 0
 

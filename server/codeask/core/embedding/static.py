@@ -256,9 +256,10 @@ class StaticEmbedder:
 
     def _tokenizer_for(self, texts: Sequence[str]) -> Tokenizer:
         """A query's few short texts: a tokenizer of only the vocabulary they reach (the same
-        ids, wordpiece_reach.py), unless the full one is built already."""
+        ids, wordpiece_reach.py), unless the full one is built already or a bulk run (inside
+        `widened`) will need it anyway."""
         small = len(texts) <= REACH_TEXTS and sum(map(len, texts)) <= REACH_CHARS
-        if self._full is None and self._reach is not None and small:
+        if self._full is None and self._reach is not None and small and self._wide is None:
             return self._reach.for_texts(texts)
         return self._full_tokenizer()
 
@@ -289,10 +290,9 @@ class StaticEmbedder:
         # Many texts (indexing): one float32 copy of the matrix for this call (~10 ms, 30 MB
         # while it runs), since widening each text's gathered rows cost ~20% of a first
         # pass; a query widens only its own rows. The sums are bit for bit the same.
-        bulk = len(texts) >= WIDEN_AT
-        matrix = self._wide if bulk else None
+        matrix = self._wide  # inside `widened`: every call uses it, whatever its size
         if matrix is None:
-            matrix = self._widen() if bulk else self._matrix
+            matrix = self._widen() if len(texts) >= WIDEN_AT else self._matrix
         for start in range(0, len(texts), BATCH):
             out[start : start + BATCH] = self._embed_batch(texts[start : start + BATCH], matrix)
         return out
@@ -342,14 +342,18 @@ _shared: dict[str, CachedEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
+def static_model_files(root: Path) -> dict[str, Any]:
+    """The `StaticEmbedder` arguments of cache folder `root`: where its model files are
+    recorded as verified and its vocabulary is cached (shared by every process using it)."""
+    return {"verified": VerifiedFiles(root / VERIFIED_RECORD), "vocab_cache": root / VOCAB_CACHE}
+
+
 def load_static_embedder(settings: Settings) -> CachedEmbedder:
     """The static model with its own content-hash cache file; one per cache folder (~0.1 s)."""
     root = cache_dir(settings)
     with _shared_lock:
         if str(root) not in _shared:
-            model = StaticEmbedder(
-                verified=VerifiedFiles(root / VERIFIED_RECORD), vocab_cache=root / VOCAB_CACHE
-            )
+            model = StaticEmbedder(**static_model_files(root))
             path = root / "embeddings" / f"{model_slug(model.name)}.sqlite"
             _shared[str(root)] = CachedEmbedder(model, EmbeddingCache(path, model.dim))
         return _shared[str(root)]

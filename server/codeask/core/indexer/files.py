@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from codeask.config import cache_dir
+from codeask.core.embedding.static import STATIC_DIM
 from codeask.core.indexer.chunk_pool import Job, PreparedFile, prepare, prepared_files
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
 from codeask.core.records import Chunk, FileRecord
@@ -48,7 +50,10 @@ def scan_and_chunk(
     jobs = [job for f in files if (job := _job_if_changed(index, f, report)) is not None]
     unchanged = len(files) - len(jobs)
     settings = index.settings
-    stream = prepared_files(jobs, settings.index, settings.chunk, settings.index.chunk_workers)
+    static_cache = str(cache_dir(settings)) if index.embedding.static_tier else ""
+    stream = prepared_files(
+        jobs, settings.index, settings.chunk, settings.index.chunk_workers, static_cache
+    )
     with stream as prepared_in_order, index.embedding.static_behind(report) as static:
         pairs = zip(jobs, prepared_in_order, strict=True)
         for done, (job, prepared) in enumerate(pairs, unchanged + 1):
@@ -123,7 +128,11 @@ def store_prepared(
         sha256=prepared.sha256,
         language=prepared.language,
     )
-    rows = index.embedding.static_rows(chunks, report) if static_now else None
+    rows = prepared.static_rows(STATIC_DIM)
+    if rows is not None:  # a chunking worker embedded them
+        report.static_computed += len(chunks)
+    elif static_now:
+        rows = index.embedding.static_rows(chunks, report)
     removed = index.local.replace_file(record, chunks, rows, prepared.columns)
     report.files_indexed += 1
     report.chunks_added += len(chunks)
