@@ -17,7 +17,9 @@ import pytest
 from benchmarks.child_env import in_process_env
 
 from codeask.config import build_settings
-from codeask.core.indexer import CancelToken, FolderIndex, Progress, chunk_pool
+from codeask.core.indexer import CancelToken, FolderIndex, IndexReport, Progress, chunk_pool
+from codeask.core.indexer.vectors import VectorTiers
+from codeask.core.records import Chunk
 from codeask.core.source.discover import discover
 
 PY = '''"""Module {n}: {topic} helpers."""
@@ -86,7 +88,7 @@ def snapshot(index: FolderIndex) -> dict[str, Any]:
     vectors = {}
     for chunk_id in chunks:
         row = local.vector("static", chunk_id)
-        vectors[chunk_id] = None if row is None else np.asarray(row).round(6).tolist()
+        vectors[chunk_id] = None if row is None else np.asarray(row, np.float32).tobytes()
     lexical = {q: local.lexical_top_k(q, 10) for q in ("router paths", "update_cache", "Handle")}
     return {"files": files, "chunks": chunks, "vectors": vectors, "lexical": lexical}
 
@@ -109,13 +111,23 @@ def worker_processes() -> list[int]:
 
 
 @pytest.mark.usefixtures("pool_for_small_passes")
-def test_workers_build_the_same_index(tmp_path: Path) -> None:
+def test_workers_build_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with_workers = make_tree(tmp_path / "a")
     without = make_tree(tmp_path / "b")
     one, two = open_index(with_workers, 2), open_index(without, 0)
+    embedded_here: list[int] = []  # static vectors computed in this process, per batch
+    original = VectorTiers.embed_static_chunks
+
+    def spy(self: VectorTiers, chunks: list[Chunk], report: IndexReport) -> None:
+        embedded_here.append(len(chunks))
+        original(self, chunks, report)
+
+    monkeypatch.setattr(VectorTiers, "embed_static_chunks", spy)
     try:
         report = one.refresh(embed=False)
+        assert embedded_here == []  # the workers embedded every chunk
         serial = two.refresh(embed=False)
+        assert sum(embedded_here) == report.static_computed  # in-process: the same chunks
         assert report.files_indexed == serial.files_indexed == 61  # 60 code files + docs.md
         assert sorted(s.rel for s in report.skipped) == ["blob.py", "latin.py"]
         assert {s.rel: s.reason for s in report.skipped} == {
@@ -291,3 +303,16 @@ def test_a_workspace_package_named_codeask_is_never_imported_by_a_worker(tmp_pat
     assert done.returncode == 0, done.stderr
     assert not (root / "TROJAN_RAN").exists()
     assert "chunking process stopped" not in done.stderr  # the real workers did the pass
+
+
+def test_static_vectors_of_the_wrong_size_are_not_used() -> None:
+    chunk = Chunk(
+        path="a.py", language="python", kind="function", start_line=1, end_line=2, text="x"
+    )
+    rows = np.ones((1, 4), np.float32)
+    prepared = chunk_pool.PreparedFile("a.py", chunks=[chunk], static_vectors=rows.tobytes())
+    assert prepared.static_rows(4) is not None
+    assert np.array_equal(prepared.static_rows(4), rows)  # type: ignore[arg-type]
+    assert prepared.static_rows(8) is None  # a row per chunk of this model's width, or none
+    assert chunk_pool.PreparedFile("a.py", chunks=[chunk]).static_rows(4) is None
+    assert chunk_pool.PreparedFile("a.py", static_vectors=b"").static_rows(4) is None
