@@ -65,7 +65,7 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Name of the environment variable holding the PostgreSQL DSN (never the DSN itself)."""
     chunk_workers: int = 4
     """At most this many processes read, chunk and embed (static tier) files while a pass over
-    3 MB or more of changed files stores them (never more than the CPU cores, none on a single
+    1 MB or more of changed files stores them (never more than the CPU cores, none on a single
     core); 0: all in-process."""
 
 

@@ -38,10 +38,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("codeask.core.indexer")
 
-#: Bytes of changed files from which a pass starts worker processes: below it, starting one
-#: (~0.3 s of CPU) costs more than it saves. Measured on 2 cores (benchmarks/README.md, round
-#: 15): 1.3-2.2 MB passes ran 5-10% slower with a worker, 3.4 MB and more 3-18% faster.
-POOL_FROM_BYTES = 3_000_000
+#: Bytes of changed files from which a pass starts worker processes: below it, starting them
+#: (~0.25 s of CPU each) costs more than it saves. Measured on 2 cores, round 16 (workers that
+#: embed the static tier too, a package that no longer loads `folder` in them): passes of
+#: 1.1-1.4 MB ran 10-25% faster with two workers, one of 0.7 MB the same.
+POOL_FROM_BYTES = 1_000_000
 #: Files per frame sent to a worker: few enough that a cancel waits little, enough that the
 #: per-frame cost (encoding, a pipe round trip) stays small beside chunking.
 FILES_PER_TASK = 8
