@@ -198,7 +198,11 @@ def test_a_worker_that_cannot_start_costs_nothing(
 
 @pytest.mark.usefixtures("pool_for_small_passes")
 def test_cancel_stops_the_workers_and_the_next_pass_completes(tmp_path: Path) -> None:
-    root = make_tree(tmp_path)
+    # More files than the workers can have answered before the pass stores 50 of them (each
+    # reads FRAMES_AHEAD frames ahead, a few more wait in its pipe): a slow, loaded indexing
+    # thread must still find them running when it cancels.
+    ahead = 2 * (chunk_pool.FRAMES_AHEAD + 8) * chunk_pool.FILES_PER_TASK
+    root = make_tree(tmp_path, count=50 + ahead)
     token = CancelToken()
 
     def cancel_midway(event: Progress) -> None:
@@ -213,7 +217,7 @@ def test_cancel_stops_the_workers_and_the_next_pass_completes(tmp_path: Path) ->
         assert worker_processes() == []
         resumed = index.refresh(embed=False)
         assert not resumed.cancelled
-        assert len(index.local.paths()) == 63  # 61 indexed + 2 recorded as skipped
+        assert len(index.local.paths()) == 50 + ahead + 3  # + docs.md and 2 recorded as skipped
         assert index.local.pending_ids("static") == []
     finally:
         index.close()
