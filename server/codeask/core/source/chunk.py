@@ -55,7 +55,8 @@ _CALLEE_FIELDS = (
 )
 _IDENT = re.compile(r"^[A-Za-z_$][\w$]*[!?]?$")
 _STRING_QUOTES = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
-_COMMENT_LEAD = re.compile(r"^\s*(?:/\*[*!]?|//[/!]?|\*(?!/)|#+|--+(?:\[=*\[)?)\s?")
+#: Haddock's `-- |` and `-- ^` mark a doc comment; the marker is not part of the text.
+_COMMENT_LEAD = re.compile(r"^\s*(?:/\*[*!]?|//[/!]?|\*(?!/)|#+|--+(?:\[=*\[|\s*[|^])?)\s?")
 _COMMENT_TAIL = re.compile(r"\s*(?:\*/|\]=*\])\s*$")
 
 
@@ -334,6 +335,8 @@ def _patterns(spec: LanguageSpec, lang: Language) -> list[str]:
         patterns.extend(f"{p} @{capture}" for p in extra)
     for node_type, fld in spec.call_types:
         patterns.append(f"({node_type} {fld}: (_) @call)" if fld else f"({node_type} . (_) @call)")
+    patterns.extend(spec.doc_patterns)
+    patterns.extend(spec.call_patterns)
     return patterns
 
 
@@ -347,8 +350,9 @@ def _chunk_code(ctx: _Ctx, spec: LanguageSpec, text: str) -> str:
         return f"parser failed ({type(exc).__name__}: {exc}); used line windows"
     root = tree.root_node
     captures = QueryCursor(query).captures(root) if query is not None else {}
-    ctx.call_rows, ctx.call_names = _calls(captures.get("call", []))
-    defs = _definitions(spec, captures.get("function", []), captures.get("class", []))
+    marks = _Marks(captures.get("name", []), captures.get("doc", []), captures.get("head_doc", []))
+    ctx.call_rows, ctx.call_names = _calls(captures.get("call", []), marks.names)
+    defs = _definitions(spec, captures.get("function", []), captures.get("class", []), marks)
     reason = ""
     if root.has_error:
         where = f"syntax errors (first at line {_first_error_row(root) + 1})"
@@ -376,14 +380,16 @@ def _first_error_row(root: Node) -> int:
             return node.start_point.row
 
 
-def _definitions(spec: LanguageSpec, functions: list[Node], classes: list[Node]) -> list[_Def]:
+def _definitions(
+    spec: LanguageSpec, functions: list[Node], classes: list[Node], marks: _Marks
+) -> list[_Def]:
     """Nest the captured definitions; those inside a function stay in its chunk (hidden)."""
     found = [(n, False) for n in functions] + [(n, True) for n in classes]
     found.sort(key=lambda item: (item[0].start_byte, -item[0].end_byte))
     roots: list[_Def] = []
     stack: list[_Def] = []
     seen: set[tuple[int, int]] = set()
-    for node, is_class in found:
+    for i, (node, is_class) in enumerate(found):
         key = (node.start_byte, node.end_byte)
         if key in seen:
             continue
@@ -393,10 +399,80 @@ def _definitions(spec: LanguageSpec, functions: list[Node], classes: list[Node])
         outer = stack[-1] if stack else None
         d = _Def(node, is_class, hidden=outer is not None and (outer.hidden or not outer.is_class))
         if not d.hidden:
-            _describe(spec, d)
+            _describe(spec, d, marks, _own_end(found, i))
             (outer.children if outer is not None else roots).append(d)
         stack.append(d)
-    return roots
+    return _merge_clauses(roots) if spec.merge_clauses else roots
+
+
+def _own_end(found: list[tuple[Node, bool]], i: int) -> int:
+    """End byte of definition `i`'s own head: where the next definition inside it starts (a
+    nested definition's @name or @doc is not this one's), else its end."""
+    node = found[i][0]
+    for later, _ in found[i + 1 :]:
+        if later.start_byte > node.start_byte:
+            return min(node.end_byte, later.start_byte)
+    return int(node.end_byte)
+
+
+@dataclass
+class _Marks:
+    """What the query captured besides definitions, for grammars whose fields do not hold it
+    (Elixir's `def` is a call, its doc an attribute): names (@name), the docstring of the
+    definition below (@doc) and a definition's own docstring inside it (@head_doc)."""
+
+    names: list[Node]
+    docs: list[Node]
+    head_docs: list[Node]
+
+    def __post_init__(self) -> None:
+        self.names, self._name_starts = _by_start(self.names)
+        self.docs, self._doc_starts = _by_start(self.docs)
+        self.head_docs, self._head_doc_starts = _by_start(self.head_docs)
+
+    def name(self, start: int, end: int) -> Node | None:
+        """The first @name starting in [start, end)."""
+        return _first_in(self.names, self._name_starts, start, end)
+
+    def doc(self, first_row: int, node: Node, end: int) -> Node | None:
+        """The last @doc from `first_row` up to `node` (the attribute block joined to its
+        chunk), else the first @head_doc from `node` to `end` (its head)."""
+        k = bisect.bisect_left(self._doc_starts, node.start_byte) - 1
+        if k >= 0 and self.docs[k].start_point.row >= first_row:
+            return self.docs[k]
+        return _first_in(self.head_docs, self._head_doc_starts, node.start_byte, end)
+
+
+def _by_start(nodes: list[Node]) -> tuple[list[Node], list[int]]:
+    """The nodes in source order, and their start bytes."""
+    ordered = sorted(nodes, key=lambda n: n.start_byte)
+    return ordered, [n.start_byte for n in ordered]
+
+
+def _first_in(nodes: list[Node], starts: list[int], start: int, end: int) -> Node | None:
+    """The first of the sorted nodes starting in [start, end)."""
+    k = bisect.bisect_left(starts, start)
+    return nodes[k] if k < len(nodes) and starts[k] < end else None
+
+
+def _merge_clauses(defs: list[_Def]) -> list[_Def]:
+    """Consecutive functions of one name are the clauses of one function (Haskell equations,
+    Elixir `def` heads): one definition, so one chunk holds them all."""
+    merged: list[_Def] = []
+    for d in defs:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and not (d.is_class or last.is_class)
+            and d.name
+            and (d.name, d.scope) == (last.name, last.scope)
+        ):
+            last.end = max(last.end, d.end)
+            last.doc = last.doc or d.doc
+            continue
+        d.children = _merge_clauses(d.children)
+        merged.append(d)
+    return merged
 
 
 def _emit_defs(ctx: _Ctx, defs: list[_Def], parent: str) -> list[Run]:
@@ -427,12 +503,20 @@ def _emit_class(ctx: _Ctx, d: _Def, parent: str) -> None:
 # --------------------------------------------------------------------------- one definition
 
 
-def _describe(spec: LanguageSpec, d: _Def) -> None:
-    """Fill span (with wrappers and the comment/attribute block above), name and docstring."""
+def _describe(spec: LanguageSpec, d: _Def, marks: _Marks, own_end: int) -> None:
+    """Fill span (with wrappers and the comment/attribute block above), name and docstring.
+
+    A name the query captured (@name) in the definition's own head wins over the fields,
+    which remain the fallback; a captured docstring (@doc, @head_doc) counts where no comment
+    does."""
     outer = _climb_wrappers(spec, d.node)
     d.start, comments = _prefix(spec, outer)
     d.end = _last_row(outer)
-    d.name, d.scope = _def_name(spec, d.node, outer)
+    name = marks.name(d.node.start_byte, own_end)
+    if name is not None:
+        d.name, d.scope = _captured_name(name)
+    else:
+        d.name, d.scope = _def_name(spec, d.node, outer)
     if spec.receiver_field:
         receiver = d.node.child_by_field_name(spec.receiver_field)
         if receiver is not None:
@@ -441,6 +525,10 @@ def _describe(spec: LanguageSpec, d: _Def) -> None:
         d.doc = _body_docstring(spec, d.node)
     else:
         d.doc = _comment_docstring(comments)
+    if not d.doc and (marks.docs or marks.head_docs):
+        doc = marks.doc(d.start, outer, own_end)
+        if doc is not None:
+            d.doc = inspect.cleandoc(_node_text(doc))[:MAX_DOCSTRING_CHARS]
 
 
 def _last_row(node: Node) -> int:
@@ -473,7 +561,7 @@ def _prefix(spec: LanguageSpec, node: Node) -> tuple[int, list[Node]]:
     """First row including comments/attributes directly above, and those comments in order."""
     start = int(node.start_point.row)
     comments: list[Node] = []
-    prev = node.prev_named_sibling
+    prev = _node_before(node)
     while prev is not None and prev.type in spec.prefix_types and _last_row(prev) >= start - 1:
         before = prev.prev_named_sibling
         if before is not None and _last_row(before) >= prev.start_point.row:
@@ -488,6 +576,22 @@ def _prefix(spec: LanguageSpec, node: Node) -> tuple[int, list[Node]]:
     return start, comments
 
 
+def _node_before(node: Node) -> Node | None:
+    """The named node just before `node`: its previous sibling or, for the first node of a
+    group, the last child of the node before the group (Haskell keeps the comment above the
+    first declaration at the end of the imports)."""
+    first = node
+    while first.prev_named_sibling is None:
+        parent = first.parent
+        if parent is None or parent.start_byte != first.start_byte:
+            return None
+        first = parent
+    prev = first.prev_named_sibling
+    if first is not node and prev is not None and prev.named_child_count:
+        return prev.named_children[-1]
+    return prev
+
+
 def _def_name(spec: LanguageSpec, node: Node, outer: Node) -> tuple[str, str]:
     """(name, qualifier) of a definition; anonymous ones borrow the wrapper's declarator."""
     target = _field(node, spec.name_fields)
@@ -498,6 +602,17 @@ def _def_name(spec: LanguageSpec, node: Node, outer: Node) -> tuple[str, str]:
     if target is None:
         return dict(spec.default_names).get(node.type, ""), ""
     return _resolve_name(target)
+
+
+def _captured_name(node: Node) -> tuple[str, str]:
+    """(name, qualifier) of a @name capture: resolved like a field's name, else its text (a
+    Haskell list type `[a]`); a string literal (Zig's `test "adds"`) loses its quotes."""
+    name, scope = _resolve_name(node)
+    if not name:
+        name = " ".join(_node_text(node).split())[:MAX_NAME_CHARS]
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "\"'":
+        name = name[1:-1]
+    return name, scope
 
 
 def _field(node: Node, names: Iterable[str]) -> Node | None:
@@ -587,12 +702,16 @@ def _comment_docstring(comments: list[Node]) -> str:
 # --------------------------------------------------------------------------- calls
 
 
-def _calls(callees: list[Node]) -> tuple[list[int], list[str]]:
-    """(rows, names) of every call in the file, ordered by where the called name stands."""
+def _calls(callees: list[Node], names: Iterable[Node] = ()) -> tuple[list[int], list[str]]:
+    """(rows, names) of every call in the file, ordered by where the called name stands.
+
+    A definition's own name (a @name capture) is not a call, though its grammar may make it
+    one: Elixir's `def get(id)` holds the call `get(id)`."""
+    own = {n.start_byte for n in names}
     found: list[tuple[int, int, str]] = []
     for node in callees:
         leaf = _callee_leaf(node)
-        if leaf is None:
+        if leaf is None or leaf.start_byte in own:
             continue
         name = _node_text(leaf)
         if len(name) <= MAX_NAME_CHARS and _IDENT.match(name):

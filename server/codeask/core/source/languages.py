@@ -38,6 +38,31 @@ _C_CLASS_PATTERNS = (
     "(enum_specifier body: (_))",
 )
 
+#: Zig: a function returning `type` builds a type (`fn ArrayList(T) type { return struct {..} }`),
+#: so it is class-like and the methods of the struct it returns are its members.
+_ZIG_FN = '(Decl (FnProto function: (IDENTIFIER) @name (_) @_ret .) {} (#{}? @_ret "type"))'
+#: Elixir's definitions are calls of a macro; the name is the head's target (`def f(x) when g`).
+_EX_HEAD = (
+    "[(call target: (identifier) @name) (identifier) @name"
+    " (binary_operator left: [(call target: (identifier) @name) (identifier) @name])]"
+)
+_EX_DEFS = '"def" "defp" "defmacro" "defmacrop" "defguard" "defguardp" "defdelegate" "defn" "defnp"'
+#: `@doc "..."` / `@moduledoc ~S"""..."""`: the string's text (no quotes) is the docstring.
+_EX_DOC = (
+    '(unary_operator operand: (call target: (identifier) @_attr (#eq? @_attr "{0}")'
+    " (arguments . [(string . (quoted_content) @{1}) (sigil . (quoted_content) @{1})])))"
+)
+_EX_MODULES = '"defmodule" "defprotocol" "defimpl"'
+#: Calls of the words that define, import, annotate (`@doc "..."` is a call of `doc`) or
+#: branch (`if`, `case`), not calls a reader follows.
+_EX_NOT_CALLS = (
+    "^(def|defp|defmacro|defmacrop|defguard|defguardp|defdelegate|defn|defnp|defmodule|"
+    "defprotocol|defimpl|defstruct|defexception|defoverridable|alias|import|require|use|"
+    "test|describe|setup|setup_all|quote|unquote|doc|moduledoc|typedoc|spec|type|typep|"
+    "opaque|callback|macrocallback|impl|behaviour|derive|deprecated|since|compile|"
+    "case|cond|if|unless|for|with|receive|try)$"
+)
+
 
 @dataclass(frozen=True)
 class LanguageSpec:
@@ -54,9 +79,12 @@ class LanguageSpec:
     class_types: tuple[str, ...] = ()
     """Class-like node types: class, struct, impl, interface, trait, module, enum."""
     function_patterns: tuple[str, ...] = ()
-    """Extra query patterns whose whole match is a function (e.g. `const f = () => {}`)."""
+    """Extra query patterns whose whole match is a function (e.g. `const f = () => {}`).
+    A pattern may capture the name as `@name` where no field holds it (Elixir `def f(x)`);
+    captures starting with `_` only serve predicates (`(#eq? @_kw "def")`)."""
     class_patterns: tuple[str, ...] = ()
-    """Extra query patterns whose whole match is class-like (e.g. a C struct with a body)."""
+    """Extra query patterns whose whole match is class-like (e.g. a C struct with a body);
+    `@name` as in `function_patterns`."""
     wrapper_types: tuple[str, ...] = ()
     """Parents that belong to the definition they wrap: decorators, `export`, `template<>`."""
     prefix_types: tuple[str, ...] = ("comment",)
@@ -77,6 +105,16 @@ class LanguageSpec:
     """Field holding a definition's body (where a `body_string` docstring lives)."""
     call_types: tuple[tuple[str, str], ...] = ()
     """(call node type, field holding the callee); field '' means the first named child."""
+    doc_patterns: tuple[str, ...] = ()
+    """Query patterns capturing a docstring that is code, not a comment: `@doc` for the
+    definition below it (Elixir `@doc "..."`, in the attribute block joined to its chunk),
+    `@head_doc` for the definition it stands in (`@moduledoc "..."`, before any member)."""
+    call_patterns: tuple[str, ...] = ()
+    """Extra query patterns capturing a callee as `@call`, for calls the (type, field) pairs
+    cannot tell from other nodes (Zig `f(x)` is an identifier followed by arguments)."""
+    merge_clauses: bool = False
+    """Consecutive functions of one name are clauses of one function (Haskell equations,
+    Elixir `def` heads) and share one chunk."""
 
 
 _TYPESCRIPT = LanguageSpec(
@@ -282,6 +320,70 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         comment_types=("comment", "multiline_comment"),
         default_names=(("init_declaration", "init"), ("deinit_declaration", "deinit")),
         call_types=(("call_expression", ""),),
+    ),
+    LanguageSpec(
+        name="zig",
+        grammar="zig",
+        extensions=(".zig",),
+        function_types=("TestDecl",),
+        function_patterns=(
+            _ZIG_FN.format("", "not-eq"),
+            "(TestDecl [(STRINGLITERALSINGLE) (IDENTIFIER)] @name)",
+        ),
+        class_patterns=(
+            "(Decl (VarDecl variable_type_function: (IDENTIFIER) @name"
+            " (ErrorUnionExpr (SuffixExpr (ContainerDecl)))))",
+            _ZIG_FN.format("(Block)", "eq"),
+        ),
+        prefix_types=("doc_comment", "line_comment"),
+        comment_types=("doc_comment",),
+        call_types=(("FieldOrFnCall", "function_call"),),
+        call_patterns=("(SuffixExpr . (IDENTIFIER) @call . (FnCallArguments))",),
+    ),
+    LanguageSpec(
+        name="elixir",
+        grammar="elixir",
+        extensions=(".ex", ".exs"),
+        function_patterns=(
+            f"(call target: (identifier) @_kw (#any-of? @_kw {_EX_DEFS}) (arguments . {_EX_HEAD}))",
+            f"(call target: (identifier) @_kw (#any-of? @_kw {_EX_DEFS}))",
+            '(call target: (identifier) @_kw (#eq? @_kw "test")'
+            " (arguments . (string (quoted_content) @name)))",
+        ),
+        class_patterns=(
+            f"(call target: (identifier) @_kw (#any-of? @_kw {_EX_MODULES})"
+            " (arguments . (alias) @name))",
+            f"(call target: (identifier) @_kw (#any-of? @_kw {_EX_MODULES}) (do_block))",
+            '(call target: (identifier) @_kw (#eq? @_kw "describe")'
+            " (arguments . (string (quoted_content) @name)) (do_block))",
+        ),
+        prefix_types=("comment", "unary_operator"),
+        comment_types=("comment",),
+        doc_patterns=(_EX_DOC.format("doc", "doc"), _EX_DOC.format("moduledoc", "head_doc")),
+        call_patterns=(
+            f'(call target: (identifier) @call (#not-match? @call "{_EX_NOT_CALLS}"))',
+            "(call target: (dot right: (identifier) @call) (arguments))",  # not `conn.status`
+        ),
+        merge_clauses=True,
+    ),
+    LanguageSpec(
+        name="haskell",
+        grammar="haskell",
+        extensions=(".hs",),
+        # `function` is also the type `a -> b`: a binding is one with a name or an infix head.
+        function_patterns=(
+            "(function name: (_))",
+            "(function name: (prefix_id (_) @name))",
+            "(function !result (infix operator: (_) @name))",
+            "(bind name: (_))",
+            "(bind name: (prefix_id (_) @name))",
+        ),
+        class_types=("class", "instance", "data_type", "newtype"),
+        class_patterns=("(instance patterns: (type_patterns . (_) @name))",),
+        prefix_types=("comment", "haddock", "signature", "pragma", "fixity"),
+        comment_types=("comment", "haddock"),
+        call_types=(("apply", "function"),),
+        merge_clauses=True,
     ),
 )
 
