@@ -39,7 +39,8 @@ HOSTILE = [
 ]
 
 
-def _full() -> Tokenizer:
+def full_tokenizer() -> Tokenizer:
+    """potion's whole tokenizer, truncating as the static tier does (the reference)."""
     tokenizer = Tokenizer.from_file(str(STATIC_MODEL_DIR / "tokenizer.json"))
     tokenizer.enable_truncation(MAX_TOKENS)
     tokenizer.no_padding()
@@ -68,14 +69,14 @@ def _source_pieces() -> list[str]:
 
 
 def test_hostile_text_gets_the_full_tokenizers_ids(reach: ReachTokenizers) -> None:
-    full = _full()
+    full = full_tokenizer()
     for text in HOSTILE:
         assert _ids(reach.for_texts([text]), [text]) == _ids(full, [text]), text
     assert _ids(reach.for_texts(HOSTILE), HOSTILE) == _ids(full, HOSTILE)
 
 
 def test_the_engines_source_gets_the_full_tokenizers_ids(reach: ReachTokenizers) -> None:
-    full = _full()
+    full = full_tokenizer()
     pieces = _source_pieces()
     assert len(pieces) > 1000
     for start in range(0, len(pieces), 3):

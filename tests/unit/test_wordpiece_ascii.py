@@ -12,26 +12,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.unit.test_static_reach import full_tokenizer
 from tokenizers import Tokenizer
 
 from codeask.core.embedding import wordpiece_ascii
-from codeask.core.embedding.static import MAX_TOKENS, STATIC_MODEL_DIR, StaticEmbedder
+from codeask.core.embedding.static import MAX_TOKENS, StaticEmbedder
 from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece
 
 SERVER = Path(__file__).resolve().parents[2] / "server" / "codeask"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def _full() -> Tokenizer:
-    tokenizer = Tokenizer.from_file(str(STATIC_MODEL_DIR / "tokenizer.json"))
-    tokenizer.enable_truncation(MAX_TOKENS)
-    tokenizer.no_padding()
-    return tokenizer
-
-
 @pytest.fixture(scope="module")
 def full() -> Tokenizer:
-    return _full()
+    return full_tokenizer()
 
 
 def _fast(tokenizer: Tokenizer) -> AsciiWordPiece:
