@@ -17,7 +17,14 @@ import pytest
 from benchmarks.child_env import in_process_env
 
 from codeask.config import build_settings
-from codeask.core.indexer import CancelToken, FolderIndex, IndexReport, Progress, chunk_pool
+from codeask.core.indexer import (
+    CancelToken,
+    FolderIndex,
+    IndexReport,
+    Progress,
+    chunk_pool,
+    chunk_worker,
+)
 from codeask.core.indexer.vectors import VectorTiers
 from codeask.core.records import Chunk
 from codeask.core.source.discover import discover
@@ -91,6 +98,12 @@ def snapshot(index: FolderIndex) -> dict[str, Any]:
         vectors[chunk_id] = None if row is None else np.asarray(row, np.float32).tobytes()
     lexical = {q: local.lexical_top_k(q, 10) for q in ("router paths", "update_cache", "Handle")}
     return {"files": files, "chunks": chunks, "vectors": vectors, "lexical": lexical}
+
+
+def nice_value(pid: int) -> int:
+    """A process's nice value (field 19 of /proc/PID/stat, after the command in parentheses)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[16])
 
 
 def worker_processes() -> list[int]:
@@ -205,15 +218,22 @@ def test_cancel_stops_the_workers_and_the_next_pass_completes(tmp_path: Path) ->
     root = make_tree(tmp_path, count=50 + ahead)
     token = CancelToken()
 
+    niceness: list[int] = []
+
     def cancel_midway(event: Progress) -> None:
         if event.phase == "chunk" and event.files_done >= 50 and not token.cancelled:
-            assert worker_processes(), "the pass should be running its workers"
+            workers = worker_processes()
+            assert workers, "the pass should be running its workers"
+            niceness.extend(nice_value(pid) for pid in workers)
             token.cancel()
 
     index = open_index(root, 2)
     try:
         report = index.refresh(embed=False, progress=cancel_midway, cancel=token)
         assert report.cancelled
+        # the workers yield the cores to the indexing process (which answers the editor)
+        expected = min(19, os.nice(0) + chunk_worker.WORKER_NICENESS)
+        assert niceness and all(n == expected for n in niceness), niceness
         assert worker_processes() == []
         resumed = index.refresh(embed=False)
         assert not resumed.cancelled
