@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import islice
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, QueryError
 from tree_sitter_language_pack import get_language
@@ -409,7 +410,7 @@ def _own_end(found: list[tuple[Node, bool]], i: int) -> int:
     """End byte of definition `i`'s own head: where the next definition inside it starts (a
     nested definition's @name or @doc is not this one's), else its end."""
     node = found[i][0]
-    for later, _ in found[i + 1 :]:
+    for later, _ in islice(found, i + 1, None):  # no copy of the rest for every definition
         if later.start_byte > node.start_byte:
             return min(node.end_byte, later.start_byte)
     return int(node.end_byte)
