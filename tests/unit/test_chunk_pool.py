@@ -100,10 +100,15 @@ def snapshot(index: FolderIndex) -> dict[str, Any]:
     return {"files": files, "chunks": chunks, "vectors": vectors, "lexical": lexical}
 
 
+def stat_fields(proc: Path) -> list[str]:
+    """/proc/PID/stat from its third field (the state) on: the command before it, in
+    parentheses, may hold spaces."""
+    return (proc / "stat").read_text().rsplit(")", 1)[1].split()
+
+
 def nice_value(pid: int) -> int:
-    """A process's nice value (field 19 of /proc/PID/stat, after the command in parentheses)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[16])
+    """A process's nice value (/proc/PID/stat's field 19)."""
+    return int(stat_fields(Path(f"/proc/{pid}"))[16])
 
 
 def worker_processes() -> list[int]:
@@ -113,11 +118,10 @@ def worker_processes() -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            parent = int(stat_fields(entry)[1])
             command = (entry / "cmdline").read_bytes()
         except OSError:  # gone meanwhile
             continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
         if parent == os.getpid() and chunk_pool.WORKER_MODULE.encode() in command:
             alive.append(int(entry.name))
     return alive

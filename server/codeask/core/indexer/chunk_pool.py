@@ -1,10 +1,11 @@
-"""Reading and chunking files in worker processes while the indexing thread stores and embeds.
+"""Reading, chunking and static embedding in worker processes while the indexing thread stores.
 
-A first pass spends about half its CPU on work that needs nothing but the file: reading and
-hashing it, redacting secrets, tree-sitter, each chunk's metadata and its lexical columns. On a
-machine with a spare core that half runs in other processes (threads would share one GIL), so
-storing and the static tier overlap it. Small passes (an editor's save, a branch switch of a few
-files) stay in-process: starting a worker costs more than they do.
+Most of a first pass's CPU is work that needs nothing but the file: reading and hashing it,
+redacting secrets, tree-sitter, each chunk's metadata, its lexical columns and its static-tier
+vector. On a machine with two cores or more that work runs in other processes, one per core
+(threads would share one GIL), and the indexing thread is left the store. Small passes (an
+editor's save, a branch switch of a few files) stay in-process: starting workers costs more
+than they do.
 
 Workers are plain `python -m codeask.core.indexer.chunk_worker` processes speaking msgpack
 frames over their pipes, not multiprocessing: multiprocessing's spawn re-runs the caller's main

@@ -251,9 +251,12 @@ class VectorTiers:
 
 
 class StaticBehind:
-    """A pass's chunks get their static vectors in a thread behind it: the tokenizer releases
-    the GIL, so it runs beside the chunking (tree-sitter, the lexical columns, the store) instead
-    of after it. Batches of BEHIND_STEP; at most two wait, so memory stays bounded."""
+    """A pass's chunks get their static vectors in a thread behind it, when no chunking worker
+    embedded them (a pass under chunk_pool.POOL_FROM_BYTES, one core). `tokenizers` releases the
+    GIL, so non-ASCII texts are tokenized beside the chunking; ASCII texts are tokenized in Python
+    (wordpiece_ascii.py) and take turns with it (measured: the same wall time as embedding inline,
+    benchmarks/README.md round 16). Batches of BEHIND_STEP; at most two wait, so memory stays
+    bounded."""
 
     def __init__(self, tiers: VectorTiers, report: IndexReport) -> None:
         self._tiers, self._report = tiers, report
