@@ -1,0 +1,111 @@
+"""An embedding server that fails its first contact costs only the model tier, never the index.
+
+The real CLI (`codeask index`, `status`, `search` as processes) against a real loopback
+OpenAI-compatible /v1/embeddings (tests/unit/embed_endpoint.py). The first `codeask index` meets
+the server down, dripping, streaming without end, or sending an oversized answer: the index is
+built (lexical + static) and answers. Then the server answers: `status` and `search` keep
+working on the same index (it is not "not indexed yet" or "damaged"), and the next
+`codeask index --full` fills the model tier, so dense search answers too.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from benchmarks.child_env import in_process_env
+from embed_endpoint import Endpoint
+from gitrepo import ALICE, EPOCH, commit, make_repo
+
+pytestmark = pytest.mark.slow
+
+FILES = {
+    "billing.py": "def compute_invoice_total(lines):\n"
+    '    """Sum the invoice lines, with tax."""\n'
+    "    return sum(line.amount for line in lines) * 1.2\n",
+    "net.py": "class HttpClient:\n    def fetch_page(self, url):\n        return url\n",
+}
+
+
+@dataclass
+class Workspace:
+    root: Path
+    env: dict[str, str]
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    served = Endpoint()
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, endpoint: Endpoint) -> Workspace:
+    root = tmp_path / "repo"
+    commit(make_repo(root), FILES, "billing and net", ALICE, EPOCH)
+    env = in_process_env(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        HF_HUB_OFFLINE="1",
+        CODEASK_EMBED__PROVIDER="openai",
+        CODEASK_EMBED__ENDPOINT=endpoint.url,
+        CODEASK_EMBED__MODEL="code-model",
+        CODEASK_EMBED__REQUEST_TIMEOUT="3",
+    )
+    return Workspace(root, env)
+
+
+def codeask(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeask", *args],
+        env=ws.env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ws.root,
+    )
+
+
+def search(ws: Workspace, query: str, mode: str = "hybrid") -> str:
+    done = codeask(ws, "search", query, "--mode", mode, "--root", str(ws.root))
+    assert done.returncode == 0, done.stderr
+    assert "damaged" not in done.stderr
+    return done.stdout
+
+
+def status(ws: Workspace) -> str:
+    done = codeask(ws, "status", "--root", str(ws.root))
+    assert done.returncode == 0, done.stderr
+    assert "not indexed yet" not in done.stdout, done.stdout
+    return done.stdout
+
+
+@pytest.mark.parametrize("first", ["down", "drip", "endless", "oversized"])
+def test_a_failed_first_contact_costs_only_the_model_tier_until_the_server_answers(
+    first: str, endpoint: Endpoint, workspace: Workspace
+) -> None:
+    if first != "down":
+        endpoint.mode = first
+        endpoint.start()
+    indexed = codeask(workspace, "index", str(workspace.root))
+    assert indexed.returncode == 0, indexed.stderr
+    assert "model tier waits for its server" in indexed.stderr  # said, with the reason
+    before = status(workspace)
+    assert "files 2, chunks" in before and re.search(r"static (\d+)/\1 complete, minilm 0/", before)
+    assert "billing.py" in search(workspace, "compute invoice total")
+
+    endpoint.mode = "vectors"
+    if first == "down":
+        endpoint.start()
+    assert "minilm 0/" in status(workspace)  # the same index, its model tier still empty
+    assert "billing.py" in search(workspace, "compute invoice total")
+    full = codeask(workspace, "index", "--full", str(workspace.root))
+    assert full.returncode == 0, full.stderr
+    assert re.search(r"minilm (\d+)/\1 complete", status(workspace))
+    assert "billing.py" in search(workspace, "invoice", mode="dense")
