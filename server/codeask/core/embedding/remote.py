@@ -26,6 +26,7 @@ import numpy as np
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings
 from codeask.core.embedding.base import EmbedError
 from codeask.core.embedding.blend import blend_lead
+from codeask.core.llm import LLMError, read_body_sync
 from codeask.core.llm.urls import is_loopback
 from codeask.core.source.redact_outbound import redact_secrets
 
@@ -36,7 +37,9 @@ OLLAMA_DEFAULT = "http://127.0.0.1:11434"
 PATHS = {"openai": "/v1/embeddings", "ollama": "/api/embed"}
 #: Seconds to wait for a connection (capped by embed.request_timeout): a dead host fails fast.
 CONNECT_TIMEOUT = 5.0
-#: Bytes of one answer: 32 texts x 8,192 floats as JSON is ~6 MB; 64 MiB stops a runaway server.
+#: Decoded bytes of one answer: 32 texts x 8,192 floats as JSON is ~6 MB; 64 MiB stops a runaway
+#: server. Read by the LLM client's bounded reader (core/llm/bounded.py): a compressed answer is
+#: inflated piece by piece under this cap, never a whole network read at once.
 MAX_ANSWER_BYTES = 64 << 20
 #: Characters of a server's error message kept in ours.
 MAX_ERROR_CHARS = 300
@@ -172,9 +175,13 @@ class RemoteEmbedder:
             deadline = time.monotonic() + float(timeout.read or 0)
             response = self._http().send(request, stream=True)
             try:
-                body = _read_bounded(response, where, deadline)
+                body = read_body_sync(response, deadline, MAX_ANSWER_BYTES)
             finally:
                 response.close()
+        except LLMError as exc:  # the shared bounded reader: too large, undecodable, too slow
+            raise RemoteError(
+                f"the {self.spec.provider} embedding endpoint: {exc.message}"
+            ) from exc
         except httpx.TimeoutException as exc:
             raise RemoteError(
                 f"{where} did not answer within {timeout.read:g} s: {type(exc).__name__}"
@@ -269,20 +276,6 @@ class RemoteEmbedder:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-
-def _read_bounded(response: httpx.Response, where: str, deadline: float) -> bytes:
-    """The whole answer, at most MAX_ANSWER_BYTES, by `deadline` (a trickle is stopped too)."""
-    parts: list[bytes] = []
-    size = 0
-    for part in response.iter_bytes():
-        size += len(part)
-        if size > MAX_ANSWER_BYTES:
-            raise RemoteError(f"{where} sent more than {MAX_ANSWER_BYTES >> 20} MiB in one answer")
-        if time.monotonic() > deadline:
-            raise RemoteError(f"{where} was still sending its answer at the time limit")
-        parts.append(part)
-    return b"".join(parts)
 
 
 def _status_message(where: str, status: int, body: bytes) -> str:
