@@ -2,7 +2,8 @@
 
 The real CLI (`codeask index`, `status`, `search` as processes) against a real loopback
 OpenAI-compatible /v1/embeddings (tests/unit/embed_endpoint.py). The first `codeask index` meets
-the server down, dripping, streaming without end, or sending an oversized answer: the index is
+the server down, dripping, streaming without end, sending an oversized answer or vectors wider
+than the cap (50,000 floats, `MAX_DIM` is 8,192): the index is
 built (lexical + static) and answers. Then the server answers: `status` and `search` keep
 working on the same index (it is not "not indexed yet" or "damaged"), and the next
 `codeask index --full` fills the model tier, so dense search answers too.
@@ -86,12 +87,15 @@ def status(ws: Workspace) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("first", ["down", "drip", "endless", "oversized"])
+@pytest.mark.parametrize("first", ["down", "drip", "endless", "oversized", "wide"])
 def test_a_failed_first_contact_costs_only_the_model_tier_until_the_server_answers(
     first: str, endpoint: Endpoint, workspace: Workspace
 ) -> None:
-    if first != "down":
+    if first == "wide":  # well-formed, but 50,000 floats a row: past the cap
+        endpoint.dim = 50_000
+    elif first != "down":
         endpoint.mode = first
+    if first != "down":
         endpoint.start()
     indexed = codeask(workspace, "index", str(workspace.root))
     assert indexed.returncode == 0, indexed.stderr
@@ -100,7 +104,7 @@ def test_a_failed_first_contact_costs_only_the_model_tier_until_the_server_answe
     assert "files 2, chunks" in before and re.search(r"static (\d+)/\1 complete, minilm 0/", before)
     assert "billing.py" in search(workspace, "compute invoice total")
 
-    endpoint.mode = "vectors"
+    endpoint.mode, endpoint.dim = "vectors", 8
     if first == "down":
         endpoint.start()
     assert "minilm 0/" in status(workspace)  # the same index, its model tier still empty
@@ -109,3 +113,26 @@ def test_a_failed_first_contact_costs_only_the_model_tier_until_the_server_answe
     assert full.returncode == 0, full.stderr
     assert re.search(r"minilm (\d+)/\1 complete", status(workspace))
     assert "billing.py" in search(workspace, "invoice", mode="dense")
+
+
+def test_the_summary_names_the_server_and_too_wide_vectors_never_reach_the_index(
+    endpoint: Endpoint, workspace: Workspace
+) -> None:
+    """The first pass's summary names the configured provider, model and endpoint, with no
+    MiniLM time estimate; `--full` against 50,000-float vectors fails naming the cap, and the
+    index stays the size of its lexical and static tiers (it grew to 121 MB before)."""
+    endpoint.dim = 50_000
+    endpoint.start()
+    indexed = codeask(workspace, "index", str(workspace.root))
+    assert indexed.returncode == 0, indexed.stderr
+    named = f"The model tier (openai 'code-model' at {endpoint.url}) has 0/"
+    assert named in indexed.stderr
+    assert "MiniLM" not in indexed.stderr and "on 2 cores" not in indexed.stderr
+    full = codeask(workspace, "index", "--full", str(workspace.root))
+    assert full.returncode == 1
+    assert "50000-dimensional vectors of 'code-model'; codeask takes at most 8,192" in full.stderr
+    index_dir = workspace.root / ".codeask"
+    size = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+    assert size < 5 << 20
+    assert "minilm 0/" in status(workspace)
+    assert "billing.py" in search(workspace, "compute invoice total")

@@ -497,9 +497,9 @@ def load_embedder(settings: Settings, layer: CacheLayer | None = None) -> Cached
 
 # ---- a server as the model tier (embed.provider = openai | ollama) -------------------------
 #: Identities whose server did not answer when an index opened in this process: the size the
-#: index was opened with (0: none known; vectors of another size must not go into it) and when
-#: (opening again within `QUERY_REST` seconds does not ask again).
-_unanswered: dict[str, tuple[int, float]] = {}
+#: index was opened with (0: none known; vectors of another size must not go into it), when
+#: (opening again within `QUERY_REST` seconds does not ask again) and why.
+_unanswered: dict[str, tuple[int, float, str]] = {}
 
 
 def _remote_spec(settings: Settings) -> tuple[RemoteSpec, Path]:
@@ -518,11 +518,10 @@ def _remote_embedder(settings: Settings) -> tuple[RemoteEmbedder, str]:
     spec, record = _remote_spec(settings)
     failed = _unanswered.get(spec.identity)
     opened = failed[0] if failed else None
-    if opened == 0:
+    if failed is not None and opened == 0:
         raise RemoteError(
-            f"the {spec.provider} embedding endpoint {spec.url} did not answer when this index "
-            "opened, so its model tier has no size yet: run `codeask index --full` again (or "
-            "restart the editor's server) now that it answers"
+            f"the model tier has no size yet: {failed[2]}. Run `codeask index --full` again "
+            "(or restart the editor's server) once it answers"
         )
     model = RemoteEmbedder(settings.embed, spec, opened or read_dim(record, spec))
     if not model.dim:
@@ -554,15 +553,15 @@ def tier_dim(settings: Settings, built: int = 0) -> int:
     dim = read_dim(record, spec)
     if dim or "minilm" not in settings.embed.tiers:
         return dim
-    failed_at = _unanswered.get(spec.identity, (0, -QUERY_REST))[1]
+    _, failed_at, why = _unanswered.get(spec.identity, (0, -QUERY_REST, ""))
     if time.monotonic() - failed_at < QUERY_REST:  # it just failed: do not wait on it again
-        _unanswered[spec.identity] = (built, failed_at)
+        _unanswered[spec.identity] = (built, failed_at, why)
         return built
     model = RemoteEmbedder(settings.embed, spec)
     try:
         dim = model.probe()
     except RemoteError as exc:
-        _unanswered[spec.identity] = (built, time.monotonic())
+        _unanswered[spec.identity] = (built, time.monotonic(), str(exc))
         log.warning("model tier waits for its server: %s", exc)
         return built
     finally:

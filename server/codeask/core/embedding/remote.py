@@ -41,6 +41,9 @@ CONNECT_TIMEOUT = 5.0
 #: server. Read by the LLM client's bounded reader (core/llm/bounded.py): a compressed answer is
 #: inflated piece by piece under this cap, never a whole network read at once.
 MAX_ANSWER_BYTES = 64 << 20
+#: Widest vector taken from a server: the widest common embedding models answer 3,072-4,096
+#: floats; 50,000 would grow a 2.4 MB index to 121 MB (and every search's scan with it).
+MAX_DIM = 8192
 #: Characters of a server's error message kept in ours.
 MAX_ERROR_CHARS = 300
 #: The text of the one request that learns the vector size when it is not known yet.
@@ -213,10 +216,16 @@ class RemoteEmbedder:
             raise RemoteError(
                 f"{where} answered {len(rows)} vectors of sizes {sorted(sizes)} for {wanted} texts"
             )
+        size = sizes.pop()
+        if size > MAX_DIM:
+            raise RemoteError(
+                f"{where} answered {size}-dimensional vectors of '{self.spec.model}'; codeask "
+                f"takes at most {MAX_DIM:,} (docs/embeddings.md): choose a model with smaller "
+                "vectors, or have the server shorten them"
+            )
         matrix = np.asarray(rows, dtype=np.float32)
         if not np.isfinite(matrix).all():
             raise RemoteError(f"{where} answered vectors holding NaN or infinity")
-        size = matrix.shape[1]
         if self.dim and size != self.dim:
             raise RemoteError(
                 f"{where} now answers {size}-dimensional vectors of '{self.spec.model}', the "
@@ -306,12 +315,13 @@ class DimRecord(msgspec.Struct):
 
 
 def read_dim(path: Path, spec: RemoteSpec) -> int:
-    """The remembered size (0: none, unreadable, or another identity's)."""
+    """The remembered size (0: none, unreadable, another identity's, or wider than MAX_DIM)."""
     try:
         record = msgspec.json.decode(path.read_bytes(), type=DimRecord)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return 0
-    return record.dim if record.identity == spec.identity and record.dim > 0 else 0
+    known = record.identity == spec.identity and 0 < record.dim <= MAX_DIM
+    return record.dim if known else 0
 
 
 def write_dim(path: Path, spec: RemoteSpec, dim: int) -> None:
