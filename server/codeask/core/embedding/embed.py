@@ -520,8 +520,8 @@ def _remote_embedder(settings: Settings) -> tuple[RemoteEmbedder, str]:
     opened = failed[0] if failed else None
     if failed is not None and opened == 0:
         raise RemoteError(
-            f"the model tier has no size yet: {failed[2]}. Run `codeask index --full` again "
-            "(or restart the editor's server) once it answers"
+            f"the model tier has no size yet: {failed[2]}. It fills in once the server answers "
+            "(`codeask index --full`, or an editor's server at its next embedding run)"
         )
     model = RemoteEmbedder(settings.embed, spec, opened or read_dim(record, spec))
     if not model.dim:
@@ -537,13 +537,7 @@ def tier_dim(settings: Settings, built: int = 0) -> int:
     waits for the server."""
     if settings.embed.provider == "local":
         return model_dim(settings.embed.model)
-    from codeask.core.embedding.remote import (
-        QUERY_REST,
-        RemoteEmbedder,
-        RemoteError,
-        read_dim,
-        write_dim,
-    )
+    from codeask.core.embedding.remote import QUERY_REST, RemoteError, read_dim
 
     try:
         spec, record = _remote_spec(settings)
@@ -557,6 +551,34 @@ def tier_dim(settings: Settings, built: int = 0) -> int:
     if time.monotonic() - failed_at < QUERY_REST:  # it just failed: do not wait on it again
         _unanswered[spec.identity] = (built, failed_at, why)
         return built
+    return _ask_dim(settings, spec, record, built)
+
+
+def learned_dim(settings: Settings) -> int:
+    """The model tier's size for an index that opened without one (its server had not
+    answered): remembered by now (another process learned it), else asked now, whatever the
+    rest `tier_dim` keeps (an embedding thread calls this, never a request); 0 while the server
+    still cannot answer."""
+    if settings.embed.provider == "local":
+        return model_dim(settings.embed.model)
+    from codeask.core.embedding.remote import RemoteError, read_dim
+
+    try:
+        spec, record = _remote_spec(settings)
+    except RemoteError:
+        return 0
+    dim = read_dim(record, spec)
+    if dim:
+        _unanswered.pop(spec.identity, None)
+        return dim
+    return _ask_dim(settings, spec, record, 0)
+
+
+def _ask_dim(settings: Settings, spec: RemoteSpec, record: Path, built: int) -> int:
+    """Ask the server its size once (a search's timeout at most) and remember it; `built`
+    and the reason kept in `_unanswered` when it cannot answer."""
+    from codeask.core.embedding.remote import RemoteEmbedder, RemoteError, write_dim
+
     model = RemoteEmbedder(settings.embed, spec)
     try:
         dim = model.probe()
