@@ -12,16 +12,15 @@ working on the same index (it is not "not indexed yet" or "damaged"), and the ne
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from benchmarks.child_env import in_process_env
 from embed_endpoint import Endpoint
 from gitrepo import ALICE, EPOCH, commit, make_repo
+from test_embed_remote_trust import Repo as Workspace  # root + environment
+from test_embed_remote_trust import codeask  # the real CLI in a child process
 
 pytestmark = pytest.mark.slow
 
@@ -31,12 +30,6 @@ FILES = {
     "    return sum(line.amount for line in lines) * 1.2\n",
     "net.py": "class HttpClient:\n    def fetch_page(self, url):\n        return url\n",
 }
-
-
-@dataclass
-class Workspace:
-    root: Path
-    env: dict[str, str]
 
 
 @pytest.fixture
@@ -60,17 +53,6 @@ def workspace(tmp_path: Path, endpoint: Endpoint) -> Workspace:
         CODEASK_EMBED__REQUEST_TIMEOUT="3",
     )
     return Workspace(root, env)
-
-
-def codeask(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        env=ws.env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        cwd=ws.root,
-    )
 
 
 def search(ws: Workspace, query: str, mode: str = "hybrid") -> str:
