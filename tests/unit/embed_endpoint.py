@@ -110,10 +110,9 @@ class Endpoint:
 def _head(handler: BaseHTTPRequestHandler, length: int = -1, encoding: str = "") -> None:
     handler.send_response(200)
     handler.send_header("content-type", "application/json")
-    if length >= 0:
+    if length >= 0:  # without a length the body ends when the connection does
         handler.send_header("content-length", str(length))
-    else:
-        handler.send_header("connection", "close")
+    handler.send_header("connection", "close")  # one request per connection, said so
     if encoding:
         handler.send_header("content-encoding", encoding)
     handler.end_headers()

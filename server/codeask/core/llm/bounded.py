@@ -180,18 +180,17 @@ def read_body_sync(
     import httpx  # loaded already: a response is being read
 
     capped = _CappedBody(response, max_total_bytes, setting)
-    body = bytearray()
+    pieces: list[bytes] = []
     try:
         for data in response.iter_raw():
             if time.monotonic() > deadline:
                 raise DeadlineExceeded(f"{capped.url} was still sending its answer at the limit")
-            for piece in capped.feed(data):
-                body += piece
+            pieces.extend(capped.feed(data))
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         raise StreamTruncated(
             f"{capped.url} closed the connection mid-body ({reason(exc)})"
         ) from None
-    return bytes(body)
+    return b"".join(pieces)
 
 
 async def read_body(response: httpx.Response, deadline: Deadline, max_total_bytes: int) -> bytes:
