@@ -216,6 +216,21 @@ def test_another_size_under_the_same_name_is_refused(serve: Callable[[Reply], St
         embedder(server.url, dim=4).embed(["x"])
 
 
+def test_vectors_wider_than_the_cap_are_refused_and_never_remembered(
+    serve: Callable[[Reply], StandIn], tmp_path: Path
+) -> None:
+    """50,000 floats a row would grow a 2.4 MB index to 121 MB: the cap is named in the error,
+    the size is not remembered, and a row exactly at the cap is taken."""
+    wide = serve(vectors_of(50_000))
+    with pytest.raises(RemoteError, match=r"50000-dimensional vectors .* at most 8,192"):
+        embedder(wide.url).embed(["x"])
+    settings = Settings(embed=embed_settings(wide.url, cache_dir=str(tmp_path)))
+    assert tier_dim(settings) == 0
+    assert not list((tmp_path / "embeddings").glob("*.json"))
+    at_cap = serve(vectors_of(embed_remote.MAX_DIM))
+    assert embedder(at_cap.url).embed(["x"]).shape == (1, embed_remote.MAX_DIM)
+
+
 def test_an_endless_answer_is_cut(
     serve: Callable[[Reply], StandIn], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -277,7 +292,9 @@ def test_a_dead_endpoint_opens_the_index_with_no_size_and_says_so(
     with caplog.at_level(logging.WARNING):
         assert tier_dim(settings) == 0
     assert "model tier waits for its server" in caplog.text and url in caplog.text
-    with pytest.raises(RemoteError, match="did not answer when this index opened"):
+    with pytest.raises(
+        RemoteError, match="the model tier has no size yet: cannot reach the openai"
+    ):
         load_embedder(settings)
 
 

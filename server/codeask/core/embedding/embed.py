@@ -497,9 +497,9 @@ def load_embedder(settings: Settings, layer: CacheLayer | None = None) -> Cached
 
 # ---- a server as the model tier (embed.provider = openai | ollama) -------------------------
 #: Identities whose server did not answer when an index opened in this process: the size the
-#: index was opened with (0: none known; vectors of another size must not go into it) and when
-#: (opening again within `QUERY_REST` seconds does not ask again).
-_unanswered: dict[str, tuple[int, float]] = {}
+#: index was opened with (0: none known; vectors of another size must not go into it), when
+#: (opening again within `QUERY_REST` seconds does not ask again) and why.
+_unanswered: dict[str, tuple[int, float, str]] = {}
 
 
 def _remote_spec(settings: Settings) -> tuple[RemoteSpec, Path]:
@@ -518,11 +518,10 @@ def _remote_embedder(settings: Settings) -> tuple[RemoteEmbedder, str]:
     spec, record = _remote_spec(settings)
     failed = _unanswered.get(spec.identity)
     opened = failed[0] if failed else None
-    if opened == 0:
+    if failed is not None and opened == 0:
         raise RemoteError(
-            f"the {spec.provider} embedding endpoint {spec.url} did not answer when this index "
-            "opened, so its model tier has no size yet: run `codeask index --full` again (or "
-            "restart the editor's server) now that it answers"
+            f"the model tier has no size yet: {failed[2]}. It fills in once the server answers "
+            "(`codeask index --full`, or an editor's server at its next embedding run)"
         )
     model = RemoteEmbedder(settings.embed, spec, opened or read_dim(record, spec))
     if not model.dim:
@@ -538,13 +537,7 @@ def tier_dim(settings: Settings, built: int = 0) -> int:
     waits for the server."""
     if settings.embed.provider == "local":
         return model_dim(settings.embed.model)
-    from codeask.core.embedding.remote import (
-        QUERY_REST,
-        RemoteEmbedder,
-        RemoteError,
-        read_dim,
-        write_dim,
-    )
+    from codeask.core.embedding.remote import QUERY_REST, RemoteError, read_dim
 
     try:
         spec, record = _remote_spec(settings)
@@ -554,15 +547,43 @@ def tier_dim(settings: Settings, built: int = 0) -> int:
     dim = read_dim(record, spec)
     if dim or "minilm" not in settings.embed.tiers:
         return dim
-    failed_at = _unanswered.get(spec.identity, (0, -QUERY_REST))[1]
+    _, failed_at, why = _unanswered.get(spec.identity, (0, -QUERY_REST, ""))
     if time.monotonic() - failed_at < QUERY_REST:  # it just failed: do not wait on it again
-        _unanswered[spec.identity] = (built, failed_at)
+        _unanswered[spec.identity] = (built, failed_at, why)
         return built
+    return _ask_dim(settings, spec, record, built)
+
+
+def learned_dim(settings: Settings) -> int:
+    """The model tier's size for an index that opened without one (its server had not
+    answered): remembered by now (another process learned it), else asked now, whatever the
+    rest `tier_dim` keeps (an embedding thread calls this, never a request); 0 while the server
+    still cannot answer."""
+    if settings.embed.provider == "local":
+        return model_dim(settings.embed.model)
+    from codeask.core.embedding.remote import RemoteError, read_dim
+
+    try:
+        spec, record = _remote_spec(settings)
+    except RemoteError:
+        return 0
+    dim = read_dim(record, spec)
+    if dim:
+        _unanswered.pop(spec.identity, None)
+        return dim
+    return _ask_dim(settings, spec, record, 0)
+
+
+def _ask_dim(settings: Settings, spec: RemoteSpec, record: Path, built: int) -> int:
+    """Ask the server its size once (a search's timeout at most) and remember it; `built`
+    and the reason kept in `_unanswered` when it cannot answer."""
+    from codeask.core.embedding.remote import RemoteEmbedder, RemoteError, write_dim
+
     model = RemoteEmbedder(settings.embed, spec)
     try:
         dim = model.probe()
     except RemoteError as exc:
-        _unanswered[spec.identity] = (built, time.monotonic())
+        _unanswered[spec.identity] = (built, time.monotonic(), str(exc))
         log.warning("model tier waits for its server: %s", exc)
         return built
     finally:

@@ -26,6 +26,7 @@ import numpy as np
 from codeask.config import DEFAULT_EMBED_MODEL, EmbedSettings
 from codeask.core.embedding.base import EmbedError
 from codeask.core.embedding.blend import blend_lead
+from codeask.core.llm import LLMError, read_body_sync
 from codeask.core.llm.urls import is_loopback
 from codeask.core.source.redact_outbound import redact_secrets
 
@@ -36,8 +37,13 @@ OLLAMA_DEFAULT = "http://127.0.0.1:11434"
 PATHS = {"openai": "/v1/embeddings", "ollama": "/api/embed"}
 #: Seconds to wait for a connection (capped by embed.request_timeout): a dead host fails fast.
 CONNECT_TIMEOUT = 5.0
-#: Bytes of one answer: 32 texts x 8,192 floats as JSON is ~6 MB; 64 MiB stops a runaway server.
+#: Decoded bytes of one answer: 32 texts x 8,192 floats as JSON is ~6 MB; 64 MiB stops a runaway
+#: server. Read by the LLM client's bounded reader (core/llm/bounded.py): a compressed answer is
+#: inflated piece by piece under this cap, never a whole network read at once.
 MAX_ANSWER_BYTES = 64 << 20
+#: Widest vector taken from a server: the widest common embedding models answer 3,072-4,096
+#: floats; 50,000 would grow a 2.4 MB index to 121 MB (and every search's scan with it).
+MAX_DIM = 8192
 #: Characters of a server's error message kept in ours.
 MAX_ERROR_CHARS = 300
 #: The text of the one request that learns the vector size when it is not known yet.
@@ -172,9 +178,13 @@ class RemoteEmbedder:
             deadline = time.monotonic() + float(timeout.read or 0)
             response = self._http().send(request, stream=True)
             try:
-                body = _read_bounded(response, where, deadline)
+                body = read_body_sync(response, deadline, MAX_ANSWER_BYTES)
             finally:
                 response.close()
+        except LLMError as exc:  # the shared bounded reader: too large, undecodable, too slow
+            raise RemoteError(
+                f"the {self.spec.provider} embedding endpoint: {exc.message}"
+            ) from exc
         except httpx.TimeoutException as exc:
             raise RemoteError(
                 f"{where} did not answer within {timeout.read:g} s: {type(exc).__name__}"
@@ -206,10 +216,16 @@ class RemoteEmbedder:
             raise RemoteError(
                 f"{where} answered {len(rows)} vectors of sizes {sorted(sizes)} for {wanted} texts"
             )
+        size = sizes.pop()
+        if size > MAX_DIM:
+            raise RemoteError(
+                f"{where} answered {size}-dimensional vectors of '{self.spec.model}'; codeask "
+                f"takes at most {MAX_DIM:,} (docs/embeddings.md): choose a model with smaller "
+                "vectors, or have the server shorten them"
+            )
         matrix = np.asarray(rows, dtype=np.float32)
         if not np.isfinite(matrix).all():
             raise RemoteError(f"{where} answered vectors holding NaN or infinity")
-        size = matrix.shape[1]
         if self.dim and size != self.dim:
             raise RemoteError(
                 f"{where} now answers {size}-dimensional vectors of '{self.spec.model}', the "
@@ -271,20 +287,6 @@ class RemoteEmbedder:
             self._client = None
 
 
-def _read_bounded(response: httpx.Response, where: str, deadline: float) -> bytes:
-    """The whole answer, at most MAX_ANSWER_BYTES, by `deadline` (a trickle is stopped too)."""
-    parts: list[bytes] = []
-    size = 0
-    for part in response.iter_bytes():
-        size += len(part)
-        if size > MAX_ANSWER_BYTES:
-            raise RemoteError(f"{where} sent more than {MAX_ANSWER_BYTES >> 20} MiB in one answer")
-        if time.monotonic() > deadline:
-            raise RemoteError(f"{where} was still sending its answer at the time limit")
-        parts.append(part)
-    return b"".join(parts)
-
-
 def _status_message(where: str, status: int, body: bytes) -> str:
     """A refusal in one line: the server's own message (escaped, cut) and what to check."""
     said = body.decode("utf-8", errors="replace")
@@ -313,12 +315,13 @@ class DimRecord(msgspec.Struct):
 
 
 def read_dim(path: Path, spec: RemoteSpec) -> int:
-    """The remembered size (0: none, unreadable, or another identity's)."""
+    """The remembered size (0: none, unreadable, another identity's, or wider than MAX_DIM)."""
     try:
         record = msgspec.json.decode(path.read_bytes(), type=DimRecord)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return 0
-    return record.dim if record.identity == spec.identity and record.dim > 0 else 0
+    known = record.identity == spec.identity and 0 < record.dim <= MAX_DIM
+    return record.dim if known else 0
 
 
 def write_dim(path: Path, spec: RemoteSpec, dim: int) -> None:

@@ -5,6 +5,7 @@ text was embedded before; the model loads only when a vector must really be comp
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from codeask.core.embedding.embed import CachedEmbedder
+from codeask.core.embedding.embed import CachedEmbedder, learned_dim
 from codeask.core.embedding.static import StaticEmbedder, load_static_embedder
 from codeask.core.indexer.run import (
     Cancelled,
@@ -29,6 +30,8 @@ from codeask.core.storage.protocol import Storage, Tier
 
 if TYPE_CHECKING:
     from codeask.config import Settings
+
+log = logging.getLogger(__name__)
 
 #: Chunks embedded between cancellation checks: one model batch, so a cancel (or an editor
 #: save preempting the backlog) waits ~1-2 s at most, not a whole 256-chunk step.
@@ -175,6 +178,16 @@ class VectorTiers:
                 self.embedder.release_model()
         return report
 
+    def _size_model_tier(self) -> None:
+        """An index opened before its embedding server ever answered has a model tier of no
+        size: once the server answers, the tier takes its size here, so a long-lived process
+        (an editor's or an agent's server) fills it without a restart."""
+        storage = self._storage
+        if storage.tier_model("minilm")[1] == 0:
+            dim = learned_dim(self._index.settings)
+            if dim and storage.size_model_tier(dim):
+                log.info("the model tier now has its size (%d) and fills in", dim)
+
     def embed_pending(self, report: IndexReport, emit: ProgressFn, token: CancelToken) -> None:
         """The MiniLM backlog in order, cache hits at once, checkpointing now and then."""
         if not self.minilm_tier:
@@ -186,6 +199,7 @@ class VectorTiers:
             return
         if not self.embedder_loaded:  # the model loads first (seconds; a download the first time)
             emit(Progress("embed", chunks_embedded=embedded, chunks_total=total, message=LOADING))
+            self._size_model_tier()
         embedder = self.embedder
         self._fill_from_cache(pending, embedder)
         storage = self._storage

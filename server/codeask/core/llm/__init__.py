@@ -19,7 +19,13 @@ import msgspec
 from codeask.config import LLMSettings
 from codeask.core.llm import window
 from codeask.core.llm.base import MODEL_LIST_BYTES, LineStreamProvider
-from codeask.core.llm.bounded import DECODE_PIECE, Deadline, bounded_lines, decoded_pieces
+from codeask.core.llm.bounded import (
+    DECODE_PIECE,
+    Deadline,
+    bounded_lines,
+    decoded_pieces,
+    read_body_sync,
+)
 from codeask.core.llm.bounded import _Inflater as _Inflater  # the gzip-bomb unit tests use it
 from codeask.core.llm.errors import (
     EXCERPT_CHARS,
@@ -79,6 +85,7 @@ __all__ = [
     "probe",
     "provider_choices",
     "provider_names",
+    "read_body_sync",
     "resolve",
     "server_context_tokens",
     "stream_chat",

@@ -1,15 +1,18 @@
-"""Reading a response body with bounded memory and time, whatever the provider.
+"""Reading a response body with bounded memory and time, whatever the provider or client.
 
 A hostile or broken endpoint must not grow memory or hang us. Every body is read through
 `decoded_pieces` (our own bounded gzip/deflate decoding: httpx would inflate a whole read at
-once, so a gzip bomb's 64 KiB read would become 64 MiB) and, for streams, `bounded_lines` (a line
-longer than `llm.max_line_bytes` is an error, never buffered). Each read runs under a `Deadline`.
+once, so a gzip bomb's 64 KiB read would become 64 MiB, and a stacked `gzip, gzip` 1.8 KB would
+become 1 GiB) and, for streams, `bounded_lines` (a line longer than `llm.max_line_bytes` is an
+error, never buffered). Each read runs under a `Deadline`. The embedding client is synchronous:
+`read_body_sync` is the same decoding and cap (`_CappedBody`) over httpx's blocking reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -128,6 +131,28 @@ async def _read(raw: AsyncIterator[bytes], deadline: Deadline, url: str) -> byte
         raise StreamTruncated(f"{url} closed the connection mid-body ({reason(exc)})") from None
 
 
+class _CappedBody:
+    """One body's decoded pieces, counted against its cap: the part both clients share."""
+
+    def __init__(self, response: httpx.Response, max_total_bytes: int, setting: str) -> None:
+        self.url = str(response.url)
+        self.inflater = _Inflater(response.headers.get("content-encoding", ""), self.url)
+        self.max_total_bytes = max_total_bytes
+        self.setting = setting
+        self.total = 0
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decoded pieces of one raw read; ResponseTooLarge past the cap."""
+        for piece in self.inflater.feed(data):
+            self.total += len(piece)
+            if self.total > self.max_total_bytes:
+                named = f" ({self.setting})" if self.setting else ""
+                raise ResponseTooLarge(
+                    f"{self.url} sent more than {size(self.max_total_bytes)}{named}; stopped"
+                )
+            yield piece
+
+
 async def decoded_pieces(
     response: httpx.Response, deadline: Deadline, max_total_bytes: int, setting: str = ""
 ) -> AsyncGenerator[bytes, None]:
@@ -135,20 +160,37 @@ async def decoded_pieces(
 
     ResponseTooLarge past `max_total_bytes` decoded bytes (`setting` names the cap to raise).
     """
-    url = str(response.url)
-    inflater = _Inflater(response.headers.get("content-encoding", ""), url)
-    total = 0
+    body = _CappedBody(response, max_total_bytes, setting)
     raw = cast(AsyncGenerator[bytes, None], response.aiter_raw())
     async with contextlib.aclosing(raw):
-        while (data := await _read(raw, deadline, url)) is not None:
-            for piece in inflater.feed(data):
-                total += len(piece)
-                if total > max_total_bytes:
-                    named = f" ({setting})" if setting else ""
-                    raise ResponseTooLarge(
-                        f"{url} sent more than {size(max_total_bytes)}{named}; stopped"
-                    )
+        while (data := await _read(raw, deadline, body.url)) is not None:
+            for piece in body.feed(data):
                 yield piece
+
+
+def read_body_sync(
+    response: httpx.Response, deadline: float, max_total_bytes: int, setting: str = ""
+) -> bytes:
+    """The whole decoded body of a blocking response, under the same decoding and cap as
+    `decoded_pieces`; `deadline` is a `time.monotonic()` instant checked at every read (each
+    read is bounded by the client's read timeout), so a trickle is stopped too.
+
+    ResponseTooLarge past the cap, DeadlineExceeded past the deadline, StreamTruncated when the
+    connection breaks mid-body, BadResponse for an encoding that is not decoded."""
+    import httpx  # loaded already: a response is being read
+
+    capped = _CappedBody(response, max_total_bytes, setting)
+    pieces: list[bytes] = []
+    try:
+        for data in response.iter_raw():
+            if time.monotonic() > deadline:
+                raise DeadlineExceeded(f"{capped.url} was still sending its answer at the limit")
+            pieces.extend(capped.feed(data))
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        raise StreamTruncated(
+            f"{capped.url} closed the connection mid-body ({reason(exc)})"
+        ) from None
+    return b"".join(pieces)
 
 
 async def read_body(response: httpx.Response, deadline: Deadline, max_total_bytes: int) -> bytes:

@@ -250,6 +250,10 @@ class LocalStorage:
     def has_vector(self, tier: Tier, chunk_id: int) -> bool:
         return chunk_id in self._tier(tier).live
 
+    def size_model_tier(self, dim: int) -> bool:
+        with self._store.lock:
+            return self._store.size_model_tier(dim)
+
     def clear(self) -> None:
         with self._store.lock:
             self._store.clear()

@@ -209,6 +209,11 @@ class IndexWriter(Protocol):
 
     def has_vector(self, tier: Tier, chunk_id: int) -> bool: ...
 
+    def size_model_tier(self, dim: int) -> bool:
+        """Give a model tier that has no size yet (its server had not answered when the index
+        opened: it holds no vectors) the size `dim`; False when it has a size already."""
+        ...
+
     def clear(self) -> None:
         """Forget everything (a full rebuild)."""
         ...

@@ -92,7 +92,15 @@ class SnapshotLoader:
         return history, chunks
 
     def _load_vectors(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
-        """Damaged vectors: keep the chunks; they embed again (from the content-hash cache)."""
+        """Damaged vectors: keep the chunks; they embed again (from the content-hash cache).
+
+        An index saved while its embedding server had never answered holds no model vectors
+        (dim 0): once the size is known the tier starts empty at that size and fills in;
+        nothing else is lost.
+        """
+        if manifest.dim == 0 and self.dim:
+            self.lost.add("vectors")  # rewritten at the next save, at the known size
+            return VectorIndex(self.dim)
         try:
             self.snapshots.verify(live, "vectors", manifest)
             return VectorIndex.load(live / "vectors.npz", self.dim, len(known) + 1024, known)
@@ -129,7 +137,8 @@ class SnapshotLoader:
             raise StoreError(
                 f"index schema {manifest.schema_version} differs from {SCHEMA_VERSION}; rebuilding"
             )
-        if manifest.model != self.model or manifest.dim != self.dim:
+        waited = manifest.dim == 0  # saved while the model tier waited for its server
+        if manifest.model != self.model or (manifest.dim != self.dim and not waited):
             raise StoreError(
                 f"index was built with model '{manifest.model}' (dim {manifest.dim}), "
                 f"configured is '{self.model}' (dim {self.dim}); rebuilding"

@@ -199,6 +199,17 @@ class IndexStore:
         with self.lock:
             return self.tiers.pending("vectors", self.catalog.chunks)
 
+    def size_model_tier(self, dim: int) -> bool:
+        """A model tier of no size (dim 0: its server had not answered, so it holds no vector)
+        takes the size `dim` and is written at the next save; False when it has a size."""
+        with self.lock:
+            if self.dim or dim <= 0:
+                return False
+            self.dim = self.tiers.dim = dim
+            self.tiers.set_tier("vectors", VectorIndex(dim))
+            self.tiers.changed.add("vectors")
+            return True
+
     def clear(self) -> None:
         """Forget everything (a full rebuild)."""
         with self.lock:
