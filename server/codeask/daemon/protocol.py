@@ -67,9 +67,29 @@ def send(sock: socket, message: Mapping[str, Any]) -> None:
 
 def receive(sock: socket) -> dict[str, Any]:
     """Read one frame: a JSON object (ProtocolError on EOF, a bad length or a bad document)."""
+    return receive_body(sock, receive_size(sock, MAX_FRAME))
+
+
+class TooLarge(ProtocolError):
+    """A frame's length is over the reader's limit (its body is left unread)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes is over the {limit}-byte limit")
+        self.size = size
+        self.limit = limit
+
+
+def receive_size(sock: socket, limit: int) -> int:
+    """Read a frame's length (TooLarge past `limit`): the daemon checks it, and reserves
+    memory for it, before reading the body."""
     size = int.from_bytes(_read(sock, HEADER_BYTES), "big")
-    if size > MAX_FRAME:
-        raise ProtocolError(f"frame of {size} bytes is over the {MAX_FRAME}-byte limit")
+    if size > limit:
+        raise TooLarge(size, limit)
+    return size
+
+
+def receive_body(sock: socket, size: int) -> dict[str, Any]:
+    """Read a frame's body of `size` bytes: a JSON object."""
     try:
         message = decode(_read(sock, size))
     except (ValueError, RecursionError) as exc:
