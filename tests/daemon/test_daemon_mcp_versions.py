@@ -7,15 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from daemon_helpers import (
-    codeask,
-    copied_package,
-    daemon_pid,
-    python_detached,
-    socket_path,
-    touched_later,
-    wait_until,
-)
+from daemon_helpers import codeask, daemon_pid, python_detached, socket_path, wait_until
+from daemon_helpers import copied_package as package_copy
+from daemon_helpers import touched_later as touch
 from mcp_agents import agent_env, build_project, call, complete, hit_lines, mcp_session
 
 pytestmark = pytest.mark.slow
@@ -72,13 +66,13 @@ async def test_changed_code_retires_the_daemon(
 
     real = Path(loaded.__file__)
     real_mtime = real.stat().st_mtime_ns
-    copy, env = copied_package(tmp_path / "pkg", agent_env(daemon_env))
+    copy, env = package_copy(tmp_path / "pkg", agent_env(daemon_env))
     started = codeask("status", cwd=project, env=env)  # a daemon, code as loaded now
     assert "daemon unavailable" not in started.stderr
     pid = daemon_pid(env)
     assert pid
     log = tmp_path / "agent.log"
-    touched_later(copy / "daemon" / "messages.py")
+    touch(copy / "daemon" / "messages.py")
     async with mcp_session(project, env=env, stderr=log) as client:
         await complete(client)
         stale = hit_lines(await call(client, "search_code", query=QUERY))

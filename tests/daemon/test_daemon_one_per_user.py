@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp_agents import STATIC_ONLY, build_project, call, complete, hit_lines
 
+from codeask.daemon import paths
 from codeask.daemon.paths import LOCK_NAME
 from codeask.daemon.server import lock_holder
 
@@ -83,3 +84,39 @@ async def test_mcp_with_the_sdk_environment_uses_the_cli_daemon_mock_run_user(
         if other:
             os.kill(other, signal.SIGKILL)
             wait_until(lambda: lock_holder(cache_lock) is None)
+
+
+@pytest.mark.parametrize("kind", ["loosened", "symlinked", "another user's", "a file"])
+def test_a_session_runtime_dir_not_the_users_own_is_not_used_mock_run_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """/run/user/UID is used only as a login session makes it: a real 0700 directory of the
+    uid. Anything else there is passed over for the cache fallback, never used or repaired."""
+    base = tmp_path / "run-user"
+    base.mkdir()
+    place = base / str(os.getuid())
+    real = tmp_path / "elsewhere"
+    real.mkdir(mode=0o700)
+    if kind == "loosened":
+        place.mkdir()
+        place.chmod(0o755)
+    elif kind == "symlinked":
+        place.symlink_to(real)
+    elif kind == "another user's":
+        if os.getuid() != 0:
+            pytest.skip("giving a directory to another user takes root")
+        place.mkdir(mode=0o700)
+        os.chown(place, 65534, 65534)
+    else:
+        place.write_text("")
+    monkeypatch.setattr(paths, "USER_RUNTIME_BASE", str(base))
+    cache = tmp_path / "cache"
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(cache)}
+    assert paths.runtime_folder(env) == str(cache / "codeask" / "run")
+    if place.is_dir() and not place.is_symlink():
+        place.rmdir()
+    else:
+        place.unlink()
+    place.mkdir(mode=0o700)  # as pam_systemd makes it: used
+    assert paths.runtime_folder(env) == str(place / "codeask")
+    assert paths.runtime_folder(dict(env, XDG_RUNTIME_DIR=str(real))) == str(real / "codeask")
