@@ -236,41 +236,46 @@ class Daemon:
     def _connection(self, conn: socket.socket) -> None:
         try:
             with conn:
-                uid = protocol.peer_uid(conn)
-                if uid is not None and uid != os.getuid():
-                    log.warning("refused a connection from uid %d (not uid %d)", uid, os.getuid())
-                    return
-                conn.settimeout(REQUEST_SECONDS)
-                deadline = time.monotonic() + REQUEST_SECONDS
                 try:
-                    size = protocol.receive_size(conn, REQUEST_LIMIT)
-                except protocol.TooLarge as exc:
-                    self._admission.started(conn)
-                    self._tell(
-                        conn,
-                        f"a request of {exc.size} bytes is over the daemon's "
-                        f"{exc.limit}-byte limit",
-                    )
-                    log.warning("refused a request: %s", exc)
-                    return
-                except (protocol.ProtocolError, OSError) as exc:
-                    if self._admission.started(conn):  # else it was shed: said so already
-                        log.warning("dropped a connection: %s", exc)
-                    return
-                share = self._budget.take(size, max(0.0, deadline - time.monotonic()))
-                if share is None:
-                    self._admission.started(conn)
-                    self._tell(conn, "the daemon has too many requests in flight")
-                    return
-                try:
-                    self._request(conn, size, deadline, share)
-                finally:
-                    share.give()
+                    self._handle(conn)
+                finally:  # while `conn` is open: never shed once closed
+                    self._admission.closed(conn)
         finally:
-            self._admission.closed(conn)
             with self._count:
                 self._in_flight -= 1
                 self._last = time.monotonic()
+
+    def _handle(self, conn: socket.socket) -> None:
+        """Check the peer, read the request's length, take its share of the budget, go on."""
+        uid = protocol.peer_uid(conn)
+        if uid is not None and uid != os.getuid():
+            log.warning("refused a connection from uid %d (not uid %d)", uid, os.getuid())
+            return
+        conn.settimeout(REQUEST_SECONDS)
+        deadline = time.monotonic() + REQUEST_SECONDS
+        try:
+            size = protocol.receive_size(conn, REQUEST_LIMIT)
+        except protocol.TooLarge as exc:
+            if self._admission.started(conn):
+                log.warning("refused a request: %s", exc)
+                self._tell(
+                    conn,
+                    f"a request of {exc.size} bytes is over the daemon's {exc.limit}-byte limit",
+                )
+            return
+        except (protocol.ProtocolError, OSError) as exc:
+            if self._admission.started(conn):  # else it was shed: said so already
+                log.warning("dropped a connection: %s", exc)
+            return
+        share = self._budget.take(size, max(0.0, deadline - time.monotonic()))
+        if share is None:
+            if self._admission.started(conn):
+                self._tell(conn, "the daemon has too many requests in flight")
+            return
+        try:
+            self._request(conn, size, deadline, share)
+        finally:
+            share.give()
 
     def _request(self, conn: socket.socket, size: int, deadline: float, share: Share) -> None:
         """Read the request's `size` bytes (`share`: their part of the budget) and answer it."""
