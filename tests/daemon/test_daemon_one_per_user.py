@@ -2,7 +2,8 @@
 client with the SDK's minimal environment (HOME, PATH, SHELL, TERM, USER, LOGNAME: no
 XDG_RUNTIME_DIR) reaches the daemon the user's CLI started under XDG_RUNTIME_DIR, the uid's
 login-session runtime directory (/run/user/UID), instead of starting a second one under
-~/.cache/codeask/run.
+~/.cache/codeask/run (nor is it refused there for an XDG base directory the shell set to its
+default and the SDK dropped).
 
 /run/user is the system's: the test puts the login-session base in its own folder
 (daemon/paths.py's USER_RUNTIME_BASE, set in the `codeask mcp` process before it runs; hence
@@ -55,6 +56,7 @@ async def test_mcp_with_the_sdk_environment_uses_the_cli_daemon_mock_run_user(
         "HF_HUB_OFFLINE": "1",
     }
     cli_env = get_default_environment() | settings | {"XDG_RUNTIME_DIR": str(runtime)}
+    cli_env.update(XDG_CACHE_HOME=f"{home}/.cache", XDG_CONFIG_HOME=f"{home}/.config/")  # as unset
     cache_lock = home / ".cache" / "codeask" / "run" / LOCK_NAME  # where a second one would be
     project = build_project(tmp_path / "shop")
     try:
