@@ -34,23 +34,29 @@ def limited(fds: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (fds, fds))
 
 
-@pytest.fixture
-def daemon(daemon_env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`codeask daemon` started with RLIMIT_NOFILE = FDS, its log in the test's folder."""
-    with (tmp_path / "daemon.log").open("ab") as log:
+def start_daemon(env: dict[str, str], log: Path, fds: int) -> subprocess.Popen[bytes]:
+    """`codeask daemon` started with RLIMIT_NOFILE = `fds`, listening."""
+    with log.open("ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "codeask", "daemon"],
-            env=daemon_env,
+            env=env,
             cwd="/",
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=log,
+            stderr=err,
             start_new_session=True,
-            preexec_fn=lambda: limited(FDS),
+            preexec_fn=lambda: limited(fds),
         )
+    assert wait_until(lambda: daemon_pid(env) == proc.pid, timeout=60)
+    assert wait_until(lambda: socket_path(env).exists(), timeout=60)
+    return proc
+
+
+@pytest.fixture
+def daemon(daemon_env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`codeask daemon` started with RLIMIT_NOFILE = FDS, its log in the test's folder."""
+    proc = start_daemon(daemon_env, tmp_path / "daemon.log", FDS)
     try:
-        assert wait_until(lambda: daemon_pid(daemon_env) == proc.pid, timeout=60)
-        assert wait_until(lambda: socket_path(daemon_env).exists(), timeout=60)
         yield proc
     finally:
         if proc.poll() is None:
@@ -108,6 +114,25 @@ def test_more_idle_connections_than_descriptors(
     again = search(project, daemon_env)
     assert again.stderr == "" and without_seconds(again.stdout) == without_seconds(local.stdout)
     assert daemon_pid(daemon_env) == daemon.pid and daemon.poll() is None
+
+
+def test_out_of_descriptors_below_the_cap(daemon_env: dict[str, str], tmp_path: Path) -> None:
+    """With 12 descriptors the cap (8 connections) is not reached before accept() fails with
+    EMFILE: the daemon closes the oldest idle connection or waits, never exits, and answers
+    once the crowd is gone."""
+    proc = start_daemon(daemon_env, tmp_path / "daemon.log", 12)
+    try:
+        crowd = idle(socket_path(daemon_env), 100)  # past the listen queue's 64: accepted
+        try:
+            assert proc.poll() is None and daemon_pid(daemon_env) == proc.pid
+        finally:
+            close_all(crowd)
+        pong = _ping(daemon_env)
+        assert pong["status"] == "ok" and pong["info"]["pid"] == proc.pid
+        assert "cannot accept a connection ([Errno 24]" in (tmp_path / "daemon.log").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_the_connection_past_the_cap_is_refused_with_a_reason(
