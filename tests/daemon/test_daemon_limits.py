@@ -177,8 +177,8 @@ def test_large_frames_in_flight_are_bounded(
 
     def send_one() -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(60)
         sock.connect(str(socket_path(daemon_env)))
+        sock.settimeout(60)
         with contextlib.suppress(OSError):  # refused at the length: the rest is not read
             sock.sendall(len(body).to_bytes(4, "big") + body)
         answers.append(_reply(sock))
@@ -208,8 +208,8 @@ def _hwm(pid: int) -> int:
 
 def _ping(env: dict[str, str]) -> dict[str, object]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(socket_path(env)))  # blocking: waits for room in the listen queue
         sock.settimeout(60)
-        sock.connect(str(socket_path(env)))
         protocol.send(
             sock, {"protocol": protocol.PROTOCOL, "version": __version__, "command": "ping"}
         )
