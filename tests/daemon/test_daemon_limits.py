@@ -27,6 +27,8 @@ pytestmark = pytest.mark.slow
 #: The daemon's descriptor limit in these tests (soft and hard): its connection cap is half.
 FDS = 128
 LIMIT = connection_limit(FDS)
+#: The daemon's peak resident memory while four 60 MB frames arrive, at most.
+PEAK = 96 << 20
 
 
 def limited(fds: int) -> None:
@@ -168,8 +170,9 @@ def test_large_frames_in_flight_are_bounded(
     daemon_env: dict[str, str], daemon: subprocess.Popen[bytes]
 ) -> None:
     """Four clients each announce and send a 60 MB request at once: each is refused at its
-    length (over the 1 MiB request limit) and the daemon's peak resident memory (VmHWM) grows
-    by under 32 MiB (it was 3.1 GB), and it answers a ping after."""
+    length (over the 1 MiB request limit); the daemon's peak resident memory (VmHWM) stays
+    under PEAK (a fresh daemon: ~38 MiB; on main these frames took it to 580-700 MiB), and it
+    answers a ping after."""
     before = _hwm(daemon.pid)
     size = 60 << 20
     body = b'{"protocol":1,"pad":"' + b"x" * (size - 25) + b'"}'
@@ -189,8 +192,8 @@ def test_large_frames_in_flight_are_bounded(
         sender.start()
     for sender in senders:
         sender.join(120)
-    grown = _hwm(daemon.pid) - before
-    assert grown < 32 << 20, f"VmHWM grew by {grown >> 20} MiB"
+    peak = _hwm(daemon.pid)
+    assert peak < PEAK, f"VmHWM {peak >> 20} MiB (from {before >> 20} MiB)"
     assert [a and a.get("message") for a in answers] == [
         f"a request of {len(body)} bytes is over the daemon's {1 << 20}-byte limit"
     ] * 4
