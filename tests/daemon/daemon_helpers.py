@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import codeask as package
 from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
 from codeask.daemon.server import lock_holder
 
@@ -100,3 +102,19 @@ def processes_run_in(runtime_dirs: set[str]) -> list[int]:
         if state != "Z" and wanted.intersection(variables):
             found.append(int(entry.name))
     return found
+
+
+def copied_package(dest: Path, env: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """A copy of the codeask package under `dest` (byte copies, never hard links: a test that
+    touches a file must not touch the checkout's) and `env` with it first on PYTHONPATH, so
+    the processes started with it (client, daemon, forwarder) load codeask from the copy."""
+    source = Path(package.__file__).parent
+    shutil.copytree(source, dest / "codeask", ignore=shutil.ignore_patterns("__pycache__"))
+    path = os.pathsep.join(filter(None, [str(dest), env.get("PYTHONPATH", "")]))
+    return dest / "codeask", dict(env, PYTHONPATH=path)
+
+
+def touched_later(source: Path) -> None:
+    """Move `source`'s mtime a second forward (a pull or an upgrade, as the daemon sees it)."""
+    before = source.stat()
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))

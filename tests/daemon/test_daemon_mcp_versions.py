@@ -4,11 +4,12 @@ then serves in its own process (one note on stderr) with the answers it always g
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from daemon_helpers import codeask, daemon_pid, python_detached, socket_path, wait_until
+from daemon_helpers import copied_package as package_copy
+from daemon_helpers import touched_later as touch
 from mcp_agents import agent_env, build_project, call, complete, hit_lines, mcp_session
 
 pytestmark = pytest.mark.slow
@@ -59,26 +60,28 @@ async def test_a_daemon_of_another_version(
 async def test_changed_code_retires_the_daemon(
     project: Path, daemon_env: dict[str, str], tmp_path: Path
 ) -> None:
+    """The daemon and the agent's `codeask mcp` run from a copy of the package: the copy is
+    touched, never the checkout (a daemon the user runs from it would retire mid-session)."""
     import codeask.daemon.messages as loaded
 
-    env = agent_env(daemon_env)
+    real = Path(loaded.__file__)
+    real_mtime = real.stat().st_mtime_ns
+    copy, env = package_copy(tmp_path / "pkg", agent_env(daemon_env))
     started = codeask("status", cwd=project, env=env)  # a daemon, code as loaded now
     assert "daemon unavailable" not in started.stderr
     pid = daemon_pid(env)
     assert pid
-    source = Path(loaded.__file__)
-    before = source.stat()
     log = tmp_path / "agent.log"
-    try:
-        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-        async with mcp_session(project, env=env, stderr=log) as client:
-            await complete(client)
-            stale = hit_lines(await call(client, "search_code", query=QUERY))
-    finally:
-        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    touch(copy / "daemon" / "messages.py")
+    async with mcp_session(project, env=env, stderr=log) as client:
+        await complete(client)
+        stale = hit_lines(await call(client, "search_code", query=QUERY))
+        assert real.stat().st_mtime_ns == real_mtime, "the checkout's file is touched"
     [note] = notes(log)
-    assert "codeask's code changed since the daemon started" in note and "messages.py" in note
+    assert "codeask's code changed since the daemon started" in note
+    assert f"({copy / 'daemon' / 'messages.py'})" in note  # the copy's, not the checkout's
     assert wait_until(lambda: daemon_pid(env) != pid, timeout=20), "the stale daemon exits"
     fresh_log = tmp_path / "fresh.log"
     assert await search_once(project, env, fresh_log) == stale
     assert notes(fresh_log) == [] and daemon_pid(env) not in (None, pid)
+    assert real.stat().st_mtime_ns == real_mtime, "the checkout's file was touched"

@@ -3,15 +3,16 @@ and says why), yet `codeask daemon --status` and `--stop` still reach it after a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from daemon_helpers import (
     codeask,
+    copied_package,
     daemon_pid,
     python_detached,
     socket_path,
+    touched_later,
     wait_until,
     without_seconds,
 )
@@ -55,26 +56,30 @@ def test_a_daemon_of_another_version(project: Path, daemon_env: dict[str, str]) 
             other.wait()
 
 
-def test_changed_code_retires_the_daemon(project: Path, daemon_env: dict[str, str]) -> None:
+def test_changed_code_retires_the_daemon(
+    project: Path, daemon_env: dict[str, str], tmp_path: Path
+) -> None:
     """A checkout pulled (or a package upgraded) under a running daemon: the version string
-    may not change, the code did. The daemon refuses, exits, and the next call gets a new one."""
+    may not change, the code did. The daemon refuses, exits, and the next call gets a new one.
+    Client and daemon run from a copy of the package: the copy is touched, never the checkout
+    (a daemon the user runs from it would retire mid-session)."""
     import codeask.daemon.messages as loaded
 
-    first = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+    real = Path(loaded.__file__)
+    real_mtime = real.stat().st_mtime_ns
+    copy, env = copied_package(tmp_path / "pkg", daemon_env)
+    first = codeask("search", "invoice pdf", "--json", cwd=project, env=env)
     assert first.returncode == 0 and first.stderr == ""
-    pid = daemon_pid(daemon_env)
-    source = Path(loaded.__file__)
-    before = source.stat()
-    try:
-        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-        stale = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
-    finally:
-        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    pid = daemon_pid(env)
+    touched_later(copy / "daemon" / "messages.py")
+    stale = codeask("search", "invoice pdf", "--json", cwd=project, env=env)
+    assert real.stat().st_mtime_ns == real_mtime, "the checkout's file is touched"
     assert stale.returncode == 0
     assert without_seconds(stale.stdout) == without_seconds(first.stdout)
     assert "codeask's code changed since the daemon started" in stale.stderr
-    assert "messages.py" in stale.stderr
-    assert wait_until(lambda: daemon_pid(daemon_env) != pid, timeout=20)
-    fresh = codeask("search", "invoice pdf", "--json", cwd=project, env=daemon_env)
+    assert f"({copy / 'daemon' / 'messages.py'})" in stale.stderr  # the copy's, not ours
+    assert wait_until(lambda: daemon_pid(env) != pid, timeout=20)
+    fresh = codeask("search", "invoice pdf", "--json", cwd=project, env=env)
     assert fresh.returncode == 0 and fresh.stderr == ""
-    assert daemon_pid(daemon_env) not in (None, pid)
+    assert daemon_pid(env) not in (None, pid)
+    assert real.stat().st_mtime_ns == real_mtime, "the checkout's file was touched"

@@ -1,10 +1,15 @@
 """Where the daemon lives and who may talk to it.
 
-`$XDG_RUNTIME_DIR/codeask/` (else `$XDG_CACHE_HOME/codeask/run/`, ~/.cache/...): a directory
-only the user can enter (0700, owned by the user, not a symlink), holding `daemon.sock`
-(0600), `daemon.lock` (the flock that makes one daemon per directory) and `daemon.log`.
-Two users have two directories, so two daemons; a directory or a socket that belongs to
-someone else is refused, never used or repaired.
+`$XDG_RUNTIME_DIR/codeask/`; without XDG_RUNTIME_DIR, the uid's runtime directory that
+XDG_RUNTIME_DIR names in a login session (`/run/user/UID`, when it is the user's own and
+0700); else `$XDG_CACHE_HOME/codeask/run/` (~/.cache/...). A client whose environment drops
+XDG_RUNTIME_DIR (the MCP SDK starts servers with HOME, PATH, SHELL, TERM, USER and LOGNAME
+only) so finds the daemon its user's editor and CLI use: one user, one daemon.
+
+The directory is one only the user can enter (0700, owned by the user, not a symlink),
+holding `daemon.sock` (0600), `daemon.lock` (the flock that makes one daemon per directory)
+and `daemon.log`. Two users have two directories, so two daemons; a directory or a socket
+that belongs to someone else is refused, never used or repaired.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ if TYPE_CHECKING:  # pathlib is not imported at run time: ~1 MB of every forward
 SOCKET_NAME = "daemon.sock"
 LOCK_NAME = "daemon.lock"
 LOG_NAME = "daemon.log"
+#: Where login sessions' runtime directories are (pam_systemd, elogind: `/run/user/UID`).
+USER_RUNTIME_BASE = "/run/user"
 
 
 class Unsafe(Exception):
@@ -27,7 +34,8 @@ class Unsafe(Exception):
 
 
 def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """`$XDG_RUNTIME_DIR/codeask`, else the user cache dir's `codeask/run` (not created)."""
+    """`$XDG_RUNTIME_DIR/codeask`, else `/run/user/UID/codeask` (when the uid's own), else the
+    user cache dir's `codeask/run` (not created)."""
     from pathlib import Path
 
     return Path(runtime_folder(environ))
@@ -39,6 +47,9 @@ def runtime_folder(environ: Mapping[str, str] | None = None) -> str:
     xdg = env.get("XDG_RUNTIME_DIR", "")
     if xdg and os.path.isabs(xdg):
         return _pathlike(os.path.join(xdg, "codeask"))
+    session = _session_runtime()
+    if session:
+        return _pathlike(os.path.join(session, "codeask"))
     cache = env.get("XDG_CACHE_HOME", "")
     base = cache if cache and os.path.isabs(cache) else os.path.join(_home(), ".cache")
     return _pathlike(os.path.join(base, "codeask", "run"))
@@ -83,6 +94,18 @@ def check_socket(path: str | os.PathLike[str]) -> None:
         raise Unsafe(
             f"{os.fspath(path)} belongs to uid {info.st_uid}, not to you (uid {os.getuid()})"
         )
+
+
+def _session_runtime() -> str:
+    """`USER_RUNTIME_BASE/UID` when it is what a login session's XDG_RUNTIME_DIR is: a real
+    directory (not a symlink) of this uid that no one else may enter; else ''."""
+    path = os.path.join(USER_RUNTIME_BASE, str(os.getuid()))
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return ""
+    mine = info.st_uid == os.getuid() and not info.st_mode & 0o077
+    return path if stat.S_ISDIR(info.st_mode) and mine else ""
 
 
 def _home() -> str:

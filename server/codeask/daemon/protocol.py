@@ -39,6 +39,12 @@ HEADER_BYTES = 4
 _ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "HF_HUB_OFFLINE")
 #: The daemon's own settings do not change any answer.
 _ENV_IGNORED = "CODEASK_DAEMON__"
+#: XDG base directories' defaults under HOME: set to these, they answer as unset.
+_XDG_DEFAULTS = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_DATA_HOME": ".local/share",
+}
 
 
 class ProtocolError(Exception):
@@ -46,15 +52,29 @@ class ProtocolError(Exception):
 
 
 def environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The part of the environment that decides answers (see `_ENV_NAMES`)."""
+    """The part of the environment that decides answers (see `_ENV_NAMES`). An XDG base
+    directory set to its default counts as unset: an MCP client's minimal environment drops
+    it, and the agent must still share the daemon of the shell that set it."""
     env = os.environ if environ is None else environ
+    home = env.get("HOME", "")
     return {
         name: value
         for name, value in sorted(env.items())
-        if (name.startswith("CODEASK_") and not name.startswith(_ENV_IGNORED))
-        or name in _ENV_NAMES
-        or name.startswith("GIT_")
+        if (
+            (name.startswith("CODEASK_") and not name.startswith(_ENV_IGNORED))
+            or name in _ENV_NAMES
+            or name.startswith("GIT_")
+        )
+        and not _xdg_default(name, value, home)
     }
+
+
+def _xdg_default(name: str, value: str, home: str) -> bool:
+    """Whether `name` is an XDG base directory set to its default under `home`."""
+    default = _XDG_DEFAULTS.get(name)
+    if not default or not os.path.isabs(home):
+        return False
+    return os.path.normpath(value) == os.path.join(os.path.normpath(home), default)
 
 
 def send(sock: socket, message: Mapping[str, Any]) -> None:
@@ -67,9 +87,29 @@ def send(sock: socket, message: Mapping[str, Any]) -> None:
 
 def receive(sock: socket) -> dict[str, Any]:
     """Read one frame: a JSON object (ProtocolError on EOF, a bad length or a bad document)."""
+    return receive_body(sock, receive_size(sock, MAX_FRAME))
+
+
+class TooLarge(ProtocolError):
+    """A frame's length is over the reader's limit (its body is left unread)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes is over the {limit}-byte limit")
+        self.size = size
+        self.limit = limit
+
+
+def receive_size(sock: socket, limit: int) -> int:
+    """Read a frame's length (TooLarge past `limit`): the daemon checks it, and reserves
+    memory for it, before reading the body."""
     size = int.from_bytes(_read(sock, HEADER_BYTES), "big")
-    if size > MAX_FRAME:
-        raise ProtocolError(f"frame of {size} bytes is over the {MAX_FRAME}-byte limit")
+    if size > limit:
+        raise TooLarge(size, limit)
+    return size
+
+
+def receive_body(sock: socket, size: int) -> dict[str, Any]:
+    """Read a frame's body of `size` bytes: a JSON object."""
     try:
         message = decode(_read(sock, size))
     except (ValueError, RecursionError) as exc:

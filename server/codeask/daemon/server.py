@@ -9,16 +9,20 @@ process. A session (`codeask mcp`) passes the same checks, then keeps its connec
 own protocol, concurrently with everything else, until the client leaves or the daemon stops
 (which hangs up on it: its forwarder reconnects to the next daemon). After `idle_seconds`
 without a request (an open session counts as one) the socket is removed and the process exits.
+Connections, request bytes in flight and running out of descriptors are bounded in limits.py:
+none of them ends the daemon.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import fcntl
 import io
 import logging
 import os
+import queue
 import signal
 import socket
 import sys
@@ -32,6 +36,8 @@ import msgspec
 
 from codeask import __version__
 from codeask.daemon import protocol
+from codeask.daemon.limits import REQUEST_BUDGET, REQUEST_LIMIT, Admission, Budget, Share
+from codeask.daemon.limits import connection_limit as connection_limit
 from codeask.daemon.messages import Reply, Request, Status
 from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
 from codeask.daemon.protocol import PROTOCOL
@@ -51,6 +57,12 @@ REQUEST_SECONDS = 30.0
 DRAIN_SECONDS = 30.0
 #: How often the accept loop looks at the idle clock and the stop flag.
 TICK_SECONDS = 0.25
+#: accept()'s errors that mean "out of descriptors or memory for now", never "stop".
+STARVED = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+#: Seconds a refused connection is given to send its request (so it reads the reply), and
+#: refused connections queued for that at most (past it they are closed at once).
+REFUSE_SECONDS = 1.0
+REFUSALS = 32
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
@@ -92,6 +104,10 @@ class Daemon:
         self._stop = threading.Event()
         self._info: Callable[[], dict[str, Any]] = dict
         self._code = CodeWatch()
+        self._admission = Admission(connection_limit(), self._tell)
+        self._budget = Budget(REQUEST_BUDGET)
+        self._refusals: queue.Queue[socket.socket] = queue.Queue(REFUSALS)
+        self._starved = False
 
     def describe_with(self, info: Callable[[], dict[str, Any]]) -> None:
         """Extra fields `codeask daemon --status` shows (e.g. the folders held)."""
@@ -126,6 +142,7 @@ class Daemon:
 
     def _accept_loop(self, listener: socket.socket) -> None:
         listener.settimeout(TICK_SECONDS)
+        threading.Thread(target=self._refuser, daemon=True).start()
         while not self._stop.is_set():
             if self._idle():
                 log.info("idle for %.0f s: exiting", self.idle_seconds)
@@ -134,9 +151,61 @@ class Daemon:
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            with self._count:
-                self._in_flight += 1
+            except OSError as exc:
+                if exc.errno not in (*STARVED, errno.ECONNABORTED, errno.EINTR):
+                    raise
+                if exc.errno in STARVED:
+                    self._starving(exc)
+                continue
+            self._starved = False
+            self._start(conn)
+
+    def _starving(self, exc: OSError) -> None:
+        """Out of descriptors: the oldest connection without a request makes room, else
+        the next accept waits a tick (the connections queued wait, none is lost)."""
+        if not self._starved:
+            log.warning("cannot accept a connection (%s): closing idle ones, waiting", exc)
+        self._starved = True
+        if not self._admission.shed_oldest():
+            self._stop.wait(TICK_SECONDS)
+
+    def _start(self, conn: socket.socket) -> None:
+        """A thread for `conn`, when the connection cap (limits.py) lets it in."""
+        if not self._admission.admit(conn):
+            try:
+                self._refusals.put_nowait(conn)
+            except queue.Full:
+                conn.close()
+            return
+        with self._count:
+            self._in_flight += 1
+        try:
             threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+        except RuntimeError as exc:  # no thread to be had: as out of descriptors
+            log.warning("cannot start a thread for a connection: %s", exc)
+            self._admission.closed(conn)
+            conn.close()
+            with self._count:
+                self._in_flight -= 1
+
+    def _refuser(self) -> None:
+        """Answer the connections past the cap: why, once their request is in (a reply
+        written before it would be lost to the client's failed write)."""
+        while True:
+            conn = self._refusals.get()
+            with conn:
+                self._tell(
+                    conn, f"the daemon has {self._admission.limit} connections open, its limit"
+                )
+                conn.settimeout(REFUSE_SECONDS)
+                with contextlib.suppress(OSError):
+                    conn.recv(1 << 16)
+
+    def _tell(self, conn: socket.socket, message: str) -> None:
+        """A refused reply saying `message`, written only if it fits without waiting."""
+        data = protocol.encode(msgspec.to_builtins(self._reply("refused", message=message)))
+        with contextlib.suppress(OSError):
+            conn.send(len(data).to_bytes(protocol.HEADER_BYTES, "big") + data, socket.MSG_DONTWAIT)
 
     def _drain(self) -> None:
         """Let requests already accepted finish (a stop asked mid-search must not close the
@@ -167,33 +236,78 @@ class Daemon:
     def _connection(self, conn: socket.socket) -> None:
         try:
             with conn:
-                uid = protocol.peer_uid(conn)
-                if uid is not None and uid != os.getuid():
-                    log.warning("refused a connection from uid %d (not uid %d)", uid, os.getuid())
-                    return
-                conn.settimeout(REQUEST_SECONDS)
                 try:
-                    request = msgspec.convert(protocol.receive(conn), Request)
-                except (protocol.ProtocolError, OSError, msgspec.ValidationError) as exc:
-                    log.warning("dropped a connection: %s", exc)
-                    return
-                if request.command in self.sessions:
-                    self._session(conn, request)
-                    return
-                reply = self._answer(request)
-                conn.settimeout(None)
-                try:
-                    protocol.send(conn, msgspec.to_builtins(reply))
-                except (protocol.ProtocolError, OSError, ValueError) as exc:
-                    log.warning("could not send the reply: %s", exc)
+                    self._handle(conn)
+                finally:  # while `conn` is open: never shed once closed
+                    self._admission.closed(conn)
         finally:
             with self._count:
                 self._in_flight -= 1
                 self._last = time.monotonic()
 
-    def _session(self, conn: socket.socket, request: Request) -> None:
-        """A long-lived connection: the same checks as a command, then "ok" and the session's
-        own bytes until the client leaves (or the daemon stops and hangs up)."""
+    def _handle(self, conn: socket.socket) -> None:
+        """Check the peer, read the request's length, take its share of the budget, go on."""
+        uid = protocol.peer_uid(conn)
+        if uid is not None and uid != os.getuid():
+            log.warning("refused a connection from uid %d (not uid %d)", uid, os.getuid())
+            return
+        conn.settimeout(REQUEST_SECONDS)
+        deadline = time.monotonic() + REQUEST_SECONDS
+        try:
+            size = protocol.receive_size(conn, REQUEST_LIMIT)
+        except protocol.TooLarge as exc:
+            if self._admission.started(conn):
+                log.warning("refused a request: %s", exc)
+                self._tell(
+                    conn,
+                    f"a request of {exc.size} bytes is over the daemon's {exc.limit}-byte limit",
+                )
+            return
+        except (protocol.ProtocolError, OSError) as exc:
+            if self._admission.started(conn):  # else it was shed: said so already
+                log.warning("dropped a connection: %s", exc)
+            return
+        share = self._budget.take(size, max(0.0, deadline - time.monotonic()))
+        if share is None:
+            if self._admission.started(conn):
+                self._tell(conn, "the daemon has too many requests in flight")
+            return
+        try:
+            self._request(conn, size, deadline, share)
+        finally:
+            share.give()
+
+    def _request(self, conn: socket.socket, size: int, deadline: float, share: Share) -> None:
+        """Read the request's `size` bytes (`share`: their part of the budget) and answer it."""
+        try:
+            conn.settimeout(max(0.001, deadline - time.monotonic()))
+            request = msgspec.convert(protocol.receive_body(conn, size), Request)
+        except (protocol.ProtocolError, OSError, msgspec.ValidationError) as exc:
+            if self._admission.started(conn):
+                log.warning("dropped a connection: %s", exc)
+            return
+        if not self._admission.started(conn):
+            return  # shed while its last bytes arrived: it was told so
+        if request.command in self.sessions:
+            command = request.command
+            serve = self._session(conn, request)
+            del request  # the request's bytes leave the budget: nothing keeps them now
+            share.give()
+            if serve is not None:
+                self._serve(conn, command, serve)
+            return
+        reply = self._answer(request)
+        conn.settimeout(None)
+        try:
+            protocol.send(conn, msgspec.to_builtins(reply))
+        except (protocol.ProtocolError, OSError, ValueError) as exc:
+            log.warning("could not send the reply: %s", exc)
+
+    def _session(
+        self, conn: socket.socket, request: Request
+    ) -> Callable[[socket.socket], None] | None:
+        """A long-lived connection: the same checks as a command, then "ok" and what serves
+        the session's own bytes (None: refused, failed, or the reply could not be sent)."""
         reply = self._refusal(request)
         serve: Callable[[socket.socket], None] | None = None
         if reply is None:
@@ -212,9 +326,13 @@ class Daemon:
             protocol.send(conn, msgspec.to_builtins(reply))
         except (protocol.ProtocolError, OSError, ValueError) as exc:
             log.warning("could not send the reply: %s", exc)
-            return
-        if serve is None:
-            return
+            return None
+        return serve
+
+    def _serve(
+        self, conn: socket.socket, command: str, serve: Callable[[socket.socket], None]
+    ) -> None:
+        """A session's own bytes, until the client leaves or the daemon stops."""
         with self._count:
             self.served += 1
             self._live.add(conn)
@@ -222,7 +340,7 @@ class Daemon:
             if not self._stop.is_set():
                 serve(conn)
         except Exception:
-            log.exception("a %s session ended in error", request.command)
+            log.exception("a %s session ended in error", command)
         finally:
             with self._count:
                 self._live.discard(conn)
