@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.search import retrieve
+from codeask.core.search import retrieve, tiers
 from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
 from codeask.core.storage.protocol import Tier
 
@@ -110,17 +110,10 @@ def search_now(
 
 
 def answering_tiers(folders: Sequence[FolderIndex], *, minilm: bool) -> list[str]:
-    """The retrievers a search over `folders` uses now."""
-    tiers = [LEXICAL]
-    if any(
-        f.storage.vector_count(STATIC) and f.settings.retrieve.static_weight > 0 for f in folders
-    ):
-        tiers.append(STATIC)
-    if minilm and any(
-        f.storage.vector_count(MINILM) and f.settings.retrieve.dense_weight > 0 for f in folders
-    ):
-        tiers.append(MINILM)
-    return tiers
+    """The retrievers a search over `folders` uses now (`minilm` False: its query path is
+    still loading, the static tier answers instead)."""
+    used = tiers.answered(folders, "hybrid")
+    return used if minilm else [t for t in used if t != MINILM]
 
 
 def query_model_ready(folders: Sequence[FolderIndex]) -> bool:
