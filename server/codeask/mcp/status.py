@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from codeask.core.indexer import FolderIndex
+from codeask.core.operations import tier_counts, tiers_line
 from codeask.core.source.names import display_path
 from codeask.mcp.folders import FolderDriver
 
@@ -45,8 +46,11 @@ def summary(drivers: list[FolderDriver], tiers: list[str]) -> dict[str, Any]:
         out["state"] = busy[0]
     if chunks == 0:
         out["note"] = _empty_note(drivers)
-    elif minilm < chunks:
-        out["note"] = "dense (MiniLM) results are filling in; call index_status for details"
+    else:
+        opened = [d.folder for d in drivers if d.folder is not None]
+        said = tiers_line(tiers, tier_counts(opened))
+        if said:  # which tiers answered, each vector tier's count (core/search/tiers.py)
+            out["note"] = f"{said}; call index_status for details"
     return out
 
 

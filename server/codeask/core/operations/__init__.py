@@ -38,6 +38,7 @@ from codeask.core.operations.search import (
     Hit,
     Mode,
     SearchResult,
+    TierCount,
     TieredResult,
     answering_tiers,
     damaged,
@@ -47,6 +48,8 @@ from codeask.core.operations.search import (
     search_now,
     search_while_loading,
     searchable,
+    tier_counts,
+    tiers_line,
 )
 from codeask.core.operations.status import IndexStatus, open_for_reading, read_statuses
 from codeask.core.operations.symbols import find_symbols
@@ -67,6 +70,7 @@ __all__ = [
     "Mode",
     "RelatedInEditor",
     "SearchResult",
+    "TierCount",
     "TieredResult",
     "answering_tiers",
     "ask",
@@ -94,4 +98,6 @@ __all__ = [
     "search_while_loading",
     "searchable",
     "status",
+    "tier_counts",
+    "tiers_line",
 ]

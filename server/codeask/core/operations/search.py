@@ -19,6 +19,9 @@ import msgspec
 from codeask.core.indexer import FolderIndex
 from codeask.core.search import retrieve, tiers
 from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
+from codeask.core.search.tiers import TierCount
+from codeask.core.search.tiers import counts as tier_counts
+from codeask.core.search.tiers import describe as tiers_line
 from codeask.core.storage.protocol import Tier
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "Hit",
     "Mode",
     "SearchResult",
+    "TierCount",
     "TieredResult",
     "answering_tiers",
     "damaged",
@@ -38,6 +42,8 @@ __all__ = [
     "search_now",
     "search_while_loading",
     "searchable",
+    "tier_counts",
+    "tiers_line",
 ]
 
 LEXICAL = "lexical"

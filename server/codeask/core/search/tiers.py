@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
-from codeask.core.storage.protocol import Tier
+from codeask.config import Settings
+from codeask.core.storage.protocol import IndexReader, Tier
 
-if TYPE_CHECKING:
-    from codeask.core.search.retrieve import Searchable
+
+class Searchable(Protocol):
+    """What these counts read of a folder (retrieve.Searchable has it, as does FolderIndex)."""
+
+    settings: Settings
+
+    @property
+    def storage(self) -> IndexReader: ...
+
 
 LEXICAL = "lexical"
 VECTOR_TIERS: tuple[Tier, ...] = ("static", "minilm")
