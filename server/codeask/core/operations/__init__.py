@@ -50,6 +50,7 @@ from codeask.core.operations.search import (
     searchable,
     tier_counts,
     tiers_line,
+    tiers_while_loading,
 )
 from codeask.core.operations.status import IndexStatus, open_for_reading, read_statuses
 from codeask.core.operations.symbols import find_symbols
@@ -100,4 +101,5 @@ __all__ = [
     "status",
     "tier_counts",
     "tiers_line",
+    "tiers_while_loading",
 ]

@@ -44,6 +44,7 @@ __all__ = [
     "searchable",
     "tier_counts",
     "tiers_line",
+    "tiers_while_loading",
 ]
 
 LEXICAL = "lexical"
@@ -120,6 +121,13 @@ def answering_tiers(folders: Sequence[FolderIndex], *, minilm: bool) -> list[str
     still loading, the static tier answers instead)."""
     used = tiers.answered(folders, "hybrid")
     return used if minilm else [t for t in used if t != MINILM]
+
+
+def tiers_while_loading(folders: Sequence[FolderIndex]) -> list[str]:
+    """The retrievers `search_while_loading` answers with now (lexical alone while a folder's
+    MiniLM query path is not loaded), without starting that load."""
+    waiting = any(f.storage.vector_count(MINILM) and not f.embedder_loaded for f in folders)
+    return tiers.answered(folders, "lexical" if waiting else "hybrid")
 
 
 def query_model_ready(folders: Sequence[FolderIndex]) -> bool:

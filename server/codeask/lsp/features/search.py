@@ -60,7 +60,7 @@ def semantic_search(folders: Folders, params: SemanticSearchParams) -> Any:
     folders.wait_open()
     result = search_while_loading(folders.ready(), params.query, k=params.k, filters=filters)
     items = [search_item(hit) for hit in result.hits]
-    return to_json(SemanticSearchResult(items, index_state(folders)))
+    return to_json(SemanticSearchResult(items, index_state(folders, result.tiers)))
 
 
 def search_command_params(args: Sequence[Any]) -> SemanticSearchParams:
