@@ -25,8 +25,10 @@ async def test_status_search_command_symbols_reindex(project: Path, shared_cache
         status = await lsp.wait_ready()
         assert set(status) == {
             "state", "warming", "percent", "files", "chunks", "embedded", "folders",
+            "tiersAnswered", "tiersNote",
         }  # fmt: skip
         assert status["percent"] == 100
+        assert status["tiersNote"] == ""  # every tier complete: nothing to say
         folder = status["folders"][0]
         assert folder["indexDir"] == str(project / ".codeask")
         assert folder["model"] == "codeask/all-MiniLM-L6-v2-int8"
