@@ -40,9 +40,10 @@ vim.fn.setqflist({}, 'r', { title = 'before', items = {} })
 vim.cmd('AskCodeSearch! reserve stock in the warehouse')
 local answered = vim.wait(60000, function()
   return vim.fn.getqflist({ title = 1 }).title:find('codeask search', 1, true) ~= nil
-    or #notes > 0 and vim.iter(notes):any(function(n)
-      return n:find('no results', 1, true) ~= nil
-    end)
+    or #notes > 0
+      and vim.iter(notes):any(function(n)
+        return n:find('no results', 1, true) ~= nil
+      end)
 end, 20)
 local items = vim.tbl_map(function(item)
   return item.text
