@@ -36,6 +36,7 @@ from codeask.core.operations.search import (
     STATIC,
     Filters,
     Hit,
+    IndexCounts,
     Mode,
     SearchResult,
     TierCount,
@@ -49,6 +50,7 @@ from codeask.core.operations.search import (
     search_while_loading,
     searchable,
     tier_counts,
+    tiers_incomplete,
     tiers_line,
     tiers_while_loading,
 )
@@ -67,6 +69,7 @@ __all__ = [
     "Filters",
     "FolderIndex",
     "Hit",
+    "IndexCounts",
     "IndexStatus",
     "Mode",
     "RelatedInEditor",
@@ -100,6 +103,7 @@ __all__ = [
     "searchable",
     "status",
     "tier_counts",
+    "tiers_incomplete",
     "tiers_line",
     "tiers_while_loading",
 ]

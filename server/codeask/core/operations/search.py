@@ -22,7 +22,8 @@ from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult, WithS
 from codeask.core.search.tiers import TierCount
 from codeask.core.search.tiers import counts as tier_counts
 from codeask.core.search.tiers import describe as tiers_line
-from codeask.core.storage.protocol import Tier
+from codeask.core.search.tiers import incomplete as tiers_incomplete
+from codeask.core.storage.protocol import IndexCounts, Tier
 
 __all__ = [
     "LEXICAL",
@@ -30,6 +31,7 @@ __all__ = [
     "STATIC",
     "Filters",
     "Hit",
+    "IndexCounts",
     "Mode",
     "SearchResult",
     "TierCount",
@@ -43,6 +45,7 @@ __all__ = [
     "search_while_loading",
     "searchable",
     "tier_counts",
+    "tiers_incomplete",
     "tiers_line",
     "tiers_while_loading",
 ]

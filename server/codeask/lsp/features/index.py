@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeask.core.operations import tier_counts, tiers_line, tiers_while_loading
+from codeask.core.operations import (
+    FolderIndex,
+    IndexCounts,
+    tier_counts,
+    tiers_line,
+    tiers_while_loading,
+)
 from codeask.core.operations.status import TeamStatus, team_status
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request
@@ -28,6 +34,7 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
     the retrievers that answered the search this state goes with (else those a search would
     answer with now)."""
     rows: list[FolderState] = []
+    opened: list[tuple[FolderIndex, IndexCounts]] = []
     for worker in list(folders.workers.values()):
         folder = worker.folder
         if folder is None:
@@ -39,6 +46,7 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
             continue
         storage = folder.storage
         counts = storage.counts()
+        opened.append((folder, counts))
         rows.append(
             FolderState(
                 root=str(worker.root),
@@ -73,11 +81,12 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
         percent = min(w.percent for w in workers)
     else:
         percent = int(100 * embedded / chunks) if chunks else (0 if state == "empty" else 100)
-    ready = folders.ready()
+    ready = [folder for folder, counts in opened if counts.chunks]
     loaded = all(f.embedder_loaded or not f.minilm_tier for f in ready)
     warming = busy or embedded < chunks or not loaded
     answered = tiers_while_loading(ready) if tiers is None else tiers
-    note = tiers_line(answered, tier_counts(ready)) if ready else ""
+    said = tier_counts([f for f, _ in opened], [c for _, c in opened])
+    note = tiers_line(answered, said) if ready else ""
     files = sum(r.files for r in rows)
     return IndexState(state, warming, percent, files, chunks, embedded, rows, answered, note)
 
