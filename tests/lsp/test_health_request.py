@@ -21,7 +21,10 @@ LLM_KEYS = {
     "provider", "endpoint", "modelsUrl", "model", "reachable", "modelPresent", "models",
     "loopback", "error",
 }  # fmt: skip
-INDEX_KEYS = {"state", "warming", "percent", "files", "chunks", "embedded", "folders"}
+INDEX_KEYS = {
+    "state", "warming", "percent", "files", "chunks", "embedded", "folders", "tiersAnswered",
+    "tiersNote",
+}  # fmt: skip
 
 
 async def test_health_reports_the_endpoint_the_model_tiers_and_index(

@@ -25,8 +25,10 @@ async def test_status_search_command_symbols_reindex(project: Path, shared_cache
         status = await lsp.wait_ready()
         assert set(status) == {
             "state", "warming", "percent", "files", "chunks", "embedded", "folders",
+            "tiersAnswered", "tiersNote",
         }  # fmt: skip
         assert status["percent"] == 100
+        assert status["tiersNote"] == ""  # every tier complete: nothing to say
         folder = status["folders"][0]
         assert folder["indexDir"] == str(project / ".codeask")
         assert folder["model"] == "codeask/all-MiniLM-L6-v2-int8"
@@ -222,3 +224,22 @@ async def test_cancel_indexing_from_the_progress_ui(tmp_path: Path, private_cach
         assert status["warming"] and status["embedded"] < status["chunks"]
         hits = await lsp.search("scale the value by 7 in pipeline 3")  # lexical still works
         assert hits
+        # Item 19: what answered is said, not "lexical until every chunk has a vector": the
+        # first pass gave every chunk a static vector; MiniLM stopped part way.
+        found = await lsp.request(
+            "workspace/semanticSearch", {"query": "scale the value by 7 in pipeline 3"}
+        )
+        state = found["indexState"]
+        answered = state["tiersAnswered"]
+        assert answered[0] == "lexical" and set(answered) <= {"lexical", "static", "minilm"}
+        dense = {"static": "static", "dense": "minilm"}
+        used = {dense[r] for hit in found["results"] for r in hit["retrievers"] if r in dense}
+        assert used <= set(answered), (used, answered)
+        labels = {"lexical": "lexical", "static": "static", "minilm": "MiniLM"}
+        chunks = state["chunks"]
+        assert state["tiersNote"].startswith(
+            "answered by " + " + ".join(labels[t] for t in answered) + " ("
+        ), state["tiersNote"]
+        assert f"static: all {chunks} chunks; MiniLM: " in state["tiersNote"]
+        assert "filling in" in state["tiersNote"]
+        assert (await lsp.status())["tiersNote"].startswith("answered by lexical")

@@ -125,3 +125,32 @@ def test_index_returns_after_the_first_pass_and_full_completes_the_minilm_tier(
     assert json.loads(full.stdout)[0]["minilm_pending"] == 0
     again = codeask("index", str(project), cwd=project)
     assert "--full" not in again.stderr  # nothing left to complete: no hint
+
+
+@pytest.mark.slow
+def test_search_and_ask_say_which_tiers_answered(project: Path) -> None:
+    """Item 19: after the first pass every chunk has a static vector, so search is dense
+    already; `search` (text and --json) and `ask` say lexical + static answered and MiniLM is
+    still filling in, never "mostly from lexical"."""
+    assert codeask("index", str(project), cwd=project).returncode == 0
+    found = codeask("search", "draw the bill as a document", "--json", cwd=project)
+    answer = json.loads(found.stdout)
+    chunks = answer["vectors"]["static"]["total"]
+    assert answer["tiers_answered"] == ["lexical", "static"]
+    assert answer["vectors"] == {
+        "static": {"done": chunks, "total": chunks},
+        "minilm": {"done": 0, "total": chunks},
+    }
+    assert "static" in answer["results"][0]["retrievers"]
+    said = (
+        f"answered by lexical + static (static: all {chunks} chunks; "
+        f"MiniLM: 0 of {chunks} chunks (0%), filling in)"
+    )
+    text = codeask("search", "draw the bill as a document", cwd=project)
+    assert said in text.stderr
+    lexical = codeask("search", "invoice", "--mode", "lexical", cwd=project)
+    assert "answered by lexical (static: all" in lexical.stderr
+    asked = codeask("ask", "--prompt-only", "how is the invoice drawn?", cwd=project)
+    assert asked.returncode == 0, asked.stderr
+    assert f"Index not complete: search {said}" in asked.stderr
+    assert "mostly" not in asked.stderr + asked.stdout

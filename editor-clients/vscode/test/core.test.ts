@@ -241,6 +241,14 @@ describe("format", () => {
     assert.equal(tierSummary(folder({ staticEmbedded: 700, tiers: ["minilm", "static"] })), "static 700/1500 · MiniLM 300/1500");
   });
 
+  it("says which tiers answer, in the server's words, when it sends them (item 19)", () => {
+    const both = folder({ staticEmbedded: 1500, tiers: ["static", "minilm"] });
+    const said = "answered by lexical + static (static: all 1500 chunks; MiniLM: 300 of 1500 chunks (20%), filling in)";
+    const view = statusView("running", indexState({ warming: true, percent: 20, folders: [both], tiersNote: said }));
+    assert.ok(view.tooltip.includes(`Search ${said}.`), view.tooltip);
+    assert.doesNotMatch(view.tooltip, /mostly/);
+  });
+
   it("shows each folder's team base, or why there is none, under its line", () => {
     const base = folder({ team: { backend: "postgres", kind: "base", base: "github.com/acme/shop@0123456789ab", behind: 2, overlayFiles: 3 } });
     const view = statusView("running", indexState({ folders: [base] }));

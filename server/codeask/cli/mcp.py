@@ -19,7 +19,11 @@ from codeask.cli.common import UserError, default_root, roots
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until the agent closes stdin."""
+    """Serve until the agent closes stdin (or print an agent's config line and exit)."""
+    if getattr(args, "print_config", None):
+        from codeask.cli.agent_config import print_config
+
+        return print_config(args.print_config, args.paths)
     forwarded = _forwarded(args)
     if forwarded is not None:
         return forwarded

@@ -155,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow serving your home folder or / (refused by default)",
     )
+    mcp.add_argument(
+        "--print-config",
+        choices=("claude", "codex", "cursor", "gemini", "vscode"),
+        metavar="CLIENT",
+        help="print the line that registers this codeask with CLIENT (claude, codex, cursor, "
+        "gemini, vscode), its full path included, and exit",
+    )
 
     serve = sub.add_parser("serve", help="run the language server (stdio)")
     serve.add_argument("--tcp", type=int, metavar="PORT", help="listen on TCP instead (debugging)")

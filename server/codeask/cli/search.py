@@ -53,17 +53,20 @@ def execute(
         folders, args.query, k=args.k, filters=filters, mode=args.mode
     )
     elapsed = time.perf_counter() - started
+    coverage = operations.tier_counts(folders)
     if args.json:
         print_json(
             {
                 "query": args.query,
                 "warming": result.warming,
+                "tiers_answered": result.tiers,
+                "vectors": {c.tier: {"done": c.done, "total": c.total} for c in coverage},
                 "seconds": round(elapsed, 4),
                 "results": [_hit_json(hit) for hit in result.hits],
             }
         )
     else:
-        _print_hits(result, elapsed)
+        _print_hits(result, elapsed, operations.tiers_line(result.tiers, coverage))
     return EXIT_OK if result.hits else EXIT_USER
 
 
@@ -103,10 +106,13 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     }
 
 
-def _print_hits(result: SearchResult, elapsed: float) -> None:
+def _print_hits(result: SearchResult, elapsed: float, tiers: str) -> None:
+    """The hits on stdout; on stderr how many, and (when a tier is incomplete or did not
+    answer) which tiers answered and how many chunks each vector tier covers."""
     out = sys.stdout
+    note = f"  ({tiers})" if tiers else ""
     if not result.hits:
-        sys.stderr.write("no results\n")
+        sys.stderr.write(f"no results{note}\n")
         return
     for hit in result.hits:
         chunk = hit.chunk
@@ -118,10 +124,6 @@ def _print_hits(result: SearchResult, elapsed: float) -> None:
         )
         for line in hit.preview(2).splitlines():  # bidi overrides and controls shown escaped
             out.write(f"    {display_text(line[:120])}\n")
-    note = (
-        f"  (MiniLM tier {result.embedded}/{result.chunks}: the first pass answered; "
-        "`codeask index --full` or an editor's codeask server completes it)"
-        if result.warming
-        else ""
-    )
+    if result.warming:
+        note += "; `codeask index --full` or an editor's codeask server completes the vectors"
     sys.stderr.write(f"{len(result.hits)} results in {elapsed * 1000:.0f} ms{note}\n")

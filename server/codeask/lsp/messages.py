@@ -214,12 +214,39 @@ class IndexState(msgspec.Struct, rename="camel"):
     """What every result carries: is the index usable yet, and how far along."""
 
     state: Annotated[IndexPhase, _doc("`indexing` while any folder loads or indexes.")]
-    warming: Annotated[bool, _doc("Searches are lexical until every chunk has a vector.")]
-    percent: int
+    warming: Annotated[
+        bool,
+        _doc(
+            "A configured vector tier does not cover every chunk yet, a folder is being "
+            "indexed, or the MiniLM query model is loading: `tiersAnswered` says what answers."
+        ),
+    ]
+    percent: Annotated[
+        int,
+        _doc(
+            "While `indexing`: the running job's progress (not a tier's share); else the share "
+            "of chunks the slowest configured tier covers."
+        ),
+    ]
     files: int
     chunks: int
     embedded: Annotated[int, _doc("Chunks done by the slowest configured tier.")]
     folders: list[FolderState]
+    tiers_answered: Annotated[
+        list[str],
+        _doc(
+            "The retrievers a search answers with now (in a search result: those that answered "
+            "it): `lexical`, then `static` and `minilm` when their vectors take part."
+        ),
+    ] = msgspec.field(default_factory=list)
+    tiers_note: Annotated[
+        str,
+        _doc(
+            "One line: which tiers answered and each configured vector tier's count, e.g. "
+            "`answered by lexical + static (static: all 9051 chunks; MiniLM: 1200 of 9051 "
+            "chunks (13%), filling in)`; empty when every configured tier is complete and answers."
+        ),
+    ] = ""
 
 
 class SemanticSearchResult(msgspec.Struct, rename="camel"):

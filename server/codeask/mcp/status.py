@@ -13,9 +13,20 @@ from collections import Counter
 from typing import Any
 
 from codeask.core.indexer import FolderIndex
+from codeask.core.operations import (
+    LEXICAL,
+    MINILM,
+    STATIC,
+    IndexCounts,
+    tier_counts,
+    tiers_incomplete,
+    tiers_line,
+)
 from codeask.core.source.names import display_path
 from codeask.mcp.folders import FolderDriver
 
+#: The retrievers of a search (`find_related` answers as `related`, a blame as none).
+SEARCH_TIERS = frozenset({LEXICAL, STATIC, MINILM})
 #: Skipped files listed by name at most (the counts by reason are always complete).
 SKIPPED_SHOWN = 5
 
@@ -24,12 +35,14 @@ def summary(drivers: list[FolderDriver], tiers: list[str]) -> dict[str, Any]:
     """The line every answer carries: the tiers that answered and how complete the index is."""
     chunks = minilm = static = 0
     phases = []
+    opened: list[tuple[FolderIndex, IndexCounts]] = []
     for driver in drivers:
         phases.append(driver.phase)
         folder = driver.folder
         if folder is None:
             continue
         counts = folder.storage.counts()
+        opened.append((folder, counts))
         chunks += counts.chunks
         minilm += counts.embedded
         static += counts.static_embedded
@@ -45,8 +58,12 @@ def summary(drivers: list[FolderDriver], tiers: list[str]) -> dict[str, Any]:
         out["state"] = busy[0]
     if chunks == 0:
         out["note"] = _empty_note(drivers)
-    elif minilm < chunks:
-        out["note"] = "dense (MiniLM) results are filling in; call index_status for details"
+    else:
+        coverage = tier_counts([f for f, _ in opened], [c for _, c in opened])
+        searched = bool(tiers) and set(tiers) <= SEARCH_TIERS  # else related code, blame
+        said = tiers_line(tiers, coverage) if searched else tiers_incomplete(coverage)
+        if said:  # which tiers answered, each vector tier's count (core/search/tiers.py)
+            out["note"] = f"{said}; call index_status for details"
     return out
 
 

@@ -22,6 +22,7 @@ from codeask.core.operations import (
     blame,
     context_for,
     history,
+    not_git_repositories,
     query_words,
     related_at,
     search_now,
@@ -173,6 +174,9 @@ class Tools:
             path_glob=_literal_glob(target.rel) if target is not None else None,
         )
         payload: dict[str, Any] = {"query": results.clean(query)}
+        note = _no_history_note(self.folders())
+        if note:
+            payload["note"] = note
         tiers: list[str] = []
         hits = []
         if query.strip():
@@ -228,6 +232,15 @@ def _with_arguments(tool: Callable[..., str]) -> Callable[[msgspec.Struct], str]
             raise ToolError(str(exc)) from None
 
     return run
+
+
+def _no_history_note(folders: list[FolderIndex]) -> str:
+    """Why some (or all) folders answer no history: they are not git repositories ('' when
+    every folder is one): an empty answer must not read as "no commit matched"."""
+    missing = not_git_repositories([folder.root for folder in folders])
+    return "; ".join(
+        f"{root} is not a git repository: no history to search there" for root in missing
+    )
 
 
 def _required(name: str, value: str | None) -> str:

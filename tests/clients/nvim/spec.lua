@@ -325,28 +325,44 @@ it(
     local both = folder({ staticEmbedded = 1500, tiers = { 'minilm', 'static' } })
     eq(
       ui.tier_summary({ both }),
-      'static 1500/1500 ✓ · MiniLM 300/1500',
-      'both tiers, fastest first'
+      'static 1500/1500 ✓ · MiniLM 300/1500 (20%)',
+      'both tiers, fastest first, each with its own share'
     )
     eq(
       ui.index_note(state({ both })),
-      ' (index indexing: static 1500/1500 ✓ · MiniLM 300/1500)',
+      ' (index indexing: static 1500/1500 ✓ · MiniLM 300/1500 (20%))',
       'note'
     )
+    -- Item 19: the job's progress (39%) is labelled as the job's, never shown as MiniLM's share.
+    local job = vim.tbl_extend('force', state({ both }), { percent = 39 })
     eq(
-      health.index_line(state({ both })),
-      'indexing: 120 files, 1500 chunks · static 1500/1500 ✓ · MiniLM 300/1500 (20%)',
+      health.index_line(job),
+      'indexing: 120 files, 1500 chunks · static 1500/1500 ✓ · MiniLM 300/1500 (20%)'
+        .. ' · indexing job 39%',
       'health line'
+    )
+    local said = 'answered by lexical + static (static: all 1500 chunks; MiniLM: 300 of 1500'
+      .. ' chunks (20%), filling in)'
+    local told = vim.tbl_extend('force', state({ both }), { state = 'ready', tiersNote = said })
+    eq(ui.index_note(told), ' (index ready: ' .. said .. ')', "the server's tiers line")
+    eq(
+      health.index_line(told),
+      'ready: 120 files, 1500 chunks · static 1500/1500 ✓ · MiniLM 300/1500 (20%)',
+      'no job percent once ready'
     )
     truthy(ui.static_complete({ both }), 'static tier complete')
     local static_only = folder({ embedded = 0, staticEmbedded = 700, tiers = { 'static' } })
-    eq(ui.tier_summary({ static_only }), 'static 700/1500', 'a tier not configured is left out')
+    eq(
+      ui.tier_summary({ static_only }),
+      'static 700/1500 (46%)',
+      'a tier not configured is left out'
+    )
     truthy(not ui.static_complete({ static_only }), 'static tier not complete')
     local other =
       folder({ chunks = 500, embedded = 500, staticEmbedded = 500, tiers = { 'static' } })
     eq(
       ui.tier_summary({ both, other }),
-      'static 2000/2000 ✓ · MiniLM 300/1500',
+      'static 2000/2000 ✓ · MiniLM 300/1500 (20%)',
       'a tier counts the chunks of the folders that build it'
     )
     local old = folder()
@@ -354,7 +370,7 @@ it(
     eq(ui.index_note(state({ old })), ' (index indexing: 300/1500 chunks embedded)', 'old note')
     eq(
       health.index_line(state({ old })),
-      'indexing: 120 files, 1500 chunks, 300 embedded (20%)',
+      'indexing: 120 files, 1500 chunks, 300 embedded (20%) · indexing job 20%',
       'old health line'
     )
   end
@@ -653,7 +669,7 @@ it(':checkhealth codeask renders the server answer: version, index, LLM endpoint
   truthy(text:find('version: codeask ' .. h.version .. ' (Python ', 1, true), 'version:\n' .. text)
   truthy(text:find('index ready: %d+ files'), 'index line:\n' .. text)
   truthy(
-    text:find('(%d+) chunks · static %1/%1 ✓ · MiniLM %1/%1 ✓ %(100%%%)'),
+    text:find('(%d+) chunks · static %1/%1 ✓ · MiniLM %1/%1 ✓\n'),
     'tier counts in the index line:\n' .. text
   )
   if h.llm.reachable then

@@ -83,26 +83,32 @@ local function request_health(client)
   return client.request_sync(protocol.HEALTH, vim.empty_dict(), 10000)
 end
 
----The index line: `ready: 4 files, 20 chunks · static 20/20 ✓ · MiniLM 12/20 (60%)`, or
----`… 20 chunks, 12 embedded (60%)` from a server that does not report its tiers.
+---The index line: `ready: 4 files, 20 chunks · static 20/20 ✓ · MiniLM 12/20 (60%)`, each
+---tier with its own share; while indexing, the running job's progress is labelled as such
+---(`· indexing job 39%`): it is not a tier's share. From a server that does not report its
+---tiers: `… 20 chunks, 12 embedded (60%)`.
 ---@param s codeask.IndexState
 ---@return string
 function M.index_line(s)
   local tiers = require('codeask.ui').tier_summary(s.folders or {})
-  local counts = tiers ~= '' and (' · ' .. tiers) or (', %d embedded'):format(s.embedded)
-  return ('%s: %d files, %d chunks%s (%d%%)'):format(
-    s.state,
-    s.files,
-    s.chunks,
-    counts,
-    s.percent or 0
-  )
+  local counts
+  if tiers ~= '' then
+    counts = ' · ' .. tiers
+  else
+    local share = s.chunks > 0 and math.floor(100 * s.embedded / s.chunks) or 0
+    counts = (', %d embedded (%d%%)'):format(s.embedded, share)
+  end
+  local job = s.state == 'indexing' and (' · indexing job %d%%'):format(s.percent or 0) or ''
+  return ('%s: %d files, %d chunks%s%s'):format(s.state, s.files, s.chunks, counts, job)
 end
 
 ---Why a warming index is not done yet, appended to its line.
 ---@param s codeask.IndexState
 ---@return string
 local function warming_note(s)
+  if (s.tiersNote or '') ~= '' then
+    return ' (' .. s.tiersNote .. ')'
+  end
   if not s.warming then
     return ''
   end

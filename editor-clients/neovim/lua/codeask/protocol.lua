@@ -39,12 +39,14 @@
 
 ---@class codeask.IndexState
 ---@field state 'empty'|'error'|'indexing'|'ready' `indexing` while any folder loads or indexes.
----@field warming boolean Searches are lexical until every chunk has a vector.
----@field percent integer
+---@field warming boolean A configured vector tier does not cover every chunk yet, a folder is being indexed, or the MiniLM query model is loading: `tiersAnswered` says what answers.
+---@field percent integer While `indexing`: the running job's progress (not a tier's share); else the share of chunks the slowest configured tier covers.
 ---@field files integer
 ---@field chunks integer
 ---@field embedded integer Chunks done by the slowest configured tier.
 ---@field folders codeask.FolderState[]
+---@field tiersAnswered? string[] The retrievers a search answers with now (in a search result: those that answered it): `lexical`, then `static` and `minilm` when their vectors take part.
+---@field tiersNote? string One line: which tiers answered and each configured vector tier's count, e.g. `answered by lexical + static (static: all 9051 chunks; MiniLM: 1200 of 9051 chunks (13%), filling in)`; empty when every configured tier is complete and answers.
 
 ---@class codeask.FolderState
 ---@field root string

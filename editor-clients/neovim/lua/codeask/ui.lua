@@ -516,8 +516,8 @@ local function builds(folder, tier)
   return vim.tbl_contains(folder.tiers or {}, tier)
 end
 
----Each configured tier's vectors, fastest first: `static 1500/1500 ✓ · MiniLM 300/1500`
----(✓: complete). A tier counts the chunks of the folders that build it. Empty when no folder
+---Each configured tier's vectors, fastest first: `static 1500/1500 ✓ · MiniLM 300/1500 (20%)`
+---(✓: complete; else that tier's own share of the chunks). A tier counts the chunks of the folders that build it. Empty when no folder
 ---reports its tiers (a server older than the tiers).
 ---@param folders codeask.FolderState[]
 ---@return string
@@ -531,7 +531,10 @@ function M.tier_summary(folders)
       end
     end
     if on then
-      local mark = (total > 0 and done >= total) and ' ✓' or ''
+      local mark = ' ✓'
+      if total == 0 or done < total then
+        mark = total > 0 and (' (%d%%)'):format(math.floor(100 * done / total)) or ''
+      end
       table.insert(parts, ('%s %d/%d%s'):format(tier.label, done, total, mark))
     end
   end
@@ -589,11 +592,17 @@ function M.team_summary(team)
   return line
 end
 
----What an unfinished index means for results, for a search notification:
----` (index indexing: static 20/20 ✓ · MiniLM 5/20)`, or the one-count form from older servers.
+---What an unfinished index means for results, for a search notification: the server's own line
+---saying which tiers answered (` (index ready: answered by lexical + static (static: all 20
+---chunks; MiniLM: 5 of 20 chunks (25%), filling in))`), else the tier counts
+---(` (index indexing: static 20/20 ✓ · MiniLM 5/20 (25%))`), or the one-count form from older
+---servers.
 ---@param state codeask.IndexState
 ---@return string
 function M.index_note(state)
+  if (state.tiersNote or '') ~= '' then
+    return (' (index %s: %s)'):format(state.state, state.tiersNote)
+  end
   local tiers = M.tier_summary(state.folders or {})
   if tiers ~= '' then
     return (' (index %s: %s)'):format(state.state, tiers)
@@ -618,7 +627,7 @@ function M.show_search(client, query, err, result, to_qf)
   local results = result and result.results or {}
   local state = result and result.indexState
   local note = ''
-  if state and (state.warming or state.state ~= 'ready') then
+  if state and (state.warming or state.state ~= 'ready' or (state.tiersNote or '') ~= '') then
     note = M.index_note(state)
   end
   if #results == 0 then

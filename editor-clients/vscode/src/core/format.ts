@@ -78,8 +78,10 @@ export function teamLine(team: TeamHealth): string {
   return `Team database ${where}: schema ${team.schemaVersion}, ${vectors}, ${team.writable ? "read-write" : "read-only"} ✓`;
 }
 
-/** What works while the index warms up: dense search from the static tier once it is complete. */
+/** What works while the index warms up: the server's line saying which tiers answer and each
+ * tier's count when it sends one; else dense search from the static tier once it is complete. */
 function warmingNote(state: IndexState): string {
+  if (state.tiersNote) return `Search ${state.tiersNote}.`;
   if (!staticComplete(state.folders)) return "Search works already; results improve as embeddings fill in.";
   const behind = state.folders.some((f) => f.tiers?.includes("minilm")) ? " MiniLM vectors fill in behind." : "";
   return `Dense search works already from the static tier.${behind}`;

@@ -59,14 +59,19 @@ export interface Position {
 export interface IndexState {
   /** `indexing` while any folder loads or indexes. */
   state: "empty" | "error" | "indexing" | "ready";
-  /** Searches are lexical until every chunk has a vector. */
+  /** A configured vector tier does not cover every chunk yet, a folder is being indexed, or the MiniLM query model is loading: `tiersAnswered` says what answers. */
   warming: boolean;
+  /** While `indexing`: the running job's progress (not a tier's share); else the share of chunks the slowest configured tier covers. */
   percent: number;
   files: number;
   chunks: number;
   /** Chunks done by the slowest configured tier. */
   embedded: number;
   folders: FolderState[];
+  /** The retrievers a search answers with now (in a search result: those that answered it): `lexical`, then `static` and `minilm` when their vectors take part. */
+  tiersAnswered?: string[];
+  /** One line: which tiers answered and each configured vector tier's count, e.g. `answered by lexical + static (static: all 9051 chunks; MiniLM: 1200 of 9051 chunks (13%), filling in)`; empty when every configured tier is complete and answers. */
+  tiersNote?: string;
 }
 
 /** One workspace folder's index. */

@@ -65,6 +65,7 @@ from codeask.core.llm import (
 )
 from codeask.core.llm import resolve as resolve_llm
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.search import tiers
 from codeask.core.search.retrieve import Filters, Hit, search
 from codeask.core.source.names import display_path
 
@@ -325,24 +326,19 @@ def _dedupe(hits: Iterable[Hit]) -> list[Hit]:
 
 
 def index_note(folders: Sequence[FolderIndex]) -> str:
-    """What to tell the model (and the user) when the index is not complete; '' when it is."""
-    chunks = embedded = 0
-    for folder in folders:
-        counts = folder.storage.counts()
-        chunks += counts.chunks
-        embedded += counts.embedded
+    """What to tell the model (and the user) when the index is not complete; '' when it is.
+    It names the retrievers that answer (`core/search/tiers.py`): with the static tier
+    complete, search is already dense for every chunk, only MiniLM fills in behind."""
+    chunks = sum(folder.storage.counts().chunks for folder in folders)
     if chunks == 0:
         return (
             "The code index is empty or still warming up: no code could be searched, so the "
             "context below may miss what the question needs. Say so if it does."
         )
-    if embedded >= chunks:
+    said = tiers.describe(tiers.answered(folders, "hybrid"), tiers.counts(folders))
+    if not said:
         return ""
-    percent = 100 * embedded // chunks
-    return (
-        f"The code index is warming up: {embedded} of {chunks} chunks embedded ({percent}%), "
-        "so these results come mostly from lexical (keyword) search and may miss related code."
-    )
+    return f"Index not complete: search {said}; code related only in meaning may be missed."
 
 
 # ---------------------------------------------------------------- git history

@@ -34,6 +34,9 @@ TOKEN_SCALE = 1.1
 MESSAGE_OVERHEAD = 8
 #: Tokens kept free beyond the answer: the estimate's error margin (a fixed part plus 5%).
 SAFETY_TOKENS = 64
+#: The `## Index` note at most: which tiers answered and each vector tier's counts (digits cost
+#: a token each; ~74 for six-digit counts).
+INDEX_NOTE_TOKENS = 96
 SAFETY_FRACTION = 0.05
 #: Room reserved for the closing notes (left-out count, truncation note).
 NOTES_TOKENS = 48
@@ -381,7 +384,7 @@ def build_prompt(
     question_text = "## Question\n" + _fit(parts, question.strip(), max(16, budget // 4))
     parts.used += estimate_tokens(question_text) + NOTES_TOKENS
     if index_note:
-        _add(parts, _fit(parts, f"## Index\n{index_note}", 64))
+        _add(parts, _fit(parts, f"## Index\n{index_note}", INDEX_NOTE_TOKENS))
     editor_text = _editor_text(parts, editor, redact)
     sections = [(t, _redacted(parts, s, redact)) for t, s in extra_sections]
     merged = merge_blocks([replace(b, text=_redacted(parts, b.text, redact)) for b in blocks])

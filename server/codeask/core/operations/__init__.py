@@ -36,8 +36,10 @@ from codeask.core.operations.search import (
     STATIC,
     Filters,
     Hit,
+    IndexCounts,
     Mode,
     SearchResult,
+    TierCount,
     TieredResult,
     answering_tiers,
     damaged,
@@ -47,6 +49,10 @@ from codeask.core.operations.search import (
     search_now,
     search_while_loading,
     searchable,
+    tier_counts,
+    tiers_incomplete,
+    tiers_line,
+    tiers_while_loading,
 )
 from codeask.core.operations.status import IndexStatus, open_for_reading, read_statuses
 from codeask.core.operations.symbols import find_symbols
@@ -63,10 +69,12 @@ __all__ = [
     "Filters",
     "FolderIndex",
     "Hit",
+    "IndexCounts",
     "IndexStatus",
     "Mode",
     "RelatedInEditor",
     "SearchResult",
+    "TierCount",
     "TieredResult",
     "answering_tiers",
     "ask",
@@ -94,4 +102,8 @@ __all__ = [
     "search_while_loading",
     "searchable",
     "status",
+    "tier_counts",
+    "tiers_incomplete",
+    "tiers_line",
+    "tiers_while_loading",
 ]

@@ -17,9 +17,13 @@ from pathlib import Path
 import msgspec
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.search import retrieve
+from codeask.core.search import retrieve, tiers
 from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
-from codeask.core.storage.protocol import Tier
+from codeask.core.search.tiers import TierCount
+from codeask.core.search.tiers import counts as tier_counts
+from codeask.core.search.tiers import describe as tiers_line
+from codeask.core.search.tiers import incomplete as tiers_incomplete
+from codeask.core.storage.protocol import IndexCounts, Tier
 
 __all__ = [
     "LEXICAL",
@@ -27,8 +31,10 @@ __all__ = [
     "STATIC",
     "Filters",
     "Hit",
+    "IndexCounts",
     "Mode",
     "SearchResult",
+    "TierCount",
     "TieredResult",
     "answering_tiers",
     "damaged",
@@ -38,6 +44,10 @@ __all__ = [
     "search_now",
     "search_while_loading",
     "searchable",
+    "tier_counts",
+    "tiers_incomplete",
+    "tiers_line",
+    "tiers_while_loading",
 ]
 
 LEXICAL = "lexical"
@@ -110,17 +120,17 @@ def search_now(
 
 
 def answering_tiers(folders: Sequence[FolderIndex], *, minilm: bool) -> list[str]:
-    """The retrievers a search over `folders` uses now."""
-    tiers = [LEXICAL]
-    if any(
-        f.storage.vector_count(STATIC) and f.settings.retrieve.static_weight > 0 for f in folders
-    ):
-        tiers.append(STATIC)
-    if minilm and any(
-        f.storage.vector_count(MINILM) and f.settings.retrieve.dense_weight > 0 for f in folders
-    ):
-        tiers.append(MINILM)
-    return tiers
+    """The retrievers a search over `folders` uses now (`minilm` False: its query path is
+    still loading, the static tier answers instead)."""
+    used = tiers.answered(folders, "hybrid")
+    return used if minilm else [t for t in used if t != MINILM]
+
+
+def tiers_while_loading(folders: Sequence[FolderIndex]) -> list[str]:
+    """The retrievers `search_while_loading` answers with now (lexical alone while a folder's
+    MiniLM query path is not loaded), without starting that load."""
+    waiting = any(f.storage.vector_count(MINILM) and not f.embedder_loaded for f in folders)
+    return tiers.answered(folders, "lexical" if waiting else "hybrid")
 
 
 def query_model_ready(folders: Sequence[FolderIndex]) -> bool:

@@ -3,6 +3,7 @@
 - `retrieve`: hybrid retrieval (dense + BM25 + symbol and path evidence, fused).
 - `query`: what a question says before any index is asked.
 - `name_match`: files and symbols a typed question names; `rerank`: ranking rules.
+- `tiers`: which retrievers answered and each vector tier's count, said one way everywhere.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
 checks it); the others are this room's own.
@@ -10,4 +11,5 @@ checks it); the others are this room's own.
 
 __all__ = [
     "retrieve",
+    "tiers",
 ]

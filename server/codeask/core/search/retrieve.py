@@ -38,6 +38,7 @@ from codeask.core.search.name_match import (
 )
 from codeask.core.search.query import QuerySignals, query_signals
 from codeask.core.search.rerank import subjects_of_test
+from codeask.core.search.tiers import answered as answered_tiers
 from codeask.core.source.languages import language_for_path
 from codeask.core.source.names import input_text
 from codeask.core.storage.lexical.index import expand_query
@@ -215,12 +216,15 @@ class Hit:
 
 @dataclass
 class SearchResult:
-    """Hits plus whether dense results are still filling in."""
+    """Hits, the retrievers that answered, and whether a vector tier is still filling in."""
 
     hits: list[Hit]
     warming: bool
+    """The slowest configured vector tier does not cover every chunk yet (see `tiers`)."""
     embedded: int
     chunks: int
+    tiers: list[str] = field(default_factory=list)
+    """The retrievers that answered: `lexical`, then `static` and `minilm` when they took part."""
 
 
 def is_test_path(path: str) -> bool:
@@ -795,7 +799,11 @@ def search(
         mode = "lexical"
     hits = _ranked_hits(live, query, filters=filters, mode=mode)
     return SearchResult(
-        _diversify(hits, k, settings.per_file_cap), embedded < total, embedded, total
+        _diversify(hits, k, settings.per_file_cap),
+        embedded < total,
+        embedded,
+        total,
+        answered_tiers(live, mode),
     )
 
 

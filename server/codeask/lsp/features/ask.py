@@ -126,6 +126,7 @@ async def on_ask_code(ls: CodeaskServer, params: AskCodeParams) -> Any:
     except ValueError as exc:
         raise InvalidParams(f"{ASK_CODE}: {exc}") from None
     text = await ls.in_thread(doc_text, ls, params.uri) if params.uri else None
+    await ls.in_thread(ls.folders.wait_open)  # the index on disk, not "nothing indexed"
     editor = await ls.in_thread(editor_context, ls.folders, params, text)
     token = params.stream_token
 

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from codeask.core.operations import (
+    FolderIndex,
+    IndexCounts,
+    tier_counts,
+    tiers_line,
+    tiers_while_loading,
+)
 from codeask.core.operations.status import TeamStatus, team_status
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request
@@ -22,9 +29,12 @@ from codeask.lsp.messages import (
 from codeask.lsp.paths import workspace_path
 
 
-def index_state(folders: Folders) -> IndexState:
-    """Counts without locks or disk walks: cheap enough to attach to every result."""
+def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
+    """Counts without locks or disk walks: cheap enough to attach to every result. `tiers`:
+    the retrievers that answered the search this state goes with (else those a search would
+    answer with now)."""
     rows: list[FolderState] = []
+    opened: list[tuple[FolderIndex, IndexCounts]] = []
     for worker in list(folders.workers.values()):
         folder = worker.folder
         if folder is None:
@@ -36,6 +46,7 @@ def index_state(folders: Folders) -> IndexState:
             continue
         storage = folder.storage
         counts = storage.counts()
+        opened.append((folder, counts))
         rows.append(
             FolderState(
                 root=str(worker.root),
@@ -70,9 +81,14 @@ def index_state(folders: Folders) -> IndexState:
         percent = min(w.percent for w in workers)
     else:
         percent = int(100 * embedded / chunks) if chunks else (0 if state == "empty" else 100)
-    loaded = all(f.embedder_loaded or not f.minilm_tier for f in folders.ready())
+    ready = [folder for folder, counts in opened if counts.chunks]
+    loaded = all(f.embedder_loaded or not f.minilm_tier for f in ready)
     warming = busy or embedded < chunks or not loaded
-    return IndexState(state, warming, percent, sum(r.files for r in rows), chunks, embedded, rows)
+    answered = tiers_while_loading(ready) if tiers is None else tiers
+    said = tier_counts([f for f, _ in opened], [c for _, c in opened])
+    note = tiers_line(answered, said) if ready else ""
+    files = sum(r.files for r in rows)
+    return IndexState(state, warming, percent, files, chunks, embedded, rows, answered, note)
 
 
 def team_state(team: TeamStatus) -> TeamState:

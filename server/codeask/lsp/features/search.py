@@ -54,11 +54,13 @@ def search_item(hit: Hit) -> SearchItem:
 
 
 def semantic_search(folders: Folders, params: SemanticSearchParams) -> Any:
-    """Hybrid search over every ready folder (lexical while the model loads)."""
+    """Hybrid search over every ready folder (lexical while the model loads), once their
+    indexes are open (a search sent right after attach waits for the open, not for indexing)."""
     filters = to_filters(params.filters)
+    folders.wait_open()
     result = search_while_loading(folders.ready(), params.query, k=params.k, filters=filters)
     items = [search_item(hit) for hit in result.hits]
-    return to_json(SemanticSearchResult(items, index_state(folders)))
+    return to_json(SemanticSearchResult(items, index_state(folders, result.tiers)))
 
 
 def search_command_params(args: Sequence[Any]) -> SemanticSearchParams:

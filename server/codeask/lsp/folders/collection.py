@@ -15,6 +15,9 @@ from codeask.lsp.folders.common import Host
 from codeask.lsp.folders.worker import FolderWorker
 
 log = logging.getLogger("codeask.lsp")
+#: How long a search or ask waits for the folders' indexes to open (a snapshot load, seconds on
+#: a large index; not indexing): MCP's tools wait as long (mcp/tools.py OPEN_WAIT).
+OPEN_WAIT = 15.0
 
 
 class Folders:
@@ -81,6 +84,15 @@ class Folders:
             if folder is not None and folder.storage.chunk_count():
                 out.append(folder)
         return out
+
+    def wait_open(self, timeout: float = OPEN_WAIT) -> None:
+        """Wait (at most `timeout` s in all) until every folder's index has been opened, or
+        could not be: the first search after the editor attached reads the index on disk
+        instead of answering "no results" while the snapshot loads. Indexing is not waited
+        for. Called on a request thread, never on the event loop."""
+        deadline = time.monotonic() + timeout
+        for worker in list(self.workers.values()):
+            worker.opened.wait(max(0.0, deadline - time.monotonic()))
 
     def opened(self) -> list[FolderIndex]:
         """Every open index, empty or not (ask takes its LLM settings from the first)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ class FolderStatus:
         self.percent = 0
         self.updates = 0
         self.head = ""
+        self.opened = threading.Event()
+        """Set once the first open of the index ended (opened, refused or failed): a search
+        sent right after the editor attached waits for it instead of finding nothing."""
 
     def settle(self, folder: FolderIndex, *, busy: bool, done: bool = False) -> None:
         """Idle again (nothing lexical or embedding running): ready or empty."""

@@ -122,7 +122,10 @@ class FolderWorker(FolderStatus):
     # ---- the thread ----------------------------------------------------------------------------
     def _main(self) -> None:
         """Open the index, then run one action at a time until stopped."""
-        self._guarded(self._slot.open)
+        try:
+            self._guarded(self._slot.open)
+        finally:
+            self.opened.set()
         last_poll = time.monotonic()
         while (action := self._schedule.next_action(last_poll)) is not None:
             if isinstance(action, Poll):

@@ -1,0 +1,116 @@
+"""Which retrievers answered a search and how complete each vector tier is, in one sentence
+every face prints (CLI, MCP, language server, the ask prompt).
+
+An index whose static tier covers every chunk is searched densely already; only MiniLM fills in
+behind. Saying "warming up, mostly lexical" then is false: each face says instead which tiers
+answered and how many chunks each vector tier covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from codeask.config import Settings
+from codeask.core.storage.protocol import IndexCounts, IndexReader, Tier
+
+
+class Searchable(Protocol):
+    """What these counts read of a folder (retrieve.Searchable has it, as does FolderIndex)."""
+
+    settings: Settings
+
+    @property
+    def storage(self) -> IndexReader: ...
+
+
+LEXICAL = "lexical"
+VECTOR_TIERS: tuple[Tier, ...] = ("static", "minilm")
+LABELS = {"lexical": "lexical", "static": "static", "minilm": "MiniLM"}
+
+
+@dataclass(frozen=True)
+class TierCount:
+    """One configured vector tier: chunks with its vector, of the chunks of the folders that
+    build it."""
+
+    tier: Tier
+    done: int
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        return self.done >= self.total
+
+    def percent(self) -> int:
+        """Whole percent, rounded down (100 only when complete)."""
+        return 100 * self.done // self.total if self.total else 100
+
+
+def answered(
+    folders: Sequence[Searchable], mode: Literal["lexical", "dense", "hybrid"]
+) -> list[str]:
+    """The retrievers a search of `mode` over `folders` uses: `lexical` (BM25, symbols, paths)
+    unless dense only; a vector tier when some folder has its vectors and weighs it."""
+    tiers = [LEXICAL] if mode != "dense" else []
+    if mode == "lexical":
+        return tiers
+    for tier in VECTOR_TIERS:
+        if any(f.storage.vector_count(tier) and _weight(f, tier) > 0 for f in folders):
+            tiers.append(tier)
+    return tiers
+
+
+def _weight(folder: Searchable, tier: Tier) -> float:
+    weights = folder.settings.retrieve
+    return weights.static_weight if tier == "static" else weights.dense_weight
+
+
+def counts(
+    folders: Sequence[Searchable], read: Sequence[IndexCounts] | None = None
+) -> list[TierCount]:
+    """Each vector tier some folder builds (`embed.tiers`), summed over the folders that
+    build it. `read`: each folder's `storage.counts()` when the caller has them already (one
+    read is ~0.4 ms on 9,000 chunks, and a status answer reads them anyway)."""
+    done = dict.fromkeys(VECTOR_TIERS, 0)
+    total = dict.fromkeys(VECTOR_TIERS, 0)
+    built: set[str] = set()
+    if read is None:
+        read = [folder.storage.counts() for folder in folders]
+    for folder, sizes in zip(folders, read, strict=True):
+        have = {"static": sizes.static_embedded, "minilm": sizes.embedded}
+        for tier in folder.settings.embed.tiers:
+            built.add(tier)
+            done[tier] += have[tier]
+            total[tier] += sizes.chunks
+    return [TierCount(t, done[t], total[t]) for t in VECTOR_TIERS if t in built]
+
+
+def describe(tiers: Sequence[str], coverage: Sequence[TierCount]) -> str:
+    """`answered by lexical + static (static: all 9051 chunks; MiniLM: 1200 of 9051 chunks
+    (13%), filling in)`; '' when every configured tier is complete and answered."""
+    if all(c.complete and c.tier in tiers for c in coverage) and tiers:
+        return ""
+    parts = "; ".join(_count_text(count, tiers) for count in coverage)
+    used = " + ".join(LABELS.get(t, t) for t in tiers) or "nothing"
+    return f"answered by {used}" + (f" ({parts})" if parts else "")
+
+
+def incomplete(coverage: Sequence[TierCount]) -> str:
+    """`static: all 9051 chunks; MiniLM: 1200 of 9051 chunks (13%), filling in` for an answer
+    that no search tier gave (related code, blame); '' when every configured tier is complete."""
+    if all(c.complete for c in coverage):
+        return ""
+    return "; ".join(_count_text(count, [t.tier for t in coverage]) for count in coverage)
+
+
+def _count_text(count: TierCount, tiers: Sequence[str]) -> str:
+    label = LABELS[count.tier]
+    if count.complete:
+        text = f"{label}: all {count.total} chunks"
+    else:
+        text = f"{label}: {count.done} of {count.total} chunks ({count.percent()}%), filling in"
+    if count.tier not in tiers and count.done:
+        text += ", not used here"
+    return text
