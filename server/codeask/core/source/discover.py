@@ -46,6 +46,8 @@ DEFAULT_EXCLUDES = (
     "*.pyc",
     ".DS_Store",
 )
+#: Where a default exclude was "written", in messages (`default excludes:3`).
+DEFAULTS_ORIGIN = "default excludes"
 GITIGNORE = ".gitignore"
 CODEASKIGNORE = ".codeaskignore"
 
@@ -379,9 +381,14 @@ class IgnoreRules:
     exactly once and a single-file check reads only the files on that file's path.
     """
 
-    def __init__(self, root: Path, base: Sequence[_Layer]) -> None:
+    def __init__(self, root: Path, base: Sequence[_Layer], gitignore: bool = True) -> None:
         self.root = root
         self._base = tuple(sorted(base, key=_priority))
+        self._files = (
+            ((_GITIGNORE, GITIGNORE), (_CODEASKIGNORE, CODEASKIGNORE))
+            if gitignore
+            else ((_CODEASKIGNORE, CODEASKIGNORE),)
+        )
         self._layers: dict[str, tuple[_Layer, ...]] = {}
         self._dir_ignored: dict[str, bool] = {}
 
@@ -389,10 +396,12 @@ class IgnoreRules:
     def for_root(cls, root: Path, settings: IndexSettings) -> IgnoreRules:
         """Defaults, git's excludes above the root and the settings patterns; nested files later."""
         root = _absolute(root)
-        base = _layer(_DEFAULTS, _compile(DEFAULT_EXCLUDES, "default excludes"))
+        base = _layer(_DEFAULTS, _compile(DEFAULT_EXCLUDES, DEFAULTS_ORIGIN))
         base += _layer(
             _SETTINGS, _compile(settings.exclude, "settings index.exclude", numbered=False)
         )
+        if not settings.gitignore:  # the user's override: git's rules are not read at all
+            return cls(root, base, gitignore=False)
         return cls(root, base + _git_layers(root))
 
     def is_ignored(self, rel: str, is_dir: bool) -> bool:
@@ -412,6 +421,17 @@ class IgnoreRules:
             cached = self.is_ignored(rel, True)
             self._dir_ignored[rel] = cached
         return cached
+
+    def excluder(self, rel: str, is_dir: bool) -> tuple[str, str] | None:
+        """(where, line) of the ignore line that excludes `rel` itself, or None (not excluded,
+        excluded through a parent folder, or one of ALWAYS_IGNORED): for messages."""
+        rel = rel.strip("/")
+        parent = rel.rpartition("/")[0]
+        for layer in self._layers_for(parent):
+            rule = layer.decider(rel, is_dir)
+            if rule is not None:
+                return (rule.origin, rule.line) if rule.include else None
+        return None
 
     def _matches(self, rel: str, name: str, is_dir: bool, layers: Sequence[_Layer]) -> bool:
         """Verdict on `rel` alone (its parents are known not to be excluded)."""
@@ -442,7 +462,7 @@ class IgnoreRules:
         inner = folder + "/" if folder else ""
         depth = folder.count("/") + 1 if folder else 0
         layers: list[_Layer] = []
-        for rank, file_name in ((_GITIGNORE, GITIGNORE), (_CODEASKIGNORE, CODEASKIGNORE)):
+        for rank, file_name in self._files:
             if names is None or file_name in names:
                 rules = _read_rules(self.root / inner / file_name)
                 layers += _layer(rank, rules, inner, "", depth)

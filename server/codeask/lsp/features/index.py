@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeask.core.operations.status import TeamStatus, team_status
+from codeask.core.operations.status import TeamStatus, ignore_note_of, team_status
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request
 from codeask.lsp.folders import Folders
@@ -50,6 +50,7 @@ def index_state(folders: Folders) -> IndexState:
                 static_embedded=counts.static_embedded,
                 tiers=list(folder.settings.embed.tiers),
                 team=team_state(team_status(folder)),
+                ignore_note=ignore_note_of(folder),
             )
         )
     chunks = sum(r.chunks for r in rows)
