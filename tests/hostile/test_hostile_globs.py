@@ -114,3 +114,31 @@ def test_names_that_are_not_utf8_meet_the_ignore_rules(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.tmp\n")
     found = discover(tmp_path, IndexSettings())
     assert [s.rel for s in found.skipped] == ["keep\\xff.py"], "ignored silently; kept reported"
+
+
+@pytest.mark.timeout(120)
+def test_long_hostile_lines_are_bounded_and_the_rest_still_holds(tmp_path: Path) -> None:
+    """32 hostile lines of the longest accepted length (too much for one RE2 set: it is split)
+    and a 100,000-character line (refused before pathspec spends seconds translating it): the
+    walk finishes, and the ordinary lines between them still decide, in order."""
+    from codeask.config import IndexSettings
+    from codeask.core.source.discover import discover
+    from codeask.core.source.globs import MAX_GLOB_CHARS
+
+    longest = "*a" * (MAX_GLOB_CHARS // 2 - 1) + "b"
+    lines = [longest] * 16 + ["*.log"] + [longest] * 15 + ["*a" * 50_000 + "b", "!keep.log"]
+    (tmp_path / ".gitignore").write_text("\n".join(lines) + "\n")
+    (tmp_path / ("a" * 200)).write_text("x")
+    (tmp_path / "drop.log").write_text("x")
+    (tmp_path / "keep.log").write_text("x")
+    (tmp_path / "ab").write_text("x")
+    found = {f.rel for f in discover(tmp_path, IndexSettings()).files}
+    assert found == {".gitignore", "a" * 200, "ab", "keep.log"}
+
+
+def test_overlong_path_glob_is_a_clear_error(hostile_repo: Path) -> None:
+    indexed = codeask("index", "--lexical-only", str(hostile_repo), cwd=hostile_repo)
+    assert indexed.returncode == 0, indexed.stderr
+    search = codeask("search", "ledger", "--no-daemon", "--path", "*a" * 600, cwd=hostile_repo)
+    assert search.returncode != 0
+    assert "the path glob is 1,200 characters; the maximum is 1,024" in search.stderr

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from codeask.config import IndexSettings
-from codeask.core.source.globs import AnyOf, GlobError, Regex, encoded, linear
+from codeask.core.source.globs import AnyOf, GlobError, Regex, check_length, encoded, linear
 from codeask.core.source.names import display_path, is_utf8
 from codeask.core.source.specialfs import SpecialMounts
 
@@ -285,6 +285,7 @@ def _compile(lines: Sequence[str], origin: str, numbered: bool = True) -> tuple[
     for number, line in enumerate(lines, 1):
         where = f"{origin}:{number}" if numbered else origin
         try:
+            check_length(line)
             pattern = GitIgnoreSpecPattern(line)
             if pattern.include is not None and pattern.regex is not None:
                 rules.append(_Rule.of(pattern.regex, pattern.include, where, line))

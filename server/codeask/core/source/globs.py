@@ -31,6 +31,12 @@ _SET_OPTIONS.never_capture = True
 #: reports no match; small sets keep each state small (~2 KB for 32 ignore lines).
 SET_SIZE = 32
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: Longest glob or ignore line accepted (longer: refused with a warning or an error, never
+#: slow). Matching is linear in the path times the pattern: 32 hostile lines of this length in
+#: one file cost ~0.2 s against a 255-character name and ~1-3 s against a 4,096-character path
+#: (measured, loaded 2-core box), with the interpreter released; real lines are a few dozen
+#: characters. pathspec needs ~3 s to translate one 100,000-character line: refused before.
+MAX_GLOB_CHARS = 1024
 
 
 class Match(Protocol):
@@ -56,6 +62,12 @@ def encoded(path: str) -> bytes:
         return _SURROGATE.sub("\ufffd", path).encode("utf-8")
 
 
+def check_length(glob: str, what: str = "pattern") -> None:
+    """GlobError when `glob` is longer than MAX_GLOB_CHARS."""
+    if len(glob) > MAX_GLOB_CHARS:
+        raise GlobError(f"{what} is {len(glob):,} characters; the maximum is {MAX_GLOB_CHARS:,}")
+
+
 def linear(pattern: str) -> Regex:
     """`pattern` (a regex pathspec made from a glob) compiled for linear-time matching."""
     try:
@@ -73,18 +85,35 @@ class AnyOf:
 
     def __init__(self, patterns: Sequence[str]) -> None:
         self._sets: list[tuple[int, re2.Set]] = []
+        self._alone: list[tuple[int, Regex]] = []
         for start in range(0, len(patterns), SET_SIZE):
-            regex_set = re2.Set.SearchSet(_SET_OPTIONS)
-            for pattern in patterns[start : start + SET_SIZE]:
+            self._add(patterns[start : start + SET_SIZE], start)
+
+    def _add(self, patterns: Sequence[str], start: int) -> None:
+        """One set of `patterns`; halved when RE2 refuses the set (over its memory budget: long
+        hostile lines), a lone pattern matched by itself."""
+        if len(patterns) == 1:
+            self._alone.append((start, linear(patterns[0])))
+            return
+        regex_set = re2.Set.SearchSet(_SET_OPTIONS)
+        try:
+            for pattern in patterns:
                 regex_set.Add(pattern.encode("utf-8"))
             regex_set.Compile()
-            self._sets.append((start, regex_set))
+        except re2.error:
+            half = len(patterns) // 2
+            self._add(patterns[:half], start)
+            self._add(patterns[half:], start + half)
+            return
+        self._sets.append((start, regex_set))
 
-    def matching(self, text: bytes) -> list[int]:
-        """Indices (into the patterns given) of those that match `text`, in no set order."""
-        if len(self._sets) == 1:
+    def matching(self, text: bytes) -> list[int] | None:
+        """Indices (into the patterns given) of those that match `text`, in no set order
+        (empty or None when none does)."""
+        if len(self._sets) == 1 and not self._alone:
             return self._sets[0][1].Match(text)
-        return [start + i for start, regex_set in self._sets for i in regex_set.Match(text)]
+        found = [start + i for start, rs in self._sets for i in rs.Match(text) or ()]
+        return found + [start for start, regex in self._alone if regex.search(text)]
 
 
 def path_spec(glob: str) -> GitIgnoreSpec:
@@ -94,6 +123,7 @@ def path_spec(glob: str) -> GitIgnoreSpec:
     """
     from pathspec import GitIgnoreSpec
 
+    check_length(glob, "the path glob")
     try:
         return GitIgnoreSpec.from_lines([glob], backend="re2")
     except re2.error as exc:
