@@ -17,10 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from _writers_helpers import codeask as run_cli
 from benchmarks.child_env import in_process_env
 from tests.unit import gitrepo
 
 from codeask.core.source.globs import path_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mcp"))
+from mcp_harness import call, complete, mcp_session, server_env, tool_error
 
 HOSTILE = "*a*a*a*a*a*a*a*a*a*a*a*a*b"
 LONG_NAME = "a" * 60
@@ -29,14 +33,8 @@ TIMEOUT = 120
 
 
 def codeask(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=in_process_env(HF_HUB_OFFLINE="1", **env),
-    )
+    """The real CLI, offline, with `env` on top of this environment minus CODEASK_*."""
+    return run_cli(*args, cwd=cwd, env=in_process_env(HF_HUB_OFFLINE="1", **env), timeout=TIMEOUT)
 
 
 @pytest.fixture
@@ -142,3 +140,16 @@ def test_overlong_path_glob_is_a_clear_error(hostile_repo: Path) -> None:
     search = codeask("search", "ledger", "--no-daemon", "--path", "*a" * 600, cwd=hostile_repo)
     assert search.returncode != 0
     assert "the path glob is 1,200 characters; the maximum is 1,024" in search.stderr
+
+
+async def test_mcp_names_the_bad_path_argument(hostile_repo: Path) -> None:
+    """An agent's overlong or invalid glob is its argument error naming `path`; the hostile
+    one answers (empty)."""
+    async with mcp_session(hostile_repo, env=server_env()) as agent:
+        await complete(agent)
+        too_long = await tool_error(agent, "search_code", query="ledger", path="*a" * 600)
+        assert "`path` is not a usable glob: the path glob is 1,200 characters" in too_long
+        invalid = await tool_error(agent, "search_code", query="ledger", path="!")
+        assert "`path` is not a usable glob: Invalid git pattern" in invalid
+        answer = await call(agent, "search_code", query="ledger", path=HOSTILE)
+        assert answer["results"] == []

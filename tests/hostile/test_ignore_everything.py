@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _writers_helpers import codeask as run_cli
 from benchmarks.child_env import in_process_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mcp"))
@@ -35,14 +36,8 @@ SOURCES = {"arch/x86/boot/main.c", "drivers/net/loopback.c", "kernel/sched/core.
 
 
 def codeask(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=in_process_env(HF_HUB_OFFLINE="1", **env),
-    )
+    """The real CLI, offline, with `env` on top of this environment minus CODEASK_*."""
+    return run_cli(*args, cwd=cwd, env=in_process_env(HF_HUB_OFFLINE="1", **env), timeout=300)
 
 
 @pytest.fixture

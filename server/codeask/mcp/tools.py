@@ -85,7 +85,7 @@ class Tools:
         lines that match (`snippet_start` is its first line number)."""
         query = _required("query", query)
         filters = Filters(
-            path_glob=check_text("path", path),
+            path_glob=_glob(path),
             language=check_text("language", language),
             kind=_kind(kind, KINDS),
         )
@@ -248,6 +248,20 @@ def _date(name: str, value: str | None) -> str | None:
     if date is not None and not DATE.fullmatch(date):
         raise ArgumentError(f"`{name}` must be a date as YYYY, YYYY-MM or YYYY-MM-DD")
     return date
+
+
+def _glob(value: str | None) -> str | None:
+    """The `path` glob, compiled once here so a bad or overlong one is the agent's argument
+    error (naming `path`), not a crash of the search."""
+    glob = check_text("path", value)
+    if glob:
+        from codeask.core.source.globs import path_spec  # as the search itself: only when used
+
+        try:
+            path_spec(glob)
+        except ValueError as exc:
+            raise ArgumentError(f"`path` is not a usable glob: {exc}") from None
+    return glob
 
 
 def _literal_glob(rel: str) -> str:
