@@ -189,7 +189,8 @@ class Tools:
     def index_status(self) -> str:
         """Per workspace folder: files, chunks, each vector tier done of total, what is running
         (indexing, embedding, following another process), who writes the index, when it was
-        last indexed, and why anything is missing."""
+        last indexed, and why anything is missing; `ignore_note` when ignore rules leave
+        (nearly) nothing of the folder to index (which file and line, and the override)."""
         for driver in self.drivers:
             driver.opened.wait(OPEN_WAIT)
         return results.dumps({"folders": [status.folder_status(d) for d in self.drivers]})
