@@ -256,12 +256,10 @@ def _glob(value: str | None) -> str | None:
     error (naming `path`), not a crash of the search."""
     glob = check_text("path", value)
     if glob:
-        from codeask.core.source.globs import path_spec  # as the search itself: only when used
+        from codeask.core.source.globs import glob_error  # as the search itself: only when used
 
-        try:
-            path_spec(glob)
-        except ValueError as exc:
-            raise ArgumentError(f"`path` is not a usable glob: {exc}") from None
+        if problem := glob_error(glob):
+            raise ArgumentError(f"`path` is not a usable glob: {problem}")
     return glob
 
 

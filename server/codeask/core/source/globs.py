@@ -116,6 +116,16 @@ class AnyOf:
         return found + [start for start, regex in self._alone if regex.search(text)]
 
 
+def glob_error(glob: str) -> str:
+    """'' when `glob` can filter a search, else why not: for an agent's or an editor's
+    argument error naming its field (a crash of the search said nothing)."""
+    try:
+        path_spec(glob)
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
 def path_spec(glob: str) -> GitIgnoreSpec:
     """A search's `--path` glob (gitignore syntax), matched by RE2.
 
