@@ -54,6 +54,10 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Files larger than this are skipped (logged)."""
     exclude: list[str] = msgspec.field(default_factory=list)
     """Extra gitignore-style patterns to skip, on top of .gitignore and .codeaskignore."""
+    gitignore: bool = True
+    """`false`: .gitignore files and .git/info/exclude are not read (a tree whose .gitignore
+    drops everything, e.g. Debian's `/*`); .codeaskignore, `index.exclude` and the default
+    excludes still apply."""
     skip_secrets: bool = True
     """Skip files that usually hold secrets (.env*, *.pem, *.key, id_rsa*)."""
     checkpoint_seconds: float = 10.0
@@ -291,6 +295,7 @@ PROTECTED_FIELDS = frozenset(
         "llm.base_url",
         "llm.api_key_env",
         "index.skip_secrets",
+        "index.gitignore",
         "index.location",
         "index.backend",
         "index.dsn_env",

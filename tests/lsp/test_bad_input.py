@@ -57,6 +57,11 @@ async def test_lifecycle_unknown_methods_and_malformed_params(
             ("workspace/semanticSearch", {}, "missing required field `query`"),
             ("workspace/semanticSearch", ["x"], "params must be an object"),
             ("workspace/semanticSearch", {"query": "x", "filters": {"kind": "fn"}}, "$.filters"),
+            (  # an invalid glob: said, not a crash of the search (-32603 without a reason)
+                "workspace/semanticSearch",
+                {"query": "x", "filters": {"pathGlob": "!"}},
+                "filters.pathGlob is not a usable glob: Invalid git pattern: '!'",
+            ),
             ("workspace/askCode", {"question": 3}, "$.question"),
             ("workspace/askCode", {"question": "   "}, "empty question"),
             (

@@ -182,6 +182,7 @@ def _index_summary(root: Path, report: IndexReport, status: IndexStatus) -> dict
         "seconds_lexical": round(report.seconds_lexical, 3),
         "seconds_total": round(report.seconds_total, 3),
         "cancelled": report.cancelled,
+        "ignore_note": status.ignore_note,
         "chunks": status.chunks,
         "embedded": status.embedded,
         "static_embedded": status.static_embedded,
@@ -208,6 +209,8 @@ def _print_index_summary(
         f"{status.embedded_percent:.0f}% embedded ({report.vectors_computed} computed), "
         f"searchable after {report.seconds_lexical:.1f}s, done in {report.seconds_total:.1f}s\n"
     )
+    if status.ignore_note:
+        err.write(f"  warning: {status.ignore_note}\n")
     if report.skipped and not verbose:  # with -v they were logged one by one above
         err.write("  skipped files are listed with -v\n")
     if hint_full and "minilm" in status.tiers and status.embedded < status.chunks:

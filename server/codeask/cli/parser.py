@@ -24,7 +24,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    index = sub.add_parser("index", help="index (or update) workspace folders")
+    index = sub.add_parser(
+        "index",
+        help="index (or update) workspace folders",
+        description="Index (or update) workspace folders. Ignore rules: .gitignore files "
+        "(nested, with negation), .git/info/exclude, .codeaskignore (same syntax, beats "
+        ".gitignore) and the index.exclude setting. When they leave (nearly) nothing at a "
+        "folder's top, index and status name the file and line. To index such a tree anyway: "
+        "set index.gitignore = false (user config, a trusted .codeask.toml, or "
+        "CODEASK_INDEX__GITIGNORE=false) so git's rules are not read, or re-include with a "
+        "`!` line in .codeaskignore (e.g. `!/*`).",
+    )
     index.add_argument("paths", nargs="*", help="folders to index (default: this project)")
     index.add_argument("--rebuild", action="store_true", help="forget the index and rebuild it")
     index.add_argument(

@@ -51,6 +51,7 @@ def _print_row(row: IndexStatus) -> None:
             f"{root}\n  not indexed yet: run `codeask index {shlex.quote(root)}` "
             "(or open it in an editor with codeask)\n"
         )
+        _print_ignore_note(row)
         _print_team(row)
         return
     when = (
@@ -65,7 +66,13 @@ def _print_row(row: IndexStatus) -> None:
         f"  model {row.model}\n  index {display_path(row.index_dir)} "
         f"({row.disk_bytes / 1e6:.1f} MB), last indexed {when}\n"
     )
+    _print_ignore_note(row)
     _print_team(row)
+
+
+def _print_ignore_note(row: IndexStatus) -> None:
+    if row.ignore_note:
+        sys.stdout.write(f"  warning: {row.ignore_note}\n")
 
 
 def _print_team(row: IndexStatus) -> None:

@@ -19,7 +19,7 @@ MAX_CHARS: dict[str, int] = {
     "question": 50_000,  # workspace/askCode
     "selection": 200_000,  # text of askCode's `range` in its document
     "uri": 4_096,  # askCode, codeask.related, codeask.reindex
-    "pathGlob": 1_000,  # pathspec compiles it to a regex: bounded length, bounded cost
+    "pathGlob": 1_000,  # matched by RE2 (core/source/globs.py): linear in the path
     "language": 64,
     "author": 256,
     "since": 64,

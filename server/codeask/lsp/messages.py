@@ -203,6 +203,13 @@ class FolderState(msgspec.Struct, rename="camel"):
     team: Annotated[
         TeamState | None, _doc("The team base (absent while loading, and from older servers).")
     ] = None
+    ignore_note: Annotated[
+        str,
+        _doc(
+            "Set when the ignore rules leave (nearly) nothing of the folder: which file and"
+            " line, and how to override it (`index.gitignore = false`, a `!` line)."
+        ),
+    ] = ""
 
     @property
     def dense_done(self) -> int:

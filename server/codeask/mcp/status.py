@@ -104,6 +104,8 @@ def folder_status(driver: FolderDriver) -> dict[str, Any]:
         out["missing"] = missing
     if folder.warnings:
         out["settings_refused"] = list(folder.warnings)
+    if status.ignore_note:
+        out["ignore_note"] = status.ignore_note
     return out
 
 

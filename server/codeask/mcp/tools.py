@@ -86,7 +86,7 @@ class Tools:
         lines that match (`snippet_start` is its first line number)."""
         query = _required("query", query)
         filters = Filters(
-            path_glob=check_text("path", path),
+            path_glob=_glob(path),
             language=check_text("language", language),
             kind=_kind(kind, KINDS),
         )
@@ -193,7 +193,8 @@ class Tools:
     def index_status(self) -> str:
         """Per workspace folder: files, chunks, each vector tier done of total, what is running
         (indexing, embedding, following another process), who writes the index, when it was
-        last indexed, and why anything is missing."""
+        last indexed, and why anything is missing; `ignore_note` when ignore rules leave
+        (nearly) nothing of the folder to index (which file and line, and the override)."""
         for driver in self.drivers:
             driver.opened.wait(OPEN_WAIT)
         return results.dumps({"folders": [status.folder_status(d) for d in self.drivers]})
@@ -261,6 +262,18 @@ def _date(name: str, value: str | None) -> str | None:
     if date is not None and not DATE.fullmatch(date):
         raise ArgumentError(f"`{name}` must be a date as YYYY, YYYY-MM or YYYY-MM-DD")
     return date
+
+
+def _glob(value: str | None) -> str | None:
+    """The `path` glob, compiled once here so a bad or overlong one is the agent's argument
+    error (naming `path`), not a crash of the search."""
+    glob = check_text("path", value)
+    if glob:
+        from codeask.core.source.globs import glob_error  # as the search itself: only when used
+
+        if problem := glob_error(glob):
+            raise ArgumentError(f"`path` is not a usable glob: {problem}")
+    return glob
 
 
 def _literal_glob(rel: str) -> str:

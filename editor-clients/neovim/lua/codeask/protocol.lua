@@ -61,6 +61,7 @@
 ---@field staticEmbedded? integer Chunks with a static-tier vector (servers before the tiers omit it).
 ---@field tiers? string[] The vector tiers this folder builds (`embed.tiers`).
 ---@field team? codeask.TeamState The team base (absent while loading, and from older servers).
+---@field ignoreNote? string Set when the ignore rules leave (nearly) nothing of the folder: which file and line, and how to override it (`index.gitignore = false`, a `!` line).
 
 ---@class codeask.TeamState
 ---@field backend 'local'|'postgres' `index.backend`.

@@ -93,6 +93,8 @@ export interface FolderState {
   tiers?: string[];
   /** The team base (absent while loading, and from older servers). */
   team?: TeamState;
+  /** Set when the ignore rules leave (nearly) nothing of the folder: which file and line, and how to override it (`index.gitignore = false`, a `!` line). */
+  ignoreNote?: string;
 }
 
 /** A folder's team side (`index.backend`): the published revision it reads, or why none. */

@@ -15,6 +15,7 @@ from codeask.core.indexer.chunk_pool import Job, PreparedFile, prepare, prepared
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.source.discover import SkippedFile, SourceFile, discover
+from codeask.core.source.ignore_note import ignore_note
 from codeask.core.source.names import display_path
 from codeask.core.storage.team import refresh_shadowed
 
@@ -40,6 +41,7 @@ def scan_and_chunk(
         refresh_shadowed(index.root, index.team)
         files = [f for f in files if f.rel in index.team.shadowed]
     report.skipped.extend(found.skipped)
+    index.ignore_note = ignore_note(index.root, index.settings.index)  # the rules may have changed
     for skipped in found.skipped:
         log.info("skipped %s: %s", display_path(skipped.rel), skipped.reason)
     report.files_seen = len(files)

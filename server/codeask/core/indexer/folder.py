@@ -62,6 +62,9 @@ class FolderIndex:
         self.embedding = VectorTiers(self, embedder)
         #: Files that differ from HEAD (git status); hits in them are flagged `uncommitted`.
         self.uncommitted: frozenset[str] = frozenset()
+        #: Why the ignore rules leave (nearly) nothing here, '' when they do not; None until the
+        #: first pass or status computes it (core/source/ignore_note.py).
+        self.ignore_note: str | None = None
         self.state = "loading"
         self.damage = ""
         #: The team's published revision this folder reads (index.backend = "postgres").

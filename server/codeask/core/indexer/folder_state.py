@@ -43,6 +43,7 @@ class FolderState(Protocol):
     #: the team database comes back) the base and the storage readers see.
     state: str
     uncommitted: frozenset[str]
+    ignore_note: str | None
     team: TeamBase
     storage: Storage
 

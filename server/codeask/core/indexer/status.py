@@ -106,6 +106,8 @@ class IndexStatus:
     """The vector tiers this index builds (`embed.tiers`)."""
     team: TeamStatus = field(default_factory=TeamStatus)
     """The team base and database (`index.backend = "postgres"`)."""
+    ignore_note: str = ""
+    """Which ignore line leaves (nearly) nothing of the folder to index, and the override."""
 
     @property
     def indexed(self) -> bool:
@@ -148,4 +150,14 @@ def status_of(index: FolderState) -> IndexStatus:
         state=index.state,
         history_commits=counts.history_commits,
         team=team_status(index),
+        ignore_note=ignore_note_of(index),
     )
+
+
+def ignore_note_of(index: FolderState) -> str:
+    """The folder's ignore note: the last pass's, else looked up once (a listing of the root)."""
+    if index.ignore_note is None:
+        from codeask.core.source.ignore_note import ignore_note
+
+        index.ignore_note = ignore_note(index.root, index.settings.index)
+    return index.ignore_note

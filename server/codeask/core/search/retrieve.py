@@ -732,12 +732,13 @@ def fused_candidates(
 
 
 def _path_filter(glob: str | None) -> pathspec.PathSpec | None:
-    """A `--path` glob in gitignore syntax; pathspec is imported only for a search that has one."""
+    """A `--path` glob in gitignore syntax, matched in linear time (an agent's glob must not
+    stall the daemon); pathspec is imported only for a search that has one."""
     if not glob:
         return None
-    import pathspec
+    from codeask.core.source.globs import path_spec
 
-    return pathspec.GitIgnoreSpec.from_lines([glob])
+    return path_spec(glob)
 
 
 def _ranked_hits(

@@ -2,6 +2,8 @@
 
 - `discover`: which files of a folder are indexed, and why the rest are not
   (`specialfs`: the pseudo filesystems a walk never enters).
+- `globs`: gitignore-style globs matched in linear time (RE2), whoever wrote them.
+- `ignore_note`: the note when ignore rules leave (nearly) nothing of a folder to index.
 - `names`: file names as text (storable? shown on one line).
 - `safe_read`: one workspace file read for a request, never through a swapped symlink.
 - `languages`: the one list of languages (grammar, suffixes, definition node types).
@@ -17,6 +19,8 @@ checks it); the others are this room's own.
 __all__ = [
     "chunk",
     "discover",
+    "globs",
+    "ignore_note",
     "languages",
     "names",
     "redact_outbound",

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path, PurePosixPath
 
-from pathspec import GitIgnoreSpec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from codeask.config import IndexSettings
+from codeask.core.source.globs import AnyOf, GlobError, Regex, check_length, encoded, linear
 from codeask.core.source.names import display_path, is_utf8
 from codeask.core.source.specialfs import SpecialMounts
 
@@ -45,6 +46,8 @@ DEFAULT_EXCLUDES = (
     "*.pyc",
     ".DS_Store",
 )
+#: Where a default exclude was "written", in messages (`default excludes:3`).
+DEFAULTS_ORIGIN = "default excludes"
 GITIGNORE = ".gitignore"
 CODEASKIGNORE = ".codeaskignore"
 
@@ -195,21 +198,28 @@ class LoadedSource:
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    """One compiled ignore line: pathspec's regex, and whether it excludes (False: `!` line)."""
+    """One compiled ignore line: pathspec's regex run by RE2 (linear time: a hostile line
+    cannot stall a walk), whether it excludes (False: `!` line), and where it was written."""
 
-    regex: re.Pattern[str]
+    regex: Regex
     include: bool
-    at_end: re.Pattern[str] | None
+    at_end: Regex | None
     """The regex anchored at the end of the path, when it has a folder marker (`ps_d`)."""
+    pattern: str
+    """The regex RE2 sets are built from."""
+    origin: str
+    """`file:line` (or `settings index.exclude`), and the line as written: for messages."""
+    line: str
 
     @classmethod
-    def of(cls, regex: re.Pattern[str], include: bool) -> _Rule:
+    def of(cls, regex: re.Pattern[str], include: bool, origin: str, line: str) -> _Rule:
+        """Raises GlobError when RE2 refuses the line (too long or complex)."""
         at_end = None
         if "ps_d" in regex.groupindex:
-            at_end = re.compile(f"(?:{regex.pattern})\\Z", regex.flags)
-        return cls(regex, include, at_end)
+            at_end = linear(f"(?:{regex.pattern})$")  # RE2's `$`: the very end, as re's \Z
+        return cls(linear(regex.pattern), include, at_end, regex.pattern, origin, line)
 
-    def names(self, query: str, is_dir: bool) -> bool:
+    def names(self, query: bytes, is_dir: bool) -> bool:
         """Whether the line matches the path itself, not merely one of its parent folders.
 
         pathspec's regexes also match everything below a matching folder (`ps_d` is the slash
@@ -239,15 +249,25 @@ class _Layer:
     inner: str
     outer: str
     rules: tuple[_Rule, ...]
-    """Last line first: the first line naming the path decides."""
+    """In file order: the last line naming the path decides."""
+    matcher: AnyOf
+    """Which rules' regexes match a path, in one pass (most paths match none)."""
 
     def verdict(self, rel: str, is_dir: bool) -> bool | None:
         """True: ignore, False: re-included, None: no line of this layer names the path."""
+        rule = self.decider(rel, is_dir)
+        return None if rule is None else rule.include
+
+    def decider(self, rel: str, is_dir: bool) -> _Rule | None:
+        """The line of this layer that decides on `rel`, or None."""
         path = self.outer + rel[len(self.inner) :]
-        query = path + "/" if is_dir else path
-        for rule in self.rules:
-            if rule.names(query, is_dir):
-                return rule.include
+        query = encoded(path + "/" if is_dir else path)
+        hits = self.matcher.matching(query)
+        if hits:
+            for index in sorted(hits, reverse=True):
+                rule = self.rules[index]
+                if rule.names(query, is_dir):
+                    return rule
         return None
 
 
@@ -256,19 +276,24 @@ def _priority(layer: _Layer) -> tuple[int, int]:
     return (-layer.rank, -layer.depth)
 
 
-def _compile(lines: Sequence[str], origin: str) -> tuple[_Rule, ...]:
-    """Compile ignore lines with pathspec; a bad line is dropped with a warning, not the file."""
-    try:
-        patterns = GitIgnoreSpec.from_lines(lines).patterns
-    except ValueError:
-        patterns = []
-        for line in lines:
-            try:
-                patterns += GitIgnoreSpec.from_lines([line]).patterns
-            except ValueError:
-                log.warning("%s: ignoring invalid pattern %r", origin, line)
-    rules = [_Rule.of(p.regex, p.include) for p in patterns if p.include is not None and p.regex]
-    return tuple(reversed(rules))
+def _compile(lines: Sequence[str], origin: str, numbered: bool = True) -> tuple[_Rule, ...]:
+    """Compile ignore lines with pathspec; a bad line is dropped with a warning, not the file.
+
+    `origin` is the file (rules say `file:line`) or, when not `numbered`, the setting's name.
+    """
+    rules: list[_Rule] = []
+    for number, line in enumerate(lines, 1):
+        where = f"{origin}:{number}" if numbered else origin
+        try:
+            check_length(line)
+            pattern = GitIgnoreSpecPattern(line)
+            if pattern.include is not None and pattern.regex is not None:
+                rules.append(_Rule.of(pattern.regex, pattern.include, where, line))
+        except GlobError as exc:
+            log.warning("%s: ignoring pattern %.80r: %s", where, line, exc)
+        except ValueError:
+            log.warning("%s: ignoring invalid pattern %.80r", where, line)
+    return tuple(rules)
 
 
 def _read_rules(path: Path) -> tuple[_Rule, ...]:
@@ -283,7 +308,10 @@ def _read_rules(path: Path) -> tuple[_Rule, ...]:
 def _layer(
     rank: int, rules: tuple[_Rule, ...], inner: str = "", outer: str = "", depth: int = 0
 ) -> list[_Layer]:
-    return [_Layer(rank, depth, inner, outer, rules)] if rules else []
+    if not rules:
+        return []
+    matcher = AnyOf([rule.pattern for rule in rules])
+    return [_Layer(rank, depth, inner, outer, rules, matcher)]
 
 
 def _read_gitfile(dot_git: Path) -> Path | None:
@@ -354,9 +382,14 @@ class IgnoreRules:
     exactly once and a single-file check reads only the files on that file's path.
     """
 
-    def __init__(self, root: Path, base: Sequence[_Layer]) -> None:
+    def __init__(self, root: Path, base: Sequence[_Layer], gitignore: bool = True) -> None:
         self.root = root
         self._base = tuple(sorted(base, key=_priority))
+        self._files = (
+            ((_GITIGNORE, GITIGNORE), (_CODEASKIGNORE, CODEASKIGNORE))
+            if gitignore
+            else ((_CODEASKIGNORE, CODEASKIGNORE),)
+        )
         self._layers: dict[str, tuple[_Layer, ...]] = {}
         self._dir_ignored: dict[str, bool] = {}
 
@@ -364,8 +397,12 @@ class IgnoreRules:
     def for_root(cls, root: Path, settings: IndexSettings) -> IgnoreRules:
         """Defaults, git's excludes above the root and the settings patterns; nested files later."""
         root = _absolute(root)
-        base = _layer(_DEFAULTS, _compile(DEFAULT_EXCLUDES, "default excludes"))
-        base += _layer(_SETTINGS, _compile(settings.exclude, "settings index.exclude"))
+        base = _layer(_DEFAULTS, _compile(DEFAULT_EXCLUDES, DEFAULTS_ORIGIN))
+        base += _layer(
+            _SETTINGS, _compile(settings.exclude, "settings index.exclude", numbered=False)
+        )
+        if not settings.gitignore:  # the user's override: git's rules are not read at all
+            return cls(root, base, gitignore=False)
         return cls(root, base + _git_layers(root))
 
     def is_ignored(self, rel: str, is_dir: bool) -> bool:
@@ -385,6 +422,17 @@ class IgnoreRules:
             cached = self.is_ignored(rel, True)
             self._dir_ignored[rel] = cached
         return cached
+
+    def excluder(self, rel: str, is_dir: bool) -> tuple[str, str] | None:
+        """(where, line) of the ignore line that excludes `rel` itself, or None (not excluded,
+        excluded through a parent folder, or one of ALWAYS_IGNORED): for messages."""
+        rel = rel.strip("/")
+        parent = rel.rpartition("/")[0]
+        for layer in self._layers_for(parent):
+            rule = layer.decider(rel, is_dir)
+            if rule is not None:
+                return (rule.origin, rule.line) if rule.include else None
+        return None
 
     def _matches(self, rel: str, name: str, is_dir: bool, layers: Sequence[_Layer]) -> bool:
         """Verdict on `rel` alone (its parents are known not to be excluded)."""
@@ -415,7 +463,7 @@ class IgnoreRules:
         inner = folder + "/" if folder else ""
         depth = folder.count("/") + 1 if folder else 0
         layers: list[_Layer] = []
-        for rank, file_name in ((_GITIGNORE, GITIGNORE), (_CODEASKIGNORE, CODEASKIGNORE)):
+        for rank, file_name in self._files:
             if names is None or file_name in names:
                 rules = _read_rules(self.root / inner / file_name)
                 layers += _layer(rank, rules, inner, "", depth)

@@ -11,7 +11,7 @@ from codeask.core.operations import (
     tiers_line,
     tiers_while_loading,
 )
-from codeask.core.operations.status import TeamStatus, team_status
+from codeask.core.operations.status import TeamStatus, ignore_note_of, team_status
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request
 from codeask.lsp.folders import Folders
@@ -61,6 +61,7 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
                 static_embedded=counts.static_embedded,
                 tiers=list(folder.settings.embed.tiers),
                 team=team_state(team_status(folder)),
+                ignore_note=ignore_note_of(folder),
             )
         )
     chunks = sum(r.chunks for r in rows)

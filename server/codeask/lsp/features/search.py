@@ -57,6 +57,11 @@ def semantic_search(folders: Folders, params: SemanticSearchParams) -> Any:
     """Hybrid search over every ready folder (lexical while the model loads), once their
     indexes are open (a search sent right after attach waits for the open, not for indexing)."""
     filters = to_filters(params.filters)
+    if filters is not None and filters.path_glob:
+        from codeask.core.source.globs import glob_error
+
+        if problem := glob_error(filters.path_glob):
+            raise InvalidParams(f"filters.pathGlob is not a usable glob: {problem}")
     folders.wait_open()
     result = search_while_loading(folders.ready(), params.query, k=params.k, filters=filters)
     items = [search_item(hit) for hit in result.hits]
