@@ -9,8 +9,12 @@ Provenance: the token formats and rule ids come from gitleaks' default config
 (github.com/gitleaks/gitleaks, config/gitleaks.toml, MIT license, Copyright (c) 2019 Zachary
 Rice); `azure-storage-key` and `discord-bot-token` come from detect-secrets' plugins
 (github.com/Yelp/detect-secrets, Apache-2.0). `pgpass` and `htpasswd` follow the PostgreSQL and
-Apache file formats. As in gitleaks, each rule has lowercase keywords: a rule's regex only runs
-when one of them occurs in the text, which keeps the cost near one `str.lower()` per file.
+Apache file formats (htpasswd also crypt(3) `$1$`/`$5$`/`$6$`); `curl-auth-user` is gitleaks';
+`xml-password` (Maven settings.xml), `xml-key-value` (.NET app.config), `mysql-password` (the
+mysql client's `-pPW`) and `netrc-password` (netrc(5)) follow those formats. A value filled in
+elsewhere (`${env.PW}`, `$PASS`) or a documentation stand-in (`changeme`, `password`) stays.
+As in gitleaks, each rule has lowercase keywords: a rule's regex only runs when one of them
+occurs in the text, which keeps the cost near one `str.lower()` per file.
 detect-secrets itself was measured at 0.03 MB/s here (200x too slow for indexing).
 
 Every pattern is compiled when a text first needs it (`LazyRegex`): a search imports this
@@ -164,22 +168,30 @@ def _command_password(m: re.Match[str]) -> bool:
 
 #: The start of a curl command on the same line or on lines continued by `\`.
 _CURL = LazyRegex(r"\bcurl\b")
+_MYSQL = LazyRegex(r"(?i)\b(?:mysql|mariadb)\w*\b")
 #: A netrc entry's head before its `password`: `machine host login bob` (or `default ...`).
 _NETRC_HEAD = LazyRegex(
     r"(?:^|[^\w.-])(?:machine[ \t]+\S+|default)\s+(?:(?:login|account)[ \t]+\S+\s+){1,2}\Z"
 )
 
 
-def _curl_password(m: re.Match[str]) -> bool:
-    """`-u user:password` of a curl command (found on its line or up to 5 continued lines
-    above; the regex starts at `-u`, so a file full of `curl` costs one scan)."""
-    text, start = m.string, m.start()
-    begin = text.rfind("\n", 0, start) + 1
+def _command_start(text: str, at: int) -> int:
+    """Where the command holding `at` starts: its line, or up to 5 lines above continued by
+    a trailing backslash."""
+    begin = text.rfind("\n", 0, at) + 1
     for _ in range(5):
         if begin < 2 or text[begin - 2] != "\\":
             break
         begin = text.rfind("\n", 0, begin - 1) + 1
-    return _CURL.search(text, begin, start) is not None and _command_password(m)
+    return begin
+
+
+def _curl_password(m: re.Match[str]) -> bool:
+    """`-u user:password` of a curl command (the regex starts at `-u`, so a file full of
+    `curl` costs one scan; curl is looked for in the command before it)."""
+    start = m.start()
+    found = _CURL.search(m.string, _command_start(m.string, start), start) is not None
+    return found and _command_password(m)
 
 
 def _netrc_password(m: re.Match[str]) -> bool:
@@ -195,6 +207,8 @@ _CC_OPTION = LazyRegex(r"thread|edantic(?:-errors)?|ipe|g|ie|rint-\S*")
 
 def _mysql_password(m: re.Match[str]) -> bool:
     """`-pPASSWORD` written on a mysql command line (not a compiler's `-p...` option)."""
+    if _MYSQL.search(m.string, _command_start(m.string, m.start()), m.start()) is None:
+        return False
     return _command_password(m) and _CC_OPTION.fullmatch(m.group("v")) is None
 
 
@@ -362,21 +376,19 @@ TOKEN_RULES: tuple[Rule, ...] = (
         check=_not_a_word,
     ),
     _rule(
+        # Apache MD5 and bcrypt; crypt(3) $1$ MD5, $5$ SHA-256, $6$ SHA-512 (htpasswd -2/-5,
+        # /etc/shadow); {SHA}. Gated by `$` alone: one early hit in most files, where the
+        # keywords `$1$`, `$5$`... each cost a scan of the whole text when absent.
         "htpasswd",
-        "$apr1$ $2 {sha}",
-        r"(?P<v>\$(?:apr1|2[aby])\$[./0-9A-Za-z$]{20,}|\{SHA\}[A-Za-z0-9+/]{27}=)",
+        "$",
+        r"(?P<v>\$(?:(?:apr1|2[aby])\$[./0-9A-Za-z$]{20,}"
+        r"|[156]\$(?:rounds=\d{1,9}\$)?[./0-9A-Za-z]{1,16}\$[./0-9A-Za-z]{22,86}))",
     ),
-    # crypt(3) hashes as htpasswd -2/-5 and /etc/shadow write them: $1$ MD5, $5$ SHA-256,
-    # $6$ SHA-512 (salt, then the hash).
-    _rule(
-        "htpasswd",
-        "$1$ $5$ $6$",
-        r"(?P<v>\$[156]\$(?:rounds=\d{1,9}\$)?[./0-9A-Za-z]{1,16}\$[./0-9A-Za-z]{22,86})",
-    ),
+    _rule("htpasswd", "{sha}", r"(?P<v>\{SHA\}[A-Za-z0-9+/]{27}=)"),
     # Maven settings.xml `<password>pw</password>`, `<passphrase>`, `<apiToken>` elements.
     _rule(
         "xml-password",
-        "password> passwd> pwd> passphrase> secret> token> key>",
+        "</",  # one scan (7 keywords cost 12 ms/MB); the regex runs on ~6 % of files
         r"(?i)<(?P<name>"
         + _SECRET_NAME
         + r")>[ \t]*(?P<v>[^<>\s][^<>\n]{0,200}?)[ \t]*</(?P=name)>",
@@ -402,15 +414,14 @@ TOKEN_RULES: tuple[Rule, ...] = (
     _rule(
         "mysql-password",
         "mysql mariadb",
-        r"\b(?i:mysql\w*|mariadb\w*)\b[^\n]*?[ \t](?:-p|--password=)[\"']?"
-        r"(?P<v>[^\s\"'-][^\s\"']{2,200})",
+        r"[ \t](?:-p|--password=)[\"']?(?P<v>[^\s\"'-][^\s\"']{2,200})",
         check=_mysql_password,
     ),
     # netrc: `machine host login bob password pw` (one line or one token a line).
     _rule(
         "netrc-password",
         "machine",
-        r"password[ \t]+(?P<v>[^\s`]+)",  # the head (checked) ends in a space
+        r"password[ \t]+[\"']?(?P<v>[^\s`\"']+)",  # the head (checked) ends in a space
         check=_netrc_password,
     ),
     # PostgreSQL password file line: hostname:port:database:username:password.
