@@ -43,6 +43,10 @@ class Maker:
     def password(self, n: int = 22) -> str:
         return self.s(ALNUM + "!#%^*-_", n - 2) + self.s(string.digits, 1) + self.s("!#%", 1)
 
+    def shell_password(self, n: int = 20) -> str:
+        """A password a shell or XML takes as written (no quote, `$`, `%`, `&`, `<`)."""
+        return self.s(ALNUM, 1) + self.s(ALNUM + "!#^*", n - 3) + self.s(string.digits, 2)
+
     def key_body(self, lines: int = 8) -> list[str]:
         return [self.s(B64, 64) for _ in range(lines)]
 
@@ -96,6 +100,14 @@ def token_formats(m: Maker) -> list[Secret]:
         Secret("discord", 'DISCORD_BOT_TOKEN = "{v}"', f"M{m.s(ALNUM, 23)}.{m.s(URLSAFE, 6)}.{m.s(URLSAFE, 27)}"),
         Secret("datadog", 'DATADOG_API_KEY = "{v}"', m.s(LOWER_ALNUM, 40)),
         Secret("digitalocean", 'DO = "{v}"', "dop_v1_" + m.s(HEX, 64)),
+        # Round 3, item 10: config and command-line forms.
+        Secret("redis-url-empty-user", 'CACHE_URL = "redis://:{v}@cache.internal:6379/0"', m.s(ALNUM, 20)),
+        Secret("maven-settings-password", "    <server><id>central</id><username>deploy</username><password>{v}</password></server>", m.shell_password()),
+        Secret("dotnet-app-setting", '    <add key="ApiKey" value="{v}" />', m.s(ALNUM, 32)),
+        Secret("curl-basic-auth", "curl -fsS -u admin:{v} https://ci.example.com/api/build", m.shell_password()),
+        Secret("mysql-command-line", "mysql -h db.internal -u app -p{v} app_production", m.shell_password()),
+        Secret("netrc-line", "machine api.example.com login deploy password {v}", m.shell_password()),
+        Secret("shadow-sha512", "alice:{v}:19700:0:99999:7:::", f"$6${m.s(ALNUM + './', 16)}${m.s(ALNUM + './', 86)}"),
     ]  # fmt: skip
 
 

@@ -1,12 +1,13 @@
 """No secret value is ever stored, embedded, logged or sent (issue 11, item 4).
 
-A real git repository holds 35 token formats, 4 private key kinds inside a function long enough
-to be split into chunks, a GCP service-account file and the 12 well-known credential files; a
-tracked `.env`, a credentials-laden settings module and a token pasted into a commit message
-live only in history (deleted in a later commit). The real `codeask` CLI indexes it with
-history on (`-vv`), searches it and asks a real loopback OpenAI-compatible endpoint about it.
-Then every byte of the index folder (SQLite and its -wal included), the cache folder, every
-log and output, and every request body the endpoint recorded must be free of every value.
+A real git repository holds 42 token and config-line formats, 4 private key kinds inside a
+function long enough to be split into chunks, a GCP service-account file and the 12 well-known
+credential files; a tracked `.env`, a credentials-laden settings module and a token pasted into
+a commit message live only in history (deleted in a later commit). The real `codeask` CLI
+indexes it with history on (`-vv`), searches it and asks a real loopback OpenAI-compatible
+endpoint about it. Then every byte of the index folder (SQLite and its -wal included), the
+cache folder, every log and output, and every request body the endpoint recorded must be free
+of every value.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ ORDINARY = {
     ),
     "requirements.lock": "requests==2.32.3 \\\n    --hash=sha256:{sha}\n",
     "docs/auth.md": "# Auth\n\nThe API accepts Bearer authorization on every route.\n",
+    "docs/deploy.md": (  # round 3, item 10: the new rules' look-alikes stay as written
+        '<add key="ApiBaseUrl" value="https://api.example.com/v2" />\n'
+        "<password>${{env.DEPLOY_PASSWORD}}</password>\n"
+        'curl -u "$CI_USER:$CI_TOKEN" https://ci.example.com\n'
+        "cc $(mysql_config --cflags) -pthread -o app app.c\n"
+        "The machine keeps its password in the vault.\n"
+    ),
 }
 
 
@@ -163,6 +171,11 @@ def build(base: Path, seed: int) -> Workspace:
         'password="test"',
         "bert-base-uncased",
         "Bearer authorization",
+        'value="https://api.example.com/v2"',
+        "<password>${env.DEPLOY_PASSWORD}</password>",
+        'curl -u "$CI_USER:$CI_TOKEN"',
+        "-pthread -o app",
+        "keeps its password in the vault",
         *ordinary.values(),
     ]
     return Workspace(base, root, values, kept, markers, cli_env(base))

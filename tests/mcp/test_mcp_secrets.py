@@ -9,6 +9,7 @@ value (nor a long run of one) appears in any answer.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -16,8 +17,8 @@ import pytest
 from mcp_harness import call, complete, mcp_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
-from _secret_formats import Maker, token_formats
-from test_secrets import build, leaks
+from _secret_formats import ALNUM, Maker, token_formats
+from test_secrets import build, git, leaks
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +74,36 @@ async def test_no_secret_in_any_tool_result(tmp_path: Path) -> None:
     assert len(text) > 20_000, "the calls found little: the check would prove nothing"
     assert "redacted" in text.lower()  # the values were there to be found
     assert leaks(ws.values, text) == []
+
+
+async def test_a_token_used_as_a_file_name_is_redacted_in_paths_and_still_usable(
+    tmp_path: Path,
+) -> None:
+    """Round 3, item 10: `keys/ghp_….py` (a token pasted as a file name) is shown as
+    `keys/«redacted:github-pat».py` by search_code, get_context and find_related, and that
+    shown path, passed back to find_related and search_history, names the file."""
+    m = Maker(99)
+    token = "ghp_" + m.s(ALNUM, 36)
+    root = tmp_path / "proj"
+    (root / "keys").mkdir(parents=True)
+    text = '"""Deploy key rotation for the release robot."""\n\n\ndef rotate_release_key():\n'
+    (root / "keys" / f"{token}.py").write_text(text + "    return 'rotated'\n")
+    (root / "app.py").write_text("def main():\n    return rotate_release_key()\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Add the release robot")
+    shown = str(root / "keys" / "«redacted:github-pat».py")
+    answers: list[str] = []
+    async with mcp_session(root) as client:
+        await complete(client, timeout=240)
+        found = await call(client, "search_code", query="rotate release key robot", k=5)
+        context = await call(client, "get_context", question="how is the release key rotated?")
+        related = await call(client, "find_related", path=shown, line=4)
+        history = await call(client, "search_history", query="release robot", path=shown)
+        answers += [json.dumps(a, ensure_ascii=False) for a in (found, context, related, history)]
+    text_out = "\n".join(answers)
+    assert token not in text_out and token[4:].lower() not in text_out.lower()
+    assert shown in [hit["path"] for hit in found["results"]]
+    assert shown in [source["path"] for source in context["sources"]]
+    assert related["path"] == shown and related["at"]["symbol"] == "rotate_release_key"
+    assert "Add the release robot" in text_out  # the history of the shown path was found

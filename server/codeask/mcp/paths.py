@@ -4,7 +4,8 @@ A path from an agent (absolute, or relative to the first workspace folder) count
 its real path (symlinks and `..` resolved) lies inside a workspace folder, and the folder's
 discovery rules would index it (ignore files, `index.exclude`, credential file names, binary
 and size caps): `../../etc/passwd`, `/etc/passwd`, an in-workspace symlink to a file outside,
-or a `.env` are refused with a tool error. Reads never follow a symlink swapped in since.
+or a `.env` are refused with a tool error. Reads never follow a symlink swapped in since. A path
+shown with a token redacted (`keys/«redacted:github-pat».txt`) names the one file it stands for.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeask.core.indexer import FolderIndex
+from codeask.core.operations import redact_path, unredact_path
 from codeask.core.source.discover import SourceFile, check_file
 from codeask.core.source.safe_read import read_regular_text
 from codeask.mcp.limits import MAX_DISK_READ, ArgumentError
@@ -32,7 +34,10 @@ def resolve(raw: str, folders: list[FolderIndex]) -> WorkspaceFile:
     if not folders:
         raise ArgumentError("no workspace folder is open")
     given = Path(raw).expanduser()
-    candidate = given if given.is_absolute() else folders[0].root / given
+    shown = given if given.is_absolute() else folders[0].root / given
+    candidate = unredact_path(shown)  # a path shown with a token redacted (results.py)
+    if candidate is None:
+        raise ArgumentError(f"`path` {raw!r} names no file (or more than one) in the workspace")
     try:
         real = candidate.resolve(strict=False)
     except (OSError, RuntimeError, ValueError) as exc:  # symlink loops, NUL
@@ -47,7 +52,8 @@ def resolve(raw: str, folders: list[FolderIndex]) -> WorkspaceFile:
     verdict = check_file(folder.root, rel, folder.settings.index)
     if not isinstance(verdict, SourceFile):
         why = verdict.reason if verdict is not None else "ignored by the workspace's ignore rules"
-        raise ArgumentError(f"`path` {rel!r} is not indexed here ({why}), so it is not read")
+        shown_rel = redact_path(rel)
+        raise ArgumentError(f"`path` {shown_rel!r} is not indexed here ({why}), so it is not read")
     return WorkspaceFile(folder, rel, real)
 
 

@@ -6,7 +6,8 @@ that match the query (the chunk's first lines when none does: its signature and 
 An answer over `max_tokens` gets shorter snippets first, then fewer hits, and says so.
 
 Everything sent is redacted as for a remote endpoint (`source.redact_outbound`): a tool result
-goes to the agent's model, wherever that runs.
+goes to the agent's model, wherever that runs. Paths too: a token used as a file name is shown
+as its placeholder (`keys/«redacted:github-pat».txt`), which the tools taking a path accept.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from codeask.core.git.commits import BlameInfo
-from codeask.core.operations import Hit, redact_secrets
+from codeask.core.operations import Hit, redact_path, redact_secrets
 from codeask.core.records import HISTORY_KINDS, Chunk
 
 #: Snippet lines per hit at most, and the shorter snippets an answer over its cap falls to.
@@ -54,7 +55,7 @@ def hit_json(hit: Hit, words: frozenset[str], lines: int) -> dict[str, Any]:
     chunk = hit.chunk
     first, text = snippet(chunk, words, lines)
     item: dict[str, Any] = {
-        "path": str(hit.abs_path) if chunk.path else str(hit.root),
+        "path": shown_path(hit.abs_path if chunk.path else hit.root),
         "lines": f"{chunk.start_line}-{chunk.end_line}",
         "symbol": qualified(chunk),  # from text redacted when indexed (names hold no literal)
         "kind": chunk.kind,
@@ -83,6 +84,11 @@ def blame_json(info: BlameInfo) -> dict[str, str]:
         "date": info.date,
         "subject": clean(info.subject),
     }
+
+
+def shown_path(path: object) -> str:
+    """A path as an agent sees it: a token used as a file or folder name redacted."""
+    return redact_path(str(path))
 
 
 def clean(text: str) -> str:

@@ -104,7 +104,7 @@ class Tools:
         found = resolve(raw, self.folders())
         text = read_text(found.path)
         chunk, hits = related_at(self.folders(), found.folder, found.rel, line, text, k=k)
-        payload: dict[str, Any] = {"path": str(found.path), "line": line}
+        payload: dict[str, Any] = {"path": results.shown_path(found.path), "line": line}
         if chunk is not None:
             payload["at"] = {
                 "lines": f"{chunk.start_line}-{chunk.end_line}",
@@ -128,7 +128,7 @@ class Tools:
         multi = len(folders) > 1
         sources = [
             {
-                "path": str(hit.abs_path) if hit.path else "",
+                "path": results.shown_path(hit.abs_path) if hit.path else "",
                 "lines": f"{hit.chunk.start_line}-{hit.chunk.end_line}",
                 "symbol": results.qualified(hit.chunk),
                 "kind": hit.chunk.kind,

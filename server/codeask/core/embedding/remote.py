@@ -28,6 +28,7 @@ from codeask.core.embedding.base import EmbedError
 from codeask.core.embedding.blend import blend_lead
 from codeask.core.llm import LLMError, read_body_sync
 from codeask.core.llm.urls import is_loopback
+from codeask.core.runtime import private_files
 from codeask.core.source.redact_outbound import redact_secrets
 
 log = logging.getLogger(__name__)
@@ -326,7 +327,5 @@ def read_dim(path: Path, spec: RemoteSpec) -> int:
 
 def write_dim(path: Path, spec: RemoteSpec, dim: int) -> None:
     """Remember the size (atomically: a reader never sees half a record)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(msgspec.json.encode(DimRecord(spec.identity, dim)))
-    os.replace(tmp, path)
+    private_files.make_dir(path.parent)
+    private_files.replace_bytes(path, msgspec.json.encode(DimRecord(spec.identity, dim)))

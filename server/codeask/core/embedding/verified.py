@@ -17,6 +17,8 @@ import json
 import os
 from pathlib import Path
 
+from codeask.core.runtime import private_files
+
 
 def identity(stat: os.stat_result) -> list[int]:
     """What changes when a file is written or replaced."""
@@ -45,10 +47,6 @@ class VerifiedFiles:
         """Note that the file with this identity matched `sha256` (best effort)."""
         data = self._read()
         data[str(path)] = [*identity(stat), sha256]
-        temporary = self.record.with_name(f"{self.record.name}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError):
-            self.record.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(temporary, self.record)
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+            private_files.make_dir(self.record.parent)
+            private_files.replace_bytes(self.record, json.dumps(data).encode())

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from codeask.core.embedding.verified import identity
+from codeask.core.runtime import private_files
 
 
 class _Cached(msgspec.Struct):
@@ -77,10 +78,6 @@ def write_cached(
     rest = {**document, "model": {**document["model"], "vocab": {}}}
     payload = msgspec.msgpack.encode(_Parsed(tokens, msgspec.json.encode(rest)))
     data = msgspec.msgpack.encode(_Cached(identity(source), sha256, payload, _digest(payload)))
-    temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     with contextlib.suppress(OSError):
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(data)
-        os.replace(temporary, cache)
-    with contextlib.suppress(OSError):
-        temporary.unlink(missing_ok=True)
+        private_files.make_dir(cache.parent)
+        private_files.replace_bytes(cache, data)

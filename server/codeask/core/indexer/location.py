@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 from codeask.config import Settings, cache_dir
+from codeask.core.runtime import private_files
 from codeask.core.source.names import display_path, is_utf8
 from codeask.core.storage import writer_lock
 from codeask.core.storage.writer_lock import LockInfo, WriterLock
@@ -115,5 +116,6 @@ def take_writer(
     if writer is not None:
         ignore = folder / ".gitignore"
         if not ignore.exists():
-            ignore.write_text("# created by codeask: the index is local and rebuildable\n*\n")
+            text = "# created by codeask: the index is local and rebuildable\n*\n"
+            private_files.write_bytes(ignore, text.encode())
     return writer

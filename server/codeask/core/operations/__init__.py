@@ -15,7 +15,14 @@ None of them waits for indexing; `search_now` does not wait for the MiniLM model
 """
 
 from codeask.core.indexer import FolderIndex
-from codeask.core.operations.context import Context, context_for, query_words, redact_secrets
+from codeask.core.operations.context import (
+    Context,
+    context_for,
+    query_words,
+    redact_path,
+    redact_secrets,
+    unredact_path,
+)
 from codeask.core.operations.history import blame, blame_lines, history
 from codeask.core.operations.related import (
     AROUND_LINES,
@@ -93,6 +100,7 @@ __all__ = [
     "query_model_ready",
     "query_words",
     "read_statuses",
+    "redact_path",
     "redact_secrets",
     "related_at",
     "related_counts",
@@ -106,4 +114,5 @@ __all__ = [
     "tiers_incomplete",
     "tiers_line",
     "tiers_while_loading",
+    "unredact_path",
 ]

@@ -8,10 +8,17 @@ from dataclasses import dataclass
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.search.retrieve import Hit
-from codeask.core.source.redact_outbound import redact_secrets
+from codeask.core.source.redact_outbound import redact_path, redact_secrets, unredact_path
 from codeask.core.storage.lexical.index import expand_query, query_terms
 
-__all__ = ["Context", "context_for", "query_words", "redact_secrets"]
+__all__ = [
+    "Context",
+    "context_for",
+    "query_words",
+    "redact_path",
+    "redact_secrets",
+    "unredact_path",
+]
 
 
 def query_words(query: str) -> frozenset[str]:

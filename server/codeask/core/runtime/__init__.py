@@ -1,5 +1,6 @@
 """How this process runs, whatever it does: background threads yield the CPU to the
-editor's requests (`background`), and glibc's heap gives big freed blocks back (`heap`).
+editor's requests (`background`), glibc's heap gives big freed blocks back (`heap`), and
+every folder and file written for an index or a cache is owner-only (`private_files`).
 Imports nothing of ours.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
@@ -9,4 +10,5 @@ checks it); the others are this room's own.
 __all__ = [
     "background",
     "heap",
+    "private_files",
 ]

@@ -3,14 +3,18 @@ loopback, a remote embedding server's input, an MCP tool's result (moved from as
 that embedding need not import ask).
 
 `redact_secrets`: `secrets.redact` (known formats, key blocks, high-entropy assignments), then
-every literal assigned to a secret-looking name replaced by [REDACTED].
+every literal assigned to a secret-looking name replaced by [REDACTED]. `redact_path`: a path
+shown to an agent, with a token used as a file or folder name replaced (and `unredact_path`, the
+way back when the agent passes that path to a tool).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from codeask.core.source import secrets
 from codeask.core.source.lazy_regex import LazyRegex
@@ -91,3 +95,40 @@ def _redact_env(m: re.Match[str]) -> str:
     ):
         return m.group(0)
     return m.group("lead") + REDACTED
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def redact_path(path: str) -> str:
+    """`path` with each secret in it (a token used as a file or folder name) replaced by its
+    placeholder: `keys/ghp_….txt` → `keys/«redacted:github-pat».txt`. The rest is kept, so
+    the file stays recognisable and `unredact_path` finds it again on disk."""
+    spans = secrets.find_secrets(path)
+    if not spans:
+        return path
+    parts, pos = [], 0
+    for start, end, rule in spans:
+        parts += [path[pos:start], secrets.PLACEHOLDER.format(rule)]
+        pos = end
+    return "".join(parts) + path[pos:]
+
+
+def unredact_path(path: Path) -> Path | None:
+    """The file on disk that `redact_path` showed as `path` (None when no file, or more than
+    one, fits): each redacted component is the one entry of its folder that redacts to it.
+    An agent can pass a path it was shown back to a tool."""
+    if secrets.PLACEHOLDER_MARK not in str(path):
+        return path
+    found = Path(path.anchor)
+    for part in path.parts[1:] if path.anchor else path.parts:
+        if secrets.PLACEHOLDER_MARK in part:
+            try:
+                names = [n for n in os.listdir(found) if redact_path(n) == part]
+            except OSError:
+                return None
+            if len(names) != 1:
+                return None
+            part = names[0]
+        found = found / part
+    return found

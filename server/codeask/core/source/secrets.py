@@ -9,8 +9,12 @@ Provenance: the token formats and rule ids come from gitleaks' default config
 (github.com/gitleaks/gitleaks, config/gitleaks.toml, MIT license, Copyright (c) 2019 Zachary
 Rice); `azure-storage-key` and `discord-bot-token` come from detect-secrets' plugins
 (github.com/Yelp/detect-secrets, Apache-2.0). `pgpass` and `htpasswd` follow the PostgreSQL and
-Apache file formats. As in gitleaks, each rule has lowercase keywords: a rule's regex only runs
-when one of them occurs in the text, which keeps the cost near one `str.lower()` per file.
+Apache file formats (htpasswd also crypt(3) `$1$`/`$5$`/`$6$`); `curl-auth-user` is gitleaks';
+`xml-password` (Maven settings.xml), `xml-key-value` (.NET app.config), `mysql-password` (the
+mysql client's `-pPW`) and `netrc-password` (netrc(5)) follow those formats. A value filled in
+elsewhere (`${env.PW}`, `$PASS`) or a documentation stand-in (`changeme`, `password`) stays.
+As in gitleaks, each rule has lowercase keywords: a rule's regex only runs when one of them
+occurs in the text, which keeps the cost near one `str.lower()` per file.
 detect-secrets itself was measured at 0.03 MB/s here (200x too slow for indexing).
 
 Every pattern is compiled when a text first needs it (`LazyRegex`): a search imports this
@@ -78,6 +82,11 @@ _CONTEXT_RULES = (
     "htpasswd",
     "pgpass",
     "generic-api-key",
+    "xml-password",
+    "xml-key-value",
+    "curl-auth-user",
+    "mysql-password",
+    "netrc-password",
 )
 
 
@@ -114,6 +123,99 @@ def _pgpass_host(m: re.Match[str]) -> bool:
     text, end = m.string, m.start()
     return _PGPASS_HOST.fullmatch(text, text.rfind("\n", 0, end) + 1, end) is not None
 
+
+#: Documentation stand-ins for a password (gitleaks curl-auth-user allowlist, extended):
+#: `changeme`, `password`, `<password>`, `***`, `xxx`, `secret`, `yourpassword`...
+_DOC_PASSWORD = LazyRegex(
+    r"(?i)(?:your|my|the)?[_-]?(?:change(?:it|me)|pass(?:word|wd)?|pwd|pw|test|token|secret"
+    r"|api[_-]?key|example|dummy|redacted|\*+|x+|\.+)"
+)
+#: A value filled in by a build tool or a shell, not written in the file: `${env.DB_PW}`,
+#: `$PASSWORD`, `%PW%`, `{{ pw }}`, `#{pw}`, `@pw@`, `__PW__`.
+_FILLED_IN = LazyRegex(
+    r"\$\{|\$\(|\$[A-Za-z_]|%[A-Za-z_]+%|\{\{|#\{|@[A-Za-z_]+@|__[A-Z_]+__|^\{[\w.\s(),]*\}$"
+)
+#: Names of a password (any value is one) rather than of a token (random-looking values only).
+_PASSWORD_NAME = LazyRegex(r"(?i)passw|pwd|passphrase")
+
+
+def _plain_value(value: str) -> bool:
+    """A value that is no secret whatever its name says: filled in elsewhere, a documentation
+    stand-in, a boolean or null, or a placeholder already."""
+    return (
+        value.startswith("«")
+        or _FILLED_IN.search(value) is not None
+        or _DOC_PASSWORD.fullmatch(value) is not None
+        or _TEMPLATE.search(value) is not None
+    )
+
+
+def _named_value(m: re.Match[str]) -> bool:
+    """A value under a secret's name (`<password>`, `key="ApiKey"`): a password is any value
+    that is not a stand-in; a key or token must also look random (not words, entropy >= 3)."""
+    name, value = m.group("name"), m.group("v")
+    if _plain_value(value) or _ALLOWED_NAME.search(name):
+        return False
+    if _PASSWORD_NAME.search(name):
+        return True
+    return not _wordy(value) and shannon_entropy(value) >= 3.0
+
+
+def _command_password(m: re.Match[str]) -> bool:
+    """A password on a command line that is written there, not a shell variable or a stand-in."""
+    return not _plain_value(m.group("v").strip("\"'"))
+
+
+#: The start of a curl command on the same line or on lines continued by `\`.
+_CURL = LazyRegex(r"\bcurl\b")
+_MYSQL = LazyRegex(r"(?i)\b(?:mysql|mariadb)\w*\b")
+#: A netrc entry's head before its `password`: `machine host login bob` (or `default ...`).
+_NETRC_HEAD = LazyRegex(
+    r"(?:^|[^\w.-])(?:machine[ \t]+\S+|default)\s+(?:(?:login|account)[ \t]+\S+\s+){1,2}\Z"
+)
+
+
+def _command_start(text: str, at: int) -> int:
+    """Where the command holding `at` starts: its line, or up to 5 lines above continued by
+    a trailing backslash."""
+    begin = text.rfind("\n", 0, at) + 1
+    for _ in range(5):
+        if begin < 2 or text[begin - 2] != "\\":
+            break
+        begin = text.rfind("\n", 0, begin - 1) + 1
+    return begin
+
+
+def _curl_password(m: re.Match[str]) -> bool:
+    """`-u user:password` of a curl command (the regex starts at `-u`, so a file full of
+    `curl` costs one scan; curl is looked for in the command before it)."""
+    start = m.start()
+    found = _CURL.search(m.string, _command_start(m.string, start), start) is not None
+    return found and _command_password(m)
+
+
+def _netrc_password(m: re.Match[str]) -> bool:
+    """`password pw` right after a netrc entry's `machine host login bob` (same or previous
+    lines); prose with the word password has no such head."""
+    head = _NETRC_HEAD.search(m.string[max(0, m.start() - 300) : m.start()])
+    return head is not None and _command_password(m)
+
+
+#: Compiler options after `mysql_config`: `-pthread`, `-pedantic`, `-pipe`, `-pg`, `-pie`.
+_CC_OPTION = LazyRegex(r"thread|edantic(?:-errors)?|ipe|g|ie|rint-\S*")
+
+
+def _mysql_password(m: re.Match[str]) -> bool:
+    """`-pPASSWORD` written on a mysql command line (not a compiler's `-p...` option)."""
+    if _MYSQL.search(m.string, _command_start(m.string, m.start()), m.start()) is None:
+        return False
+    return _command_password(m) and _CC_OPTION.fullmatch(m.group("v")) is None
+
+
+#: A secret's name inside an XML element or attribute (Maven settings.xml, .NET app.config).
+_SECRET_NAME = (
+    r"[\w:.-]{0,30}(?:passw|pwd|passphrase|secret|token|api[_.-]?key|access[_.-]?key)[\w.-]{0,30}"
+)
 
 # --------------------------------------------------------------------------- the table
 
@@ -274,9 +376,53 @@ TOKEN_RULES: tuple[Rule, ...] = (
         check=_not_a_word,
     ),
     _rule(
+        # Apache MD5 and bcrypt; crypt(3) $1$ MD5, $5$ SHA-256, $6$ SHA-512 (htpasswd -2/-5,
+        # /etc/shadow); {SHA}. Gated by `$` alone: one early hit in most files, where the
+        # keywords `$1$`, `$5$`... each cost a scan of the whole text when absent.
         "htpasswd",
-        "$apr1$ $2 {sha}",
-        r"(?P<v>\$(?:apr1|2[aby])\$[./0-9A-Za-z$]{20,}|\{SHA\}[A-Za-z0-9+/]{27}=)",
+        "$",
+        r"(?P<v>\$(?:(?:apr1|2[aby])\$[./0-9A-Za-z$]{20,}"
+        r"|[156]\$(?:rounds=\d{1,9}\$)?[./0-9A-Za-z]{1,16}\$[./0-9A-Za-z]{22,86}))",
+    ),
+    _rule("htpasswd", "{sha}", r"(?P<v>\{SHA\}[A-Za-z0-9+/]{27}=)"),
+    # Maven settings.xml `<password>pw</password>`, `<passphrase>`, `<apiToken>` elements.
+    _rule(
+        "xml-password",
+        "</",  # one scan (7 keywords cost 12 ms/MB); the regex runs on ~6 % of files
+        r"(?i)<(?P<name>"
+        + _SECRET_NAME
+        + r")>[ \t]*(?P<v>[^<>\s][^<>\n]{0,200}?)[ \t]*</(?P=name)>",
+        check=_named_value,
+    ),
+    # .NET app.config / web.config: `<add key="ApiKey" value="..."/>`.
+    _rule(
+        "xml-key-value",
+        "value=",
+        r"(?i)\bkey[ \t]*=[ \t]*[\"'](?P<name>" + _SECRET_NAME + r")[\"'][ \t]+value[ \t]*=[ \t]*"
+        r"[\"'](?P<v>[^\"'\s][^\"'\n]{0,200}?)[\"']",
+        check=_named_value,
+    ),
+    # gitleaks curl-auth-user: `curl -u user:password`, `--user=user:password` (any order of
+    # options, up to 5 continued lines).
+    _rule(
+        "curl-auth-user",
+        "curl",
+        r"[ \t](?:-u|--user)(?:=|[ \t]{0,5})[\"']?[^\s:\"'`]{0,100}:(?P<v>[^\s\"'`]{3,200})",
+        check=_curl_password,
+    ),
+    # mysql, mysqldump, mysqladmin, mariadb: `-pPASSWORD` (no space) or `--password=PASSWORD`.
+    _rule(
+        "mysql-password",
+        "mysql mariadb",
+        r"[ \t](?:-p|--password=)[\"']?(?P<v>[^\s\"'-][^\s\"']{2,200})",
+        check=_mysql_password,
+    ),
+    # netrc: `machine host login bob password pw` (one line or one token a line).
+    _rule(
+        "netrc-password",
+        "machine",
+        r"password[ \t]+[\"']?(?P<v>[^\s`\"']+)",  # the head (checked) ends in a space
+        check=_netrc_password,
     ),
     # PostgreSQL password file line: hostname:port:database:username:password.
     _rule(
@@ -316,7 +462,7 @@ _GENERIC_AT = LazyRegex(
 )
 #: gitleaks curl-auth-user / detect-secrets BasicAuthDetector: `scheme://user:password@host`,
 #: matched right after each `://`.
-_URL_CREDENTIALS = LazyRegex(r"[^\s:/@'\"`]{1,100}:(?P<v>[^\s/@'\"`$%{<][^\s/@'\"`]{2,200})@")
+_URL_CREDENTIALS = LazyRegex(r"[^\s:/@'\"`]{0,100}:(?P<v>[^\s/@'\"`$%{<][^\s/@'\"`]{2,200})@")
 #: gitleaks curl-auth-user allowlist: documentation passwords.
 _URL_ALLOWED = LazyRegex(r"(?i)change(?:it|me)|pass(?:word)?|pwd|test|token|\*+|x+")
 #: gitleaks' generic-api-key allowlist, reduced to what applies to a name: identifiers that

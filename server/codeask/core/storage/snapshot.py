@@ -21,6 +21,8 @@ from pathlib import Path
 
 import msgspec
 
+from codeask.core.runtime import private_files
+
 SCHEMA_VERSION = 1
 COMPONENTS = ("files", "chunks", "history", "vectors", "static")
 _EXT = {
@@ -64,11 +66,8 @@ def _digest(path: Path) -> str:
 
 
 def fsync_write(path: Path, data: bytes) -> None:
-    """Write and fsync a file: it is complete on disk before anything points at it."""
-    with path.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    """Write and fsync an owner-only file: it is complete on disk before anything points at it."""
+    private_files.write_bytes(path, data, fsync=True)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -205,7 +204,7 @@ class SnapshotFolder:
         target = self.folder / f"gen-{manifest.generation:06d}.tmp"
         if target.exists():
             shutil.rmtree(target)
-        target.mkdir(parents=True)
+        private_files.make_dir(target)
         previous = self._live_quiet()
         for name in COMPONENTS:
             path = component_path(target, name)
@@ -217,6 +216,7 @@ class SnapshotFolder:
                     shutil.copyfile(old, path)
             else:
                 write(name, path)
+                private_files.tighten(path)  # the component writers create files 0644
             info = ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))
             manifest.components[name] = info
         fsync_write(target / "manifest.json", msgspec.json.encode(manifest))

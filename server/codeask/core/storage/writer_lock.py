@@ -16,6 +16,8 @@ from pathlib import Path
 
 import msgspec
 
+from codeask.core.runtime import private_files
+
 LOCK_NAME = "writer.lock"
 #: Requests other processes leave for the writer (`codeask index --rebuild` under a server).
 REQUESTS = "requests"
@@ -44,15 +46,18 @@ class WriterLock:
 
     @classmethod
     def try_acquire(cls, folder: Path, kind: str) -> WriterLock | None:
-        """Take the lock of `folder` (created if needed), or None when another process has it."""
-        folder.mkdir(parents=True, exist_ok=True)
+        """Take the lock of `folder` (created owner-only if needed), or None when another
+        process has it. The new writer makes the whole folder owner-only: an index written by
+        an older version (0644 files) is tightened before anything new is written into it."""
+        private_files.make_dir(folder)
         path = folder / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = private_files.open_fd(path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return None
+        private_files.tighten_tree(folder)
         info = LockInfo(pid=os.getpid(), kind=kind, started=time.time())
         os.ftruncate(fd, 0)
         os.pwrite(fd, msgspec.json.encode(info), 0)
@@ -73,10 +78,8 @@ class WriterLock:
 def request(folder: Path, name: str) -> None:
     """Ask the folder's writer for something (e.g. "rebuild"): a file it takes on its next poll."""
     requests = folder / REQUESTS
-    requests.mkdir(exist_ok=True)
-    tmp = requests / f".{name}.{os.getpid()}"
-    tmp.write_text(f"{os.getpid()} {time.time()}\n", encoding="utf-8")
-    os.replace(tmp, requests / name)
+    private_files.make_dir(requests)
+    private_files.replace_bytes(requests / name, f"{os.getpid()} {time.time()}\n".encode())
 
 
 def take_request(folder: Path, name: str) -> bool:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codeask.core.runtime import private_files
+
 log = logging.getLogger(__name__)
 
 SCHEMA = "3"
@@ -73,7 +75,9 @@ def _file_id(path: Path | None) -> tuple[int, int, int] | None:
 
 
 def _open_writer(path: Path | None) -> sqlite3.Connection:
-    """The writer's database (created with the current schema; `None`: in memory)."""
+    """The writer's database (created owner-only with the current schema; `None`: in memory)."""
+    if path is not None:
+        private_files.sqlite_file(path)  # its -wal and -shm get the same mode
     target = ":memory:" if path is None else str(path)
     db = sqlite3.connect(target, check_same_thread=False, timeout=30)
     db.execute("PRAGMA journal_mode=WAL")
