@@ -22,6 +22,7 @@ import threading
 from collections import deque
 from typing import Any, BinaryIO
 
+from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id
 from codeask.lsp.gate import INVALID_REQUEST, MessageGate, Rejected
 
 log = logging.getLogger("codeask.lsp")
@@ -85,6 +86,9 @@ def parse_message(body: bytes) -> dict[str, Any]:
         raise Rejected(
             PARSE_ERROR, f"Parse error: the body is not valid UTF-8 (byte {exc.start})"
         ) from None
+    if too_deep(text):  # pygls decodes it again on a deeper stack: refused here, by its id
+        reason = f"Invalid Request: nested more than {MAX_DEPTH} levels deep"
+        raise Rejected(INVALID_REQUEST, reason, top_level_id(text))
     try:
         message = json.loads(text)
     except (ValueError, RecursionError) as exc:

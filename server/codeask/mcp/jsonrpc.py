@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -78,10 +80,15 @@ Message = Request | Notification | Invalid | Ignored
 
 def parse(line: str | bytes) -> Message:
     """One line from the peer as a message (never raises)."""
+    text = line if isinstance(line, str) else line.decode("utf-8", errors="replace")
+    if too_deep(text):
+        return _too_deep(text)
     try:
         raw = _decoder.decode(line)
     except msgspec.DecodeError:
         return Invalid(None, RpcError(PARSE_ERROR, "Parse error"))
+    except RecursionError:  # not deep by our count, yet too deep for this stack: refused too
+        return _too_deep(text)
     if isinstance(raw, list):
         return Invalid(
             None, RpcError(INVALID_REQUEST, "Invalid request: batches are not supported")
@@ -89,6 +96,13 @@ def parse(line: str | bytes) -> Message:
     if not isinstance(raw, dict):
         return Invalid(None, RpcError(INVALID_REQUEST, "Invalid request: not an object"))
     return _classify(raw)
+
+
+def _too_deep(text: str) -> Invalid:
+    """A message nested past MAX_DEPTH (a decoder would recurse out of stack), answered to
+    its id when the line's head shows one."""
+    reason = f"Invalid request: nested more than {MAX_DEPTH} levels deep"
+    return Invalid(top_level_id(text), RpcError(INVALID_REQUEST, reason))
 
 
 def _classify(raw: dict[str, Any]) -> Message:
