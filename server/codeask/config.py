@@ -42,6 +42,9 @@ TRUSTED_FOLDERS_KEY = "trusted_folders"
 #: Top-level keys that are not settings sections (never warned about as unknown sections).
 TRUST_KEYS = frozenset({TRUST_EDITOR_KEY, TRUSTED_FOLDERS_KEY})
 ENV_PREFIX = "CODEASK_"
+#: Deepest nesting a settings file may have (the settings tree itself is three deep: section,
+#: setting, list); deeper is refused before anything recurses over it.
+MAX_SETTINGS_DEPTH = 16
 DEFAULT_EMBED_MODEL = "codeask/all-MiniLM-L6-v2-int8"
 
 
@@ -409,11 +412,33 @@ def cache_dir(settings: Settings) -> Path:
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """A TOML settings file, keys snake_cased; invalid or unreadable: empty, with a warning."""
+    """A TOML settings file, keys snake_cased; invalid or unreadable: empty, with a warning.
+    Nested past MAX_SETTINGS_DEPTH it is refused too: tomllib recursed out of stack on 600
+    nested arrays (1.2 KB), and a 900-part `[a.a...]` header parsed but broke every reader."""
     try:
-        return normalise_keys(tomllib.loads(path.read_text(encoding="utf-8"))), []
+        data: dict[str, Any] | None = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, [f"{path}: ignored, not valid TOML ({exc})"]
+    except RecursionError:
+        data = None
+    if data is None or nesting(data) > MAX_SETTINGS_DEPTH:
+        reason = f"nested more than {MAX_SETTINGS_DEPTH} levels deep"
+        return {}, [f"{path}: ignored, not valid TOML ({reason})"]
+    return normalise_keys(data), []
+
+
+def nesting(value: object) -> int:
+    """How many tables and arrays `value` has inside each other, counted without recursion
+    (stops counting past MAX_SETTINGS_DEPTH)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_SETTINGS_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def project_file(root: Path) -> Path | None:
@@ -445,7 +470,7 @@ def read_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
 def _parse_scalar(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return raw
 
 
