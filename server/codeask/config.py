@@ -138,6 +138,8 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError("embed.request_texts and embed.max_input_chars must be 1 or more")
         if not self.request_timeout > 0:
             raise ValueError("embed.request_timeout must be more than 0 seconds")
+        if self.threads < 0:
+            raise ValueError("embed.threads must be 0 (the runtime decides) or more")
         self.tiers = list(dict.fromkeys(self.tiers))
 
 
@@ -329,8 +331,17 @@ BOUNDED_FIELDS = frozenset(
         "llm.max_response_bytes",
         "history.max_commits",
         "history.max_hunk_lines",
+        "chunk.window_overlap",
     }
 )
+#: Floors, from any layer: a smaller value is raised to the floor (with a warning). A project
+#: file's 1-line chunks cut a 0.9 MB file into 100k chunks (768 MB, a 116 MB index); at the
+#: floor, with the overlap bounded at its default of 10, windows advance 10 lines at least.
+SIZE_FLOORS: dict[str, int] = {"chunk.max_lines": 20, "chunk.window_lines": 20}
+#: Thread and process counts, from any layer: more than the CPU cores this process may use
+#: is lowered to that (with a warning). A project file's `embed.threads = 100000` stalled
+#: `index --full` for 300 s at load 131 on 2 cores.
+CORE_COUNTS = ("embed.threads", "index.chunk_workers")
 #: Name patterns that protect a secret-handling setting as soon as it is added to the tree
 #: (`index.redact_secrets`, a `secrets` section), without anyone remembering to list it.
 PROTECTED_PATTERNS = ("secrets.*", "*.*secret*", "*.*redact*")
@@ -352,6 +363,10 @@ def protected_names(names: Collection[str]) -> frozenset[str]:
 PROTECTED_NOTE = " *Protected: ignored in a project file unless the workspace is trusted.*"
 BOUNDED_NOTE = (
     " *A limit: a project file may lower it, not raise it, unless the workspace is trusted.*"
+)
+FLOOR_NOTE = " *Never below {floor}: a smaller value is raised to {floor} (a warning says so).*"
+CORES_NOTE = (
+    " *Never more than the CPU cores: a larger value is lowered to them (a warning says so).*"
 )
 #: The trust switches (not settings fields: a project file can set none of them), for the table.
 TRUST_DOCS = (
@@ -375,8 +390,10 @@ TRUST_DOCS = (
 )
 #: Every protected dotted name (computed once, at import: a stale name fails the import).
 PROTECTED = protected_names(_field_names())
-if stale_bounds := sorted(BOUNDED_FIELDS - set(_field_names())):
-    raise RuntimeError(f"BOUNDED_FIELDS names settings that do not exist: {stale_bounds}")
+if stale_bounds := sorted(
+    (BOUNDED_FIELDS | SIZE_FLOORS.keys() | set(CORE_COUNTS)) - set(_field_names())
+):
+    raise RuntimeError(f"bounds name settings that do not exist: {stale_bounds}")
 PROTECTED_SECTIONS = frozenset(name.partition(".")[0] for name in PROTECTED)
 
 
@@ -401,6 +418,36 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
         else:
             merged[key] = value
     return merged
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def settle_sizes(layer: dict[str, Any], origin: str = "") -> list[str]:
+    """Raise (in place) every size `layer` sets below its floor and lower every thread or
+    process count above the CPU cores; a warning for each, naming `origin` when given.
+    Non-numbers are left to the section's validation."""
+    cores = cpu_cores()
+    limits = [(name, floor, True) for name, floor in SIZE_FLOORS.items()]
+    limits += [(name, cores, False) for name in CORE_COUNTS]
+    warnings = []
+    for name, limit, is_floor in limits:
+        section, _, field = name.partition(".")
+        values = layer.get(section)
+        value = values.get(field) if isinstance(values, dict) else None
+        number = _number(value)
+        if not (number < limit if is_floor else number > limit):
+            continue  # fine, absent, or not a number
+        layer[section] = {**values, field: limit}  # type: ignore[dict-item]
+        why = f"below its floor of {limit}" if is_floor else f"more than the {limit} CPU cores"
+        where = f"{origin}: " if origin else ""
+        warnings.append(f"{where}{name} = {value!r} is {why}; {limit} used (see docs/security.md)")
+    return warnings
 
 
 def cache_dir(settings: Settings) -> Path:
@@ -480,7 +527,7 @@ def build_settings(*layers: dict[str, Any] | None) -> tuple[Settings, list[str]]
     for layer in layers:
         if layer:
             merged = deep_merge(merged, normalise_keys(layer))
-    warnings: list[str] = []
+    warnings = settle_sizes(merged)
     sections: dict[str, Any] = {}
     for key in merged:
         if key not in SECTIONS and key not in TRUST_KEYS:
@@ -598,10 +645,11 @@ def _project_layer(
     source = trust_source(root, editor, user, environ)
     if source is not None:
         log.info("%s: workspace trusted by %s; its project file applies in full", root, source)
-        return project, warnings
+        return project, warnings + settle_sizes(project, str(path))
     below = msgspec.to_builtins(build_settings(user.settings)[0])
     kept, refused = filter_untrusted(project, path, below)
-    return kept, warnings + refused + cap_bounds(kept, path, below)
+    capped = cap_bounds(kept, path, below)
+    return kept, warnings + refused + capped + settle_sizes(kept, str(path))
 
 
 def cap_bounds(project: dict[str, Any], origin: Path, below: dict[str, Any]) -> list[str]:
@@ -662,6 +710,10 @@ def settings_markdown() -> str:
                     text += PROTECTED_NOTE
                 if name in BOUNDED_FIELDS:
                     text += BOUNDED_NOTE
+                if name in SIZE_FLOORS:
+                    text += FLOOR_NOTE.format(floor=SIZE_FLOORS[name])
+                if name in CORE_COUNTS:
+                    text += CORES_NOTE
                 default = defaults[section][stmt.target.id]
                 rows.append(f"| `{name}` | `{default!r}` | {text} |")
     rows += [f"| `{key}` | `{default}` | {text} |" for key, default, text in TRUST_DOCS]
