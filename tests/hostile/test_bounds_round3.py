@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_bad_names import _git
-from test_trust_round2 import env_for
+from test_trust_round2 import codeask, env_for
 
 from codeask.config import MAX_SETTINGS_DEPTH, SIZE_FLOORS, cpu_cores, load_settings
 
@@ -48,27 +48,10 @@ def repo(base: Path, project_file: str, files: dict[str, str] | None = None) -> 
     return root
 
 
-def codeask(
-    *args: str, cwd: Path, env: dict[str, str], timeout: float = 240
-) -> subprocess.Popen[str]:
-    """The real CLI, started (its stdout and stderr read by `finish`)."""
-    return subprocess.Popen(
-        [sys.executable, "-P", "-m", "codeask", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(proc: subprocess.Popen[str], timeout: float = 240) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=timeout)
-    return proc.returncode, out, err
-
-
 def run(*args: str, cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
-    return finish(codeask(*args, cwd=cwd, env=env))
+    """The real CLI: (exit code, stdout, stderr)."""
+    done = codeask(*args, cwd=cwd, env=env, timeout=240)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
 # ---- item 2: thread and process counts ----------------------------------------------------
@@ -86,12 +69,17 @@ def test_a_project_file_cannot_ask_for_100000_threads(tmp_path: Path) -> None:
     more than a few dozen threads; the warning names the file and the core count."""
     root = repo(tmp_path, "[embed]\nthreads = 100000\n[index]\nchunk_workers = 3\n")
     started = time.monotonic()
-    proc = codeask("index", "--full", ".", cwd=root, env=env_for(tmp_path))
+    command = [sys.executable, "-P", "-m", "codeask", "index", "--full", "."]
+    env = env_for(tmp_path)
+    proc = subprocess.Popen(
+        command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     most = 0
     while proc.poll() is None and time.monotonic() - started < 240:
         most = max(most, threads_of(proc.pid))
         time.sleep(0.05)
-    code, _, err = finish(proc, timeout=30)
+    _, stderr = proc.communicate(timeout=30)
+    code, err = proc.returncode, stderr.decode()
     took = time.monotonic() - started
     print(f"\nindex --full with threads = 100000: {took:.1f} s, at most {most} threads seen")
     assert code == 0, err
