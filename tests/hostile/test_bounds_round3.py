@@ -139,6 +139,24 @@ def test_nested_settings_files_are_ignored_with_a_warning(tmp_path: Path, daemon
             run("daemon", "--stop", cwd=root, env=env)
 
 
+def test_a_nested_index_manifest_is_a_damaged_index(tmp_path: Path) -> None:
+    """A repository may commit its `.codeask/` folder: a manifest nested 5,000 deep made
+    search, status and even index die of RecursionError; now it is a damaged index (said so,
+    exit 1) that `codeask index` rebuilds."""
+    root = repo(tmp_path, "")
+    env = env_for(tmp_path)
+    assert run("index", "--lexical-only", ".", cwd=root, env=env)[0] == 0
+    manifest = next((root / ".codeask").glob("gen-*/manifest.json"))
+    text = manifest.read_text().rstrip()
+    manifest.write_text(text[:-1] + ', "zz": ' + "[" * 5000 + "]" * 5000 + "}")
+    code, _, err = run("search", "invoice total", cwd=root, env=env)
+    assert code == 1 and "is damaged" in err and "RecursionError" not in err, err
+    code, _, err = run("index", "--lexical-only", ".", cwd=root, env=env)
+    assert code == 0 and "index manifest unreadable" in err, err
+    code, out, err = run("search", "invoice total", cwd=root, env=env)
+    assert code == 0 and "billing.py" in out, err
+
+
 # ---- item 11: floors for chunk and window sizes -----------------------------------------------
 def chunks_of(root: Path, env: dict[str, str]) -> tuple[int, int]:
     code, _, err = run("index", "--lexical-only", ".", cwd=root, env=env)
