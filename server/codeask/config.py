@@ -474,18 +474,21 @@ def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     return normalise_keys(data), []
 
 
-def nesting(value: object) -> int:
-    """How many tables and arrays `value` has inside each other, counted without recursion
-    (stops counting past MAX_SETTINGS_DEPTH)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack and deepest <= MAX_SETTINGS_DEPTH:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in item)
-    return deepest
+def nesting(value: object, limit: int = MAX_SETTINGS_DEPTH) -> int:
+    """How many dicts and lists `value` has inside each other (a decoded TOML or JSON
+    document), counted level by level without recursion; counting stops once past `limit`."""
+    depth, level = 0, [value]
+    while depth <= limit:
+        containers = [item for item in level if isinstance(item, dict | list)]
+        if not containers:
+            return depth
+        depth += 1
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return depth
 
 
 def project_file(root: Path) -> Path | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id
+from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id, valid_id
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -80,15 +80,14 @@ Message = Request | Notification | Invalid | Ignored
 
 def parse(line: str | bytes) -> Message:
     """One line from the peer as a message (never raises)."""
-    text = line if isinstance(line, str) else line.decode("utf-8", errors="replace")
-    if too_deep(text):
-        return _too_deep(text)
     try:
         raw = _decoder.decode(line)
     except msgspec.DecodeError:
         return Invalid(None, RpcError(PARSE_ERROR, "Parse error"))
-    except RecursionError:  # not deep by our count, yet too deep for this stack: refused too
-        return _too_deep(text)
+    except RecursionError:  # too deep for the decoder: its id read from the line's head
+        return _too_deep(top_level_id(line))
+    if too_deep(raw):
+        return _too_deep(valid_id(raw.get("id")) if isinstance(raw, dict) else None)
     if isinstance(raw, list):
         return Invalid(
             None, RpcError(INVALID_REQUEST, "Invalid request: batches are not supported")
@@ -98,11 +97,10 @@ def parse(line: str | bytes) -> Message:
     return _classify(raw)
 
 
-def _too_deep(text: str) -> Invalid:
-    """A message nested past MAX_DEPTH (a decoder would recurse out of stack), answered to
-    its id when the line's head shows one."""
+def _too_deep(answer_to: RequestId | None) -> Invalid:
+    """A message nested past MAX_DEPTH: refused before anything walks it."""
     reason = f"Invalid request: nested more than {MAX_DEPTH} levels deep"
-    return Invalid(top_level_id(text), RpcError(INVALID_REQUEST, reason))
+    return Invalid(answer_to, RpcError(INVALID_REQUEST, reason))
 
 
 def _classify(raw: dict[str, Any]) -> Message:
@@ -133,9 +131,7 @@ def _classify(raw: dict[str, Any]) -> Message:
 
 def _request_id(value: Any) -> RequestId | None:
     """The id when valid: MCP ids are strings or integers (never null, a float or a bool)."""
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    return None
+    return valid_id(value)
 
 
 def result_line(message_id: RequestId, result: dict[str, Any]) -> bytes:

@@ -132,11 +132,11 @@ class Input:
     def _answered_bad_text(self, text: str) -> bool:
         """A request whose arguments hold an unpaired surrogate: answer it (True); anything
         else passes on to the protocol (False), a too-deep one included (it answers it)."""
-        if too_deep(text):
-            return False
         try:
             message = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
+            return False
+        if too_deep(message):
             return False
         if not isinstance(message, dict) or "id" not in message or "method" not in message:
             return False
