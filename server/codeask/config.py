@@ -138,8 +138,6 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError("embed.request_texts and embed.max_input_chars must be 1 or more")
         if not self.request_timeout > 0:
             raise ValueError("embed.request_timeout must be more than 0 seconds")
-        if self.threads < 0:
-            raise ValueError("embed.threads must be 0 (the runtime decides) or more")
         self.tiers = list(dict.fromkeys(self.tiers))
 
 
@@ -337,7 +335,13 @@ BOUNDED_FIELDS = frozenset(
 #: Floors, from any layer: a smaller value is raised to the floor (with a warning). A project
 #: file's 1-line chunks cut a 0.9 MB file into 100k chunks (768 MB, a 116 MB index); at the
 #: floor, with the overlap bounded at its default of 10, windows advance 10 lines at least.
-SIZE_FLOORS: dict[str, int] = {"chunk.max_lines": 20, "chunk.window_lines": 20}
+#: Counts are never negative (the rest of their section is kept, not reset to defaults).
+SIZE_FLOORS: dict[str, int] = {
+    "chunk.max_lines": 20,
+    "chunk.window_lines": 20,
+    "embed.threads": 0,
+    "index.chunk_workers": 0,
+}
 #: Thread and process counts, from any layer: more than the CPU cores this process may use
 #: is lowered to that (with a warning). A project file's `embed.threads = 100000` stalled
 #: `index --full` for 300 s at load 131 on 2 cores.
