@@ -443,11 +443,13 @@ def settle_sizes(layer: dict[str, Any], origin: str = "") -> list[str]:
     for name, limit, is_floor in limits:
         section, _, field = name.partition(".")
         values = layer.get(section)
-        value = values.get(field) if isinstance(values, dict) else None
+        if not isinstance(values, dict):
+            continue
+        value = values.get(field)
         number = _number(value)
         if not (number < limit if is_floor else number > limit):
             continue  # fine, absent, or not a number
-        layer[section] = {**values, field: limit}  # type: ignore[dict-item]
+        layer[section] = {**values, field: limit}
         why = f"below its floor of {limit}" if is_floor else f"more than the {limit} CPU cores"
         where = f"{origin}: " if origin else ""
         warnings.append(f"{where}{name} = {value!r} is {why}; {limit} used (see docs/security.md)")

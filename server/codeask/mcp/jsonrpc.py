@@ -105,7 +105,7 @@ def _too_deep(answer_to: RequestId | None) -> Invalid:
 
 def _classify(raw: dict[str, Any]) -> Message:
     has_id = "id" in raw
-    answer_to = _request_id(raw.get("id"))
+    answer_to = valid_id(raw.get("id"))  # MCP ids: strings or integers (no null, float, bool)
     if raw.get("jsonrpc") != "2.0":
         return Invalid(
             answer_to, RpcError(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"')
@@ -127,11 +127,6 @@ def _classify(raw: dict[str, Any]) -> Message:
     if answer_to is not None:
         return Request(answer_to, method, params)
     return Notification(method, params)
-
-
-def _request_id(value: Any) -> RequestId | None:
-    """The id when valid: MCP ids are strings or integers (never null, a float or a bool)."""
-    return valid_id(value)
 
 
 def result_line(message_id: RequestId, result: dict[str, Any]) -> bytes:
