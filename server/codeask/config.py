@@ -42,6 +42,9 @@ TRUSTED_FOLDERS_KEY = "trusted_folders"
 #: Top-level keys that are not settings sections (never warned about as unknown sections).
 TRUST_KEYS = frozenset({TRUST_EDITOR_KEY, TRUSTED_FOLDERS_KEY})
 ENV_PREFIX = "CODEASK_"
+#: Deepest nesting a settings file may have (the settings tree itself is three deep: section,
+#: setting, list); deeper is refused before anything recurses over it.
+MAX_SETTINGS_DEPTH = 16
 DEFAULT_EMBED_MODEL = "codeask/all-MiniLM-L6-v2-int8"
 
 
@@ -331,8 +334,23 @@ BOUNDED_FIELDS = frozenset(
         "llm.max_response_bytes",
         "history.max_commits",
         "history.max_hunk_lines",
+        "chunk.window_overlap",
     }
 )
+#: Floors, from any layer: a smaller value is raised to the floor (with a warning). A project
+#: file's 1-line chunks cut a 0.9 MB file into 100k chunks (768 MB, a 116 MB index); at the
+#: floor, with the overlap bounded at its default of 10, windows advance 10 lines at least.
+#: Counts are never negative (the rest of their section is kept, not reset to defaults).
+SIZE_FLOORS: dict[str, int] = {
+    "chunk.max_lines": 20,
+    "chunk.window_lines": 20,
+    "embed.threads": 0,
+    "index.chunk_workers": 0,
+}
+#: Thread and process counts, from any layer: more than the CPU cores this process may use
+#: is lowered to that (with a warning). A project file's `embed.threads = 100000` stalled
+#: `index --full` for 300 s at load 131 on 2 cores.
+CORE_COUNTS = ("embed.threads", "index.chunk_workers")
 #: Name patterns that protect a secret-handling setting as soon as it is added to the tree
 #: (`index.redact_secrets`, a `secrets` section), without anyone remembering to list it.
 PROTECTED_PATTERNS = ("secrets.*", "*.*secret*", "*.*redact*")
@@ -354,6 +372,10 @@ def protected_names(names: Collection[str]) -> frozenset[str]:
 PROTECTED_NOTE = " *Protected: ignored in a project file unless the workspace is trusted.*"
 BOUNDED_NOTE = (
     " *A limit: a project file may lower it, not raise it, unless the workspace is trusted.*"
+)
+FLOOR_NOTE = " *Never below {floor}: a smaller value is raised to {floor} (a warning says so).*"
+CORES_NOTE = (
+    " *Never more than the CPU cores: a larger value is lowered to them (a warning says so).*"
 )
 #: The trust switches (not settings fields: a project file can set none of them), for the table.
 TRUST_DOCS = (
@@ -377,8 +399,10 @@ TRUST_DOCS = (
 )
 #: Every protected dotted name (computed once, at import: a stale name fails the import).
 PROTECTED = protected_names(_field_names())
-if stale_bounds := sorted(BOUNDED_FIELDS - set(_field_names())):
-    raise RuntimeError(f"BOUNDED_FIELDS names settings that do not exist: {stale_bounds}")
+if stale_bounds := sorted(
+    (BOUNDED_FIELDS | SIZE_FLOORS.keys() | set(CORE_COUNTS)) - set(_field_names())
+):
+    raise RuntimeError(f"bounds name settings that do not exist: {stale_bounds}")
 PROTECTED_SECTIONS = frozenset(name.partition(".")[0] for name in PROTECTED)
 
 
@@ -405,6 +429,38 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
+def cpu_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def settle_sizes(layer: dict[str, Any], origin: str = "") -> list[str]:
+    """Raise (in place) every size `layer` sets below its floor and lower every thread or
+    process count above the CPU cores; a warning for each, naming `origin` when given.
+    Non-numbers are left to the section's validation."""
+    cores = cpu_cores()
+    limits = [(name, floor, True) for name, floor in SIZE_FLOORS.items()]
+    limits += [(name, cores, False) for name in CORE_COUNTS]
+    warnings = []
+    for name, limit, is_floor in limits:
+        section, _, field = name.partition(".")
+        values = layer.get(section)
+        if not isinstance(values, dict):
+            continue
+        value = values.get(field)
+        number = _number(value)
+        if not (number < limit if is_floor else number > limit):
+            continue  # fine, absent, or not a number
+        layer[section] = {**values, field: limit}
+        why = f"below its floor of {limit}" if is_floor else f"more than the {limit} CPU cores"
+        where = f"{origin}: " if origin else ""
+        warnings.append(f"{where}{name} = {value!r} is {why}; {limit} used (see docs/security.md)")
+    return warnings
+
+
 def cache_dir(settings: Settings) -> Path:
     """The user-level cache folder (models, shared embedding cache, relocated indexes)."""
     if settings.embed.cache_dir:
@@ -414,11 +470,36 @@ def cache_dir(settings: Settings) -> Path:
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """A TOML settings file, keys snake_cased; invalid or unreadable: empty, with a warning."""
+    """A TOML settings file, keys snake_cased; invalid or unreadable: empty, with a warning.
+    Nested past MAX_SETTINGS_DEPTH it is refused too: tomllib recursed out of stack on 600
+    nested arrays (1.2 KB), and a 900-part `[a.a...]` header parsed but broke every reader."""
     try:
-        return normalise_keys(tomllib.loads(path.read_text(encoding="utf-8"))), []
+        data: dict[str, Any] | None = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, [f"{path}: ignored, not valid TOML ({exc})"]
+    except RecursionError:
+        data = None
+    if data is None or nesting(data) > MAX_SETTINGS_DEPTH:
+        reason = f"nested more than {MAX_SETTINGS_DEPTH} levels deep"
+        return {}, [f"{path}: ignored, not valid TOML ({reason})"]
+    return normalise_keys(data), []
+
+
+def nesting(value: object, limit: int = MAX_SETTINGS_DEPTH) -> int:
+    """How many dicts and lists `value` has inside each other (a decoded TOML or JSON
+    document), counted level by level without recursion; counting stops once past `limit`."""
+    depth, level = 0, [value]
+    while depth <= limit:
+        containers = [item for item in level if isinstance(item, dict | list)]
+        if not containers:
+            return depth
+        depth += 1
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return depth
 
 
 def project_file(root: Path) -> Path | None:
@@ -450,7 +531,7 @@ def read_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
 def _parse_scalar(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return raw
 
 
@@ -460,7 +541,7 @@ def build_settings(*layers: dict[str, Any] | None) -> tuple[Settings, list[str]]
     for layer in layers:
         if layer:
             merged = deep_merge(merged, normalise_keys(layer))
-    warnings: list[str] = []
+    warnings = settle_sizes(merged)
     sections: dict[str, Any] = {}
     for key in merged:
         if key not in SECTIONS and key not in TRUST_KEYS:
@@ -578,10 +659,11 @@ def _project_layer(
     source = trust_source(root, editor, user, environ)
     if source is not None:
         log.info("%s: workspace trusted by %s; its project file applies in full", root, source)
-        return project, warnings
+        return project, warnings + settle_sizes(project, str(path))
     below = msgspec.to_builtins(build_settings(user.settings)[0])
     kept, refused = filter_untrusted(project, path, below)
-    return kept, warnings + refused + cap_bounds(kept, path, below)
+    capped = cap_bounds(kept, path, below)
+    return kept, warnings + refused + capped + settle_sizes(kept, str(path))
 
 
 def cap_bounds(project: dict[str, Any], origin: Path, below: dict[str, Any]) -> list[str]:
@@ -642,6 +724,10 @@ def settings_markdown() -> str:
                     text += PROTECTED_NOTE
                 if name in BOUNDED_FIELDS:
                     text += BOUNDED_NOTE
+                if name in SIZE_FLOORS:
+                    text += FLOOR_NOTE.format(floor=SIZE_FLOORS[name])
+                if name in CORE_COUNTS:
+                    text += CORES_NOTE
                 default = defaults[section][stmt.target.id]
                 rows.append(f"| `{name}` | `{default!r}` | {text} |")
     rows += [f"| `{key}` | `{default}` | {text} |" for key, default, text in TRUST_DOCS]

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from _lsp_wire import MEMORY_CEILING_MB, Wire, frame, frame_bytes
 
+from codeask.json_depth import MAX_DEPTH
+
 pytestmark = pytest.mark.slow
 
 SOURCE = '''"""Configuration helpers."""
@@ -119,7 +121,7 @@ def test_long_garbage_is_not_buffered(wire: Wire) -> None:
     [
         (b'{"jsonrpc":"2.0","id":5,"method":"\xff\xfe"}', -32700, None),
         (b'{"jsonrpc": "2.0", "id": 6, "method":', -32700, None),
-        (b"[" * 100_000 + b"]" * 100_000, -32700, None),
+        (b"[" * 100_000 + b"]" * 100_000, -32600, None),  # nested past MAX_DEPTH
         (json.dumps({"id": 7, "method": "codeask/indexStatus"}).encode(), -32600, 7),
         (json.dumps({"jsonrpc": "2.0", "id": 8, "method": 42}).encode(), -32600, 8),
         (json.dumps({"jsonrpc": "1.0", "id": 9, "method": "shutdown"}).encode(), -32600, 9),
@@ -150,6 +152,24 @@ def test_bad_body_gets_an_error_reply(
     assert reply["error"]["message"].startswith("codeask: ")
     check_alive(wire)
     assert 10 not in wire.replies and 11 not in wire.replies  # no batch member ran
+
+
+@pytest.mark.parametrize("depth", [101, 985, 1_000, 50_000])
+def test_deeply_nested_request_is_answered_by_its_id(wire: Wire, depth: int) -> None:
+    """Round 3, item 3: 1,000 deep got a null-id parse error (the request itself was never
+    answered) and 985 deep passed the framing but failed inside pygls, unanswered. Every
+    request nested past MAX_DEPTH is answered -32600 under its own id."""
+    msg_id = wire.new_id()
+    nest = b"[" * depth + b"]" * depth
+    body = b'{"jsonrpc":"2.0","id":%d,"method":"codeask/indexStatus","params":{"x":%s}}' % (
+        msg_id,
+        nest,
+    )
+    wire.write(frame_bytes(body))
+    reply = wire.wait_reply(msg_id)
+    assert reply["error"]["code"] == -32600, reply
+    assert f"nested more than {MAX_DEPTH} levels deep" in reply["error"]["message"]
+    check_alive(wire)
 
 
 # ---- parameter limits -----------------------------------------------------------------------

@@ -44,6 +44,7 @@ RAISED = {
     "embed.request_texts": 100_000,
     "embed.request_timeout": 1e9,
     "embed.max_input_chars": 100_000_000,
+    "chunk.window_overlap": 10_000_000,
 }
 
 

@@ -125,7 +125,7 @@ def _user_config(path: str) -> dict[str, Any] | None:
 
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # nested too deep: config.py says so
         return None
 
 

@@ -22,6 +22,7 @@ import threading
 from collections import deque
 from typing import Any, BinaryIO
 
+from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id
 from codeask.lsp.gate import INVALID_REQUEST, MessageGate, Rejected
 
 log = logging.getLogger("codeask.lsp")
@@ -85,12 +86,18 @@ def parse_message(body: bytes) -> dict[str, Any]:
         raise Rejected(
             PARSE_ERROR, f"Parse error: the body is not valid UTF-8 (byte {exc.start})"
         ) from None
+    deep = f"Invalid Request: nested more than {MAX_DEPTH} levels deep"
     try:
         message = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:  # too deep for the decoder: its id read from the body's head
+        raise Rejected(INVALID_REQUEST, deep, top_level_id(text)) from None
+    except ValueError as exc:
         raise Rejected(
             PARSE_ERROR, f"Parse error: the body is not valid JSON ({exc})"[:300]
         ) from None
+    if too_deep(message):  # pygls decodes it again on a deeper stack: refused here, by its id
+        reply_to = message.get("id") if isinstance(message, dict) else None
+        raise Rejected(INVALID_REQUEST, deep, reply_to if _valid_id(reply_to) else None)
     if isinstance(message, list):
         reason = "Invalid Request: batches (JSON arrays) are not supported; LSP has none"
         raise Rejected(INVALID_REQUEST, reason)

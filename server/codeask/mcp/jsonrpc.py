@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id, valid_id
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -82,6 +84,10 @@ def parse(line: str | bytes) -> Message:
         raw = _decoder.decode(line)
     except msgspec.DecodeError:
         return Invalid(None, RpcError(PARSE_ERROR, "Parse error"))
+    except RecursionError:  # too deep for the decoder: its id read from the line's head
+        return _too_deep(top_level_id(line))
+    if too_deep(raw):
+        return _too_deep(valid_id(raw.get("id")) if isinstance(raw, dict) else None)
     if isinstance(raw, list):
         return Invalid(
             None, RpcError(INVALID_REQUEST, "Invalid request: batches are not supported")
@@ -91,9 +97,15 @@ def parse(line: str | bytes) -> Message:
     return _classify(raw)
 
 
+def _too_deep(answer_to: RequestId | None) -> Invalid:
+    """A message nested past MAX_DEPTH: refused before anything walks it."""
+    reason = f"Invalid request: nested more than {MAX_DEPTH} levels deep"
+    return Invalid(answer_to, RpcError(INVALID_REQUEST, reason))
+
+
 def _classify(raw: dict[str, Any]) -> Message:
     has_id = "id" in raw
-    answer_to = _request_id(raw.get("id"))
+    answer_to = valid_id(raw.get("id"))  # MCP ids: strings or integers (no null, float, bool)
     if raw.get("jsonrpc") != "2.0":
         return Invalid(
             answer_to, RpcError(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"')
@@ -115,13 +127,6 @@ def _classify(raw: dict[str, Any]) -> Message:
     if answer_to is not None:
         return Request(answer_to, method, params)
     return Notification(method, params)
-
-
-def _request_id(value: Any) -> RequestId | None:
-    """The id when valid: MCP ids are strings or integers (never null, a float or a bool)."""
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    return None
 
 
 def result_line(message_id: RequestId, result: dict[str, Any]) -> bytes:

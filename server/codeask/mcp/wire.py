@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import Any, BinaryIO, Protocol
 
+from codeask.json_depth import too_deep
 from codeask.mcp.limits import MAX_LINE_BYTES, bad_text
 
 log = logging.getLogger("codeask.mcp")
@@ -130,10 +131,12 @@ class Input:
 
     def _answered_bad_text(self, text: str) -> bool:
         """A request whose arguments hold an unpaired surrogate: answer it (True); anything
-        else passes on to the protocol (False)."""
+        else passes on to the protocol (False), a too-deep one included (it answers it)."""
         try:
             message = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
+            return False
+        if too_deep(message):
             return False
         if not isinstance(message, dict) or "id" not in message or "method" not in message:
             return False

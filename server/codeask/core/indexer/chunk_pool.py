@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING
 import msgspec
 import numpy as np
 
-from codeask.config import ChunkSettings, IndexSettings
+from codeask.config import ChunkSettings, IndexSettings, cpu_cores
 from codeask.core.records import Chunk
 from codeask.core.source.discover import SkippedFile, SourceFile, load_source
 
@@ -143,10 +143,7 @@ def worker_count(setting: int) -> int:
     """The workers a pass may use: the setting, capped at the CPU cores, and 0 on a single
     core. The workers embed the static tier too, so the indexing thread is left little but
     storing: on 2 cores, two workers ran laravel's first pass in 3.05 s to one's 4.49 s."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on every platform
-        cores = os.cpu_count() or 1
+    cores = cpu_cores()
     return 0 if cores < 2 else max(0, min(setting, cores))
 
 

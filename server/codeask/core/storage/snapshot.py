@@ -104,7 +104,7 @@ def read_manifest(folder: Path) -> Manifest | None:
         return None
     try:
         return msgspec.json.decode((folder / name / "manifest.json").read_bytes(), type=Manifest)
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, RecursionError):  # nested too deep: unreadable
         return None
 
 
@@ -159,7 +159,7 @@ class SnapshotFolder:
         """The manifest of a snapshot folder (StoreError when unreadable)."""
         try:
             return msgspec.json.decode((live / "manifest.json").read_bytes(), type=Manifest)
-        except (OSError, msgspec.DecodeError) as exc:
+        except (OSError, msgspec.DecodeError, RecursionError) as exc:
             raise StoreError(f"index manifest unreadable ({exc})") from exc
 
     @staticmethod

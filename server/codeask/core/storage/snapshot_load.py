@@ -73,7 +73,7 @@ class SnapshotLoader:
             )
         except StoreError as exc:
             raise StoreError(f"{exc}; rebuilding the file index") from exc
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             raise StoreError(f"index metadata unreadable ({exc}); rebuilding") from exc
         return _share_strings(files, chunks)
 
@@ -86,7 +86,13 @@ class SnapshotLoader:
             history = msgspec.msgpack.decode(
                 (live / "history.msgpack").read_bytes(), type=HistoryState
             )
-        except (StoreError, OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (
+            StoreError,
+            OSError,
+            msgspec.DecodeError,
+            msgspec.ValidationError,
+            RecursionError,
+        ) as exc:
             self._lost("history", f"{exc}; kept files and code chunks, history is resynced")
             return HistoryState(), [c for c in chunks if c.kind not in ("commit", "hunk")]
         return history, chunks

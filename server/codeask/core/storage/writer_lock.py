@@ -116,5 +116,5 @@ def _read_info(fd: int) -> LockInfo:
     """The holder's note; a holder that has not written it yet is 'unknown'."""
     try:
         return msgspec.json.decode(os.pread(fd, 4096, 0), type=LockInfo)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return LockInfo(pid=0, kind="unknown", started=time.time())
