@@ -113,3 +113,16 @@ def _runs_in(entry: Path, folder: str) -> bool:
     except OSError:
         return False
     return any(v.startswith(b"XDG_RUNTIME_DIR=" + folder.encode()) for v in variables)
+
+
+def test_kernel_questions_are_well_formed() -> None:
+    """The kernel set: >= 30 questions, unique qids, each with an answer file path in the tree's
+    layout (relative, no leading slash); that the files exist in 6.1 was checked when writing."""
+    lines = (REPO / "benchmarks" / "data" / "kernel_questions.jsonl").read_text().splitlines()
+    questions = [json.loads(line) for line in lines if line.strip()]
+    assert len(questions) >= 30
+    assert len({q["qid"] for q in questions}) == len(questions)
+    for question in questions:
+        assert question["query"].strip()
+        paths = [r["path"] for r in question["relevant"]]
+        assert paths and all(p and not p.startswith("/") and ".." not in p for p in paths)
