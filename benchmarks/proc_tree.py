@@ -43,13 +43,15 @@ class Cost:
     stderr: str
 
 
-def _stat(pid: str) -> tuple[int, float] | None:
-    """Parent pid and CPU seconds (utime + stime) of a live process, None when it is gone."""
+def _stat(pid: str) -> tuple[int, float, int] | None:
+    """Parent pid, CPU seconds (utime + stime) and start time (ticks after boot: with the pid,
+    a process's identity) of a live process; None when it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return int(fields[1]), cpu, int(fields[19])
 
 
 class Tree:
@@ -57,28 +59,31 @@ class Tree:
 
     def __init__(self, token: str) -> None:
         self.marker = f"{MARKER}={token}".encode()
-        self._marked: dict[str, bool] = {}
+        self._marked: dict[tuple[int, int], bool] = {}
 
-    def _is_marked(self, pid: str) -> bool:
-        known = self._marked.get(pid)
+    def _is_marked(self, pid: int, started: int) -> bool:
+        known = self._marked.get((pid, started))  # a reused pid is another process
         if known is None:
             try:
                 known = self.marker in (Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
             except OSError:
                 known = False
-            self._marked[pid] = known
+            self._marked[pid, started] = known
         return known
 
     def members(self, root: int | None = None) -> dict[int, float]:
         """pid -> CPU seconds of every live process of the run (and of `root`'s subtree)."""
         parents: dict[int, int] = {}
         cpu: dict[int, float] = {}
+        found: set[int] = set()
         for entry in os.listdir("/proc"):
             if entry.isdigit() and int(entry) != os.getpid():
                 stat = _stat(entry)
                 if stat is not None:
-                    parents[int(entry)], cpu[int(entry)] = stat
-        found = {pid for pid in parents if self._is_marked(str(pid))}
+                    pid = int(entry)
+                    parents[pid], cpu[pid], started = stat
+                    if self._is_marked(pid, started):
+                        found.add(pid)
         if root is not None and root in parents:
             found.add(root)
             grew = True
