@@ -11,15 +11,18 @@ Each step is its own child process, measured with its whole process tree (benchm
 
 1. index cold: `codeask index` (first pass): wall, CPU, peak RSS of the tree and of its largest
    process, index on disk vs the source, files and chunks (`codeask status --json`);
-2. open cold: `codeask search --no-daemon` on the first question; then a fresh daemon's start to
-   first answer (`codeask search` with `daemon.enabled`, which starts it);
+2. open cold (a fresh process; the OS page cache is not dropped, which would take root and slow
+   everyone sharing the machine): `codeask search --no-daemon` on the first question; then a
+   fresh daemon's start to first answer (`codeask search` with `daemon.enabled` starts it);
 3. every question warm through that daemon: p50/p95 of the client's wall and of the engine's own
-   `seconds`, and top-5 file hits (R@5, MRR) against the questions' answer files;
+   `seconds`, and top-5 file hits (R@5, MRR) against the questions' answer files (the row's wall
+   and CPU are sums over the questions, its peaks the largest of any);
 4. one file edited (a function appended, the file replaced so the source tree is never written),
    `codeask index` again, then searched through the daemon until the new function is found:
    edit to searchable, and memory above the resting daemon;
 5. with `--semble`, semble 0.7.0 (the venv of ../shared/eval-search/semble/setup.sh) indexes the
-   same copy and answers the same questions in one child.
+   same copy and answers the same questions in one child, skipped when the free memory is below
+   its peak in the issue scaled to the tree (17 GB per 1.5 GB of source).
 
 One table, the 1-minute load average before-after beside each step and the issue's targets (for
 the whole kernel: a subset's figures are not comparable to them) beside each figure. The daemon
@@ -58,6 +61,10 @@ SEMBLE_RUNNER = HERE / "scale_semble.py"
 TOP = 5
 #: Seconds the edited function may take to become searchable before the step gives up.
 EDIT_WAIT_S = 120.0
+
+#: semble's peak RSS per byte of source in the issue (17 GB on the kernel's 1.5 GB): it runs
+#: only where that much memory is free.
+SEMBLE_BYTES_PER_SOURCE_BYTE = 17 / 1.5
 
 #: The issue's "done when" targets, for the whole kernel.
 TARGETS = {
@@ -299,6 +306,12 @@ class Run:
         self.rows.append(Row("4 edit one file -> searchable", total, figure, TARGETS["edit"]))
 
     def semble(self, venv_python: Path) -> None:
+        need = SEMBLE_BYTES_PER_SOURCE_BYTE * disk_bytes(self.tree, allocated=False)
+        available = memory_available()
+        if need > available:
+            figure = f"skipped: needs ~{mb(need)} (issue: 17 GB for 1.5 GB), {mb(available)} free"
+            self.rows.append(Row("5 semble 0.7.0", None, figure, TARGETS["semble"]))
+            return
         questions = self.work / "questions.json"
         questions.write_text(json.dumps([[q.query, q.relevant] for q in self.questions]))
         command = [str(venv_python), str(SEMBLE_RUNNER), str(self.tree), str(questions)]
@@ -333,6 +346,14 @@ class Run:
         for pid in self.procs.members():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def memory_available() -> float:
+    """MemAvailable of this machine, bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0.0
 
 
 def ranked_files(results: list[dict[str, Any]]) -> list[str]:
