@@ -425,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     source = (args.tree or kernel_tree()).resolve()
     if not source.is_dir():
         raise SystemExit(f"error: --tree {source} is not a folder")
+    if not args.questions.is_file():
+        raise SystemExit(f"error: --questions {args.questions} is not a file")
     subset = [name for name in args.subset.split(",") if name]
     parent = args.work or cache_root().parent / "scale-work"
     parent.mkdir(parents=True, exist_ok=True)
