@@ -384,22 +384,24 @@ def replace_with_appended(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+def table_row(row: Row) -> str:
+    cost = row.cost
+    numbers = (
+        f"{cost.wall_s:.2f} | {cost.cpu_s:.1f} | {cost.peak_tree_mb:,.0f} | "
+        f"{cost.peak_single_mb:,.0f} | {cost.load_before:.2f}-{cost.load_after:.2f}"
+        if cost
+        else "- | - | - | - | -"
+    )
+    return f"| {row.step} | {numbers} | {row.figure} | {row.target} |"
+
+
 def table(rows: list[Row]) -> str:
     lines = [
         "| step | wall s | CPU s | peak tree MB | largest proc MB | load before-after "
         "| figure | issue target (whole kernel) |",
         "|---|---:|---:|---:|---:|---|---|---|",
     ]
-    for row in rows:
-        cost = row.cost
-        numbers = (
-            f"{cost.wall_s:.2f} | {cost.cpu_s:.1f} | {cost.peak_tree_mb:,.0f} | "
-            f"{cost.peak_single_mb:,.0f} | {cost.load_before:.2f}-{cost.load_after:.2f}"
-            if cost
-            else "- | - | - | - | -"
-        )
-        lines.append(f"| {row.step} | {numbers} | {row.figure} | {row.target} |")
-    return "\n".join(lines)
+    return "\n".join(lines + [table_row(row) for row in rows])
 
 
 def semble_python(eval_dir: Path) -> Path:
@@ -449,8 +451,8 @@ def main(argv: list[str] | None = None) -> int:
             for step in steps:
                 before = len(run.rows)
                 step()
-                for row in run.rows[before:]:
-                    print(f"# {row.step}: {row.cost.wall_s if row.cost else 0:.2f} s", flush=True)
+                for row in run.rows[before:]:  # a run cut short still shows its steps
+                    print("# " + table_row(row), flush=True)
         finally:
             run.stop_daemon()
         if args.semble:
