@@ -1,0 +1,128 @@
+"""benchmarks/scale.py end to end on a tiny generated C tree: every step's row, with numbers.
+
+Real processes throughout (`codeask index`, `search --no-daemon`, a daemon in the run's private
+runtime dir); no kernel. The daemon the run starts must be gone when it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+FILES = {
+    "kernel/sched.c": (
+        "/* pick the next runnable task from the fair run queue */\n"
+        "struct task *pick_next_fair_task(struct runqueue *rq)\n{\n"
+        "\tstruct task *best = rq->leftmost;\n"
+        "\tif (!best)\n\t\treturn rq->idle;\n"
+        "\treturn best;\n}\n"
+    ),
+    "mm/alloc.c": (
+        "/* allocate contiguous physical pages from the buddy free lists */\n"
+        "struct page *alloc_buddy_pages(struct zone *zone, unsigned int order)\n{\n"
+        "\tstruct free_area *area = &zone->free_area[order];\n"
+        "\treturn area->first;\n}\n"
+    ),
+    "lib/crc.c": (
+        "/* compute a crc32 checksum over a byte buffer */\n"
+        "unsigned int crc32_checksum(const unsigned char *buf, unsigned long len)\n{\n"
+        "\tunsigned int crc = ~0u;\n"
+        "\twhile (len--)\n\t\tcrc = (crc >> 8) ^ *buf++;\n"
+        "\treturn ~crc;\n}\n"
+    ),
+}
+
+QUESTIONS = [
+    ("t/0", "where is the next task picked from the fair run queue", "kernel/sched.c"),
+    ("t/1", "buddy allocator free lists allocating pages", "mm/alloc.c"),
+    ("t/2", "crc32 checksum of a buffer", "lib/crc.c"),
+]
+
+
+def tiny_tree(root: Path) -> None:
+    """A few hundred lines of C in three folders."""
+    for relative, text in FILES.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        filler = "".join(
+            f"\nstatic int {path.stem}_helper_{n}(int value)\n{{\n\treturn value + {n};\n}}\n"
+            for n in range(20)
+        )
+        path.write_text(text + filler)
+
+
+def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
+    tree = tmp_path / "tiny"
+    tiny_tree(tree)
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        "".join(
+            json.dumps({"qid": qid, "query": query, "relevant": [{"path": path}]}) + "\n"
+            for qid, query, path in QUESTIONS
+        )
+    )
+    work = tmp_path / "work"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_")}
+    command = [sys.executable, "-m", "benchmarks.scale", "--tree", str(tree)]
+    command += ["--questions", str(questions), "--work", str(work)]
+    run = subprocess.run(
+        command,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    number = r"[0-9][0-9,]*(?:\.[0-9]+)?"
+    cells = rf"\| {number} \| {number} \| {number} \| {number} \| {number}-{number} \|"
+    for step in (
+        "1 index cold",
+        "2a open cold: search --no-daemon",
+        "2b fresh daemon: first answer",
+        "3 warm questions",
+        "4 edit one file -> searchable",
+    ):
+        rows = [line for line in run.stdout.splitlines() if line.startswith(f"| {step}")]
+        assert len(rows) == 1, (step, run.stdout)
+        assert re.search(cells, rows[0]), rows[0]
+    assert re.search(r"\b3 files, [0-9]+ chunks; index", run.stdout), run.stdout
+    assert re.search(r"R@5 [01]\.[0-9]{2}, MRR [01]\.[0-9]{2} \(3 q\)", run.stdout), run.stdout
+    assert "searchable:" in run.stdout, run.stdout
+    # the work folder is removed, the source tree untouched, and no process of the run is left
+    assert list(work.iterdir()) == []
+    assert all((tree / rel).read_text().endswith("}\n") for rel in FILES)
+    assert "codeask_scale_probe" not in "".join((tree / rel).read_text() for rel in FILES)
+    left = [
+        entry.name
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and _runs_in(entry, str(work))
+    ]
+    assert left == [], f"processes of the run outlived it: {left}"
+
+
+def _runs_in(entry: Path, folder: str) -> bool:
+    try:
+        variables = (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(v.startswith(b"XDG_RUNTIME_DIR=" + folder.encode()) for v in variables)
+
+
+def test_kernel_questions_are_well_formed() -> None:
+    """The kernel set: >= 30 questions, unique qids, each with an answer file path in the tree's
+    layout (relative, no leading slash); that the files exist in 6.1 was checked when writing."""
+    lines = (REPO / "benchmarks" / "data" / "kernel_questions.jsonl").read_text().splitlines()
+    questions = [json.loads(line) for line in lines if line.strip()]
+    assert len(questions) >= 30
+    assert len({q["qid"] for q in questions}) == len(questions)
+    for question in questions:
+        assert question["query"].strip()
+        paths = [r["path"] for r in question["relevant"]]
+        assert paths and all(p and not p.startswith("/") and ".." not in p for p in paths)
