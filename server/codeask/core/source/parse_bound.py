@@ -1,0 +1,121 @@
+"""A tree-sitter parse with a CPU budget, and a depth check before the definitions query.
+
+Some inputs cost far more than their size: a 200 KB Scala file nested 100k levels deep parses
+for minutes, and a Zig one nested as deep parses in 0.05 s but then holds the definitions query
+(in C, the GIL held) for minutes. Two bounds keep one such file from stalling a pass or the
+process serving searches beside it:
+
+- the parse runs against a budget of this thread's CPU time, checked by tree-sitter's progress
+  callback (which also lets other threads take the GIL while a long parse runs);
+- a tree nested deeper than `MAX_DEPTH` is not queried at all: the query's cost grows with
+  depth times size, and ordinary code is far shallower (the deepest of 6,310 files of the
+  eval-search repositories, this repository and /work/shared: 692 levels, redis's
+  redismodule.h).
+
+py-tree-sitter 0.26's query `progress_callback` keeps a pointer to a stack variable that has
+gone out of scope (it crashed the process on Zig), so the query is bounded by depth, not time.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from tree_sitter import Node, Parser, Tree
+
+#: CPU seconds of one file's parse (and of the Python walk over its definitions) before the
+#: file is cut into line windows instead. The slowest ordinary file measured parses in 0.3 s.
+CHUNK_CPU_SECONDS = 5.0
+#: Levels of nesting above which a tree is not queried for definitions (see the module doc).
+MAX_DEPTH = 2000
+#: Bytes handed to the parser per read. A node's text is read back through the same callable,
+#: so a short node costs one short copy.
+READ_BYTES = 256
+
+
+class OverBudget(Exception):
+    """The file's CPU budget ran out; the message says where."""
+
+
+def cpu_deadline(seconds: float = CHUNK_CPU_SECONDS) -> float:
+    """The thread CPU time at which the budget runs out (CPU, so a loaded machine does not
+    turn an ordinary file into line windows)."""
+    return time.thread_time() + seconds
+
+
+def check(deadline: float, doing: str) -> None:
+    """Raise OverBudget when this thread's CPU time passed `deadline`."""
+    if time.thread_time() > deadline:
+        raise OverBudget(f"{doing} took more than {CHUNK_CPU_SECONDS:g} s of CPU")
+
+
+def parse(parser: Parser, data: bytes, deadline: float) -> Tree:
+    """The file's tree, or OverBudget when parsing passes `deadline`.
+
+    The text goes through a read callable because py-tree-sitter ignores the progress
+    callback for a bytes source; slices are bytes (a memoryview slice crashed it)."""
+
+    def read(offset: int, _point: object) -> bytes:
+        return data[offset : offset + READ_BYTES]
+
+    def over(*_state: object) -> bool:  # must not raise: the binding does not check for it
+        return time.thread_time() > deadline
+
+    with _signals_deferred():
+        try:
+            tree = parser.parse(read, progress_callback=over)
+        except ValueError:  # "Parsing failed": the callback stopped it
+            tree = None
+    if tree is None:
+        parser.reset()  # else the next parse would resume this one
+        raise OverBudget(f"parsing took more than {CHUNK_CPU_SECONDS:g} s of CPU")
+    return tree
+
+
+def deeper_than(root: Node, limit: int = MAX_DEPTH) -> int | None:
+    """The row of a node more than `limit` levels below `root`, None if there is none.
+
+    A subtree of n nodes is at most n - 1 levels deep, so one too small to reach the limit is
+    not entered: an ordinary file costs a visit to the children of its few large nodes."""
+    cursor = root.walk()
+    depth = 0
+    while True:
+        node = cursor.node
+        if node is not None and depth + node.descendant_count - 1 > limit:
+            if depth > limit:
+                return int(node.start_point.row)
+            if cursor.goto_first_child():
+                depth += 1
+                continue
+        while not cursor.goto_next_sibling():
+            if depth == 0 or not cursor.goto_parent():
+                return None
+            depth -= 1
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C held until the parse returns, on the main thread.
+
+    Python runs signal handlers on the main thread between bytecodes, so one could run inside
+    the progress callback; a KeyboardInterrupt raised there is an error the binding does not
+    check for (it crashes). Other threads never run handlers: nothing to do there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    caught: list[tuple[int, FrameType | None]] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for signum, frame in caught[:1]:
+            previous(signum, frame)
