@@ -32,9 +32,11 @@ from tree_sitter import Node, Parser, Tree
 CHUNK_CPU_SECONDS = 5.0
 #: Levels of nesting above which a tree is not queried for definitions (see the module doc).
 MAX_DEPTH = 2000
-#: Bytes handed to the parser per read. A node's text is read back through the same callable,
-#: so a short node costs one short copy.
-READ_BYTES = 256
+#: Bytes per read while parsing (few calls into Python), and afterwards: a node's text (query
+#: predicates, names, docstrings) is read back through the same callable, so a short node
+#: costs one short copy.
+PARSE_READ_BYTES = 65536
+TEXT_READ_BYTES = 256
 
 
 class OverBudget(Exception):
@@ -59,8 +61,10 @@ def parse(parser: Parser, data: bytes, deadline: float) -> Tree:
     The text goes through a read callable because py-tree-sitter ignores the progress
     callback for a bytes source; slices are bytes (a memoryview slice crashed it)."""
 
+    size = [PARSE_READ_BYTES]
+
     def read(offset: int, _point: object) -> bytes:
-        return data[offset : offset + READ_BYTES]
+        return data[offset : offset + size[0]]
 
     def over(*_state: object) -> bool:  # must not raise: the binding does not check for it
         return time.thread_time() > deadline
@@ -73,6 +77,7 @@ def parse(parser: Parser, data: bytes, deadline: float) -> Tree:
     if tree is None:
         parser.reset()  # else the next parse would resume this one
         raise OverBudget(f"parsing took more than {CHUNK_CPU_SECONDS:g} s of CPU")
+    size[0] = TEXT_READ_BYTES
     return tree
 
 
