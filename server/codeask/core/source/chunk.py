@@ -347,9 +347,9 @@ def _chunk_code(ctx: _Ctx, spec: LanguageSpec, text: str) -> str:
 
     Bounded per file (parse_bound): a parse or definitions walk over its CPU budget, or a
     tree too deep to query, leaves the file as line windows with the reason."""
-    deadline = parse_bound.cpu_deadline()
+    budget = parse_bound.Budget()
     try:
-        tree = parse_bound.parse(_parser(spec), text.encode("utf-8", "replace"), deadline)
+        tree = parse_bound.parse(_parser(spec), text.encode("utf-8", "replace"), budget)
         query = _query(spec)
     except parse_bound.OverBudget as exc:
         return _windows_because(ctx, str(exc))
@@ -365,7 +365,7 @@ def _chunk_code(ctx: _Ctx, spec: LanguageSpec, text: str) -> str:
     ctx.call_rows, ctx.call_names = _calls(captures.get("call", []), marks.names)
     try:
         defs = _definitions(
-            spec, captures.get("function", []), captures.get("class", []), marks, deadline
+            spec, captures.get("function", []), captures.get("class", []), marks, budget
         )
     except parse_bound.OverBudget as exc:
         return _windows_because(ctx, str(exc))
@@ -403,10 +403,14 @@ def _first_error_row(root: Node) -> int:
 
 
 def _definitions(
-    spec: LanguageSpec, functions: list[Node], classes: list[Node], marks: _Marks, deadline: float
+    spec: LanguageSpec,
+    functions: list[Node],
+    classes: list[Node],
+    marks: _Marks,
+    budget: parse_bound.Budget,
 ) -> list[_Def]:
     """Nest the captured definitions; those inside a function stay in its chunk (hidden).
-    OverBudget when the walk passes `deadline` (a node's parent costs its depth in tree-sitter)."""
+    OverBudget when the walk spends the file's budget (a node's parent costs its depth)."""
     found = [(n, False) for n in functions] + [(n, True) for n in classes]
     found.sort(key=lambda item: (item[0].start_byte, -item[0].end_byte))
     roots: list[_Def] = []
@@ -422,7 +426,7 @@ def _definitions(
         outer = stack[-1] if stack else None
         d = _Def(node, is_class, hidden=outer is not None and (outer.hidden or not outer.is_class))
         if not d.hidden:
-            parse_bound.check(deadline, "finding definitions")
+            budget.check("finding definitions")
             _describe(spec, d, marks, _own_end(found, i))
             (outer.children if outer is not None else roots).append(d)
         stack.append(d)

@@ -39,44 +39,54 @@ PARSE_READ_BYTES = 65536
 TEXT_READ_BYTES = 256
 
 
+#: Asks of the budget per reading of the clock: reading thread CPU time is a system call
+#: (~1-3 us), and the parser asks every few dozen microseconds.
+ASKS_PER_CLOCK = 32
+
+
 class OverBudget(Exception):
     """The file's CPU budget ran out; the message says where."""
 
 
-def cpu_deadline(seconds: float = CHUNK_CPU_SECONDS) -> float:
-    """The thread CPU time at which the budget runs out (CPU, so a loaded machine does not
-    turn an ordinary file into line windows)."""
-    return time.thread_time() + seconds
+class Budget:
+    """One file's CPU budget. CPU time of this thread, so a loaded machine does not turn an
+    ordinary file into line windows."""
+
+    def __init__(self, seconds: float = CHUNK_CPU_SECONDS) -> None:
+        self.seconds = seconds
+        self.deadline = time.thread_time() + seconds
+        self.asks = 0
+
+    def spent(self, *_state: object) -> bool:
+        """Whether the budget ran out (the clock read every ASKS_PER_CLOCK asks); never
+        raises, as tree-sitter's progress callback must not."""
+        self.asks += 1
+        return self.asks % ASKS_PER_CLOCK == 0 and time.thread_time() > self.deadline
+
+    def check(self, doing: str) -> None:
+        """Raise OverBudget when the budget ran out."""
+        if self.spent():
+            raise OverBudget(f"{doing} took more than {self.seconds:g} s of CPU")
 
 
-def check(deadline: float, doing: str) -> None:
-    """Raise OverBudget when this thread's CPU time passed `deadline`."""
-    if time.thread_time() > deadline:
-        raise OverBudget(f"{doing} took more than {CHUNK_CPU_SECONDS:g} s of CPU")
-
-
-def parse(parser: Parser, data: bytes, deadline: float) -> Tree:
-    """The file's tree, or OverBudget when parsing passes `deadline`.
+def parse(parser: Parser, data: bytes, budget: Budget) -> Tree:
+    """The file's tree, or OverBudget when parsing spends the budget.
 
     The text goes through a read callable because py-tree-sitter ignores the progress
     callback for a bytes source; slices are bytes (a memoryview slice crashed it)."""
-
     size = [PARSE_READ_BYTES]
 
     def read(offset: int, _point: object) -> bytes:
         return data[offset : offset + size[0]]
 
-    def over(*_state: object) -> bool:  # must not raise: the binding does not check for it
-        return time.thread_time() > deadline
-
     with _signals_deferred():
         try:
-            tree = parser.parse(read, progress_callback=over)
+            tree = parser.parse(read, progress_callback=budget.spent)
         except ValueError:  # "Parsing failed": the callback stopped it
             tree = None
     if tree is None:
         parser.reset()  # else the next parse would resume this one
-        raise OverBudget(f"parsing took more than {CHUNK_CPU_SECONDS:g} s of CPU")
+        raise OverBudget(f"parsing took more than {budget.seconds:g} s of CPU")
     size[0] = TEXT_READ_BYTES
     return tree
 
