@@ -7,7 +7,8 @@
 - `names`: file names as text (storable? shown on one line).
 - `safe_read`: one workspace file read for a request, never through a swapped symlink.
 - `languages`: the one list of languages (grammar, suffixes, definition node types).
-- `chunk`: files → chunks (definitions, sections, windows), secrets redacted (`secrets`).
+- `chunk`: files → chunks (definitions, sections, windows), secrets redacted (`secrets`),
+  tree-sitter bounded per file (`parse_bound`: CPU budget, nesting depth).
 - `redact_outbound`: the stricter redaction of text that leaves the machine.
 
 Imports nothing of ours but `config` and `records`.

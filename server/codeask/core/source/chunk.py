@@ -24,6 +24,7 @@ from tree_sitter_language_pack import get_language
 
 from codeask.config import ChunkSettings
 from codeask.core.records import ELISION, Chunk
+from codeask.core.source import parse_bound
 from codeask.core.source.languages import LanguageSpec, language_for_path, language_name
 from codeask.core.source.secrets import redact_text
 
@@ -342,29 +343,49 @@ def _patterns(spec: LanguageSpec, lang: Language) -> list[str]:
 
 
 def _chunk_code(ctx: _Ctx, spec: LanguageSpec, text: str) -> str:
-    """Definitions as chunks, the rest as module chunks; returns the fallback reason."""
+    """Definitions as chunks, the rest as module chunks; returns the fallback reason.
+
+    Bounded per file (parse_bound): a parse or definitions walk over its CPU budget, or a
+    tree too deep to query, leaves the file as line windows with the reason."""
+    budget = parse_bound.Budget()
     try:
-        tree = _parser(spec).parse(text.encode("utf-8", "replace"))
+        tree = parse_bound.parse(_parser(spec), text.encode("utf-8", "replace"), budget)
         query = _query(spec)
+    except parse_bound.OverBudget as exc:
+        return _windows_because(ctx, str(exc))
     except Exception as exc:
-        _emit_windows(ctx)
-        return f"parser failed ({type(exc).__name__}: {exc}); used line windows"
+        return _windows_because(ctx, f"parser failed ({type(exc).__name__}: {exc})")
     root = tree.root_node
+    deep_row = parse_bound.deeper_than(root)
+    if deep_row is not None:
+        where = f"nested more than {parse_bound.MAX_DEPTH} levels deep (at line {deep_row + 1})"
+        return _windows_because(ctx, where)
     captures = QueryCursor(query).captures(root) if query is not None else {}
     marks = _Marks(captures.get("name", []), captures.get("doc", []), captures.get("head_doc", []))
     ctx.call_rows, ctx.call_names = _calls(captures.get("call", []), marks.names)
-    defs = _definitions(spec, captures.get("function", []), captures.get("class", []), marks)
+    try:
+        defs = _definitions(
+            spec, captures.get("function", []), captures.get("class", []), marks, budget
+        )
+    except parse_bound.OverBudget as exc:
+        return _windows_because(ctx, str(exc))
     reason = ""
     if root.has_error:
         where = f"syntax errors (first at line {_first_error_row(root) + 1})"
         if not defs:
-            _emit_windows(ctx)
-            return f"{where}; used line windows"
+            return _windows_because(ctx, where)
         reason = f"{where}; kept the definitions that parsed, the rest as module chunks"
     spans = _emit_defs(ctx, defs, "")
     for gap in _gaps((0, len(ctx.lines) - 1), spans):
         _emit(ctx, [gap], "module")
     return reason
+
+
+def _windows_because(ctx: _Ctx, why: str) -> str:
+    """The whole file as line windows; returns the reason to log."""
+    ctx.chunks.clear()
+    _emit_windows(ctx)
+    return f"{why}; used line windows"
 
 
 def _first_error_row(root: Node) -> int:
@@ -382,9 +403,14 @@ def _first_error_row(root: Node) -> int:
 
 
 def _definitions(
-    spec: LanguageSpec, functions: list[Node], classes: list[Node], marks: _Marks
+    spec: LanguageSpec,
+    functions: list[Node],
+    classes: list[Node],
+    marks: _Marks,
+    budget: parse_bound.Budget,
 ) -> list[_Def]:
-    """Nest the captured definitions; those inside a function stay in its chunk (hidden)."""
+    """Nest the captured definitions; those inside a function stay in its chunk (hidden).
+    OverBudget when the walk spends the file's budget (a node's parent costs its depth)."""
     found = [(n, False) for n in functions] + [(n, True) for n in classes]
     found.sort(key=lambda item: (item[0].start_byte, -item[0].end_byte))
     roots: list[_Def] = []
@@ -400,6 +426,7 @@ def _definitions(
         outer = stack[-1] if stack else None
         d = _Def(node, is_class, hidden=outer is not None and (outer.hidden or not outer.is_class))
         if not d.hidden:
+            budget.check("finding definitions")
             _describe(spec, d, marks, _own_end(found, i))
             (outer.children if outer is not None else roots).append(d)
         stack.append(d)

@@ -1,0 +1,113 @@
+"""The per-file bound on tree-sitter (core/source/parse_bound.py): a deeply nested file becomes
+line windows with a reason, in bounded time, in this process and in chunk workers; ordinary
+nesting keeps its definitions; Ctrl-C during a long parse is a KeyboardInterrupt, not a crash."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from codeask.config import ChunkSettings, IndexSettings
+from codeask.core.indexer import chunk_pool
+from codeask.core.source.chunk import chunk_file
+from codeask.core.source.discover import discover
+from codeask.core.source.parse_bound import CHUNK_CPU_SECONDS, MAX_DEPTH
+
+#: The issue's files: 200 KB nested 100k deep. Zig stalled in the definitions query (>90 s),
+#: Scala in the parse (24 s and more).
+DEPTH = 100_000
+
+
+def deep_zig(depth: int = DEPTH) -> str:
+    return "const x = " + "(" * depth + "1" + ")" * depth + ";\n"
+
+
+def deep_scala(depth: int = DEPTH) -> str:
+    return "object A { def f = " + "{" * depth + "}" * depth + " }\n"
+
+
+def test_a_100k_deep_zig_file_is_windows_with_the_depth_reason() -> None:
+    started = time.monotonic()
+    result = chunk_file("deep.zig", deep_zig(), ChunkSettings())
+    assert time.monotonic() - started < 30  # 0.4 s measured; main's query ran for minutes
+    assert f"nested more than {MAX_DEPTH} levels deep" in result.fallback_reason
+    assert result.chunks and {c.kind for c in result.chunks} == {"window"}
+
+
+def test_a_100k_deep_scala_file_is_windows_once_its_parse_budget_is_spent() -> None:
+    started = time.process_time()
+    result = chunk_file("deep.scala", deep_scala(), ChunkSettings())
+    assert time.process_time() - started < CHUNK_CPU_SECONDS + 10
+    assert f"parsing took more than {CHUNK_CPU_SECONDS:g} s of CPU" in result.fallback_reason
+    assert result.chunks and {c.kind for c in result.chunks} == {"window"}
+    # the stopped parse was reset: the next file of the language is parsed afresh, not resumed
+    text = "object Shop {\n  def total(x: Int): Int = x + 1\n}\n"
+    result = chunk_file("ok.scala", text, ChunkSettings())
+    assert result.fallback_reason == ""
+    assert [(c.kind, c.symbol) for c in result.chunks] == [("class", "Shop"), ("method", "total")]
+
+
+@pytest.mark.parametrize("depth", [100, 600])
+def test_nesting_below_the_bound_keeps_the_definitions(depth: int) -> None:
+    """Levels are the tree's (a Zig parenthesis is two); the deepest ordinary file seen, redis's
+    redismodule.h, is 692 levels deep."""
+    text = "fn outer() u32 {\n    return " + "(" * depth + "1" + ")" * depth + ";\n}\n"
+    result = chunk_file("ok.zig", text, ChunkSettings())
+    assert result.fallback_reason == ""
+    assert [c.symbol for c in result.chunks] == ["outer"]
+
+
+def test_deep_files_in_chunk_workers(tmp_path: Path) -> None:
+    """A pass over 1 MB goes to worker processes: the same bound holds there."""
+    (tmp_path / "deep.zig").write_text(deep_zig())
+    (tmp_path / "deep.scala").write_text(deep_scala())
+    body = "".join(f"def helper_{n}(value):\n    return value * {n}\n\n\n" for n in range(4000))
+    for n in range(12):
+        (tmp_path / f"mod_{n}.py").write_text(body)
+    index = IndexSettings()
+    files = discover(tmp_path, index).files
+    jobs = [chunk_pool.Job.of(f, "") for f in files]
+    assert sum(job.size for job in jobs) >= chunk_pool.POOL_FROM_BYTES
+    if chunk_pool.worker_count(2) == 0:
+        pytest.skip("one core: passes never start workers")
+    with chunk_pool.prepared_files(jobs, index, ChunkSettings(), 2) as prepared:
+        by_rel = {p.rel: p for p in prepared}
+    assert "nested more than" in by_rel["deep.zig"].fallback_reason
+    assert "parsing took more than" in by_rel["deep.scala"].fallback_reason
+    assert len(by_rel["mod_0.py"].chunks) == 4000
+
+
+def test_ctrl_c_during_a_long_parse_is_a_keyboard_interrupt(tmp_path: Path) -> None:
+    """The progress callback runs Python on the main thread, where signal handlers run; the
+    binding crashes on an exception raised there, so Ctrl-C waits for the parse to return."""
+    source = tmp_path / "deep.scala"
+    source.write_text(deep_scala())
+    code = (
+        "import sys\n"
+        "from codeask.config import ChunkSettings\n"
+        "from codeask.core.source.chunk import chunk_file\n"
+        "print('parsing', flush=True)\n"
+        "chunk_file('deep.scala', open(sys.argv[1]).read(), ChunkSettings())\n"
+        "print('not interrupted', flush=True)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(source)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "parsing"
+    time.sleep(1.0)  # inside the parse (5 s of CPU), or past it: either way no crash
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode != -signal.SIGSEGV, err
+    assert "KeyboardInterrupt" in err or "not interrupted" in out, (proc.returncode, err)
