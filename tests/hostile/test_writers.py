@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,9 +35,12 @@ from codeask.core.storage.lexical.index import LexicalIndex
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
+def env(tmp_path: Path, seed_models: Callable[[Path], None]) -> dict[str, str]:
+    """The CLI's and servers' environment: a private cache holding the run's derived models (a
+    process deriving them does so at background priority, slow on a loaded machine)."""
     cache = tmp_path / "xdg"
     cache.mkdir()
+    seed_models(cache)
     return env_for(cache)
 
 
@@ -122,7 +126,7 @@ def test_no_wait_fails_fast(project: Path, env: dict[str, str]) -> None:
         holder.kill()
     assert result.returncode == 4, result.stderr
     assert "being written by codeask index" in result.stderr and "--no-wait" in result.stderr
-    assert elapsed < 20
+    assert elapsed < 60  # a waiting writer would wait for as long as the lock is held: forever
     assert not (project / ".codeask" / "CURRENT").exists()
 
 
@@ -340,9 +344,14 @@ def test_fifty_sigkills_of_index_under_a_running_server(
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         server.wait_ready(180)
-        started = time.monotonic()  # how long a deferring `codeask index` lives: kill within it
-        assert codeask("index", cwd=project, env=env).returncode == 0
-        lifetime = time.monotonic() - started
+        # How long a deferring `codeask index` lives, to kill within it: the shortest of three,
+        # so a run slowed by a burst of load does not spread the kills past most victims' exit.
+        lifetimes = []
+        for _ in range(3):
+            started = time.monotonic()
+            assert codeask("index", cwd=project, env=env).returncode == 0
+            lifetimes.append(time.monotonic() - started)
+        lifetime = min(lifetimes)
         for round_ in range(50):
             changed = _mutate(project, versions, rng)
             server.notify("workspace/didChangeWatchedFiles", {"changes": changed})
