@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,25 @@ def int8_query_model(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     ]
 
 
+def _seed(cache: Path, made: list[Path]) -> None:
+    """Put the run's derived models into the XDG cache `cache` (hard links, else copies)."""
+    models = cache / "codeask" / "models" / "all-minilm-l6-v2-int8"
+    models.mkdir(parents=True, exist_ok=True)
+    for path in made:
+        if (models / path.name).exists():
+            continue
+        try:
+            os.link(path, models / path.name)
+        except OSError:
+            shutil.copyfile(path, models / path.name)
+
+
+@pytest.fixture(scope="session")
+def seed_models(int8_query_model: list[Path]) -> Callable[[Path], None]:
+    """Seed another XDG cache (a language server's) with the run's derived models."""
+    return lambda cache: _seed(cache, int8_query_model)
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(
     tmp_path_factory: pytest.TempPathFactory,
@@ -46,13 +65,7 @@ def isolated_cache(
     It starts with the int8 query model in place (hard links; a copy that does not verify is
     remade by renaming a new file over it, never written in place)."""
     cache = tmp_path_factory.mktemp("xdg-cache")
-    models = cache / "codeask" / "models" / "all-minilm-l6-v2-int8"
-    models.mkdir(parents=True)
-    for made in int8_query_model:
-        try:
-            os.link(made, models / made.name)
-        except OSError:
-            shutil.copyfile(made, models / made.name)
+    _seed(cache, int8_query_model)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     # The per-user daemon is on by default; a test drives one process unless it turns the
     # daemon on itself, in a private runtime directory (tests/daemon, benchmarks/child_env.py).

@@ -155,21 +155,27 @@ async def test_workspace_folder_disappears(tmp_path: Path, shared_cache: Path) -
 
 
 async def test_save_storm_reindexes_once(project: Path, shared_cache: Path) -> None:
-    async with session([project], shared_cache) as lsp:
+    """Saves closer together than the debounce are one reindex. The debounce is 2 s here and the
+    saves come ~20 ms apart: a loaded machine slows the loop (it asserted the 50 saves took
+    < 1.8 s in all) but cannot space two saves past the debounce."""
+    options = {"server": {"debounceMs": 2000}}
+    async with session([project], shared_cache, options=options) as lsp:
         await lsp.wait_ready()
         target = project / "app/text.py"
         target.write_text(target.read_text() + NEW_FUNCTION)
         uri = lsp.uri("app/text.py")
-        started = time.monotonic()
-        for _ in range(50):  # 50 saves in one second
+        last, widest = time.monotonic(), 0.0
+        for _ in range(50):  # 50 saves in about one second
             lsp.save(uri)
             await asyncio.sleep(0.02)
-        assert time.monotonic() - started < 1.8
+            now = time.monotonic()
+            last, widest = now, max(widest, now - last)
+        assert widest < 2.0, f"two saves {widest:.2f} s apart: past the debounce"
 
         async def updates() -> int:
             return int((await lsp.status())["folders"][0]["updates"])
 
-        assert await wait_for(updates, lambda n: n >= 1, 5) == 1
+        assert await wait_for(updates, lambda n: n >= 1, 30) == 1
         await asyncio.sleep(1.0)
         assert await updates() == 1
         assert len(lsp.log_lines("reindexed app/text.py")) == 1

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument(
         "--full",
         action="store_true",
-        help="also wait for the MiniLM tier (minutes: ~17 chunks/s on 2 cores); without it, "
+        help="also wait for the MiniLM tier (minutes: ~25-55 chunks/s on 2 cores); without it, "
         "index returns once the first pass (lexical + static vectors) is searchable",
     )
     index.add_argument(

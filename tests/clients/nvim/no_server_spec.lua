@@ -11,6 +11,7 @@
 --   CODEASK_TEST_MISSING   an absolute path where no file exists
 --   CODEASK_TEST_NOEXEC    an existing file without the execute bit
 --   CODEASK_TEST_RESULTS   where to write a JSON report {name: "pass"|"fail"}
+--   CODEASK_TEST_MARKER    a root marker name no folder above CODEASK_TEST_OUTSIDE holds
 -- Prints one line per spec and then `N passed, N failed`; exits 1 on a failure.
 
 local plugin = assert(os.getenv('CODEASK_TEST_PLUGIN'), 'CODEASK_TEST_PLUGIN is not set')
@@ -19,6 +20,8 @@ local outside = assert(os.getenv('CODEASK_TEST_OUTSIDE'), 'CODEASK_TEST_OUTSIDE 
 local missing = assert(os.getenv('CODEASK_TEST_MISSING'), 'CODEASK_TEST_MISSING is not set')
 local noexec = assert(os.getenv('CODEASK_TEST_NOEXEC'), 'CODEASK_TEST_NOEXEC is not set')
 local results_file = os.getenv('CODEASK_TEST_RESULTS')
+-- A root marker no folder holds (the outside spec's definition of a project).
+local marker = assert(os.getenv('CODEASK_TEST_MARKER'), 'CODEASK_TEST_MARKER is not set')
 
 vim.opt.rtp:prepend(plugin)
 vim.cmd('runtime plugin/codeask.lua')
@@ -157,12 +160,16 @@ it('a server that exits at once: the commands say it exited, with its code', fun
 end)
 
 it('a file outside any project, the cmd fine: the message blames the buffer', function()
-  require('codeask').setup({ cmd = { '/bin/sh', '-c', 'exit 0' } })
+  -- "Outside any project" by a marker no folder above can hold: with the default markers, a
+  -- stray `.codeask` or `.git` above the temporary folder (left in /tmp by an earlier run or
+  -- anything else) made notes.txt a project file and this spec failed on a second run.
+  require('codeask').setup({ cmd = { '/bin/sh', '-c', 'exit 0' }, root_markers = { marker } })
   open(outside .. '/notes.txt')
   local text = notified(function()
     vim.cmd('AskCodeSearch cart')
   end)
   truthy(text:find('not a file inside a project', 1, true), text)
+  truthy(text:find(marker, 1, true), 'the advice names the markers:\n' .. text)
   truthy(not text:find('server not found', 1, true), text)
 end)
 
