@@ -59,6 +59,8 @@ def search(ws: Workspace, query: str, mode: str = "hybrid") -> str:
     done = codeask(ws, "search", query, "--mode", mode, "--root", str(ws.root))
     assert done.returncode == 0, done.stderr
     assert "damaged" not in done.stderr
+    # The tiers line names the configured model, never a MiniLM this index does not have.
+    assert "MiniLM" not in done.stderr, done.stderr
     return done.stdout
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from codeask.config import Settings
+from codeask.config import DEFAULT_EMBED_MODEL, Settings
 from codeask.core.storage.protocol import IndexCounts, IndexReader, Tier
 
 
@@ -38,6 +38,13 @@ class TierCount:
     tier: Tier
     done: int
     total: int
+    #: What the faces call it: the model tier is "MiniLM" only when it is the packaged MiniLM
+    #: (a remote or hub model is named by its model, not by a model it is not).
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or LABELS[self.tier]
 
     @property
     def complete(self) -> bool:
@@ -76,15 +83,30 @@ def counts(
     done = dict.fromkeys(VECTOR_TIERS, 0)
     total = dict.fromkeys(VECTOR_TIERS, 0)
     built: set[str] = set()
+    models: set[str] = set()
     if read is None:
         read = [folder.storage.counts() for folder in folders]
     for folder, sizes in zip(folders, read, strict=True):
         have = {"static": sizes.static_embedded, "minilm": sizes.embedded}
+        if "minilm" in folder.settings.embed.tiers:
+            models.add(folder.settings.embed.model)
         for tier in folder.settings.embed.tiers:
             built.add(tier)
             done[tier] += have[tier]
             total[tier] += sizes.chunks
-    return [TierCount(t, done[t], total[t]) for t in VECTOR_TIERS if t in built]
+    return [
+        TierCount(t, done[t], total[t], model_label(models) if t == "minilm" else "")
+        for t in VECTOR_TIERS
+        if t in built
+    ]
+
+
+def model_label(models: set[str]) -> str:
+    """`MiniLM` for the packaged model; `model 'name'` for another one (one name, or the
+    models of several folders joined)."""
+    if not models or models == {DEFAULT_EMBED_MODEL}:
+        return LABELS["minilm"]
+    return "model " + ", ".join(f"'{m}'" for m in sorted(models))
 
 
 def describe(tiers: Sequence[str], coverage: Sequence[TierCount]) -> str:
@@ -93,7 +115,8 @@ def describe(tiers: Sequence[str], coverage: Sequence[TierCount]) -> str:
     if all(c.complete and c.tier in tiers for c in coverage) and tiers:
         return ""
     parts = "; ".join(_count_text(count, tiers) for count in coverage)
-    used = " + ".join(LABELS.get(t, t) for t in tiers) or "nothing"
+    names: dict[str, str] = {count.tier: count.name for count in coverage}
+    used = " + ".join(names.get(t) or LABELS.get(t, t) for t in tiers) or "nothing"
     return f"answered by {used}" + (f" ({parts})" if parts else "")
 
 
@@ -106,7 +129,7 @@ def incomplete(coverage: Sequence[TierCount]) -> str:
 
 
 def _count_text(count: TierCount, tiers: Sequence[str]) -> str:
-    label = LABELS[count.tier]
+    label = count.name
     if count.complete:
         text = f"{label}: all {count.total} chunks"
     else:
