@@ -578,6 +578,48 @@ def test_bash() -> None:
     ]
 
 
+BASH_DISPATCH = """\
+#!/usr/bin/env bash
+helper() {
+  echo "plain"
+}
+
+# The tool's entry point.
+tool() {
+  local cmd="$1"
+  shift
+  case "$cmd" in
+    'install' | 'i')
+      fetch_archive "$@"
+      unpack "$@"
+      ;;
+    use)
+      switch_path "$@"
+      ;;
+  esac
+}
+
+case "$1" in
+  start) tool use "$2" ;;
+  stop) halt_all ;;
+esac
+"""
+
+
+def test_bash_case_dispatch_arms_are_named_chunks() -> None:
+    """A function dispatching on `case` is a table of subcommands: each arm is a chunk named
+    by its pattern (parent: the function), as is each arm of a script's top-level `case`; a
+    function without a `case` stays one function chunk."""
+    r = chunks_of("bin/tool.sh", BASH_DISPATCH)
+    assert shape(find(r, "helper")) == ("function", "", "helper", 2, 4)
+    assert shape(find(r, "install")) == ("method", "tool", "install", 11, 14)
+    assert find(r, "install").calls == ["fetch_archive", "unpack"]
+    assert shape(find(r, "use")) == ("method", "tool", "use", 15, 17)
+    assert find(r, "tool").kind == "class"
+    assert shape(find(r, "start")) == ("function", "", "start", 22, 22)
+    assert shape(find(r, "stop")) == ("function", "", "stop", 23, 23)
+
+
 EXTRA = {
     "mod.lua": (
         "local M = {}\n-- Adds.\nfunction M.add(a, b)\n  return util.sum(a, b)\nend\nreturn M\n",

@@ -154,3 +154,35 @@ def test_search_and_ask_say_which_tiers_answered(project: Path) -> None:
     assert asked.returncode == 0, asked.stderr
     assert f"Index not complete: search {said}" in asked.stderr
     assert "mostly" not in asked.stderr + asked.stdout
+
+
+@pytest.mark.slow
+def test_search_finds_a_shell_subcommand_by_its_case_arm(tmp_path: Path) -> None:
+    """`codeask index` + `codeask search` on a git repository: a shell tool's subcommand, one
+    arm of the `case` its entry function dispatches on, is a hit of its own named for it."""
+    (tmp_path / "tool.sh").write_text(
+        "#!/usr/bin/env bash\n"
+        "tool() {\n"
+        '  case "$1" in\n'
+        "    list)\n"
+        "      ls_versions\n"
+        "      ;;\n"
+        "    install)\n"
+        "      download_release\n"
+        "      unpack_release\n"
+        "      ;;\n"
+        "  esac\n"
+        "}\n"
+    )
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    indexed = codeask("index", "--lexical-only", str(tmp_path), cwd=tmp_path)
+    assert indexed.returncode == 0, indexed.stderr
+    found = codeask("search", "install", "--mode", "lexical", "--json", cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)["results"][0]
+    assert (first["relative_path"], first["symbol"], first["kind"]) == (
+        "tool.sh",
+        "install",
+        "method",
+    )
+    assert (first["start_line"], first["end_line"]) == (7, 10)
