@@ -277,6 +277,26 @@ def test_typescript_decorators_join_their_method() -> None:
     )
 
 
+def test_typescript_type_alias_is_a_named_chunk() -> None:
+    """A type alias (`export type inferInput<T> = ...`, the body of a types module) is a chunk
+    named for it with its doc comment, not an anonymous stretch of the module."""
+    text = (
+        "import type { Proc } from './proc';\n"
+        "\n"
+        "/** The input a procedure accepts. */\n"
+        "export type inferProcedureInput<TProcedure extends Proc> =\n"
+        "  TProcedure['_def']['input'];\n"
+        "\n"
+        "type Pair = { left: string; right: string };\n"
+    )
+    for path in ("src/inference.ts", "src/inference.tsx"):
+        r = chunks_of(path, text)
+        infer = find(r, "inferProcedureInput")
+        assert shape(infer) == ("class", "", "inferProcedureInput", 3, 5)
+        assert infer.docstring == "The input a procedure accepts."
+        assert shape(find(r, "Pair")) == ("class", "", "Pair", 7, 7)
+
+
 TSX = """\
 // Greets someone.
 export function Hello({ name }: Props) {

@@ -186,3 +186,30 @@ def test_search_finds_a_shell_subcommand_by_its_case_arm(tmp_path: Path) -> None
         "method",
     )
     assert (first["start_line"], first["end_line"]) == (7, 10)
+
+
+@pytest.mark.slow
+def test_search_finds_a_typescript_type_alias_by_its_name(tmp_path: Path) -> None:
+    """`codeask index` + `codeask search` on a git repository: a TypeScript type alias is a hit
+    of its own, named for the alias, among the module's other code."""
+    (tmp_path / "inference.ts").write_text(
+        "import type { Proc } from './proc';\n"
+        "\n"
+        "export const version = 3;\n"
+        "\n"
+        "/** The input a procedure accepts. */\n"
+        "export type inferProcedureInput<TProcedure extends Proc> =\n"
+        "  TProcedure['_def']['input'];\n"
+    )
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    indexed = codeask("index", "--lexical-only", str(tmp_path), cwd=tmp_path)
+    assert indexed.returncode == 0, indexed.stderr
+    found = codeask("search", "inferProcedureInput", "--mode", "lexical", "--json", cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)["results"][0]
+    assert (first["relative_path"], first["symbol"], first["kind"]) == (
+        "inference.ts",
+        "inferProcedureInput",
+        "class",
+    )
+    assert (first["start_line"], first["end_line"]) == (5, 7)

@@ -30,6 +30,7 @@ _TS_CLASSES = (
     "abstract_class_declaration",
     "interface_declaration",
     "enum_declaration",
+    "type_alias_declaration",
 )
 #: C and C++ record types count only with a body (`struct s *p;` is a use, not a definition).
 _C_CLASS_PATTERNS = (
