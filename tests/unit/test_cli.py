@@ -156,11 +156,24 @@ def test_search_and_ask_say_which_tiers_answered(project: Path) -> None:
     assert "mostly" not in asked.stderr + asked.stdout
 
 
+def first_lexical_hit(repo: Path, name: str, text: str, query: str) -> tuple[object, ...]:
+    """Write one file into a fresh git repository, `codeask index` it and return the first
+    result of a lexical `codeask search`: (path, symbol, kind, start line, end line)."""
+    (repo / name).write_text(text)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    indexed = codeask("index", "--lexical-only", str(repo), cwd=repo)
+    assert indexed.returncode == 0, indexed.stderr
+    found = codeask("search", query, "--mode", "lexical", "--json", cwd=repo)
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)["results"][0]
+    return tuple(first[k] for k in ("relative_path", "symbol", "kind", "start_line", "end_line"))
+
+
 @pytest.mark.slow
 def test_search_finds_a_shell_subcommand_by_its_case_arm(tmp_path: Path) -> None:
-    """`codeask index` + `codeask search` on a git repository: a shell tool's subcommand, one
-    arm of the `case` its entry function dispatches on, is a hit of its own named for it."""
-    (tmp_path / "tool.sh").write_text(
+    """A shell tool's subcommand, one arm of the `case` its entry function dispatches on, is
+    a hit of its own named for it."""
+    script = (
         "#!/usr/bin/env bash\n"
         "tool() {\n"
         '  case "$1" in\n'
@@ -174,25 +187,15 @@ def test_search_finds_a_shell_subcommand_by_its_case_arm(tmp_path: Path) -> None
         "  esac\n"
         "}\n"
     )
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    indexed = codeask("index", "--lexical-only", str(tmp_path), cwd=tmp_path)
-    assert indexed.returncode == 0, indexed.stderr
-    found = codeask("search", "install", "--mode", "lexical", "--json", cwd=tmp_path)
-    assert found.returncode == 0, found.stderr
-    first = json.loads(found.stdout)["results"][0]
-    assert (first["relative_path"], first["symbol"], first["kind"]) == (
-        "tool.sh",
-        "install",
-        "method",
-    )
-    assert (first["start_line"], first["end_line"]) == (7, 10)
+    hit = first_lexical_hit(tmp_path, "tool.sh", script, "install")
+    assert hit == ("tool.sh", "install", "method", 7, 10)
 
 
 @pytest.mark.slow
 def test_search_finds_a_typescript_type_alias_by_its_name(tmp_path: Path) -> None:
-    """`codeask index` + `codeask search` on a git repository: a TypeScript type alias is a hit
-    of its own, named for the alias, among the module's other code."""
-    (tmp_path / "inference.ts").write_text(
+    """A TypeScript type alias is a hit of its own, named for the alias, among the module's
+    other code."""
+    module = (
         "import type { Proc } from './proc';\n"
         "\n"
         "export const version = 3;\n"
@@ -201,15 +204,5 @@ def test_search_finds_a_typescript_type_alias_by_its_name(tmp_path: Path) -> Non
         "export type inferProcedureInput<TProcedure extends Proc> =\n"
         "  TProcedure['_def']['input'];\n"
     )
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    indexed = codeask("index", "--lexical-only", str(tmp_path), cwd=tmp_path)
-    assert indexed.returncode == 0, indexed.stderr
-    found = codeask("search", "inferProcedureInput", "--mode", "lexical", "--json", cwd=tmp_path)
-    assert found.returncode == 0, found.stderr
-    first = json.loads(found.stdout)["results"][0]
-    assert (first["relative_path"], first["symbol"], first["kind"]) == (
-        "inference.ts",
-        "inferProcedureInput",
-        "class",
-    )
-    assert (first["start_line"], first["end_line"]) == (5, 7)
+    hit = first_lexical_hit(tmp_path, "inference.ts", module, "inferProcedureInput")
+    assert hit == ("inference.ts", "inferProcedureInput", "class", 5, 7)
