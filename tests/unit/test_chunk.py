@@ -277,6 +277,26 @@ def test_typescript_decorators_join_their_method() -> None:
     )
 
 
+def test_typescript_type_alias_is_a_named_chunk() -> None:
+    """A type alias (`export type inferInput<T> = ...`, the body of a types module) is a chunk
+    named for it with its doc comment, not an anonymous stretch of the module."""
+    text = (
+        "import type { Proc } from './proc';\n"
+        "\n"
+        "/** The input a procedure accepts. */\n"
+        "export type inferProcedureInput<TProcedure extends Proc> =\n"
+        "  TProcedure['_def']['input'];\n"
+        "\n"
+        "type Pair = { left: string; right: string };\n"
+    )
+    for path in ("src/inference.ts", "src/inference.tsx"):
+        r = chunks_of(path, text)
+        infer = find(r, "inferProcedureInput")
+        assert shape(infer) == ("class", "", "inferProcedureInput", 3, 5)
+        assert infer.docstring == "The input a procedure accepts."
+        assert shape(find(r, "Pair")) == ("class", "", "Pair", 7, 7)
+
+
 TSX = """\
 // Greets someone.
 export function Hello({ name }: Props) {
@@ -576,6 +596,48 @@ def test_bash() -> None:
         (1, 2),
         (15, 15),
     ]
+
+
+BASH_DISPATCH = """\
+#!/usr/bin/env bash
+helper() {
+  echo "plain"
+}
+
+# The tool's entry point.
+tool() {
+  local cmd="$1"
+  shift
+  case "$cmd" in
+    'install' | 'i')
+      fetch_archive "$@"
+      unpack "$@"
+      ;;
+    use)
+      switch_path "$@"
+      ;;
+  esac
+}
+
+case "$1" in
+  start) tool use "$2" ;;
+  stop) halt_all ;;
+esac
+"""
+
+
+def test_bash_case_dispatch_arms_are_named_chunks() -> None:
+    """A function dispatching on `case` is a table of subcommands: each arm is a chunk named
+    by its pattern (parent: the function), as is each arm of a script's top-level `case`; a
+    function without a `case` stays one function chunk."""
+    r = chunks_of("bin/tool.sh", BASH_DISPATCH)
+    assert shape(find(r, "helper")) == ("function", "", "helper", 2, 4)
+    assert shape(find(r, "install")) == ("method", "tool", "install", 11, 14)
+    assert find(r, "install").calls == ["fetch_archive", "unpack"]
+    assert shape(find(r, "use")) == ("method", "tool", "use", 15, 17)
+    assert find(r, "tool").kind == "class"
+    assert shape(find(r, "start")) == ("function", "", "start", 22, 22)
+    assert shape(find(r, "stop")) == ("function", "", "stop", 23, 23)
 
 
 EXTRA = {

@@ -154,3 +154,55 @@ def test_search_and_ask_say_which_tiers_answered(project: Path) -> None:
     assert asked.returncode == 0, asked.stderr
     assert f"Index not complete: search {said}" in asked.stderr
     assert "mostly" not in asked.stderr + asked.stdout
+
+
+def first_lexical_hit(repo: Path, name: str, text: str, query: str) -> tuple[object, ...]:
+    """Write one file into a fresh git repository, `codeask index` it and return the first
+    result of a lexical `codeask search`: (path, symbol, kind, start line, end line)."""
+    (repo / name).write_text(text)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    indexed = codeask("index", "--lexical-only", str(repo), cwd=repo)
+    assert indexed.returncode == 0, indexed.stderr
+    found = codeask("search", query, "--mode", "lexical", "--json", cwd=repo)
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)["results"][0]
+    return tuple(first[k] for k in ("relative_path", "symbol", "kind", "start_line", "end_line"))
+
+
+@pytest.mark.slow
+def test_search_finds_a_shell_subcommand_by_its_case_arm(tmp_path: Path) -> None:
+    """A shell tool's subcommand, one arm of the `case` its entry function dispatches on, is
+    a hit of its own named for it."""
+    script = (
+        "#!/usr/bin/env bash\n"
+        "tool() {\n"
+        '  case "$1" in\n'
+        "    list)\n"
+        "      ls_versions\n"
+        "      ;;\n"
+        "    install)\n"
+        "      download_release\n"
+        "      unpack_release\n"
+        "      ;;\n"
+        "  esac\n"
+        "}\n"
+    )
+    hit = first_lexical_hit(tmp_path, "tool.sh", script, "install")
+    assert hit == ("tool.sh", "install", "method", 7, 10)
+
+
+@pytest.mark.slow
+def test_search_finds_a_typescript_type_alias_by_its_name(tmp_path: Path) -> None:
+    """A TypeScript type alias is a hit of its own, named for the alias, among the module's
+    other code."""
+    module = (
+        "import type { Proc } from './proc';\n"
+        "\n"
+        "export const version = 3;\n"
+        "\n"
+        "/** The input a procedure accepts. */\n"
+        "export type inferProcedureInput<TProcedure extends Proc> =\n"
+        "  TProcedure['_def']['input'];\n"
+    )
+    hit = first_lexical_hit(tmp_path, "inference.ts", module, "inferProcedureInput")
+    assert hit == ("inference.ts", "inferProcedureInput", "class", 5, 7)

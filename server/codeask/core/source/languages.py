@@ -30,6 +30,7 @@ _TS_CLASSES = (
     "abstract_class_declaration",
     "interface_declaration",
     "enum_declaration",
+    "type_alias_declaration",
 )
 #: C and C++ record types count only with a body (`struct s *p;` is a use, not a definition).
 _C_CLASS_PATTERNS = (
@@ -37,6 +38,11 @@ _C_CLASS_PATTERNS = (
     "(union_specifier body: (_))",
     "(enum_specifier body: (_))",
 )
+
+#: A shell function that dispatches on a `case` (`tool() { case $1 in install) ...`) is a table
+#: of subcommands: class-like, so each arm is a chunk named by its pattern, as a reader asks for
+#: it ("how does the tool install a version"); a script's top-level `case` arms are chunks too.
+_SH_FUNCTION = '(function_definition body: (_) @_body (#{}? @_body "\\n[ \\t]*case[ \\t]"))'
 
 #: Zig: a function returning `type` builds a type (`fn ArrayList(T) type { return struct {..} }`),
 #: so it is class-like and the methods of the struct it returns are its members.
@@ -274,7 +280,8 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         name="bash",
         grammar="bash",
         extensions=(".sh", ".bash", ".zsh"),
-        function_types=("function_definition",),
+        function_patterns=(_SH_FUNCTION.format("not-match"), "(case_item value: (_) @name)"),
+        class_patterns=(_SH_FUNCTION.format("match"),),
         call_types=(("command", "name"),),
     ),
     LanguageSpec(
