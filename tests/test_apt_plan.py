@@ -86,11 +86,11 @@ def test_plan_names_only_missing_packages_and_installs_nothing() -> None:
     assert sizes, out
     upgraded, new = apt_summary(names)
     assert int(sizes[1]) == new, out
-    if upgraded:  # named, and the script stops before apt-get unless allowed
+    if upgraded:  # named before apt-get runs; CODEASK_APT_UPGRADE=0 stops there instead
         assert f"upgrade {upgraded} installed ones" in out, out
-        assert "stopping before apt-get" in out and "CODEASK_APT_UPGRADE=1" in out, out
-        allowed = plan_run(CODEASK_APT_UPGRADE="1")
-        assert "stopping before apt-get" not in allowed.stdout + allowed.stderr
+        assert "the ones apt needs for" in out and "stopping" not in out, out
+        refused = plan_run(CODEASK_APT_UPGRADE="0")
+        assert "stopping before apt-get (CODEASK_APT_UPGRADE=0)" in refused.stderr, refused.stderr
     else:
         assert "stopping" not in out, out
 
