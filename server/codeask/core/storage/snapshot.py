@@ -24,13 +24,15 @@ import msgspec
 from codeask.core.runtime import private_files
 
 SCHEMA_VERSION = 1
-COMPONENTS = ("files", "chunks", "history", "vectors", "static")
+COMPONENTS = ("files", "chunks", "history", "vectors", "static", "vectors_delta", "static_delta")
 _EXT = {
     "files": "msgpack",
     "chunks": "msgpack",
     "history": "msgpack",
     "vectors": "npz",
     "static": "npz",
+    "vectors_delta": "npz",  # a tier's changes since its base (storage/vector_file.py)
+    "static_delta": "npz",
 }
 
 

@@ -35,7 +35,7 @@ from codeask.core.storage.snapshot import (
     read_manifest,
 )
 from codeask.core.storage.snapshot_load import SnapshotLoader
-from codeask.core.storage.vectors import VectorIndex, VectorTiers
+from codeask.core.storage.vectors import VectorIndex, VectorTiers, empty_tier
 
 __all__ = [  # the names callers import from here, wherever they now live
     "COMPONENTS",
@@ -206,7 +206,7 @@ class IndexStore:
             if self.dim or dim <= 0:
                 return False
             self.dim = self.tiers.dim = dim
-            self.tiers.set_tier("vectors", VectorIndex(dim))
+            self.tiers.set_tier("vectors", empty_tier("vectors", dim))
             self.tiers.changed.add("vectors")
             return True
 
@@ -226,7 +226,7 @@ class IndexStore:
         """Write a complete snapshot, then point CURRENT at it; returns its generation."""
         with self.lock:
             self.snapshots.refuse_stale(self.generation)
-            self.tiers.compact()
+            tier_parts = self.tiers.plan_save()
             manifest = Manifest(
                 schema_version=SCHEMA_VERSION,
                 model=self.model,
@@ -238,11 +238,12 @@ class IndexStore:
                 static_model=self.static_model,
                 static_dim=self.static_dim,
             )
-            changed = self.catalog.changed | self.tiers.changed
+            changed = self.catalog.changed | tier_parts
             target = self.snapshots.write(manifest, changed, self._write_component)
         final = self.snapshots.publish(target)
         with self.lock:
             self.generation = manifest.generation
+            self.tiers.rebase(final)
             self.catalog.changed, self.tiers.changed = set(), set()
             self.saved_at = manifest.updated
         self.snapshots.remove_old(keep=final.name)
@@ -253,7 +254,7 @@ class IndexStore:
         if name in PARTS:
             fsync_write(path, self.catalog.encode(name))
         else:
-            fsync_write(path, self.tiers.tier(name).encode())
+            self.tiers.write(name, path)
 
     def disk_bytes(self) -> int:
         """Size of the index folder on disk."""
