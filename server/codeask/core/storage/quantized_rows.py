@@ -34,13 +34,14 @@ def dequantize(rows: np.ndarray, scales: np.ndarray | None) -> np.ndarray:
 
 
 def scores(rows: np.ndarray, scales: np.ndarray | None, unit: np.ndarray) -> np.ndarray:
-    """Every row's dot product with `unit` (float32). int8 rows are converted one block at a
-    time, so the temporary memory is one block however many rows there are."""
-    if scales is None:
-        return np.asarray(rows @ unit, dtype=np.float32)
+    """Every row's dot product with `unit` (float32), one block at a time, so the temporary
+    memory is one block however many rows there are: int8 rows are converted per block, and
+    float32 rows mapped from a .npz are unaligned, which made numpy copy the whole matrix
+    before its product (1.3M rows: 1.27 GB and 4.4 s a query, issue 42)."""
     out = np.empty(len(rows), dtype=np.float32)
     for start in range(0, len(rows), BLOCK_ROWS):
         block = rows[start : start + BLOCK_ROWS]
-        out[start : start + len(block)] = block.astype(np.float32) @ unit
-    out *= scales
+        out[start : start + len(block)] = np.asarray(block, dtype=np.float32) @ unit
+    if scales is not None:
+        out *= scales
     return out

@@ -20,7 +20,9 @@ from typing import IO
 
 import numpy as np
 
+from codeask.core.storage import coarse_lists
 from codeask.core.storage.mapped_rows import ROW_DTYPES, MappedRows, map_rows
+from codeask.core.storage.quantized_rows import dequantize, quantize
 
 
 @dataclass
@@ -40,19 +42,22 @@ class Delta(Stored):
     base_rows: int
 
 
-def read_base(path: Path, dim: int) -> tuple[np.ndarray, MappedRows | Stored]:
-    """(ids, rows) of a base file: the rows mapped, or read when the file is compressed.
-    ValueError (naming the file) for anything that is not a tier file of `dim`."""
+def read_base(
+    path: Path, dim: int
+) -> tuple[np.ndarray, MappedRows | Stored, coarse_lists.CoarseLists | None]:
+    """(ids, rows, coarse lists) of a base file: the rows mapped, or read when the file is
+    compressed. ValueError (naming the file) for anything that is not a tier file of `dim`."""
     try:
         with zipfile.ZipFile(path) as archive:
             with archive.open("ids.npy") as member:
                 ids = np.asarray(np.lib.format.read_array(member), dtype=np.int64)
             if ids.ndim != 1:
                 raise ValueError(f"{path.name}: ids of shape {ids.shape}")
+            lists = coarse_lists.read(archive, len(ids), dim, path.name)
             base = map_rows(path, archive, "rows.npy", len(ids), dim)
             if base is not None:
-                return ids, base
-            return ids, _read_stored(archive, ids, dim, path.name)
+                return ids, base, lists
+            return ids, _read_stored(archive, ids, dim, path.name), lists
     except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
         raise ValueError(f"{path.name} is not a vector file ({exc})") from exc
 
@@ -89,6 +94,25 @@ def _read_stored(archive: zipfile.ZipFile, ids: np.ndarray, dim: int, name: str)
         if scales.shape != (len(ids),):
             raise ValueError(f"{name}: {scales.shape} scales for {len(ids)} rows")
     return Stored(ids, rows, scales)
+
+
+def empty_delta(dim: int, dtype: np.dtype) -> Delta:
+    """A delta that changes nothing (it then fits any base: `base_rows` -1)."""
+    scales = np.zeros(0, np.float32) if dtype == np.int8 else None
+    rows = np.zeros((0, dim), dtype)
+    return Delta(np.zeros(0, np.int64), rows, scales, np.zeros(0, np.int64), -1)
+
+
+def as_layout(
+    quantized: bool, ids: np.ndarray, rows: np.ndarray, scales: np.ndarray | None
+) -> Stored:
+    """Rows in a tier's layout: int8 with scales for a quantized tier (a float32 base of one is
+    quantized), float32 otherwise."""
+    if quantized and scales is None:
+        return Stored(ids, *quantize(rows))
+    if not quantized and scales is not None:
+        return Stored(ids, dequantize(rows, scales), None)
+    return Stored(ids, np.asarray(rows), scales)
 
 
 def encode_delta(delta: Delta) -> bytes:

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import io
 from collections.abc import Container, Iterable, Iterator
+from dataclasses import astuple
 from pathlib import Path
 
 import numpy as np
 
+from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, add_to, scan
 from codeask.core.storage.mapped_rows import MappedRows
 from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, quantize, scores
 from codeask.core.storage.snapshot import component_path, fsync_write
 from codeask.core.storage.vector_file import (
     Delta,
     Stored,
+    as_layout,
+    empty_delta,
     encode_delta,
     read_base,
     read_delta,
@@ -42,8 +46,10 @@ QUANTIZED = frozenset({"static"})
 
 
 def empty_tier(name: str, dim: int) -> VectorIndex:
-    """A new, empty tier `name` of `dim` (at least 1: an index needs some dimension)."""
-    return VectorIndex(max(1, dim), quantized=name in QUANTIZED)
+    """A new, empty tier `name` of `dim` (the static tier at least 1 while it is off)."""
+    if name in QUANTIZED:
+        return VectorIndex(max(1, dim), quantized=True)
+    return VectorIndex(dim)
 
 
 class VectorIndex:
@@ -76,6 +82,7 @@ class VectorIndex:
         self._base: MappedRows | None = None
         self._base_ids = np.zeros(0, dtype=np.int64)
         self._base_slot: dict[int, int] = {}
+        self._lists: CoarseLists | None = None  # a large base's candidate lists
         self.live: set[int] = set()
         self.deleted = 0
 
@@ -93,7 +100,7 @@ class VectorIndex:
         """Load a saved tier (already verified) and its `delta`; rows of ids outside
         `known_ids` are dropped and counted as deleted. The base's rows stay in the file,
         mapped; a file whose rows cannot be mapped (compressed) is read into the tail."""
-        ids, base = read_base(path, dim)
+        ids, base, lists = read_base(path, dim)
         changes = read_delta(delta, dim) if delta is not None else None
         keep = np.fromiter((int(i) in known_ids for i in ids), dtype=bool, count=len(ids))
         if changes is not None:
@@ -103,13 +110,14 @@ class VectorIndex:
         vectors = cls(dim, 1024 if mapped else capacity, quantized=quantized)
         if isinstance(base, MappedRows):
             vectors._set_base(base, ids, keep)
+            vectors._lists = lists
         else:  # compressed: read into the tail (it is written as a base at the next save)
             vectors._put_stored(Stored(ids[keep], base.rows[keep], _part(base.scales, keep)))
             vectors.deleted = len(ids) - int(keep.sum())
         if changes is not None:
             known = np.fromiter((int(i) in known_ids for i in changes.ids), bool, len(changes.ids))
             rows = Stored(changes.ids[known], changes.rows[known], _part(changes.scales, known))
-            vectors._put_stored(vectors._as_stored(rows.ids, rows.rows, rows.scales), counted=False)
+            vectors._put_stored(as_layout(quantized, *astuple(rows)), counted=False)
         return vectors
 
     def _set_base(self, base: MappedRows, ids: np.ndarray, keep: np.ndarray) -> None:
@@ -219,7 +227,7 @@ class VectorIndex:
                 mask = ids >= 0
                 rows = base[start : start + BLOCK_ROWS][mask]
                 part = None if scales is None else scales[start : start + BLOCK_ROWS][mask]
-                yield self._as_stored(ids[mask], rows, part)
+                yield as_layout(self.quantized, ids[mask], rows, part)
             self._base.scanned()
         yield self._tail()
 
@@ -229,14 +237,6 @@ class VectorIndex:
         scales = self._scales[:used][mask] if self.quantized else None
         return Stored(self._ids[:used][mask], self._rows[:used][mask], scales)
 
-    def _as_stored(self, ids: np.ndarray, rows: np.ndarray, scales: np.ndarray | None) -> Stored:
-        """Rows in this tier's layout (a float32 base of a quantized tier: quantized)."""
-        if self.quantized and scales is None:
-            return Stored(ids, *quantize(rows))
-        if not self.quantized and scales is not None:
-            return Stored(ids, dequantize(rows, scales), None)
-        return Stored(ids, np.asarray(rows), scales)
-
     @property
     def mapped(self) -> bool:
         """The rows are a mapped base file plus a delta (else all in memory)."""
@@ -244,10 +244,7 @@ class VectorIndex:
 
     def empty_delta(self) -> Delta:
         """A delta that changes nothing (it then fits any base)."""
-        tail = Stored(np.zeros(0, np.int64), np.zeros((0, self.dim), self._dtype), None)
-        if self.quantized:
-            tail.scales = np.zeros(0, np.float32)
-        return Delta(tail.ids, tail.rows, tail.scales, np.zeros(0, np.int64), -1)
+        return empty_delta(self.dim, self._dtype)
 
     def delta(self) -> Delta:
         """What changed since the mapped base (everything, when there is none)."""
@@ -256,8 +253,13 @@ class VectorIndex:
         return Delta(tail.ids, tail.rows, tail.scales, removed, len(self._base_ids))
 
     def write_base(self, path: Path) -> None:
-        """Write the live vectors as a base file (streamed, fsynced)."""
+        """Write the live vectors as a base file (streamed, fsynced); a large one gets coarse
+        lists (coarse_lists.py), trained over the rows just written (mapped, not copied)."""
         write_base(path, len(self.live), self.dim, self._dtype, self.live_blocks())
+        if len(self.live) >= MIN_ROWS:
+            _, written, _ = read_base(path, self.dim)
+            assert isinstance(written, MappedRows)  # written uncompressed just now
+            add_to(path, written.rows, written.scales)
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
         """A chunk's stored vector (None without one): a neighbour query that needs no model."""
@@ -295,14 +297,16 @@ class VectorIndex:
         tail = scores(self._rows[:used], self._tail_scales(0, used), unit)
         if self._base is None:
             return tail, self._ids[:used]
-        base_scores = scores(self._base.rows, self._base.scales, unit)
-        self._base.scanned()
+        base, base_ids = self._base, self._base_ids
+        if self._lists is not None:  # a large base: its candidate lists' rows only
+            base_scores, picked = scan(self._lists, base.rows, base.scales, unit)
+            base_ids = base_ids[picked]
+        else:
+            base_scores = scores(base.rows, base.scales, unit)
+        base.scanned()
         if not used:
-            return base_scores, self._base_ids
-        return (
-            np.concatenate([base_scores, tail]),
-            np.concatenate([self._base_ids, self._ids[:used]]),
-        )
+            return base_scores, base_ids
+        return np.concatenate([base_scores, tail]), np.concatenate([base_ids, self._ids[:used]])
 
     def encode(self) -> bytes:
         """The live vectors as an uncompressed .npz base (tests; a save streams `write_base`)."""
