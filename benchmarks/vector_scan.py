@@ -123,7 +123,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--k", type=int, default=200)
     parser.add_argument("--float32", action="store_true", help="also the float32 layout")
-    parser.add_argument("--probes", default="", help="coarse_lists.PROBE_SHARE values to try")
+    parser.add_argument(
+        "--probes", default="", help="coarse_lists.PROBE_SHARE values to try (0: exact scan)"
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(42)
     seeds = seed_rows(args.index_home)
@@ -135,8 +137,10 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as work:
                 index, path, took = loaded(rows, quantized, Path(work))
                 shares = [float(p) for p in args.probes.split(",") if p] or [PROBE_SHARE]
+                lists = index._lists
                 for share in shares:
                     coarse_lists.PROBE_SHARE = share
+                    index._lists = lists if share > 0 else None  # 0: the exact scan
                     result = measure(index, path, rows, queries, args.k)
                     result.update(probe_share=share, write_s=took, load=os.getloadavg()[0])
                     print(json.dumps({k: _round(v) for k, v in result.items()}), flush=True)

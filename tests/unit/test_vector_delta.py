@@ -152,13 +152,19 @@ def _assert_rows_match_chunks(store: IndexStore) -> None:
         assert got is not None and float(np.abs(got - want).max()) < 0.02
 
 
-def test_a_damaged_delta_rebuilds_only_the_static_tier_with_a_reason(tmp_path: Path) -> None:
-    store = _store(tmp_path / "idx")
+def _base_and_delta(folder: Path, replaced: int) -> IndexStore:
+    """800 rows saved as a base, then f0.py's 50 chunks replaced by `replaced`: a delta."""
+    store = _store(folder)
     for n in range(16):
         _put_file(store, f"f{n}.py", 50)
     store.save()
-    _put_file(store, "f0.py", 20)
+    _put_file(store, "f0.py", replaced)
     store.save()
+    return store
+
+
+def test_a_damaged_delta_rebuilds_only_the_static_tier_with_a_reason(tmp_path: Path) -> None:
+    _base_and_delta(tmp_path / "idx", 20)
     delta = tmp_path / "idx" / current_name(tmp_path / "idx") / "static_delta.npz"
     blob = bytearray(delta.read_bytes())
     blob[len(blob) // 2] ^= 0xFF
@@ -173,12 +179,7 @@ def test_a_damaged_delta_rebuilds_only_the_static_tier_with_a_reason(tmp_path: P
 def test_a_delta_written_for_another_base_is_refused(tmp_path: Path) -> None:
     """A delta naming rows of a base of another size (checksums made to match): refused with
     the reason, never applied to the wrong rows."""
-    store = _store(tmp_path / "idx")
-    for n in range(16):
-        _put_file(store, f"f{n}.py", 50)
-    store.save()
-    _put_file(store, "f0.py", 5)
-    store.save()
+    store = _base_and_delta(tmp_path / "idx", 5)
     folder = tmp_path / "idx"
     snap = folder / current_name(folder)
     path = snap / "static_delta.npz"

@@ -113,22 +113,27 @@ def train(rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> CoarseL
     sample = _unit(dequantize(rows[sample_rows], _part(scales, sample_rows)))
     centroids = sample[rng.choice(len(sample), size=lists, replace=False)].copy()
     for _ in range(_ROUNDS):
-        owner = np.argmax(sample @ centroids.T, axis=1)
+        owner = _nearest(sample, None, centroids)
         sums = np.zeros_like(centroids)
         np.add.at(sums, owner, sample)
         empty = np.bincount(owner, minlength=lists) == 0
         sums[empty] = centroids[empty]  # a list nothing chose keeps its centroid
         centroids = _unit(sums)
-    owners = np.empty(count, dtype=np.int64)
-    for start in range(0, count, BLOCK_ROWS):
-        block = dequantize(
-            rows[start : start + BLOCK_ROWS], _part(scales, slice(start, start + BLOCK_ROWS))
-        )
-        owners[start : start + len(block)] = np.argmax(block @ centroids.T, axis=1)
+    owners = _nearest(rows, scales, centroids)
     order = np.argsort(owners, kind="stable").astype(np.int32 if count < 2**31 else np.int64)
     starts = np.zeros(lists + 1, dtype=np.int64)
     starts[1:] = np.cumsum(np.bincount(owners, minlength=lists))
     return CoarseLists(centroids.astype(np.float32), order, starts)
+
+
+def _nearest(rows: np.ndarray, scales: np.ndarray | None, centroids: np.ndarray) -> np.ndarray:
+    """Each row's nearest centroid, `BLOCK_ROWS` rows at a time (bounded temporary memory)."""
+    owners = np.empty(len(rows), dtype=np.int64)
+    for start in range(0, len(rows), BLOCK_ROWS):
+        where = slice(start, start + BLOCK_ROWS)
+        block = dequantize(rows[where], _part(scales, where))
+        owners[where] = np.argmax(block @ centroids.T, axis=1)
+    return owners
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

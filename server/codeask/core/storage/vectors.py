@@ -56,17 +56,12 @@ class VectorIndex:
     """Unit vectors in the rows of one matrix, keyed by chunk id; a removed chunk leaves a hole
     (its id -1), folded away when the delta grows.
 
-    A loaded tier keeps the snapshot file's rows where they are (issue 29): they are mapped
-    read-only (`mapped_rows.py`) as the base, and a vector added or replaced afterwards goes to
-    an in-memory tail. The base is never written (a replaced chunk's base row becomes a hole),
-    so its pages are the file's: out of the process's memory until a query scans them, and let
-    go again when the tier has been idle a while. Snapshot files are never written in place (a
-    save writes a new generation), so the mapped bytes stay the verified ones.
-
-    The tail and the base's holes are the tier's delta (issue 42): a save writes only them
-    (vector_file.py) until they pass `FOLD_FRACTION` of the base, then a new base. A
-    `quantized` tier stores int8 rows with a scale each (quantized_rows.py), in the tail too,
-    so a query scores the same before and after a save.
+    A loaded tier keeps the snapshot file's rows mapped read-only as the base (issue 29,
+    `mapped_rows.py`; snapshot files are never written in place), and a vector added or
+    replaced afterwards goes to an in-memory tail (a replaced base row becomes a hole). The tail
+    and the holes are the delta (issue 42): a save writes only them (vector_file.py) until they
+    pass `FOLD_FRACTION` of the base, then a new base. A `quantized` tier stores int8 rows with a
+    scale each (quantized_rows.py), in the tail too, so a query scores the same after a save.
     """
 
     def __init__(self, dim: int, capacity: int = 1024, *, quantized: bool = False) -> None:
@@ -123,19 +118,9 @@ class VectorIndex:
     def _set_base(self, base: MappedRows, ids: np.ndarray, keep: np.ndarray) -> None:
         """Take the mapped `base`: dropped and repeated ids become holes."""
         self._base = base
-        self._base_ids = ids.copy()
-        slots: dict[int, int] = {}
-        for row, chunk_id in enumerate(ids.tolist()):
-            if not keep[row]:
-                self._base_ids[row] = -1
-                continue
-            earlier = slots.get(chunk_id)
-            if earlier is not None:  # a repeated id: the later row holds its vector
-                self._base_ids[earlier] = -1
-            slots[chunk_id] = row
-        self._base_slot = slots
-        self.live = set(slots)
-        self.deleted = len(ids) - len(slots)
+        self._base_ids, self._base_slot = _base_slots(ids, keep)
+        self.live = set(self._base_slot)
+        self.deleted = len(ids) - len(self._base_slot)
 
     def add(self, ids: list[int], rows: np.ndarray) -> None:
         """Insert (or replace) vectors; rows are L2-normalised here, so scores are cosines."""
@@ -317,6 +302,22 @@ class VectorIndex:
 
 #: A save writes a new base once the delta (tail rows and base holes) passes this share of it.
 FOLD_FRACTION = 0.125
+
+
+def _base_slots(ids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
+    """(ids with holes, id -> row) of a base: rows not kept, and a repeated id's earlier rows
+    (the later row holds its vector), become holes."""
+    base_ids = ids.copy()
+    slots: dict[int, int] = {}
+    for row, chunk_id in enumerate(ids.tolist()):
+        if not keep[row]:
+            base_ids[row] = -1
+            continue
+        earlier = slots.get(chunk_id)
+        if earlier is not None:
+            base_ids[earlier] = -1
+        slots[chunk_id] = row
+    return base_ids, slots
 
 
 def _check_delta(delta: Delta, base_rows: int, path: Path | None) -> None:
