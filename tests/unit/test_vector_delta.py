@@ -271,3 +271,21 @@ def test_a_large_base_answers_from_its_coarse_lists(
     small.write_base(tmp_path / "small.npz")
     assert VectorIndex.load(tmp_path / "small.npz", DIM, 0, set(range(1000)))._lists is None
     assert coarse_lists.MIN_ROWS == 400_000  # the module's own threshold is untouched
+
+
+def test_a_tier_edited_while_its_fold_was_saved_keeps_its_rows(tmp_path: Path) -> None:
+    """A fold maps the base it wrote once published; a vector added in between (the store's
+    lock is let go while the snapshot is published) must not be lost to that mapping."""
+    store = _store(tmp_path / "idx")
+    _put_file(store, "a.py", 30)
+    parts = store.tiers.plan_save()
+    assert {"static", "static_delta"} <= parts
+    for name in ("static", "vectors"):
+        store.tiers.write(name, tmp_path / f"{name}.npz")
+    late = store.new_ids(1)
+    store.tiers.attach("static", late, _rows(late), set(late))
+    store.tiers.rebase(tmp_path)  # finds the bases here
+    assert store.tiers.vectors.mapped  # not edited meanwhile: mapped
+    assert late[0] in store.static_vectors.live
+    assert not store.static_vectors.mapped  # kept in memory: the next save folds it again
+    assert "static" in store.tiers.plan_save()

@@ -359,8 +359,10 @@ class VectorTiers:
         self.static = empty_tier("static", static_dim) if static is None else static
         #: Tiers (names from TIERS) changed since the last save; a new set starts all changed.
         self.changed: set[str] = set(TIERS)
-        #: Tiers whose base the save being written folds (rewrites): mapped again once published.
-        self.folding: set[str] = set()
+        #: Tiers whose base the save being written folds (rewrites): mapped again once
+        #: published, unless edited meanwhile (`_edits`, counted per tier, says so).
+        self.folding: dict[str, int] = {}
+        self._edits = dict.fromkeys(TIERS, 0)
 
     def tier(self, name: str) -> VectorIndex:
         """The index saved as `name` ("vectors": the main model, "static": the static tier)."""
@@ -368,6 +370,7 @@ class VectorTiers:
 
     def set_tier(self, name: str, index: VectorIndex) -> None:
         """Replace one tier (a loaded or compacted index)."""
+        self._edits[name] += 1
         if name == "static":
             self.static = index
         else:
@@ -380,6 +383,7 @@ class VectorTiers:
             if index.live.intersection(ids):
                 index.remove(ids)
                 self.changed.add(name)
+                self._edits[name] += 1
 
     def attach(self, name: str, ids: list[int], rows: np.ndarray, known: Container[int]) -> None:
         """Add vectors for the chunks in `known` only (a concurrent edit may have removed some)."""
@@ -388,6 +392,7 @@ class VectorTiers:
             return
         self.tier(name).add([ids[i] for i in keep], rows[keep])
         self.changed.add(name)
+        self._edits[name] += 1
 
     def pending(self, name: str, chunk_ids: Iterable[int]) -> list[int]:
         """The chunk ids without a vector in tier `name`."""
@@ -399,12 +404,12 @@ class VectorTiers:
         delta when it folds (its delta passed `FOLD_FRACTION` of the base, or it has no mapped
         base: a full pass, a tier read from a compressed file). An unchanged tier's files are
         linked from the live snapshot."""
-        self.folding = set()
+        self.folding = {}
         parts: set[str] = set()
         for name in TIERS:
             index = self.tier(name)
             if name in self.changed and (not index.mapped or index.needs_fold()):
-                self.folding.add(name)
+                self.folding[name] = self._edits[name]
                 parts.update((name, DELTAS[name]))
             elif name in self.changed:
                 parts.add(DELTAS[name])
@@ -422,10 +427,13 @@ class VectorTiers:
 
     def rebase(self, live: Path) -> None:
         """After the save published `live`: each folded tier maps its new base file, so its
-        rows leave memory and the next save writes a delta against that base."""
-        for name in sorted(self.folding):
+        rows leave memory and the next save writes a delta against that base. A tier edited
+        since the save was planned stays as it is (its next save folds again)."""
+        for name, edits in sorted(self.folding.items()):
+            if self._edits[name] != edits:
+                continue
             index = self.tier(name)
             path = component_path(live, name)
             loaded = VectorIndex.load(path, index.dim, 0, index.live, quantized=index.quantized)
             self.set_tier(name, loaded)
-        self.folding = set()
+        self.folding = {}
