@@ -20,16 +20,16 @@ from pygls.workspace import Workspace
 
 from codeask.config import load_settings
 from codeask.core.source.discover import SourceFile, check_file
+from codeask.core.source.limits import MAX_DISK_READ, max_chars
 from codeask.core.source.safe_read import read_regular_text
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import MAX_CHARS, MAX_DISK_READ
 
 log = logging.getLogger("codeask.lsp")
 
 
 def uri_path(uri: str) -> Path | None:
     """A file URI as an absolute real path; None for other schemes or unusable URIs."""
-    if not uri.startswith("file:") or len(uri) > MAX_CHARS["uri"]:
+    if not uri.startswith("file:") or len(uri) > max_chars("lsp", "uri"):
         return None
     try:
         fs = to_fs_path(uri)

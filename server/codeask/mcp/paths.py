@@ -16,8 +16,9 @@ from pathlib import Path
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations import redact_path, unredact_path
 from codeask.core.source.discover import SourceFile, check_file
+from codeask.core.source.limits import MAX_DISK_READ
 from codeask.core.source.safe_read import read_regular_text
-from codeask.mcp.limits import MAX_DISK_READ, ArgumentError
+from codeask.mcp.arguments import ArgumentError
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The five tools (their names and arguments are a contract: docs/mcp.md).
 
-Each tool checks its arguments (limits.py), reads the folders' indexes as they are now
-(never waiting for indexing), calls one operation of `core.operations`, and answers compact
-JSON sized by results.py. A bad argument or a refused path is a tool error (`ToolError`: the
-agent sees the reason), never a crash.
+Each tool checks its arguments (arguments.py, by the one limits table: core/source/limits.py),
+reads the folders' indexes as they are now (never waiting for indexing), calls one operation of
+`core.operations`, and answers compact JSON sized by results.py. A bad argument or a refused
+path is a tool error (`ToolError`: the agent sees the reason), never a crash.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from codeask.core.operations import (
     related_at,
     search_now,
 )
+from codeask.core.source.limits import DEFAULT_MAX_TOKENS, LimitError
 from codeask.mcp import arguments, results, status
-from codeask.mcp.arguments import KINDS
+from codeask.mcp.arguments import KINDS, ArgumentError, check_text
 from codeask.mcp.folders import FolderDriver
-from codeask.mcp.limits import DEFAULT_MAX_TOKENS, ArgumentError, check_text
 from codeask.mcp.paths import read_text, resolve
 from codeask.mcp.toolkit import Tool, ToolError
 
@@ -222,14 +222,14 @@ class Tools:
 
 
 def _with_arguments(tool: Callable[..., str]) -> Callable[[msgspec.Struct], str]:
-    """The tool called with the fields of its validated arguments; ArgumentError → ToolError
-    (the agent reads the reason as the tool's error text)."""
+    """The tool called with the fields of its validated arguments; a LimitError (ArgumentError
+    is one) → ToolError (the agent reads the reason as the tool's error text)."""
 
     @functools.wraps(tool)
     def run(given: msgspec.Struct) -> str:
         try:
             return tool(**msgspec.structs.asdict(given))
-        except ArgumentError as exc:
+        except LimitError as exc:
             raise ToolError(str(exc)) from None
 
     return run

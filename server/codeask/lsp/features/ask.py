@@ -7,6 +7,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcInternalError
 
 from codeask.core.operations import enclosing_chunk
+from codeask.core.source.limits import LimitError
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import (
     chunk_range,
@@ -18,7 +19,6 @@ from codeask.lsp.features.common import (
 from codeask.lsp.features.index import index_state
 from codeask.lsp.features.search import to_filters
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import LimitError
 from codeask.lsp.messages import (
     ANSWER_DELTA,
     ASK_CODE,

@@ -7,10 +7,10 @@ from pathlib import Path
 from lsprotocol import types
 
 from codeask.core.operations import related_counts
+from codeask.core.source.limits import MAX_LENSES
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import request
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import MAX_LENSES
 from codeask.lsp.messages import CMD_RELATED
 from codeask.lsp.paths import workspace_path
 

@@ -1,0 +1,94 @@
+"""One policy, one implementation (issue 43): checked on the source with `ast`, nothing imported.
+
+- The request limits are one table (`core/source/limits.py`) for every face: no other module
+  assigns a table of field limits, or a constant of that module under the same name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "server" / "codeask"
+LIMITS = PACKAGE / "core" / "source" / "limits.py"
+#: Fields a request or a tool takes: a dict keyed by two of them is a limits table.
+REQUEST_FIELDS = frozenset({"query", "question", "uri", "path", "pathGlob", "since", "author"})
+
+
+def modules() -> Iterator[Path]:
+    yield from sorted(PACKAGE.rglob("*.py"))
+
+
+def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """Module-level `NAME = value` and `NAME: type = value` assignments of upper-case names."""
+    found: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id.isupper():
+                found[target.id] = value
+    return found
+
+
+def is_limits_table(value: ast.expr) -> bool:
+    """A dict literal keyed by at least two request fields with numbers as values."""
+    if not isinstance(value, ast.Dict):
+        return False
+    keys = {k.value for k in value.keys if isinstance(k, ast.Constant)}
+    numbers = all(
+        isinstance(v, ast.BinOp) or (isinstance(v, ast.Constant) and isinstance(v.value, int))
+        for v in value.values
+    )
+    return numbers and len(keys & REQUEST_FIELDS) >= 2
+
+
+def second_limits(source: str, table: dict[str, ast.expr]) -> list[str]:
+    """The limits tables in `source`, and constants the one table's module already defines."""
+    found = []
+    for name, value in module_constants(ast.parse(source)).items():
+        if is_limits_table(value):
+            found.append(f"{name} is a table of request limits")
+        elif name in table:
+            found.append(f"{name} is already a limit in core/source/limits.py")
+    return found
+
+
+def test_one_limits_table_for_every_face() -> None:
+    table = module_constants(ast.parse(LIMITS.read_text(encoding="utf-8")))
+    assert is_limits_table(table["MAX_CHARS"])
+    found = [
+        f"{path.relative_to(PACKAGE)}: {problem}"
+        for path in modules()
+        if path != LIMITS
+        for problem in second_limits(path.read_text(encoding="utf-8"), table)
+    ]
+    assert not found, "a second limits table (use core/source/limits.py):\n" + "\n".join(found)
+
+
+def test_a_second_limits_table_is_caught() -> None:
+    """The check on sources like the two tables that were (lsp/limits.py, mcp/limits.py)."""
+    table = module_constants(ast.parse(LIMITS.read_text(encoding="utf-8")))
+    mcp_like = 'MAX_CHARS: dict[str, int] = {"query": 20_000, "since": 10}\nMAX_K = 50\n'
+    assert second_limits(mcp_like, table) == [
+        "MAX_CHARS is a table of request limits",
+        "MAX_K is already a limit in core/source/limits.py",
+    ]
+    assert second_limits('LIMITS = {"uri": 4 * 1024, "pathGlob": 1_000}\n', table)
+    assert not second_limits('WORDS = {"query": "q", "since": "s"}\nOTHER = 3\n', table)
+
+
+def test_the_faces_differ_only_where_the_table_says() -> None:
+    """MCP takes a date only for `since`/`until` (10 characters), the language server git's
+    date words (64): the difference is data with its reason, read through `max_chars`."""
+    from codeask.core.source.limits import MAX_CHARS, NARROWER, max_chars
+
+    assert max_chars("mcp", "since") == 10 and max_chars("lsp", "since") == 64
+    for (face, field), (limit, reason) in NARROWER.items():
+        assert limit < MAX_CHARS[field] and reason, (face, field)
+        assert max_chars(face, field) == limit
