@@ -2,6 +2,9 @@
 
 - The request limits are one table (`core/source/limits.py`) for every face: no other module
   assigns a table of field limits, or a constant of that module under the same name.
+- The path guard is one module (`core/operations/paths.py`) for every face: no other module
+  calls itself a path guard, and no face reads a workspace file or asks discovery about one
+  by itself (`check_file`, `safe_read`): each goes through the guard.
 """
 
 from __future__ import annotations
@@ -12,6 +15,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "server" / "codeask"
 LIMITS = PACKAGE / "core" / "source" / "limits.py"
+GUARD = PACKAGE / "core" / "operations" / "paths.py"
+FACES = ("lsp", "mcp", "cli", "daemon")
+#: What only the guard may use for a request: discovery's verdict on one file, the bounded read.
+GUARDED = ("codeask.core.source.discover.check_file", "codeask.core.source.safe_read")
 #: Fields a request or a tool takes: a dict keyed by two of them is a limits table.
 REQUEST_FIELDS = frozenset({"query", "question", "uri", "path", "pathGlob", "since", "author"})
 
@@ -92,3 +99,57 @@ def test_the_faces_differ_only_where_the_table_says() -> None:
     for (face, field), (limit, reason) in NARROWER.items():
         assert limit < MAX_CHARS[field] and reason, (face, field)
         assert max_chars(face, field) == limit
+
+
+def guard_bypasses(source: str) -> list[str]:
+    """Imports in `source` of what only the path guard may use (`from a import b` as `a.b`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [n for n in names if any(n == g or n.startswith(g + ".") for g in GUARDED)]
+    return found
+
+
+def claims_path_guard(source: str) -> bool:
+    """The module's docstring says it is a path guard (both old ones did: "the one path guard",
+    "The MCP server's path guard")."""
+    doc = ast.get_docstring(ast.parse(source)) or ""
+    return "path guard" in doc.split("\n\n")[0].lower()
+
+
+def test_one_path_guard_for_every_face() -> None:
+    sources = {path: path.read_text(encoding="utf-8") for path in modules()}
+    guards = sorted(
+        str(p.relative_to(PACKAGE)) for p, text in sources.items() if claims_path_guard(text)
+    )
+    assert guards == ["core/operations/paths.py"], f"path guards: {guards}"
+    bypasses = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path, text in sources.items()
+        if path.relative_to(PACKAGE).parts[0] in FACES
+        for name in guard_bypasses(text)
+    ]
+    assert not bypasses, "faces going round the path guard:\n" + "\n".join(bypasses)
+    assert guard_bypasses(sources[GUARD])  # the rule sees the imports it looks for
+
+
+def test_a_second_path_guard_is_caught() -> None:
+    """The check on the two guards that were: lsp/paths.py and mcp/paths.py."""
+    lsp_like = (
+        '"""The one path guard: which files a request may read from disk."""\n'
+        "from codeask.core.source.discover import SourceFile, check_file\n"
+        "from codeask.core.source.safe_read import read_regular_text\n"
+    )
+    assert claims_path_guard(lsp_like)
+    assert guard_bypasses(lsp_like) == [
+        "codeask.core.source.discover.check_file",
+        "codeask.core.source.safe_read.read_regular_text",
+    ]
+    assert claims_path_guard('"""The MCP server\'s path guard: which files a tool may read."""')
+    assert not claims_path_guard('"""Paths of the daemon.\n\nNot a path guard."""')
+    assert not guard_bypasses("from codeask.core.source.discover import discover\n")

@@ -11,8 +11,8 @@ process serving agents) are only the tests' client.
 - `tools`: the five tools; `arguments`: their arguments (a contract); `toolkit`: schemas,
   argument checks, results; `results`: answers sized for an agent; `status`: `index_status`.
 - `folders`: each folder's index opened and kept current in the background (one writer).
-- `paths`: the path guard; argument bounds come from the one limits table
-  (core/source/limits.py), as the language server's.
+- Paths go through the one path guard (core/operations/paths.py), argument bounds through the
+  one limits table (core/source/limits.py), as in the language server.
 - `remote`: the same server as one session per connection in the per-user daemon, each with
   its own folders and checks, the folders' drivers shared (daemon/forwarder.py forwards).
 """

@@ -27,11 +27,11 @@ from codeask.core.operations import (
     related_at,
     search_now,
 )
+from codeask.core.operations.paths import PathRefused, read_text, resolve
 from codeask.core.source.limits import DEFAULT_MAX_TOKENS, LimitError
 from codeask.mcp import arguments, results, status
 from codeask.mcp.arguments import KINDS, ArgumentError, check_text
 from codeask.mcp.folders import FolderDriver
-from codeask.mcp.paths import read_text, resolve
 from codeask.mcp.toolkit import Tool, ToolError
 
 #: How long a tool waits for the folders' indexes to open (snapshot load, not indexing).
@@ -223,13 +223,13 @@ class Tools:
 
 def _with_arguments(tool: Callable[..., str]) -> Callable[[msgspec.Struct], str]:
     """The tool called with the fields of its validated arguments; a LimitError (ArgumentError
-    is one) → ToolError (the agent reads the reason as the tool's error text)."""
+    is one) or a refused path → ToolError (the agent reads the reason as the tool's error text)."""
 
     @functools.wraps(tool)
     def run(given: msgspec.Struct) -> str:
         try:
             return tool(**msgspec.structs.asdict(given))
-        except LimitError as exc:
+        except (LimitError, PathRefused) as exc:
             raise ToolError(str(exc)) from None
 
     return run

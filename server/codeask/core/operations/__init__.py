@@ -10,6 +10,7 @@ is at a position) live here, not in the faces.
   the LLM client): the question answered.
 - `history`: commits and hunks, blame.
 - `status`: what an index holds; `index`: writing it.
+- `paths` (imported on its own): the one path guard, which files a request may name and read.
 
 None of them waits for indexing; `search_now` does not wait for the MiniLM model either.
 """
@@ -97,6 +98,7 @@ __all__ = [
     "index",
     "not_git_repositories",
     "open_for_reading",
+    "paths",
     "query_model_ready",
     "query_words",
     "read_statuses",

@@ -15,6 +15,8 @@ from codeask.lsp.features.common import (
     doc_text,
     file_uri,
     qualified,
+    uri_path,
+    workspace_path,
 )
 from codeask.lsp.features.index import index_state
 from codeask.lsp.features.search import to_filters
@@ -30,7 +32,6 @@ from codeask.lsp.messages import (
     Range,
     to_json,
 )
-from codeask.lsp.paths import uri_path, workspace_path
 from codeask.lsp.window import slice_range
 
 

@@ -11,11 +11,10 @@ from codeask.core.operations import HOVER_K, FolderIndex, Hit, related_in_editor
 from codeask.core.records import Chunk
 from codeask.core.source.limits import max_chars
 from codeask.lsp.base import CodeaskServer
-from codeask.lsp.features.common import doc_name, doc_text, request
+from codeask.lsp.features.common import doc_name, doc_text, request, workspace_path
 from codeask.lsp.features.search import search_item
 from codeask.lsp.folders import Folders
 from codeask.lsp.messages import CMD_RELATED, InvalidParams, to_json
-from codeask.lsp.paths import workspace_path
 from codeask.lsp.window import Window, window
 
 HOVER_LINKS = HOVER_K
