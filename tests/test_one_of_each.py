@@ -5,6 +5,8 @@
 - The path guard is one module (`core/operations/paths.py`) for every face: no other module
   calls itself a path guard, and no face reads a workspace file or asks discovery about one
   by itself (`check_file`, `safe_read`): each goes through the guard.
+- A folder's MiniLM query path is loaded one way (`core/operations/query_model.py`): nothing
+  else outside the embedding room calls `prepare_queries`.
 """
 
 from __future__ import annotations
@@ -153,3 +155,36 @@ def test_a_second_path_guard_is_caught() -> None:
     assert claims_path_guard('"""The MCP server\'s path guard: which files a tool may read."""')
     assert not claims_path_guard('"""Paths of the daemon.\n\nNot a path guard."""')
     assert not guard_bypasses("from codeask.core.source.discover import discover\n")
+
+
+QUERY_MODEL = PACKAGE / "core" / "operations" / "query_model.py"
+EMBEDDING = PACKAGE / "core" / "embedding"
+
+
+def query_path_loads(source: str) -> list[int]:
+    """Lines of `source` that call or pass on `.prepare_queries`."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and node.attr == "prepare_queries"
+    ]
+
+
+def test_one_query_model_loading_for_every_face() -> None:
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in modules()
+        if path != QUERY_MODEL and EMBEDDING not in path.parents
+        for line in query_path_loads(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "the query model loaded outside core/operations/query_model.py:\n" + (
+        "\n".join(found)
+    )
+    assert query_path_loads(QUERY_MODEL.read_text(encoding="utf-8"))
+
+
+def test_a_second_query_model_loading_is_caught() -> None:
+    """The check on the three that were (operations/search, mcp/folders, lsp/folders/backlog)."""
+    assert query_path_loads("def _load(folder):\n    folder.embedder.prepare_queries()\n") == [2]
+    assert query_path_loads("self._guarded(folder.embedder.prepare_queries)\n") == [1]
+    assert query_path_loads("def prepare_queries(self):\n    return None\n") == []

@@ -10,6 +10,8 @@ is at a position) live here, not in the faces.
   the LLM client): the question answered.
 - `history`: commits and hunks, blame.
 - `status`: what an index holds; `index`: writing it.
+- `query_model` (imported on its own): a folder's MiniLM query path loaded in the background,
+  the one way for every face.
 - `paths` (imported on its own): the one path guard, which files a request may name and read.
 
 None of them waits for indexing; `search_now` does not wait for the MiniLM model either.
@@ -99,6 +101,7 @@ __all__ = [
     "not_git_repositories",
     "open_for_reading",
     "paths",
+    "query_model",
     "query_model_ready",
     "query_words",
     "read_statuses",
