@@ -1,4 +1,4 @@
-"""The five tools' arguments: names, types, bounds and descriptions (a contract: docs/mcp.md).
+"""The tools' arguments: names, types, bounds and descriptions (a contract: docs/mcp.md).
 
 Each is a `msgspec.Struct`: toolkit.py renders its JSON Schema for `tools/list` and validates
 a call's arguments with it. Bounds come from the one limits table (core/source/limits.py);

@@ -1,4 +1,4 @@
-"""The five tools (their names and arguments are a contract: docs/mcp.md).
+"""The tools (their names and arguments are a contract: docs/mcp.md).
 
 Each tool checks its arguments (arguments.py, by the one limits table: core/source/limits.py),
 reads the folders' indexes as they are now (never waiting for indexing), calls one operation of
@@ -201,7 +201,7 @@ class Tools:
 
     # ---- registration --------------------------------------------------------------------------
     def definitions(self) -> list[Tool]:
-        """The five tools, each with its arguments type (arguments.py), errors as tool errors."""
+        """The tools, each with its arguments type (arguments.py), errors as tool errors."""
         pairs: list[tuple[Callable[..., str], type[msgspec.Struct]]] = [
             (self.search_code, arguments.SearchCode),
             (self.find_related, arguments.FindRelated),
