@@ -232,3 +232,25 @@ def test_a_first_pass_never_holds_more_than_a_segment_of_rows(tmp_path: Path, mo
             assert sum(s.name is None for s in table.segments) <= disk.MAX_SMALL + 1
     assert len(list((tmp_path / "lexical").glob("seg-*"))) >= 6
     assert index.count() == 600
+
+
+def test_a_segment_mostly_replaced_is_rewritten_and_an_empty_one_dropped(tmp_path: Path) -> None:
+    """Masks never outgrow their segment: past half its rows dead, a save rewrites it with the
+    live ones; a segment with none left is dropped (and its file removed)."""
+    folder = tmp_path / "lexical"
+    index = LexicalIndex(folder)
+    chunks = corpus(100)
+    index.rebuild(chunks)
+    index.stamp(1)
+    (base,) = [s.name for s in index.tables.chunks.segments]
+    index.remove([c.id for c in chunks[:60]])
+    index.stamp(2)
+    (rewritten,) = index.tables.chunks.segments
+    assert rewritten.name != base and rewritten.masked is None and rewritten.live() == 40
+    assert not (folder / str(base)).exists()
+    index.remove([c.id for c in chunks[60:]])
+    index.stamp(3)
+    assert index.tables.chunks.segments == [] and index.count() == 0
+    assert index.search("parse request", 5) == []
+    reader = LexicalIndex.open_snapshot(folder, 3, 0)
+    assert reader is not None and reader.search("parse request", 5) == []

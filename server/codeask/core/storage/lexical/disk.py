@@ -216,6 +216,9 @@ class DiskTables:
         small = [s for s in table.segments if s.small]
         if len(small) > MAX_SMALL:
             self._persist(table, table.merge(small))
+        table.segments = [s for s in table.segments if s.live()]
+        for segment in [s for s in table.segments if s.masked_count * 2 > len(s.postings.keys)]:
+            self._persist(table, table.merge([segment], small=segment.small))  # mostly dead
         for segment in table.segments:
             if segment.mask_dirty and segment.masked is not None:
                 self._save_mask(segment)
