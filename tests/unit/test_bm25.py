@@ -74,7 +74,8 @@ def test_saved_segments_and_edits_rank_exactly_as_fts5(tmp_path: Path, monkeypat
     """A first pass written as several segment files, then random saves (chunks replaced, added,
     removed; file rows replaced and dropped) each written as a small delta and masks, folded past
     MAX_SMALL: the writer, and a reader mapping the files, rank exactly as FTS5 over the rows."""
-    monkeypatch.setattr(disk, "SEGMENT_CHARS", 20_000)  # a few base segments
+    monkeypatch.setattr(disk, "SEGMENT_CHARS", 20_000)  # a few base segments ...
+    monkeypatch.setattr(disk, "MAX_MERGE_POSTINGS", 20_000)  # ... some of them folded
     folder = tmp_path / "lexical"
     index = LexicalIndex(folder)
     chunks = {c.id: c for c in corpus(300)}
@@ -224,14 +225,25 @@ def test_a_first_pass_never_holds_more_than_a_segment_of_rows(tmp_path: Path, mo
     are a segment file, mapped (so a pass's memory does not grow with the tree)."""
     monkeypatch.setattr(disk, "SEGMENT_CHARS", 30_000)
     index = LexicalIndex(tmp_path / "lexical")
-    chunks = corpus(600)
+    monkeypatch.setattr(disk, "MAX_MERGE_POSTINGS", 40_000)
+    chunks = corpus(1200)
+    written = 0
     for chunk in chunks:
         index.replace_file(chunk.path + str(chunk.id), [], [chunk])
         for table in (index.tables.chunks, index.tables.files):
             assert table.pending_chars < disk.SEGMENT_CHARS
             assert sum(s.name is None for s in table.segments) <= disk.MAX_SMALL + 1
-    assert len(list((tmp_path / "lexical").glob("seg-*"))) >= 6
-    assert index.count() == 600
+        names = {s.name for t in (index.tables.chunks, index.tables.files) for s in t.segments}
+        on_disk = {p.name for p in (tmp_path / "lexical").glob("seg-*")}
+        assert on_disk == names - {None}, "a folded segment's file was left behind"
+        written = max(written, len(on_disk))
+    assert written >= 4 and index.count() == 1200
+    for table in (index.tables.chunks, index.tables.files):  # folded: ~log(rows) segments
+        assert len(table.segments) <= 2 * disk.MERGE_FACTOR
+    same = LexicalIndex(None)
+    same.rebuild(chunks)
+    for query in ("parse request", "w3 w17 cookie", "session embed w40"):
+        assert index.search(query, 30) == same.search(query, 30)
 
 
 def test_a_segment_mostly_replaced_is_rewritten_and_an_empty_one_dropped(tmp_path: Path) -> None:

@@ -413,6 +413,15 @@ class LiveTable:
         """Live rows (FTS5's N)."""
         return sum(s.live() for s in self.segments) + len(self.pending)
 
+    def live_keys(self) -> list[object]:
+        """Every live row's key (consistency checks: the rows a stamp claims)."""
+        keys = list(self.pending)
+        for segment in self.segments:
+            every = segment.postings.key_list()
+            dead = segment.masked
+            keys.extend(k for i, k in enumerate(every) if dead is None or not dead[i])
+        return keys
+
     def doc_frequency(self, term: str) -> int:
         """Live rows containing the term."""
         self.settle()

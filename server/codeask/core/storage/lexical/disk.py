@@ -37,7 +37,11 @@ log = logging.getLogger(__name__)
 SCHEMA = "4"
 MANIFEST = "manifest.json"
 #: Row text pending in a writer's table before it becomes a segment file (a first pass).
-SEGMENT_CHARS = 16_000_000
+SEGMENT_CHARS = 4_000_000
+#: Base segments folded at once when a pass has written that many of about one size ...
+MERGE_FACTOR = 4
+#: ... while the result holds at most this many postings (a merge's memory: ~24 B each).
+MAX_MERGE_POSTINGS = 8_000_000
 #: Small segments on disk (one per save) before a save folds them into one.
 MAX_SMALL = 8
 TABLES = ("chunks", "files")
@@ -69,6 +73,15 @@ def read_manifest(folder: Path) -> dict[str, object] | None:
     return manifest if isinstance(manifest, dict) and manifest.get("schema") == SCHEMA else None
 
 
+def _named(manifest: dict[str, object]) -> set[str]:
+    """The segment and mask files a manifest names."""
+    named: set[str] = set()
+    for table in manifest["tables"].values():  # type: ignore[attr-defined]
+        for file, mask, _ in table["segments"]:
+            named.update(n for n in (file, mask) if n)
+    return named
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -89,6 +102,8 @@ class DiskTables:
         self.files = LiveTable(None, FILE_WEIGHTS)
         #: The store generation the tables match; -1 once changed since.
         self.stamped = -1
+        #: The files the manifest on disk names (a reader may map them).
+        self._published: set[str] = set()
 
     @classmethod
     def open(cls, folder: Path | None) -> DiskTables:
@@ -136,6 +151,7 @@ class DiskTables:
                 table.segments.append(self._segment(file, mask, small))
             table.next_order = int(entry["next_order"])
         self.stamped = int(manifest["generation"])  # type: ignore[call-overload]
+        self._published = _named(manifest)
 
     def _segment(self, file: str, mask: str | None, small: bool) -> Segment:
         assert self.folder is not None
@@ -179,6 +195,28 @@ class DiskTables:
             merged = table.merge(unsaved, small=False) if len(unsaved) > 1 else unsaved[0]
             merged.small = False
             self._persist(table, merged)
+        self._fold_tier(table)
+
+    def _fold_tier(self, table: LiveTable) -> None:
+        """The MERGE_FACTOR smallest base segments become one while they are small enough: a
+        pass of n rows keeps ~log(n) segments (each costs a query a dictionary probe per term),
+        and merging costs ~n log n overall, never more than MAX_MERGE_POSTINGS at once."""
+        while True:
+            size = MAX_MERGE_POSTINGS // MERGE_FACTOR
+            base = [s for s in table.segments if not s.small and len(s.postings.rows) < size]
+            if len(base) < MERGE_FACTOR:
+                return
+            base.sort(key=lambda s: len(s.postings.rows))
+            self._persist(table, table.merge(base[:MERGE_FACTOR], small=False))
+            self._remove_unpublished(base[:MERGE_FACTOR])
+
+    def _remove_unpublished(self, parts: list[Segment]) -> None:
+        """Files of folded segments no manifest names (no reader maps them): gone at once, so a
+        first pass's merges leave no copies behind until its save."""
+        assert self.folder is not None
+        for part in parts:
+            if part.name is not None and part.name not in self._published:
+                (self.folder / part.name).unlink(missing_ok=True)
 
     def _persist(self, table: LiveTable, segment: Segment) -> None:
         """Write `segment` to a new file and read it back mapped, in its place."""
@@ -251,16 +289,9 @@ class DiskTables:
         private_files.write_bytes(temporary, json.dumps(manifest).encode(), fsync=True)
         os.replace(temporary, self.folder / MANIFEST)
         _fsync_dir(self.folder)
-        self._remove_unnamed(manifest)
-
-    def _remove_unnamed(self, manifest: dict[str, object]) -> None:
-        assert self.folder is not None
-        named = {MANIFEST}
-        for table in manifest["tables"].values():  # type: ignore[attr-defined]
-            for file, mask, _ in table["segments"]:
-                named.update(n for n in (file, mask) if n)
+        self._published = _named(manifest)
         for entry in self.folder.iterdir():
-            if entry.name not in named:
+            if entry.name not in self._published and entry.name != MANIFEST:
                 entry.unlink(missing_ok=True)
 
     # ---- reads -----------------------------------------------------------------------------
