@@ -537,6 +537,7 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     alive = [_live_rows(p) for p in parts]
     vocab = sorted({t for p in parts for t in p.postings.slices.terms()})
     number = {t: i for i, t in enumerate(vocab)}
+    wide = any(np.asarray(p.postings.freqs).dtype != np.float32 for p in parts)
     terms, rows, freqs = [], [], []
     offset = 0
     for part, live in zip(parts, alive, strict=True):
@@ -544,19 +545,23 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
         ids = np.fromiter(
             (number[t] for t in postings.slices.terms()), np.int32, len(postings.slices)
         )
-        term_of = np.repeat(ids, np.diff(np.asarray(postings.slices.starts)))
         row_of = np.asarray(postings.rows)
         keep = live[row_of]
-        renumber = np.cumsum(live) - 1 + offset
-        terms.append(term_of[keep])
-        rows.append(renumber[row_of[keep]].astype(np.int32))
-        freqs.append(np.asarray(postings.freqs, dtype=np.float64)[keep])
+        terms.append(np.repeat(ids, np.diff(np.asarray(postings.slices.starts)))[keep])
+        renumber = (np.cumsum(live) - 1 + offset).astype(np.int32)
+        rows.append(renumber[row_of[keep]])
+        freqs.append(np.asarray(postings.freqs, dtype=np.float64 if wide else np.float32)[keep])
         offset += int(live.sum())
+    # each part is sorted by (term, row) and its rows follow the previous part's: a stable
+    # sort by term alone gives (term, row) order (a radix sort of int32, no int64 keys)
     term_of = np.concatenate(terms)
-    row_of = np.concatenate(rows)
-    freq = np.concatenate(freqs)
-    order = np.lexsort((row_of, term_of))
-    term_of, row_of, freq = term_of[order], row_of[order], compact_freqs(freq[order])
+    del terms
+    order = np.argsort(term_of, kind="stable")
+    term_of = term_of[order]
+    row_of = np.concatenate(rows)[order]
+    del rows
+    freq = compact_freqs(np.concatenate(freqs)[order])
+    del freqs, order
     starts = np.searchsorted(term_of, np.arange(len(vocab) + 1)).astype(np.int64)
     lengths = np.concatenate(
         [np.asarray(p.postings.lengths)[a] for p, a in zip(parts, alive, strict=True)]

@@ -285,6 +285,7 @@ class DiskTables:
             "rows": self.chunks.row_count(),
             "tables": tables,
         }
+        _fsync_dir(self.folder)  # the files it names are on disk before it is
         temporary = self.folder / f"{MANIFEST}.tmp"
         private_files.write_bytes(temporary, json.dumps(manifest).encode(), fsync=True)
         os.replace(temporary, self.folder / MANIFEST)
