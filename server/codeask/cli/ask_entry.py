@@ -6,10 +6,8 @@ by cli/ask_view.py as in-process); everything else, and any daemon failure, runs
 from __future__ import annotations
 
 import argparse
-import sys
 
-from codeask.cli.common import UserError
-from codeask.cli.forward import through_daemon
+from codeask.cli.forward import answer_of, through_daemon
 
 
 def run(args: argparse.Namespace) -> int:
@@ -18,12 +16,7 @@ def run(args: argparse.Namespace) -> int:
         if reply is not None:
             from codeask.cli.ask_view import show_prompt
 
-            sys.stderr.write(reply["notes"])
-            if reply["status"] == "user_error":
-                error = UserError(reply["message"])
-                error.exit_code = reply["code"]
-                raise error
-            return show_prompt(reply["answer"], args.json)
+            return show_prompt(answer_of(reply), args.json)
     from codeask.cli import ask
 
     return ask.run(args)

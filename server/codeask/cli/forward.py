@@ -29,3 +29,16 @@ def through_daemon(command: str, args: argparse.Namespace) -> dict[str, Any] | N
             f"codeask: daemon unavailable ({type(exc).__name__}: {exc}); answering in-process\n"
         )
         return None
+
+
+def answer_of(reply: dict[str, Any]) -> Any:
+    """The daemon's answer, after the notes its own process would have written to stderr; a
+    user error raises here as it would have in-process."""
+    sys.stderr.write(reply["notes"])
+    if reply["status"] == "user_error":
+        from codeask.cli.common import UserError
+
+        error = UserError(reply["message"])
+        error.exit_code = reply["code"]
+        raise error
+    return reply["answer"]

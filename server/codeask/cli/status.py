@@ -14,8 +14,8 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from codeask.cli.common import EXIT_OK, EXIT_USER, UserError, print_json, roots
-from codeask.cli.forward import through_daemon
+from codeask.cli.common import EXIT_OK, EXIT_USER, print_json, roots
+from codeask.cli.forward import answer_of, through_daemon
 from codeask.core.source.names import display_path
 
 if TYPE_CHECKING:  # the engine is imported only when this process answers (not the daemon)
@@ -31,12 +31,7 @@ def run(args: argparse.Namespace) -> int:
         from codeask.core.operations import read_statuses
 
         return show([row_data(row) for row in read_statuses(roots(args.root))[0]], args.json)
-    sys.stderr.write(reply["notes"])
-    if reply["status"] == "user_error":
-        error = UserError(reply["message"])
-        error.exit_code = reply["code"]
-        raise error
-    return show(reply["answer"], args.json)
+    return show(answer_of(reply), args.json)
 
 
 def row_data(row: IndexStatus) -> dict[str, Any]:

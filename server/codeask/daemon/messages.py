@@ -30,13 +30,12 @@ class Request(msgspec.Struct, kw_only=True):
     """`protocol.environment()` of the client."""
 
 
-class SearchCall(msgspec.Struct, kw_only=True):
-    """`codeask search`'s arguments (cli/parser.py's names)."""
+class _Filtered(msgspec.Struct, kw_only=True):
+    """The folders, the number of hits and the filters `search` and `ask` share
+    (cli/parser.py's names)."""
 
-    query: str
     root: list[str] | None = None
     k: int | None = None
-    mode: Literal["hybrid", "lexical", "dense"] = "hybrid"
     scope: Literal["code", "history", "all"] = "code"
     language: str | None = None
     path_glob: str | None = None
@@ -46,20 +45,18 @@ class SearchCall(msgspec.Struct, kw_only=True):
     until: str | None = None
 
 
-class AskCall(msgspec.Struct, kw_only=True):
+class SearchCall(_Filtered, kw_only=True):
+    """`codeask search`'s arguments."""
+
+    query: str
+    mode: Literal["hybrid", "lexical", "dense"] = "hybrid"
+
+
+class AskCall(_Filtered, kw_only=True):
     """`codeask ask --prompt-only`'s arguments (the daemon calls no model)."""
 
     question: str
     prompt_only: Literal[True]
-    root: list[str] | None = None
-    k: int | None = None
-    scope: Literal["code", "history", "all"] = "code"
-    language: str | None = None
-    path_glob: str | None = None
-    kind: str | None = None
-    author: str | None = None
-    since: str | None = None
-    until: str | None = None
 
 
 class StatusCall(msgspec.Struct, kw_only=True):
