@@ -3,7 +3,8 @@ server parse their arguments, call these, and render the answer (docs/architectu
 "Operations"). Retrieval decisions (tiers, modes, filters, k defaults, redaction, which chunk
 is at a position) live here, not in the faces.
 
-- `search`: the ranking, the tiers that answer while models load, whether there is an index.
+- `search`: the ranking, the tiers that answer while models load, whether there is an index;
+  `search_answer`: a search's answer as plain data (the CLI renders it, here or from the daemon).
 - `related`: the chunk at a position and its neighbours (hover, lenses, `find_related`).
 - `symbols`: definitions by name (`workspace/symbol`).
 - `context`: the cited, redacted prompt (`get_context`); `ask` (imported on its own, it loads
@@ -64,6 +65,7 @@ from codeask.core.operations.search import (
     tiers_line,
     tiers_while_loading,
 )
+from codeask.core.operations.search_answer import FoundHit, SearchAnswer, answer_search
 from codeask.core.operations.status import IndexStatus, open_for_reading, read_statuses
 from codeask.core.operations.symbols import find_symbols
 
@@ -78,14 +80,17 @@ __all__ = [
     "Context",
     "Filters",
     "FolderIndex",
+    "FoundHit",
     "Hit",
     "IndexCounts",
     "IndexStatus",
     "Mode",
     "RelatedInEditor",
+    "SearchAnswer",
     "SearchResult",
     "TierCount",
     "TieredResult",
+    "answer_search",
     "answering_tiers",
     "ask",
     "blame",
