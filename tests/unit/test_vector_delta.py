@@ -289,3 +289,48 @@ def test_a_tier_edited_while_its_fold_was_saved_keeps_its_rows(tmp_path: Path) -
     assert late[0] in store.static_vectors.live
     assert not store.static_vectors.mapped  # kept in memory: the next save folds it again
     assert "static" in store.tiers.plan_save()
+
+
+def test_an_index_saved_before_deltas_loads_and_takes_a_delta(tmp_path: Path) -> None:
+    """A snapshot from before this layout (float32 static rows, no delta in its manifest) loads
+    as it is, takes an edit as a delta over its float32 base, and folds into int8 later."""
+    import msgspec
+
+    from codeask.core.storage.snapshot import Manifest
+
+    folder = tmp_path / "idx"
+    store = _store(folder)
+    for n in range(16):
+        _put_file(store, f"f{n}.py", 50)
+    store.save()
+    snap = folder / current_name(folder)
+    old = VectorIndex(DIM)  # the former layout: float32 rows
+    old.add(sorted(store.chunks), _rows(sorted(store.chunks)))
+    (snap / "static.npz").unlink()
+    (snap / "static.npz").write_bytes(old.encode())
+    _rewrite_manifest(snap, "static", snap / "static.npz")
+    manifest = msgspec.json.decode((snap / "manifest.json").read_bytes(), type=Manifest)
+    for name in ("static_delta", "vectors_delta"):
+        del manifest.components[name]
+        (snap / f"{name}.npz").unlink()
+    (snap / "manifest.json").unlink()
+    (snap / "manifest.json").write_bytes(msgspec.json.encode(manifest))
+    reopened, lost = IndexStore.open(folder, tmp_path, "m", 0, static=("potion", DIM))
+    assert lost == ""
+    _assert_rows_match_chunks(reopened)
+    inode = (snap / "static.npz").stat().st_ino
+    _put_file(reopened, "f0.py", 10)
+    reopened.save()
+    now = folder / current_name(folder)
+    assert (now / "static.npz").stat().st_ino == inode  # the float32 base kept, a delta over it
+    again, lost = IndexStore.open(folder, tmp_path, "m", 0, static=("potion", DIM))
+    assert lost == ""
+    _assert_rows_match_chunks(again)
+    for n in range(1, 4):
+        _put_file(again, f"f{n}.py", 50)  # past an eighth: folded into an int8 base
+    again.save()
+    base = folder / current_name(folder) / "static.npz"
+    assert np.load(base)["rows"].dtype == np.int8
+    final, lost = IndexStore.open(folder, tmp_path, "m", 0, static=("potion", DIM))
+    assert lost == ""
+    _assert_rows_match_chunks(final)
