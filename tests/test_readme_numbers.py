@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks.child_env import in_process_env
 
 from codeask.config import settings_markdown
+from support import in_process_env
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 #: A measurement: a number with a unit of time, size, rate or a test count.

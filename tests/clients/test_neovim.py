@@ -25,17 +25,13 @@ from pathlib import Path
 import pygit2
 import pytest
 
+import llama_server
+from support import gitrepo
+
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 PLUGIN = REPO / "editor-clients" / "neovim"
 SPEC = Path(__file__).resolve().parent / "nvim" / "spec.lua"
-for extra in (TESTS, TESTS / "unit"):  # tests/ and tests/unit are not packages
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
-
-import gitrepo  # noqa: E402
-
-import llama_server  # noqa: E402
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 

@@ -17,13 +17,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from lsp_harness import session
-
 from codeask.config import IndexSettings
 from codeask.core.source.discover import NOT_UTF8, check_file, discover
 from codeask.core.source.names import display_path, is_utf8
 from codeask.core.source.specialfs import SpecialMounts, parse_mountinfo
+from support.lsp_harness import session
 
 BAD = os.fsdecode(b"bad\xff\xfe.py")  # surrogate-escaped, as os.listdir returns it
 BAD_DIR = os.fsdecode(b"dir\xe9")

@@ -31,10 +31,8 @@ from codeask.config import (
     protected_names,
     settings_markdown,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from benchmarks.child_env import in_process_env
-from lsp_harness import session, wait_for
+from support import in_process_env
+from support.lsp_harness import session, wait_for
 
 SECRET = "aws-secret-value-0123456789abcdef"
 ENV_SECRET = "SECRETTOKENINDOTENV"

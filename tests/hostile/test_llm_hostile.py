@@ -32,9 +32,8 @@ from typing import Any
 import pytest
 from _hostile_llm import PARTIAL, HostileLLM
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from benchmarks.child_env import in_process_env
-from lsp_harness import session, wait_for
+from support import in_process_env
+from support.lsp_harness import session, wait_for
 
 pytestmark = pytest.mark.slow
 

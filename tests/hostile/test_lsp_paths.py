@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 from _fake_llm import Recorder, fake_llm, llm_options
-from _lsp_wire import Wire
+
+from support.lsp_wire import Wire
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lsp_wire import frame, frame_bytes
+
+from support.lsp_wire import frame, frame_bytes
 
 pytestmark = pytest.mark.slow
 

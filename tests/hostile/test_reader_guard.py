@@ -10,10 +10,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from _writers_helpers import codeask, env_for, make_topic_project
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.storage.local import LocalStorage
+from support.writers import codeask, env_for, make_topic_project
 
 
 def _writer_empties_and_checkpoints(db_path: Path) -> None:

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 from _fake_llm import Recorder, fake_llm
-from _secret_formats import (
+
+from support import in_process_env
+from support.secret_formats import (
     CREDENTIAL_FILES,
     HEX,
     Maker,
@@ -33,7 +35,6 @@ from _secret_formats import (
     service_account_json,
     token_formats,
 )
-from benchmarks.child_env import in_process_env
 
 #: Every test here runs the real `codeask` CLI on a corpus of planted secrets.
 pytestmark = pytest.mark.slow

@@ -15,7 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _writers_helpers import (
+
+from codeask.core.indexer import RootRefused, check_root
+from codeask.core.records import Chunk
+from codeask.core.storage.lexical.index import LexicalIndex
+from support.writers import (
     TOPICS,
     LspPipe,
     codeask,
@@ -28,10 +32,6 @@ from _writers_helpers import (
     wait_until,
     write_topic,
 )
-
-from codeask.core.indexer import RootRefused, check_root
-from codeask.core.records import Chunk
-from codeask.core.storage.lexical.index import LexicalIndex
 
 
 @pytest.fixture

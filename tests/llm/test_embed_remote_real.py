@@ -21,7 +21,6 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from benchmarks.child_env import in_process_env
 
 from codeask.config import EmbedSettings, Settings
 from codeask.core.embedding import embed as embed_module
@@ -29,12 +28,12 @@ from codeask.core.embedding.embed import CachedEmbedder, load_embedder, tier_dim
 from codeask.core.embedding.remote import RemoteEmbedder, cache_stem, remote_spec
 from llama_server import LlamaServer, ServerError, unavailable
 from llama_server import llama_server as start_server
+from support import in_process_env
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
-from gitrepo import ALICE, EPOCH, commit, make_repo  # noqa: E402
+from support.gitrepo import ALICE, EPOCH, commit, make_repo  # noqa: E402
 
 #: SmolLM2-135M's hidden size: what llama.cpp's mean pooling answers.
 SMOLLM2_DIM = 576

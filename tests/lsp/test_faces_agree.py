@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
-from lsp_harness import build_project, server_env, session
+
+from support.lsp_harness import build_project, server_env, session
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_harness import FILES, TOOLS, build_project, call, mcp_session, server_env
+
+from support.mcp_harness import FILES, TOOLS, build_project, call, mcp_session, server_env
 
 CLIENTS = ("claude", "codex", "cursor", "gemini", "vscode")
 

@@ -11,12 +11,18 @@ from pathlib import Path
 import anyio
 import pygit2
 import pytest
-from mcp_harness import build_project, call, complete, gitrepo, mcp_session, server_env, wait_for
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
-from _writers_helpers import LspPipe
 
 from codeask.core.storage.writer_lock import holder
+from support.mcp_harness import (
+    build_project,
+    call,
+    complete,
+    gitrepo,
+    mcp_session,
+    server_env,
+    wait_for,
+)
+from support.writers import LspPipe
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pygit2
-from mcp_harness import build_project, call, gitrepo, mcp_session, server_env
+
+from support.mcp_harness import build_project, call, gitrepo, mcp_session, server_env
 
 FILES, FUNCTIONS = 300, 6
 NOTE = re.compile(

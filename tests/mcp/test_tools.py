@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_harness import (
+
+from support.mcp_harness import (
     TOOLS,
     build_project,
     call,

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from benchmarks.child_env import in_process_env
 from pgserver import PgServer
 
 from codeask.core.storage.postgres.cache import PgEmbeddingCache
 from codeask.core.storage.postgres.health import team_health
 from codeask.core.storage.postgres.schema import LATEST
+from support import in_process_env
 
 DSN_ENV = "CODEASK_TEST_HEALTH_DSN"
 MODEL = "test-model"

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pygit2
-from benchmarks.child_env import in_process_env
 from pgserver import PgServer
+
+from support import in_process_env
 
 DSN_ENV = "CODEASK_TEST_PUBLISH_DSN"
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from benchmarks.child_env import in_process_env
 
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.storage.postgres.publish import publish_folder
+from support import in_process_env
 
 DSN_ENV = "CODEASK_TEST_NAMING_DSN"
 FILES = {

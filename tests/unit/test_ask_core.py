@@ -24,7 +24,6 @@ from typing import Any
 import msgspec
 import pygit2
 import pytest
-from gitrepo import BOB, EPOCH, commit, make_repo, write_files
 
 from codeask.config import Settings
 from codeask.core.ask.answer import AskRequest, AskResult, ask, prepare
@@ -34,6 +33,7 @@ from codeask.core.llm import resolve
 from codeask.core.search.retrieve import Filters
 from codeask.core.storage.lexical.index import expand_query as retrieval_query
 from codeask.core.storage.lexical.index import stems
+from support.gitrepo import BOB, EPOCH, commit, make_repo, write_files
 
 # ---------------------------------------------------------------- the fixture project
 

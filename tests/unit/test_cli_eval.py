@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitrepo import EPOCH, commit, make_repo
 
 from codeask.core.storage.writer_lock import WriterLock
+from support.gitrepo import EPOCH, commit, make_repo
 
 DAY = 86_400
 

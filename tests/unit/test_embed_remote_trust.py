@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.child_env import in_process_env
-from gitrepo import ALICE, EPOCH, commit, make_repo
+
+from support import in_process_env
+from support.gitrepo import ALICE, EPOCH, commit, make_repo
 
 SECRET = "aws-secret-value-0123456789abcdef"
 SOURCE = '''"""Billing."""

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from models_endpoint import closed_port, models_endpoint, silent_endpoint
 
 from codeask import __version__
 from codeask.config import LLMSettings, Settings
 from codeask.core.checks.health import check, llm_health, redact_url
+from support.models_endpoint import closed_port, models_endpoint, silent_endpoint
 
 
 def llm(port: int, provider: str = "openai", model: str = "stand-in", **kw: object) -> LLMSettings:

@@ -13,7 +13,21 @@ from pathlib import Path
 import numpy as np
 import pygit2
 import pytest
-from gitrepo import (
+
+import codeask
+from codeask.config import HistorySettings, IndexSettings
+from codeask.core.ask import router as ask_router
+from codeask.core.ask.router import HistoryRouter, keyword_prior
+from codeask.core.git import diffs
+from codeask.core.git import hunks as git_hunks
+from codeask.core.git import sync as git_sync
+from codeask.core.git.blame import blame_commits
+from codeask.core.git.commits import recent_commits
+from codeask.core.git.diffs import commit_diff, working_tree_diff
+from codeask.core.git.repo import open_repo, uncommitted_paths
+from codeask.core.git.sync import HistoryDelta, sync_history
+from codeask.core.records import Chunk
+from support.gitrepo import (
     ALICE,
     BOB,
     CAROL,
@@ -31,20 +45,6 @@ from gitrepo import (
     stage,
     write_files,
 )
-
-import codeask
-from codeask.config import HistorySettings, IndexSettings
-from codeask.core.ask import router as ask_router
-from codeask.core.ask.router import HistoryRouter, keyword_prior
-from codeask.core.git import diffs
-from codeask.core.git import hunks as git_hunks
-from codeask.core.git import sync as git_sync
-from codeask.core.git.blame import blame_commits
-from codeask.core.git.commits import recent_commits
-from codeask.core.git.diffs import commit_diff, working_tree_diff
-from codeask.core.git.repo import open_repo, uncommitted_paths
-from codeask.core.git.sync import HistoryDelta, sync_history
-from codeask.core.records import Chunk
 
 DAY = 86_400
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.child_env import in_process_env
 from tests.unit.fresh import write_demo_project
+
+from support import in_process_env
 
 WRITER_ONLY = (
     "pygit2",

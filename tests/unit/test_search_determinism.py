@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.child_env import in_process_env
+from support import in_process_env
 
 
 def codeask(args: list[str], env: dict[str, str], cwd: Path) -> str:

@@ -8,16 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import gitrepo
 import pytest
-from benchmarks.child_env import in_process_env
-from models_endpoint import closed_port
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.indexer.status import TeamStatus
 from codeask.core.indexer.team_retry import BaseRetry, schedule_retry
 from codeask.core.storage.team import TeamBase
+from support import gitrepo, in_process_env
+from support.models_endpoint import closed_port
 
 
 class Clock:

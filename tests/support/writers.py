@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from benchmarks.child_env import in_process_env
 
 from codeask.core.records import Chunk
 from codeask.core.storage.store import Manifest
+
+from .env import in_process_env
 
 #: One topic per file, far apart in meaning: a verbatim docstring query has exactly one right
 #: answer for the dense retriever, so a vector that answers for another file's chunk shows.

@@ -19,9 +19,8 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-import gitrepo
-from benchmarks.child_env import in_process_env
+from . import gitrepo
+from .env import in_process_env
 
 TOOLS = ("search_code", "find_related", "get_context", "search_history", "index_status")
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.child_env import in_process_env
+from .env import in_process_env
 
 #: The server's peak resident memory (VmHWM) must stay under this through every hostile case.
 #: Measured baseline on the small fixture workspace with the embedding model loaded:
