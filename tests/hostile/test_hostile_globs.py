@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from codeask.core.source.globs import path_spec
+from support import codeask as run_cli
 from support import gitrepo, in_process_env
 from support.mcp_harness import call, complete, mcp_session, server_env, tool_error
-from support.writers import codeask as run_cli
 
 HOSTILE = "*a*a*a*a*a*a*a*a*a*a*a*a*b"
 LONG_NAME = "a" * 60

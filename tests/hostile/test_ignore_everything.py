@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from support import codeask as run_cli
 from support import in_process_env
 from support.mcp_harness import complete, mcp_session, server_env
-from support.writers import codeask as run_cli
 
 KERNEL = {
     "Makefile": "VERSION = 6\nall:\n\t$(MAKE) -C kernel\n",

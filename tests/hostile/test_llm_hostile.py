@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from _hostile_llm import PARTIAL, HostileLLM
 
-from support import in_process_env
+from support import private_env
 from support.lsp_harness import session, wait_for
 
 pytestmark = pytest.mark.slow
@@ -86,15 +86,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def cli_env(base: Path, llm: dict[str, Any]) -> dict[str, str]:
     """A private XDG config and cache, no inherited CODEASK_ settings, these LLM settings."""
-    env = in_process_env()
-    env.update(
-        XDG_CONFIG_HOME=str(base / "config"),
-        XDG_CACHE_HOME=str(base / "cache"),
-        HF_HUB_OFFLINE="1",
-        PYTHONUNBUFFERED="1",
-    )
-    env.update({f"CODEASK_LLM__{k.upper()}": str(v) for k, v in llm.items()})
-    return env
+    return private_env(base, **{f"CODEASK_LLM__{k.upper()}": str(v) for k, v in llm.items()})
 
 
 def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Run:

@@ -13,7 +13,8 @@ import pytest
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.storage.local import LocalStorage
-from support.writers import codeask, env_for, make_topic_project
+from support import codeask
+from support.writers import env_for, make_topic_project
 
 
 def _writer_empties_and_checkpoints(db_path: Path) -> None:

@@ -13,10 +13,9 @@ import pytest
 
 from codeask.config import DEFAULT_EMBED_MODEL
 from codeask.core.embedding.embed import EmbeddingCache, model_slug
-from support import gitrepo
+from support import codeask, gitrepo
 from support.writers import (
     TOPICS,
-    codeask,
     env_for,
     live_snapshot,
     topic_source,

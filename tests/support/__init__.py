@@ -9,7 +9,15 @@ other relatively so both names work.
 
 from __future__ import annotations
 
-from .cli import CODEASK_SCRIPT, PYTHON_M, codeask
-from .env import DAEMON_OFF, in_process_env
+from .cli import CODEASK_SCRIPT, PYTHON_M, PYTHON_SAFE_M, codeask
+from .env import DAEMON_OFF, in_process_env, private_env
 
-__all__ = ["CODEASK_SCRIPT", "DAEMON_OFF", "PYTHON_M", "codeask", "in_process_env"]
+__all__ = [
+    "CODEASK_SCRIPT",
+    "DAEMON_OFF",
+    "PYTHON_M",
+    "PYTHON_SAFE_M",
+    "codeask",
+    "in_process_env",
+    "private_env",
+]

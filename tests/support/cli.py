@@ -8,40 +8,17 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, overload
+from typing import Any
 
 from .env import in_process_env
 
 #: `python -m codeask` with this interpreter: the editable install under test.
 PYTHON_M: tuple[str, ...] = (sys.executable, "-m", "codeask")
+#: The same with -P: the working directory is not put first on sys.path (a hostile workspace's
+#: own `codeask/` cannot shadow the package).
+PYTHON_SAFE_M: tuple[str, ...] = (sys.executable, "-P", "-m", "codeask")
 #: The console script pip wrote beside the interpreter (what a user types).
 CODEASK_SCRIPT: tuple[str, ...] = (str(Path(sys.executable).with_name("codeask")),)
-
-
-@overload
-def codeask(
-    *args: str | bytes,
-    cwd: Path | None = ...,
-    env: Mapping[str, str] | None = ...,
-    timeout: float = ...,
-    check: bool = ...,
-    text: Literal[True] = ...,
-    launcher: Sequence[str] = ...,
-    preexec_fn: Callable[[], object] | None = ...,
-) -> subprocess.CompletedProcess[str]: ...
-
-
-@overload
-def codeask(
-    *args: str | bytes,
-    cwd: Path | None = ...,
-    env: Mapping[str, str] | None = ...,
-    timeout: float = ...,
-    check: bool = ...,
-    text: Literal[False],
-    launcher: Sequence[str] = ...,
-    preexec_fn: Callable[[], object] | None = ...,
-) -> subprocess.CompletedProcess[bytes]: ...
 
 
 def codeask(
@@ -53,10 +30,11 @@ def codeask(
     text: bool = True,
     launcher: Sequence[str] = PYTHON_M,
     preexec_fn: Callable[[], object] | None = None,
-) -> subprocess.CompletedProcess[str] | subprocess.CompletedProcess[bytes]:
+) -> subprocess.CompletedProcess[Any]:
     """`codeask ARGS` run to completion. `env` is the child's whole environment (default: this
     one without `CODEASK_*`, daemon off; the autouse fixture's private XDG cache comes with it).
-    `check` fails the test on a non-zero exit, showing the end of stderr."""
+    `check` fails the test on a non-zero exit, showing the end of stderr. Output is text
+    unless `text=False` (arguments that are not UTF-8)."""
     done = subprocess.run(
         [*launcher, *args],
         cwd=cwd,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
 from . import gitrepo
+from .cli import PYTHON_M
 from .env import in_process_env
 
 T = TypeVar("T")
@@ -293,7 +293,7 @@ async def session(
 ) -> AsyncIterator[Session]:
     """Start `python -m codeask serve [serve_args]`, optionally initialize it, always stop it."""
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "codeask", "serve", *serve_args],
+        server_command=[*PYTHON_M, "serve", *serve_args],
         client_factory=make_client,
         server_env=server_env(cache, env),
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -20,6 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from . import gitrepo
+from .cli import PYTHON_M
 from .env import in_process_env
 
 TOOLS = ("search_code", "find_related", "get_context", "search_history", "index_status")
@@ -109,7 +109,7 @@ def server_env(**extra: str) -> dict[str, str]:
 
 def mcp_command(*paths: Path | str, flags: tuple[str, ...] = ()) -> list[str]:
     """`codeask [flags] mcp [paths]` as this test run's Python runs it."""
-    return [sys.executable, "-m", "codeask", *flags, "mcp", *map(str, paths)]
+    return [*PYTHON_M, *flags, "mcp", *map(str, paths)]
 
 
 @asynccontextmanager
