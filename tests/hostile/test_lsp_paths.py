@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_llm import Recorder, fake_llm, llm_options
+from _fake_llm import Recorder, fake_llm
 
+from support.llm_stub import llm_options
 from support.lsp_wire import Wire
 
 pytestmark = pytest.mark.slow
