@@ -25,11 +25,13 @@ BENCHMARK_TESTS = {
     "test_search_eval_smoke.py",
     "test_side_by_side.py",
 }
-#: The one runner, and the one test that must spell the command out: the control case of
-#: test_workspace_shadowing runs a bare `python -m codeask` to show the workspace shadows it.
+#: The one runner, and the tests that must spell the command out: the control case of
+#: test_workspace_shadowing runs a bare `python -m codeask` to show the workspace shadows it;
+#: test_daemon_operations runs both entry points (`-m codeask`, `-m codeask.cli`) side by side.
 SPELLED_OUT = {
     TESTS / "support" / "cli.py",
     TESTS / "hostile" / "test_workspace_shadowing.py",
+    TESTS / "daemon" / "test_daemon_operations.py",
     Path(__file__).resolve(),  # the pattern it looks for
 }
 
