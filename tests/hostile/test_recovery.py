@@ -6,25 +6,21 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _writers_helpers import (
+
+from codeask.config import DEFAULT_EMBED_MODEL
+from codeask.core.embedding.embed import EmbeddingCache, model_slug
+from support import codeask, gitrepo
+from support.writers import (
     TOPICS,
-    codeask,
     env_for,
     live_snapshot,
     topic_source,
     tree_state,
 )
-
-from codeask.config import DEFAULT_EMBED_MODEL
-from codeask.core.embedding.embed import EmbeddingCache, model_slug
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-import gitrepo
 
 
 @pytest.fixture(scope="module")
