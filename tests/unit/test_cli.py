@@ -206,3 +206,50 @@ def test_search_finds_a_typescript_type_alias_by_its_name(tmp_path: Path) -> Non
     )
     hit = first_lexical_hit(tmp_path, "inference.ts", module, "inferProcedureInput")
     assert hit == ("inference.ts", "inferProcedureInput", "class", 5, 7)
+
+
+@pytest.mark.slow
+def test_search_finds_a_function_of_a_shell_script_without_a_suffix(tmp_path: Path) -> None:
+    """A command script without `.sh` (`bin/tool`, its `#!` line says bash) is chunked by the
+    bash grammar: its functions are hits of their own, and `--language bash` finds it."""
+    script = (
+        "#!/usr/bin/env bash\n"
+        "set -e\n"
+        "\n"
+        "# Fetch a release archive and unpack it under the versions folder.\n"
+        "install_version() {\n"
+        '  curl -fsSL "$1" -o archive.tgz\n'
+        "  tar -xzf archive.tgz\n"
+        "}\n"
+        "\n"
+        'install_version "$@"\n'
+    )
+    hit = first_lexical_hit(tmp_path, "tool", script, "install_version")
+    assert hit == ("tool", "install_version", "function", 4, 8)
+    found = codeask("search", "unpack archive", "--lang", "bash", "--json", cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"][0]["relative_path"] == "tool"
+
+
+@pytest.mark.slow
+def test_search_finds_a_commonjs_export_by_its_property_name(tmp_path: Path) -> None:
+    """CommonJS and prototype code binds functions by assignment (`exports.parse = function`,
+    `Router.prototype.route = function route`): each is a hit of its own, named for the
+    property, with the comment above it."""
+    module = (
+        "'use strict';\n"
+        "\n"
+        "/** Split a cookie header into pairs. */\n"
+        "exports.parse = function (header) {\n"
+        "  return header.split(';');\n"
+        "};\n"
+        "\n"
+        "Router.prototype.route = function route(path) {\n"
+        "  return new Route(path);\n"
+        "};\n"
+    )
+    hit = first_lexical_hit(tmp_path, "cookie.js", module, "parse")
+    assert hit == ("cookie.js", "parse", "function", 3, 6)
+    found = codeask("search", "route", "--mode", "lexical", "--json", cwd=tmp_path)
+    first = json.loads(found.stdout)["results"][0]
+    assert (first["symbol"], first["start_line"], first["end_line"]) == ("route", 8, 10)

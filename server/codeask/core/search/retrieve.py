@@ -39,7 +39,7 @@ from codeask.core.search.name_match import (
 from codeask.core.search.query import QuerySignals, query_signals
 from codeask.core.search.rerank import subjects_of_test
 from codeask.core.search.tiers import answered as answered_tiers
-from codeask.core.source.languages import language_for_path
+from codeask.core.source.languages import has_grammar, language_for_path
 from codeask.core.source.names import input_text
 from codeask.core.storage.lexical.index import expand_query
 from codeask.core.storage.protocol import (
@@ -443,11 +443,12 @@ def _path_demotion(path: str, language: str, tests: float, prose: bool) -> float
     """The path's demotion (cached: it runs for every candidate chunk of every query)."""
     factor = tests if is_test_path(path) else 1.0
     if prose:
+        code = _has_grammar(path) or has_grammar(language)  # `bin/tool`: its `#!` line's
         if language in PROSE_LANGUAGES:
             factor *= DEMOTION
-        if not _has_grammar(path):
+        if not code:
             factor *= DEMOTION
-        if EXAMPLES.search(path) and _has_grammar(path):
+        if EXAMPLES.search(path) and code:
             factor *= DEMOTION  # doc/conf.py, examples/demo.py: illustrations, not the code
     if VENDORED.search(path):
         factor *= DEMOTION
