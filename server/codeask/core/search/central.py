@@ -29,12 +29,19 @@ def callers_by_file(by_path: Mapping[str, Sequence[Chunk]]) -> dict[str, set[str
                 definers[chunk.symbol].add(path)
     callers: dict[str, set[str]] = defaultdict(set)
     for path, chunks in by_path.items():
-        for chunk in chunks:
-            for name in chunk.calls[:CALLS_PER_CHUNK] if chunk.kind not in HISTORY_KINDS else ():
-                targets = definers.get(name.rsplit(".", 1)[-1], ())
-                if len(targets) <= MAX_DEFINERS:
-                    callers.update((t, callers[t] | {path}) for t in targets if t != path)
-    return callers
+        called = {
+            name.rsplit(".", 1)[-1]
+            for chunk in chunks
+            if chunk.kind not in HISTORY_KINDS
+            for name in chunk.calls[:CALLS_PER_CHUNK]
+        }
+        for name in called:
+            targets = definers.get(name, ())
+            if len(targets) <= MAX_DEFINERS:
+                for target in targets:
+                    if target != path:
+                        callers[target].add(path)
+    return dict(callers)
 
 
 def lift_central_files(
