@@ -192,6 +192,11 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     definition_weight: float = 3.0
     """A question that is a symbol (`Rack::Response`) lifts the chunks defining it by this share
     of the best score (half for camelCase names inside prose); 0 turns it off."""
+    central_weight: float = 0.15
+    """A typed question that names no file and no symbol ("how are requests dispatched") lifts
+    the candidate file that most other candidate files call into by up to this share of the
+    best score (core/search/central.py); 0 turns it off (eval-search dev NDCG@10 .886 → .891,
+    architecture questions .839 → .851; benchmarks/README.md)."""
     call_weight: float = 0.3
     """Share of a top candidate's score given to the functions it calls (0 turns it off; 0.3:
     dev R@5 .843 → .857 and MRR .694 → .686 with MiniLM, benchmarks/README.md)."""

@@ -154,10 +154,16 @@ def first_lexical_hit(repo: Path, name: str, text: str, query: str) -> tuple[obj
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     indexed = codeask("index", "--lexical-only", str(repo), cwd=repo)
     assert indexed.returncode == 0, indexed.stderr
-    found = codeask("search", query, "--mode", "lexical", "--json", cwd=repo)
-    assert found.returncode == 0, found.stderr
-    first = json.loads(found.stdout)["results"][0]
+    first = search_results(repo, query, "--mode", "lexical")[0]
     return tuple(first[k] for k in ("relative_path", "symbol", "kind", "start_line", "end_line"))
+
+
+def search_results(repo: Path, query: str, *flags: str) -> list[dict[str, object]]:
+    """`codeask search QUERY FLAGS --json`'s results, after checking it succeeded."""
+    found = codeask("search", query, *flags, "--json", cwd=repo)
+    assert found.returncode == 0, found.stderr
+    results: list[dict[str, object]] = json.loads(found.stdout)["results"]
+    return results
 
 
 @pytest.mark.slow
@@ -197,3 +203,49 @@ def test_search_finds_a_typescript_type_alias_by_its_name(tmp_path: Path) -> Non
     )
     hit = first_lexical_hit(tmp_path, "inference.ts", module, "inferProcedureInput")
     assert hit == ("inference.ts", "inferProcedureInput", "class", 5, 7)
+
+
+@pytest.mark.slow
+def test_search_finds_a_function_of_a_shell_script_without_a_suffix(tmp_path: Path) -> None:
+    """A command script without `.sh` (`bin/tool`, its `#!` line says bash) is chunked by the
+    bash grammar: its functions are hits of their own, and `--language bash` finds it."""
+    lines = [
+        "#!/usr/bin/env bash",
+        "set -e",
+        "",
+        "# Fetch a release archive and unpack it under the versions folder.",
+        "install_version() {",
+        '  curl -fsSL "$1" -o archive.tgz',
+        "  tar -xzf archive.tgz",
+        "}",
+        "",
+        'install_version "$@"',
+    ]
+    script = "\n".join(lines) + "\n"
+    hit = first_lexical_hit(tmp_path, "tool", script, "install_version")
+    assert hit == ("tool", "install_version", "function", 4, 8)
+    by_language = search_results(tmp_path, "unpack archive", "--lang", "bash")
+    assert by_language[0]["relative_path"] == "tool"
+
+
+@pytest.mark.slow
+def test_search_finds_a_commonjs_export_by_its_property_name(tmp_path: Path) -> None:
+    """CommonJS and prototype code binds functions by assignment (`exports.parse = function`,
+    `Router.prototype.route = function route`): each is a hit of its own, named for the
+    property, with the comment above it."""
+    module = """\
+'use strict';
+
+/** Split a cookie header into pairs. */
+exports.parse = function (header) {
+  return header.split(';');
+};
+
+Router.prototype.route = function route(path) {
+  return new Route(path);
+};
+"""
+    hit = first_lexical_hit(tmp_path, "cookie.js", module, "parse")
+    assert hit == ("cookie.js", "parse", "function", 3, 6)
+    first = search_results(tmp_path, "route", "--mode", "lexical")[0]
+    assert (first["symbol"], first["start_line"], first["end_line"]) == ("route", 8, 10)

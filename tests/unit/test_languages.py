@@ -72,3 +72,31 @@ def test_an_unknown_language_keeps_its_id_as_the_suffix() -> None:
     """As before: `markdown` → `untitled.markdown` (the plain-language table names it)."""
     assert untitled_name("markdown") == "untitled.markdown"
     assert language_name(untitled_name("markdown")) == "markdown"
+
+
+@pytest.mark.parametrize(
+    ("line", "language"),
+    [
+        ("#!/bin/sh", "bash"),
+        ("#!/usr/bin/env bash", "bash"),
+        ("#! /bin/zsh -e", "bash"),
+        ("#!/usr/bin/env -S bash -eu", "bash"),
+        ("#!/usr/bin/python3.11", "python"),
+        ("#!/usr/bin/env node", "javascript"),
+    ],
+)
+def test_a_script_without_a_suffix_is_chunked_as_its_shebang_says(line: str, language: str) -> None:
+    """`bin/tool`, `libexec/tool-install`: a script's `#!` line names its language (chunked as
+    plain text before, it had no functions and a prose file's demotion)."""
+    result = chunk_file("libexec/tool-install", f"{line}\nrun() {{ echo hi; }}\n", ChunkSettings())
+    assert result.language == language
+
+
+def test_a_shebang_does_not_override_a_suffix_or_open_other_files() -> None:
+    """The suffix still decides where there is one (a `.md` file quoting a script stays prose);
+    a file without a `#!` line, or naming an interpreter no grammar parses, stays text."""
+    shell = "#!/bin/sh\necho hi\n"
+    assert chunk_file("notes.md", shell, ChunkSettings()).language == "markdown"
+    assert chunk_file("bin/tool", "echo hi\n", ChunkSettings()).language == "text"
+    assert chunk_file("bin/tool", "#!/usr/bin/perl\nprint 1;\n", ChunkSettings()).language == "text"
+    assert chunk_file("bin/tool.py", shell, ChunkSettings()).language == "python"

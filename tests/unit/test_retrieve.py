@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codeask.config import build_settings
+from codeask.config import RetrieveSettings, build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.search.query import query_signals
 from codeask.core.search.retrieve import (
@@ -174,4 +174,38 @@ def test_a_class_outline_does_not_hide_its_methods(tmp_path: Path) -> None:
     for i, (a_start, a_end) in enumerate(lines):  # no two shown chunks hold the same lines
         for b_start, b_end in lines[i + 1 :]:
             assert a_end < b_start or b_end < a_start, shown
+    folder.close()
+
+
+def test_a_typed_question_lifts_the_file_the_other_candidates_call_into(tmp_path: Path) -> None:
+    """A question about how something works, naming no file and no symbol, is answered by the
+    module the other candidates lean on (`dispatch.py`, which both transports and the client
+    call). With `central_weight` 0 a transport that repeats the words ranks first; with the
+    default the hub does. A question that names its file keeps that file first."""
+    leaf = (
+        "def {name}_adapter(config):\n"
+        "    '''The {name} adapter sends a request through the configured adapter, '''\n"
+        "    '''request by request.'''\n"
+        "    return dispatch_request(config.request)\n"
+    )
+    folder = make_folder(
+        tmp_path,
+        {
+            "core/dispatch.py": "def dispatch_request(config):\n"
+            "    '''Send a request through the configured adapter.'''\n"
+            "    return config.adapter(config)\n",
+            "transports/http.py": leaf.format(name="http"),
+            "transports/xhr.py": leaf.format(name="xhr"),
+            "client.py": "def get(url):\n    return dispatch_request({'url': url})\n",
+        },
+    )
+    question = "how a request is sent through the configured adapter"
+    default = RetrieveSettings().central_weight
+    first = {}
+    for weight in (0.0, default):
+        folder.settings.retrieve.central_weight = weight
+        first[weight] = rank_files(fused_candidates([folder], question, mode="lexical"))[0][0]
+    assert first == {0.0: "transports/http.py", default: "core/dispatch.py"}
+    named = fused_candidates([folder], "the http transport", mode="lexical")
+    assert rank_files(named)[0][0] == "transports/http.py"
     folder.close()

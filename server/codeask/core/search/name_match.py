@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 from codeask.core.storage.lexical.index import STOPWORDS, identifier_parts
@@ -88,6 +89,17 @@ def name_match_share(words: frozenset[str], path: str) -> float:
         if _matches_any(word, names)
     )
     return matched / len(words)
+
+
+def names_a_file(words: frozenset[str], paths: Iterable[str]) -> bool:
+    """Some word of the question is one of `paths`' whole names (`Flow` → `Flow.kt`,
+    "lockfile" → `lockfile.lua`): the question says which file it is about."""
+    return any(
+        _names_whole(word, name)
+        for name in {PurePosixPath(p).name.split(".")[0].lower() for p in paths}
+        for word in words
+        if word[:MIN_PREFIX] == name[:MIN_PREFIX]
+    )
 
 
 @functools.lru_cache(maxsize=65536)

@@ -28,10 +28,12 @@ from codeask.config import DEFAULT_EMBED_MODEL, RetrieveSettings, Settings
 from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
+from codeask.core.search.central import lift_central_files
 from codeask.core.search.name_match import (
     defines,
     file_stems_for,
     name_match_share,
+    names_a_file,
     queried_symbols,
     question_words,
     reexports,
@@ -39,7 +41,7 @@ from codeask.core.search.name_match import (
 from codeask.core.search.query import QuerySignals, query_signals
 from codeask.core.search.rerank import subjects_of_test
 from codeask.core.search.tiers import answered as answered_tiers
-from codeask.core.source.languages import language_for_path
+from codeask.core.source.languages import has_grammar, language_for_path
 from codeask.core.source.names import input_text
 from codeask.core.storage.lexical.index import expand_query
 from codeask.core.storage.protocol import (
@@ -100,6 +102,9 @@ NAMED_FILE_LIFT = 1.5
 #: `_lift_coherent_files`): eval-search file NDCG@10 .859 → .864 and pasted reports R@5 .851 →
 #: .858 at 0.1; 0.2 (semble's) cost the reports' MRR .641 → .626, 0.5 cost both.
 FILE_COHERENCE = 0.1
+#: The files ranked first before the hub step: when one of them is named by the question's
+#: words, the question names its file and no hub is lifted over it.
+HUB_NAMED_LEADERS = 2
 
 
 class Searchable(Protocol):
@@ -443,11 +448,12 @@ def _path_demotion(path: str, language: str, tests: float, prose: bool) -> float
     """The path's demotion (cached: it runs for every candidate chunk of every query)."""
     factor = tests if is_test_path(path) else 1.0
     if prose:
+        code = _has_grammar(path) or has_grammar(language)  # `bin/tool`: its `#!` line's
         if language in PROSE_LANGUAGES:
             factor *= DEMOTION
-        if not _has_grammar(path):
+        if not code:
             factor *= DEMOTION
-        if EXAMPLES.search(path) and _has_grammar(path):
+        if EXAMPLES.search(path) and code:
             factor *= DEMOTION  # doc/conf.py, examples/demo.py: illustrations, not the code
     if VENDORED.search(path):
         factor *= DEMOTION
@@ -494,6 +500,7 @@ def _adjust(folder: Searchable, found: _Candidates, signals: QuerySignals, mode:
     found.group(folder.storage, mentioned)
     if mode != "dense" and not signals.report:
         _name_boosts(folder, found, signals)
+        _lift_hub(found, signals, settings.central_weight)
     fused = found.fused
     for path, chunks in found.by_path.items():
         factor = _demoted(folder, found, path, signals)
@@ -528,6 +535,20 @@ def _lift_coherent_files(found: _Candidates, weight: float) -> None:
     largest = max(sums.values())
     for path, total in sums.items():
         fused[best[path]] += weight * top * total / largest
+
+
+def _lift_hub(found: _Candidates, signals: QuerySignals, weight: float) -> None:
+    """A question that names no file and no symbol ("how are requests dispatched") is about
+    the module the other candidates call into (core/search/central.py); one that names its
+    file (`Flow`, "the lockfile") or a symbol is answered by that, not by its callers' hub."""
+    if weight <= 0 or queried_symbols(signals.text)[0]:
+        return
+    fused = found.fused
+    best = {p: max(fused.get(c.id, 0.0) for c in cs) for p, cs in found.by_path.items() if cs}
+    leaders = sorted(best, key=best.__getitem__, reverse=True)[:HUB_NAMED_LEADERS]
+    if names_a_file(question_words(signals.text), leaders):
+        return
+    lift_central_files(found.by_path, found.fused, weight)
 
 
 def _name_boosts(folder: Searchable, found: _Candidates, signals: QuerySignals) -> None:

@@ -25,7 +25,12 @@ from tree_sitter_language_pack import get_language
 from codeask.config import ChunkSettings
 from codeask.core.records import ELISION, Chunk
 from codeask.core.source import parse_bound
-from codeask.core.source.languages import LanguageSpec, language_for_path, language_name
+from codeask.core.source.languages import (
+    LanguageSpec,
+    language_for_path,
+    language_name,
+    script_language,
+)
 from codeask.core.source.secrets import redact_text
 
 MAX_CALLS = 50
@@ -120,10 +125,11 @@ def chunk_file(rel_path: str, text: str, settings: ChunkSettings) -> ChunkResult
     across chunks is still seen whole, line numbers do not move), so no chunk, symbol, docstring,
     embedding or log line built from the result can carry one.
     """
-    language = language_name(rel_path)
+    spec = language_for_path(rel_path) or script_language(rel_path, text)
+    language = spec.name if spec is not None else language_name(rel_path)
     text = redact_text(text)
     try:
-        return _chunk(rel_path, language, text, _sizes(settings))
+        return _chunk(rel_path, language, spec, text, _sizes(settings))
     except Exception as exc:  # the indexer must survive any file
         reason = f"chunker failed ({type(exc).__name__}: {exc}); used line windows"
         try:
@@ -134,12 +140,13 @@ def chunk_file(rel_path: str, text: str, settings: ChunkSettings) -> ChunkResult
             return ChunkResult(language, [], reason)
 
 
-def _chunk(rel_path: str, language: str, text: str, sizes: _Sizes) -> ChunkResult:
+def _chunk(
+    rel_path: str, language: str, spec: LanguageSpec | None, text: str, sizes: _Sizes
+) -> ChunkResult:
     """Dispatch on the kind of file: grammar, markdown, rst or plain text."""
     if not text.strip():
         return ChunkResult(language, [])
     ctx = _Ctx(rel_path, language, _split_lines(text), sizes)
-    spec = language_for_path(rel_path)
     reason = ""
     if spec is not None:
         reason = _chunk_code(ctx, spec, text)

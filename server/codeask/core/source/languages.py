@@ -8,6 +8,7 @@ version that renamed a node loses that node, not the language.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
@@ -21,6 +22,15 @@ _JS_FUNCTION_PATTERNS = (
     f"(variable_declarator name: (identifier) value: {_JS_FN_VALUE})",
     f"(field_definition value: {_JS_FN_VALUE})",
     f"(public_field_definition value: {_JS_FN_VALUE})",
+)
+#: CommonJS and prototype code binds functions by assignment (`exports.parse = function`,
+#: `Router.prototype.route = function route`, `res.send = function send`): named by the
+#: property, or by the function's own name when the property is `module.exports` itself.
+_CJS_FUNCTION_PATTERNS = (
+    "(assignment_expression left: (member_expression property: (property_identifier) @name)"
+    f' right: {_JS_FN_VALUE} (#not-eq? @name "exports"))',
+    "(assignment_expression left: (member_expression property: (property_identifier) @_p)"
+    ' right: (function_expression name: (identifier) @name) (#eq? @_p "exports"))',
 )
 _JS_FUNCTIONS = ("function_declaration", "generator_function_declaration", "method_definition")
 #: Parents that belong to a JS definition: `export`, `const ... =`.
@@ -153,8 +163,8 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         extensions=(".js", ".mjs", ".cjs", ".jsx"),
         function_types=_JS_FUNCTIONS,
         class_types=("class_declaration",),
-        function_patterns=_JS_FUNCTION_PATTERNS,
-        wrapper_types=_JS_WRAPPERS,
+        function_patterns=_JS_FUNCTION_PATTERNS + _CJS_FUNCTION_PATTERNS,
+        wrapper_types=(*_JS_WRAPPERS, "expression_statement"),
         prefix_types=("comment", "decorator"),
         name_fields=("name", "property"),
         call_types=_JS_CALLS,
@@ -477,6 +487,38 @@ def language_for_path(rel: str) -> LanguageSpec | None:
     if spec is None and _base(rel) in _GRAMMAR_BY_NAME:
         spec = _BY_NAME[_GRAMMAR_BY_NAME[_base(rel)]]
     return spec
+
+
+#: A script's `#!` line: the interpreter, directly or through `env` (`#!/usr/bin/env -S bash`).
+_SHEBANG = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S*[ \t]+)*)?([A-Za-z]+)")
+#: Interpreters whose scripts a grammar parses (`python3.11` → `python`: digits are dropped).
+_GRAMMAR_BY_INTERPRETER: dict[str, str] = {
+    "sh": "bash",
+    "bash": "bash",
+    "zsh": "bash",
+    "dash": "bash",
+    "ksh": "bash",
+    "python": "python",
+    "ruby": "ruby",
+    "node": "javascript",
+    "lua": "lua",
+}
+
+
+def script_language(rel: str, text: str) -> LanguageSpec | None:
+    """The language a file without a known suffix names on its `#!` line: `bin/tool`,
+    `libexec/tool-install` and test scripts are often shell without `.sh`, and chunked as
+    plain text they had no functions, no names and a prose file's demotion."""
+    if language_for_path(rel) is not None or _suffix(rel) in _PLAIN_BY_EXTENSION:
+        return None
+    found = _SHEBANG.match(text[:200])
+    name = _GRAMMAR_BY_INTERPRETER.get(found.group(1)) if found else None
+    return _BY_NAME[name] if name else None
+
+
+def has_grammar(language: str) -> bool:
+    """Whether a language name (a file record's) is one a grammar chunks."""
+    return language in _BY_NAME
 
 
 def language_name(rel: str) -> str:
