@@ -22,6 +22,7 @@ from _writers_helpers import (
 
 from codeask.config import DEFAULT_EMBED_MODEL
 from codeask.core.embedding.embed import EmbeddingCache, model_slug
+from codeask.core.storage.snapshot import component_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 import gitrepo
@@ -109,8 +110,8 @@ def test_one_damaged_snapshot_file_costs_only_itself(
     root = git_project(tmp_path / "proj")
     first, _ = index_json(root, warm_env)
     manifest, _ = live_snapshot(root / ".codeask")
-    ext = "npz" if component == "vectors" else "msgpack"
-    flip_middle_byte(root / ".codeask" / f"gen-{manifest.generation:06d}" / f"{component}.{ext}")
+    name = component_path(Path(), component).name
+    flip_middle_byte(root / ".codeask" / f"gen-{manifest.generation:06d}" / name)
     (root / ".codeask" / "lexical.sqlite").unlink()  # no shortcut: readers use the snapshot
 
     doc = TOPICS["orbits"][1]
@@ -120,7 +121,7 @@ def test_one_damaged_snapshot_file_costs_only_itself(
         assert json.loads(found.stdout)["results"][0]["relative_path"] == "src/orbits.py"
     else:  # the file table is gone: a clear message, not "no index here yet"
         assert found.returncode == 1
-        assert "damaged" in found.stderr and f"{component}.msgpack" in found.stderr
+        assert "damaged" in found.stderr and name in found.stderr
         assert "no index here yet" not in found.stderr
 
     summary, log = index_json(root, warm_env)

@@ -74,7 +74,7 @@ def test_model_change_starts_clean_with_reason(tmp_path: Path) -> None:
     assert loaded.chunks == {}
 
 
-@pytest.mark.parametrize("name", ["vectors.npz", "chunks.msgpack", "files.msgpack"])
+@pytest.mark.parametrize("name", ["vectors.npz", "chunks.rec", "files.msgpack"])
 def test_truncated_component_is_detected(tmp_path: Path, name: str) -> None:
     store = filled_store(tmp_path / "idx")
     live = tmp_path / "idx" / f"gen-{store.generation:06d}" / name
@@ -92,7 +92,7 @@ def test_truncated_component_is_detected(tmp_path: Path, name: str) -> None:
 
 def test_corrupted_same_size_file_fails_checksum(tmp_path: Path) -> None:
     store = filled_store(tmp_path / "idx")
-    live = tmp_path / "idx" / f"gen-{store.generation:06d}" / "chunks.msgpack"
+    live = tmp_path / "idx" / f"gen-{store.generation:06d}" / "chunks.rec"
     data = bytearray(live.read_bytes())
     data[len(data) // 2] ^= 0xFF
     live.unlink()
@@ -114,7 +114,7 @@ def test_leftover_temp_snapshot_is_ignored(tmp_path: Path) -> None:
     store = filled_store(tmp_path / "idx")
     partial = tmp_path / "idx" / f"gen-{store.generation + 1:06d}.tmp"
     partial.mkdir()
-    (partial / "chunks.msgpack").write_bytes(b"\x00garbage")
+    (partial / "chunks.rec").write_bytes(b"\x00garbage")
     loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
     assert reason == ""
     assert len(loaded.chunks) == 3
@@ -147,9 +147,9 @@ def test_compaction_drops_marked_vectors(tmp_path: Path) -> None:
     assert store.vectors.query(unit_rows(100, seed=4)[5], 1)[0][0] == kept[5]
 
 
-def test_loaded_chunks_share_their_repeated_strings(tmp_path: Path) -> None:
-    """A decoded snapshot gave every chunk its own copy of its path, language, kind and parent
-    (sphinx: 15k copies of 1.3k paths, ~3.5 MB of 27.6; issue 29); equal values, one object."""
+def test_loaded_chunks_stay_on_disk_until_read(tmp_path: Path) -> None:
+    """Chunks are mapped, not decoded at open (issue 42; issue 29 shared the strings of a
+    decoded snapshot); file records share their path with their key."""
     store = IndexStore(tmp_path / "idx", tmp_path, "model-a", DIM)
     for name in ("a.py", "pkg/b.py"):
         ids = store.new_ids(4)
@@ -170,9 +170,7 @@ def test_loaded_chunks_share_their_repeated_strings(tmp_path: Path) -> None:
         store.replace_file(FileRecord(path=name, size=1, mtime_ns=1, sha256="x"), chunks)
     store.save()
     loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert loaded.chunks.added == {}  # nothing decoded at open: every chunk is in the base
     chunks = list(loaded.chunks.values())
     assert sorted(c.path for c in chunks) == ["a.py"] * 4 + ["pkg/b.py"] * 4
-    for field in ("path", "language", "kind", "parent"):
-        values = [getattr(c, field) for c in chunks]
-        assert len({id(v) for v in values}) == len(set(values)), field
-    assert all(c.path is loaded.files[c.path].path for c in chunks)
+    assert all(r.path is p for p, r in loaded.files.items())

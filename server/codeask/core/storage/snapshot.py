@@ -4,7 +4,10 @@ Layout of an index folder:
 
     CURRENT                 name of the live snapshot folder (replaced atomically)
     gen-000007/manifest.json  schema, model, dim, generation, next id, size+blake2b of each file
-    gen-000007/files.msgpack, chunks.msgpack, history.msgpack, vectors.npz, static.npz
+    gen-000007/files.msgpack, chunks.rec, chunks_delta.msgpack, history.msgpack, vectors.npz,
+              static.npz
+
+chunks.rec is the mapped chunk base (chunk_file.py), chunks_delta.msgpack what changed since.
 
 A snapshot folder is written completely (temp files, fsync) before CURRENT points at it, so a
 kill at any moment leaves either the old or the new snapshot live, never a mix. This module
@@ -23,11 +26,16 @@ import msgspec
 
 from codeask.core.runtime import private_files
 
-SCHEMA_VERSION = 1
-COMPONENTS = ("files", "chunks", "history", "vectors", "static")
+SCHEMA_VERSION = 2  # 2: chunks.rec (mapped records) + chunks_delta.msgpack replace chunks.msgpack
+COMPONENTS = ("files", "chunks", "chunks_delta", "history", "vectors", "static")
+#: Components checking their own bytes when read (a crc32 per record, chunk_file.py): past
+#: CHECK_AT_OPEN_BYTES their size is checked at open, not their hash (seconds on the kernel).
+SELF_CHECKED = frozenset({"chunks"})
+CHECK_AT_OPEN_BYTES = 8 << 20
 _EXT = {
     "files": "msgpack",
-    "chunks": "msgpack",
+    "chunks": "rec",
+    "chunks_delta": "msgpack",
     "history": "msgpack",
     "vectors": "npz",
     "static": "npz",
@@ -175,6 +183,8 @@ class SnapshotFolder:
                 f"index file {path.name} is {size} bytes, manifest says {info.size} "
                 "(truncated or overwritten)"
             )
+        if name in SELF_CHECKED and size > CHECK_AT_OPEN_BYTES:
+            return path  # each record is checked when it is read
         if _digest(path) != info.blake2b:
             raise StoreError(f"index file {path.name} fails its checksum (corrupted)")
         return path
@@ -206,6 +216,7 @@ class SnapshotFolder:
             shutil.rmtree(target)
         private_files.make_dir(target)
         previous = self._live_quiet()
+        known = self._previous_infos(previous)
         for name in COMPONENTS:
             path = component_path(target, name)
             old = previous / path.name if previous else None
@@ -214,13 +225,25 @@ class SnapshotFolder:
                     os.link(old, path)
                 except OSError:
                     shutil.copyfile(old, path)
+                info = known.get(name)  # linked: its recorded hash holds (no re-read)
+                if info is None or info.size != path.stat().st_size:
+                    info = ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))
             else:
                 write(name, path)
                 private_files.tighten(path)  # the component writers create files 0644
-            info = ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))
+                info = ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))
             manifest.components[name] = info
         fsync_write(target / "manifest.json", msgspec.json.encode(manifest))
         return target
+
+    def _previous_infos(self, previous: Path | None) -> dict[str, ComponentInfo]:
+        """The live manifest's size + hash of each component ({} when unreadable)."""
+        if previous is None:
+            return {}
+        try:
+            return self.manifest(previous).components
+        except StoreError:
+            return {}
 
     def publish(self, target: Path) -> Path:
         """Rename a written `gen-N.tmp` to `gen-N`, then point CURRENT at it (each step atomic)."""

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.storage.catalog import PARTS, Catalog, HistoryState
+from codeask.core.storage.catalog import Catalog, HistoryState
+from codeask.core.storage.chunk_map import ChunkMap
 from codeask.core.storage.snapshot import (
     COMPONENTS,
     SCHEMA_VERSION,
@@ -83,8 +84,8 @@ class IndexStore:
         return self.catalog.files
 
     @property
-    def chunks(self) -> dict[int, Chunk]:
-        """Every chunk (code, text and history) by id."""
+    def chunks(self) -> ChunkMap:
+        """Every chunk (code, text and history) by id, decoded when read."""
         return self.catalog.chunks
 
     @property
@@ -227,6 +228,7 @@ class IndexStore:
         with self.lock:
             self.snapshots.refuse_stale(self.generation)
             self.tiers.compact()
+            self.catalog.plan_save()
             manifest = Manifest(
                 schema_version=SCHEMA_VERSION,
                 model=self.model,
@@ -240,6 +242,7 @@ class IndexStore:
             )
             changed = self.catalog.changed | self.tiers.changed
             target = self.snapshots.write(manifest, changed, self._write_component)
+            self.catalog.saved(target)  # a new base is read from the folder just written
         final = self.snapshots.publish(target)
         with self.lock:
             self.generation = manifest.generation
@@ -250,9 +253,7 @@ class IndexStore:
 
     def _write_component(self, name: str, path: Path) -> None:
         """Write one changed component of a snapshot being saved."""
-        if name in PARTS:
-            fsync_write(path, self.catalog.encode(name))
-        else:
+        if not self.catalog.write(name, path):
             fsync_write(path, self.tiers.tier(name).encode())
 
     def disk_bytes(self) -> int:
