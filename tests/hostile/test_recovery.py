@@ -9,6 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from _writers_helpers import (
@@ -22,6 +23,8 @@ from _writers_helpers import (
 
 from codeask.config import DEFAULT_EMBED_MODEL
 from codeask.core.embedding.embed import EmbeddingCache, model_slug
+from codeask.core.records import HISTORY_KINDS
+from codeask.core.storage.chunk_map import ChunkDelta
 from codeask.core.storage.snapshot import component_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
@@ -153,3 +156,33 @@ def test_no_change_reindex_writes_zero_bytes(tmp_path: Path, warm_env: dict[str,
     assert summary["files_indexed"] == 0 and summary["files_unchanged"] == len(TOPICS)
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
     assert changed == set(), f"a no-change reindex rewrote {sorted(changed)}"
+
+
+@pytest.mark.slow
+def test_one_file_edit_writes_the_chunk_delta_not_the_base(
+    tmp_path: Path, warm_env: dict[str, str]
+) -> None:
+    """Issue 42: `codeask index` after a one-file edit links the chunk base and writes a delta
+    of that file's chunks; a fresh `codeask search` finds the edit (base + delta read)."""
+    root = git_project(tmp_path / "proj")
+    index_json(root, warm_env)
+    folder = root / ".codeask"
+    before = tree_state(folder)
+    (root / "src" / "orbits.py").write_text(topic_source("orbits", 7), encoding="utf-8")
+    summary, _ = index_json(root, warm_env)
+    assert summary["files_indexed"] == 1
+    after = tree_state(folder)
+    live = f"gen-{live_snapshot(folder)[0].generation:06d}"
+    old = next(k for k in before if k.endswith("/chunks.rec"))
+    assert after[f"{live}/chunks.rec"][0] == before[old][0]  # the same inode: not rewritten
+    delta = msgspec.msgpack.decode(
+        (folder / live / "chunks_delta.msgpack").read_bytes(), type=ChunkDelta
+    )
+    code = {c.path for c in delta.added if c.kind not in HISTORY_KINDS}
+    assert code == {"src/orbits.py"}  # the edited file's chunks (and the uncommitted diff's)
+    found = codeask(
+        "search", "plan_orbit_v7", "--json", "--mode", "lexical", cwd=root, env=warm_env
+    )
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["results"]
+    assert (hits[0]["relative_path"], hits[0]["symbol"]) == ("src/orbits.py", "plan_orbit_v7")

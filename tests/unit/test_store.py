@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage import snapshot
+from codeask.core.storage.catalog import COMPACT_MIN
 from codeask.core.storage.store import IndexStore
 
 DIM = 8
@@ -174,3 +177,82 @@ def test_loaded_chunks_stay_on_disk_until_read(tmp_path: Path) -> None:
     chunks = list(loaded.chunks.values())
     assert sorted(c.path for c in chunks) == ["a.py"] * 4 + ["pkg/b.py"] * 4
     assert all(r.path is p for p, r in loaded.files.items())
+
+
+# ---- the chunk base and its delta (issue 42) ---------------------------------------------
+def _component(store: IndexStore, name: str) -> Path:
+    return store.folder / f"gen-{store.generation:06d}" / name
+
+
+def test_one_file_edit_writes_only_the_chunk_delta(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    base = _component(store, "chunks.rec").stat()
+    ids = store.new_ids(1)
+    edited = window_chunks(ids)
+    store.replace_file(FileRecord(path="a.py", size=11, mtime_ns=2, sha256="y"), edited)
+    store.save()
+    after = _component(store, "chunks.rec").stat()
+    assert (after.st_ino, after.st_size) == (base.st_ino, base.st_size)  # linked, not rewritten
+    assert _component(store, "chunks_delta.msgpack").stat().st_size < 200
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == ""
+    assert list(loaded.chunks.values()) == edited
+    assert loaded.files["a.py"].chunk_ids == ids and len(loaded.chunks) == 1
+    assert loaded.chunks.symbol_ids("f0") == []  # the removed chunks' names went with them
+
+
+def test_symbol_ids_read_the_base_and_the_delta(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    first = store.files["a.py"].chunk_ids
+    (new_id,) = store.new_ids(1)
+    extra = Chunk(
+        id=new_id, path="b.py", language="python", kind="function", start_line=1, end_line=2,
+        text="def f0(): return 1", symbol="f0",
+    )  # fmt: skip
+    store.replace_file(FileRecord(path="b.py", size=1, mtime_ns=1, sha256="z"), [extra])
+    assert store.chunks.symbol_ids("f0") == [first[0], new_id]
+    store.save()
+    loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert loaded.chunks.symbol_ids("f0") == [first[0], new_id]
+    assert loaded.chunks.symbol_ids("f2") == [first[2]]
+    assert loaded.chunks.symbol_ids("nothing") == []
+
+
+def test_a_grown_delta_is_folded_into_a_new_base(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    base = _component(store, "chunks.rec").stat().st_ino
+    ids = store.new_ids(COMPACT_MIN + 1)
+    store.replace_file(FileRecord(path="w.py", size=1, mtime_ns=1, sha256="w"), window_chunks(ids))
+    store.save()
+    assert _component(store, "chunks.rec").stat().st_ino != base
+    assert store.chunks.added == {} and len(store.chunks) == len(ids) + 3
+    loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert loaded.chunks.added == {} and loaded.chunks.keys() == store.chunks.keys()
+    assert loaded.chunks[ids[-1]].text == str(ids[-1])
+
+
+def test_damaged_record_in_a_big_chunk_base_is_reported_on_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Past CHECK_AT_OPEN_BYTES (lowered here to 0) the base is not hashed at open: a damaged
+    record is found when read, reported, read as absent, and its file is indexed again."""
+    monkeypatch.setattr(snapshot, "CHECK_AT_OPEN_BYTES", 0)
+    store = filled_store(tmp_path / "idx")
+    damaged_id = store.files["a.py"].chunk_ids[1]
+    path = _component(store, "chunks.rec")
+    data = bytearray(path.read_bytes())
+    data[data.index(b"def f1(): pass") + 4] ^= 0x01  # same size, still valid msgpack
+    path.unlink()
+    path.write_bytes(bytes(data))
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == ""  # only the size was checked at open
+    with caplog.at_level(logging.WARNING):
+        assert loaded.chunks.get(damaged_id) is None
+    assert any(
+        "chunks.rec" in r.getMessage() and "checksum" in r.getMessage() for r in caplog.records
+    )
+    assert [c.symbol for c in loaded.chunks.values()] == ["f0", "f2"]  # never the damaged bytes
+    assert loaded.files["a.py"].size == -1  # the next pass indexes the file again
+    loaded.save()  # the new base leaves the damaged record out
+    again, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == "" and damaged_id not in again.chunks and not again.chunks.damaged

@@ -45,6 +45,7 @@ class Catalog:
     ) -> None:
         self.files: dict[str, FileRecord] = {} if files is None else files
         self.chunks = chunks if isinstance(chunks, ChunkMap) else ChunkMap.of(chunks or {})
+        self.chunks.on_damage = self.heal
         self.history = HistoryState() if history is None else history
         #: Components (names from PARTS) to write at the next save; a new catalog has them all.
         self.changed: set[str] = set(PARTS)
@@ -105,27 +106,24 @@ class Catalog:
             self.changed.add("history")
 
     def plan_save(self) -> None:
-        """Before a save: pick up damaged records, and compact when the delta has grown."""
-        self.heal()
+        """Before a save: compact when the delta has grown (or a damaged record must go)."""
         base = len(self.chunks.base) if self.chunks.base is not None else 0
-        if self.chunks.delta_size() > max(COMPACT_MIN, base * COMPACT_FRACTION):
+        if self.chunks.damaged or self.chunks.delta_size() > max(
+            COMPACT_MIN, base * COMPACT_FRACTION
+        ):
             self.changed.add("chunks")
         if "chunks" in self.changed:
             self.changed.add("chunks_delta")  # an empty delta over the new base
 
-    def heal(self) -> None:
-        """Files and commits owning a damaged chunk record are indexed again by the next pass
-        (the record itself is already left out): damage costs only what it touched."""
-        damaged = set(self.chunks.damaged)
-        if not damaged:
-            return
+    def heal(self, chunk_id: int) -> None:
+        """A damaged chunk record was found: its file (or commit) is indexed again by the next
+        pass, and the next save writes a base without it. Damage costs only what it touched."""
         for record in self.files.values():
-            if damaged.intersection(record.chunk_ids):
+            if chunk_id in record.chunk_ids:
                 record.size, record.sha256 = -1, ""  # the next pass reads it again
                 self.changed.add("files")
-        self.remove_history([s for s, ids in self.history.commits.items() if damaged & set(ids)])
-        self.changed.add("chunks")  # the new base leaves the damaged records out
-        self.chunks.damaged.clear()
+        self.remove_history([s for s, ids in self.history.commits.items() if chunk_id in ids])
+        self.changed.add("chunks")
 
     def write(self, name: str, path: Path) -> bool:
         """Write one component (a name from PARTS); False when it is not this module's."""
@@ -149,3 +147,4 @@ class Catalog:
         """After the components were written to `folder`: a new base replaces base + delta."""
         if "chunks" in self.changed:
             self.chunks = ChunkMap(ChunkFile(component_path(folder, "chunks")))
+            self.chunks.on_damage = self.heal

@@ -20,7 +20,6 @@ import hashlib
 import mmap
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -178,11 +177,6 @@ class ChunkFile:
             raise ChunkDamaged(
                 f"index file {self.path.name}: a chunk is unreadable ({exc})"
             ) from exc
-
-    def iter_rows(self, rows: Iterable[int]) -> Iterator[Chunk]:
-        """The chunks at `rows`, decoded one at a time."""
-        for row in rows:
-            yield self.decode(row)
 
     def symbol_ids(self, name: str) -> np.ndarray:
         """Ids of the chunks defining `name`, ascending."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -40,6 +40,8 @@ class ChunkMap:
         #: Base ids whose record failed its checksum: reported once, read as absent.
         self.damaged: dict[int, str] = {}
         self._names: dict[str, list[int]] = defaultdict(list)
+        #: Called when a damaged record is found (the catalog marks its file for indexing).
+        self.on_damage: Callable[[int], None] | None = None
         if delta is not None:
             self.removed.update(i for i in delta.removed if self._in_base(i))
             for chunk in delta.added:
@@ -65,14 +67,23 @@ class ChunkMap:
         if self.base is None or chunk_id in self.removed or chunk_id in self.damaged:
             return default
         row = self.base.position(chunk_id)
-        if row < 0:
-            return default
+        return default if row < 0 else self._decode(self.base, row, default)
+
+    def _decode(self, base: ChunkFile, row: int, default: Chunk | None = None) -> Chunk | None:
+        """The chunk at `row`; a damaged record is reported once and read as absent."""
         try:
-            return self.base.decode(row)
+            return base.decode(row)
         except ChunkDamaged as exc:
-            self.damaged[chunk_id] = str(exc)
-            log.warning("%s; the chunk is left out until its file is indexed again", exc)
+            self._damage(int(base.ids[row]), str(exc))
             return default
+
+    def _damage(self, chunk_id: int, why: str) -> None:
+        if chunk_id in self.damaged:
+            return
+        self.damaged[chunk_id] = why
+        log.warning("%s; the chunk is left out until its file is indexed again", why)
+        if self.on_damage is not None:
+            self.on_damage(chunk_id)
 
     def __getitem__(self, chunk_id: int) -> Chunk:
         found = self.get(chunk_id)
@@ -117,8 +128,12 @@ class ChunkMap:
 
     def values(self) -> Iterator[Chunk]:
         """Every chunk, decoded one at a time (base first, ascending id, then the delta)."""
-        if self.base is not None:
-            yield from self.base.iter_rows(self.base_rows().tolist())
+        base = self.base
+        if base is not None:
+            for row in self.base_rows().tolist():
+                chunk = self._decode(base, row)
+                if chunk is not None:
+                    yield chunk
         yield from list(self.added.values())
 
     def items(self) -> Iterator[tuple[int, Chunk]]:
@@ -193,6 +208,6 @@ class ChunkMap:
             try:
                 writer.add_raw(chunk_id, base.raw(row), None, base.crc(row))
             except ChunkDamaged as exc:
-                self.damaged[chunk_id] = str(exc)
+                self._damage(chunk_id, str(exc))
                 skipped.append(chunk_id)
         return np.fromiter([*self.removed, *skipped], dtype=np.int64)
