@@ -256,3 +256,25 @@ def test_damaged_record_in_a_big_chunk_base_is_reported_on_read(
     loaded.save()  # the new base leaves the damaged record out
     again, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
     assert reason == "" and damaged_id not in again.chunks and not again.chunks.damaged
+
+
+def test_damaged_big_vector_tier_is_found_after_the_open_and_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A big tier is size-checked at open and hashed by a background thread: a damaged one is
+    dropped with a logged reason (its vectors are computed again), the chunks stay."""
+    monkeypatch.setattr(snapshot, "CHECK_AT_OPEN_BYTES", 0)
+    store = filled_store(tmp_path / "idx")
+    path = _component(store, "vectors.npz")
+    data = bytearray(path.read_bytes())
+    data[data.index(unit_rows(3)[1].tobytes()) + 1] ^= 0x01  # a row's bytes: still loads
+    path.unlink()
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING):
+        loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+        assert reason == "" and loaded.verifier is not None
+        loaded.verifier.join()
+    assert any("vectors.npz fails its checksum" in r.getMessage() for r in caplog.records)
+    assert not loaded.vectors.live and "vectors" in loaded.tiers.changed
+    assert loaded.chunks.keys() == store.chunks.keys()
+    assert sorted(loaded.pending_ids()) == sorted(store.chunks.keys())  # embedded again

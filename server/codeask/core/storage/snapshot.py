@@ -28,8 +28,10 @@ from codeask.core.runtime import private_files
 
 SCHEMA_VERSION = 2  # 2: chunks.rec (mapped records) + chunks_delta.msgpack replace chunks.msgpack
 COMPONENTS = ("files", "chunks", "chunks_delta", "history", "vectors", "static")
-#: Components checking their own bytes when read (a crc32 per record, chunk_file.py): past
-#: CHECK_AT_OPEN_BYTES their size is checked at open, not their hash (seconds on the kernel).
+#: Past CHECK_AT_OPEN_BYTES a component's size is checked at open, not its hash (seconds on
+#: the kernel before the first answer): SELF_CHECKED ones check each record when it is read
+#: (a crc32 per record, chunk_file.py), the others are hashed by a background thread after the
+#: open (`Deferred`; a mismatch drops that component, see store.py). Smaller ones: as before.
 SELF_CHECKED = frozenset({"chunks"})
 CHECK_AT_OPEN_BYTES = 8 << 20
 _EXT = {
@@ -49,6 +51,23 @@ class StoreError(Exception):
 class ComponentInfo(msgspec.Struct):
     size: int
     blake2b: str
+
+
+class Deferred(msgspec.Struct, frozen=True):
+    """A big component whose hash is checked after the open (by `check_deferred`)."""
+
+    name: str
+    path: Path
+    blake2b: str
+
+
+def check_deferred(item: Deferred) -> str:
+    """Why `item` is damaged ('' when its hash matches, or it is gone: a newer snapshot)."""
+    try:
+        intact = _digest(item.path) == item.blake2b
+    except OSError:
+        return ""
+    return "" if intact else f"index file {item.path.name} fails its checksum (corrupted)"
 
 
 class Manifest(msgspec.Struct, kw_only=True):
@@ -171,8 +190,11 @@ class SnapshotFolder:
             raise StoreError(f"index manifest unreadable ({exc})") from exc
 
     @staticmethod
-    def verify(live: Path, name: str, manifest: Manifest) -> Path:
-        """A component's path once its size and checksum match the manifest (else StoreError)."""
+    def verify(
+        live: Path, name: str, manifest: Manifest, later: list[Deferred] | None = None
+    ) -> Path:
+        """A component's path once its size and checksum match the manifest (else StoreError);
+        a big one's hash is left to its records or, given `later`, to a background check."""
         path = component_path(live, name)
         info = manifest.components.get(name)
         if info is None or not path.is_file():
@@ -183,8 +205,11 @@ class SnapshotFolder:
                 f"index file {path.name} is {size} bytes, manifest says {info.size} "
                 "(truncated or overwritten)"
             )
-        if name in SELF_CHECKED and size > CHECK_AT_OPEN_BYTES:
+        if size > CHECK_AT_OPEN_BYTES and name in SELF_CHECKED:
             return path  # each record is checked when it is read
+        if size > CHECK_AT_OPEN_BYTES and later is not None:
+            later.append(Deferred(name, path, info.blake2b))
+            return path
         if _digest(path) != info.blake2b:
             raise StoreError(f"index file {path.name} fails its checksum (corrupted)")
         return path

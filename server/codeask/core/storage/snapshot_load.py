@@ -17,7 +17,13 @@ from codeask.core.records import HISTORY_KINDS, FileRecord
 from codeask.core.storage.catalog import Catalog, HistoryState
 from codeask.core.storage.chunk_file import ChunkFile
 from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
-from codeask.core.storage.snapshot import SCHEMA_VERSION, Manifest, SnapshotFolder, StoreError
+from codeask.core.storage.snapshot import (
+    SCHEMA_VERSION,
+    Deferred,
+    Manifest,
+    SnapshotFolder,
+    StoreError,
+)
 from codeask.core.storage.vectors import VectorIndex, VectorTiers
 
 
@@ -40,6 +46,8 @@ class SnapshotLoader:
         self.recovered: list[str] = []
         #: Components that did not load: rewritten by the next save.
         self.lost: set[str] = set()
+        #: Big vector tiers loaded after a size check only: hashed in the background.
+        self.later: list[Deferred] = []
 
     def load(self) -> tuple[str, Manifest, Catalog, VectorTiers]:
         """(snapshot folder name, manifest, catalog, tiers) with only the lost parts changed."""
@@ -108,7 +116,7 @@ class SnapshotLoader:
             self.lost.add("vectors")  # rewritten at the next save, at the known size
             return VectorIndex(self.dim)
         try:
-            self.snapshots.verify(live, "vectors", manifest)
+            self.snapshots.verify(live, "vectors", manifest, self.later)
             return VectorIndex.load(live / "vectors.npz", self.dim, len(known) + 1024, known)
         except (StoreError, RuntimeError, OSError, ValueError) as exc:
             self._lost("vectors", f"{exc}; kept the chunks, they are embedded again")
@@ -124,7 +132,7 @@ class SnapshotLoader:
                     f"static tier was built with '{manifest.static_model}' "
                     f"(dim {manifest.static_dim}), configured is '{self.static_model}'"
                 )
-            self.snapshots.verify(live, "static", manifest)
+            self.snapshots.verify(live, "static", manifest, self.later)
             path = live / "static.npz"
             return VectorIndex.load(path, self.static_dim, len(known) + 1024, known)
         except (StoreError, RuntimeError, OSError, ValueError) as exc:

@@ -13,6 +13,7 @@ disk, so generations and ids only ever grow.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -21,15 +22,18 @@ from pathlib import Path
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.runtime import background
 from codeask.core.storage.catalog import Catalog, HistoryState
 from codeask.core.storage.chunk_map import ChunkMap
 from codeask.core.storage.snapshot import (
     COMPONENTS,
     SCHEMA_VERSION,
     ComponentInfo,
+    Deferred,
     Manifest,
     SnapshotFolder,
     StoreError,
+    check_deferred,
     current_name,
     fsync_write,
     generation_of,
@@ -37,6 +41,8 @@ from codeask.core.storage.snapshot import (
 )
 from codeask.core.storage.snapshot_load import SnapshotLoader
 from codeask.core.storage.vectors import VectorIndex, VectorTiers
+
+log = logging.getLogger("codeask.core.indexer")
 
 __all__ = [  # the names callers import from here, wherever they now live
     "COMPONENTS",
@@ -76,6 +82,8 @@ class IndexStore:
         self.recovered: list[str] = []
         #: The snapshot folder this store was loaded from ('' when it started empty).
         self.loaded_from = ""
+        #: The thread hashing big tiers after the open (snapshot.Deferred), if any.
+        self.verifier: threading.Thread | None = None
 
     # ---- the parts, under the names callers use -------------------------------------------
     @property
@@ -140,6 +148,26 @@ class IndexStore:
             self.recovered = loader.recovered
         self.loaded_from = name
         self.saved_at = manifest.updated
+        if loader.later:
+            self.verifier = background.start(
+                self._check_later, loader.later, name="codeask-verify-index"
+            )
+
+    def _check_later(self, items: list[Deferred]) -> None:
+        """Hash the big tiers loaded after a size check; a damaged one is dropped (its vectors
+        are computed again) with a logged reason: never searched on silently."""
+        for item in items:
+            why = check_deferred(item)
+            if not why:
+                continue
+            log.warning(
+                "index at %s: %s; dropped the %s tier, it is rebuilt", self.folder, why, item.name
+            )
+            with self.lock:
+                dim = self.dim if item.name == "vectors" else max(1, self.static_dim)
+                self.tiers.set_tier(item.name, VectorIndex(dim))
+                self.tiers.changed.add(item.name)
+                self.recovered.append(f"{item.name}: {why}")
 
     # ---- mutation --------------------------------------------------------------------------
     def new_ids(self, count: int) -> list[int]:
