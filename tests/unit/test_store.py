@@ -272,9 +272,10 @@ def test_damaged_big_vector_tier_is_found_after_the_open_and_dropped(
     path.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING):
         loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
-        assert reason == "" and loaded.verifier is not None
+        assert loaded.verifier is not None  # the open read the size only
         loaded.verifier.join()
-    assert any("vectors.npz fails its checksum" in r.getMessage() for r in caplog.records)
+    dropped = "vectors.npz fails its checksum (corrupted); dropped the vectors tier"
+    assert any(dropped in r.getMessage() for r in caplog.records)
     assert not loaded.vectors.live and "vectors" in loaded.tiers.changed
     assert loaded.chunks.keys() == store.chunks.keys()
     assert sorted(loaded.pending_ids()) == sorted(store.chunks.keys())  # embedded again

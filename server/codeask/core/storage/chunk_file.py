@@ -20,6 +20,7 @@ import hashlib
 import mmap
 import struct
 import zlib
+from array import array
 from pathlib import Path
 from typing import BinaryIO
 
@@ -56,12 +57,13 @@ class ChunkFileWriter:
         self._out = handle
         self._at = len(MAGIC)
         handle.write(MAGIC)
-        self._ids: list[int] = []
-        self._offsets: list[int] = []
-        self._lengths: list[int] = []
-        self._crcs: list[int] = []
-        self._sym_hash: list[int] = []
-        self._sym_ids: list[int] = []
+        # typed arrays, not lists: 8 bytes an entry instead of ~36 (1.27M chunks on the kernel)
+        self._ids = array("q")
+        self._offsets = array("q")
+        self._lengths = array("I")
+        self._crcs = array("I")
+        self._sym_hash = array("Q")
+        self._sym_ids = array("q")
 
     def add(self, chunk: Chunk) -> None:
         """Encode and append one chunk."""
@@ -87,17 +89,17 @@ class ChunkFileWriter:
 
     def finish(self) -> None:
         """Write the index arrays and the footer."""
-        ids = np.asarray(self._ids, dtype="<i8")
+        ids = np.asarray(self._ids, dtype=np.int64)
         order = np.argsort(ids, kind="stable")
-        sym_hash = np.asarray(self._sym_hash, dtype="<u8")
-        sym_ids = np.asarray(self._sym_ids, dtype="<i8")
+        sym_hash = np.asarray(self._sym_hash, dtype=np.uint64).astype("<u8")
+        sym_ids = np.asarray(self._sym_ids, dtype=np.int64).astype("<i8")
         sym_order = np.lexsort((sym_ids, sym_hash))
         arrays = b"".join(
             (
-                ids[order].tobytes(),
-                np.asarray(self._offsets, dtype="<i8")[order].tobytes(),
-                np.asarray(self._lengths, dtype="<u4")[order].tobytes(),
-                np.asarray(self._crcs, dtype="<u4")[order].tobytes(),
+                ids[order].astype("<i8").tobytes(),
+                np.asarray(self._offsets, dtype=np.int64)[order].astype("<i8").tobytes(),
+                np.asarray(self._lengths, dtype=np.uint64)[order].astype("<u4").tobytes(),
+                np.asarray(self._crcs, dtype=np.uint64)[order].astype("<u4").tobytes(),
                 sym_hash[sym_order].tobytes(),
                 sym_ids[sym_order].tobytes(),
             )
