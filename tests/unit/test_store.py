@@ -271,7 +271,7 @@ def test_damaged_big_vector_tier_is_found_after_the_open_and_dropped(
     path.unlink()
     path.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING):
-        loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+        loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
         assert loaded.verifier is not None  # the open read the size only
         loaded.verifier.join()
     dropped = "vectors.npz fails its checksum (corrupted); dropped the vectors tier"
