@@ -18,9 +18,10 @@ The breakdown (`--breakdown`, printed with the rest) times one forwarded search'
 this process against the same daemon: the client's checks and connect (runtime dir and socket
 ownership, SO_PEERCRED), encoding and sending the request, the daemon's whole turn (until the
 reply's first byte), reading and decoding the reply; and, in this process with the daemon's
-own code (a `FolderCache`, `cli/search.py`'s `execute`), what that turn is made of: finding the
-folder, re-reading its settings and checking its snapshot, the search itself, the formatting,
-and the daemon's check that its code did not change on disk.
+own code (a `FolderCache`, `cli/search.py`'s `answer`), what that turn is made of: finding the
+folder, re-reading its settings and checking its snapshot, the search itself, the answer as
+data, and the daemon's check that its code did not change on disk; and the client's rendering
+of that answer (codeask/search_view.py).
 """
 
 from __future__ import annotations
@@ -250,32 +251,36 @@ def _daemon_turn(work: Path, env: dict[str, str], *, runs: int) -> dict[str, lis
 
     import msgspec
 
+    from codeask import search_view
     from codeask.cli import common, search
     from codeask.cli.parser import build_parser
     from codeask.core import operations
+    from codeask.core.indexer import SharedIndexes
     from codeask.daemon import client, protocol
     from codeask.daemon.folders import FolderCache
-    from codeask.daemon.messages import Request
+    from codeask.daemon.messages import Request, SearchCall
     from codeask.daemon.server import CodeWatch
 
     saved = dict(os.environ)
     os.environ.update(env)
     times: dict[str, list[float]] = {}
     try:
-        cache, watch = FolderCache(), CodeWatch()
+        cache, watch = FolderCache(SharedIndexes()), CodeWatch()
+        held: list[Any] = []  # what one `answer` opened, released after it
         for i in range(runs + 3):  # the first three warm up (index load, imports)
             query = QUERIES[i % len(QUERIES)]
             args = build_parser().parse_args(["search", query])
             wire = protocol.encode(client.command_request("search", vars(args)))
             part: dict[str, float] = {}
             t = time.perf_counter()
-            msgspec.convert(protocol.decode(wire), Request)
+            request = msgspec.convert(protocol.decode(wire), Request)
+            call = msgspec.convert(request.args, SearchCall)
             part["daemon: decode and check the request"] = time.perf_counter() - t
             t = time.perf_counter()
             watch.changed()
             part["daemon: its code unchanged on disk (CodeWatch)"] = time.perf_counter() - t
             t = time.perf_counter()
-            (root,) = common.roots(args.root)
+            (root,) = common.roots(call.root, Path(request.cwd))
             part["daemon: the folder (cli/common.roots)"] = time.perf_counter() - t
             t = time.perf_counter()
             folder = cache.open(root)
@@ -283,27 +288,37 @@ def _daemon_turn(work: Path, env: dict[str, str], *, runs: int) -> dict[str, lis
                 time.perf_counter() - t
             )
             t = time.perf_counter()
-            filters = operations.Filters.from_options(args)
-            result = operations.search_folders(
-                [folder], query, k=args.k, filters=filters, mode=args.mode
+            found = operations.answer_search(
+                [folder],
+                query,
+                k=call.k,
+                filters=operations.Filters.from_options(call),
+                mode=call.mode,
             )
-            part["daemon: the search (search_folders)"] = time.perf_counter() - t
-            out = io.StringIO()
+            part["daemon: the search as data (answer_search)"] = time.perf_counter() - t
+            cache.release(folder)
             t = time.perf_counter()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                search._print_hits(result, 0.0)
-            part["daemon: the hits as text"] = time.perf_counter() - t
+            search.answer(
+                call,
+                cwd=Path(request.cwd),
+                open_folder=lambda r: held.append(cache.open(r)) or held[-1],
+                note=lambda _: None,
+            )
+            for opened in held:
+                cache.release(opened)
+            held.clear()
+            part["daemon: all of cli/search.py's answer"] = time.perf_counter() - t
+            reply = {"protocol": 1, "status": "ok", "answer": msgspec.to_builtins(found)}
+            t = time.perf_counter()
+            data = protocol.encode(reply)
+            part["daemon: encode the reply"] = time.perf_counter() - t
             t = time.perf_counter()
             with (
                 contextlib.redirect_stdout(io.StringIO()),
                 contextlib.redirect_stderr(io.StringIO()),
             ):
-                search.execute(args, open_folder=cache.open)
-            part["daemon: all of cli/search.py's execute"] = time.perf_counter() - t
-            reply = {"protocol": 1, "status": "ok", "stdout": out.getvalue(), "code": 0}
-            t = time.perf_counter()
-            protocol.encode(reply)
-            part["daemon: encode the reply"] = time.perf_counter() - t
+                search_view.render(protocol.decode(data)["answer"], False)
+            part["client: decode and render the answer"] = time.perf_counter() - t
             if i >= 3:
                 for name, seconds in part.items():
                     times.setdefault(name, []).append(seconds * 1000)

@@ -36,9 +36,9 @@ from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations import query_words, search_now
 from codeask.core.source.discover import discover
+from codeask.core.source.limits import DEFAULT_MAX_TOKENS, max_chars
 from codeask.core.storage.lexical.index import code_tokens, query_terms
 from codeask.mcp import results
-from codeask.mcp.limits import DEFAULT_MAX_TOKENS, MAX_CHARS
 
 CHARS_PER_TOKEN = 4
 
@@ -69,7 +69,7 @@ def tokens(text: str) -> int:
 
 def search_agent(folder: FolderIndex, q: Question) -> Cost:
     """One `search_code` call; the answer read up to the first gold hit."""
-    query = q.text[: MAX_CHARS["query"]]
+    query = q.text[: max_chars("mcp", "query")]
     found = search_now([folder], query, k=10)
     answer = results.fit_hits(
         found.result.hits, query_words(query), {"query": query}, DEFAULT_MAX_TOKENS

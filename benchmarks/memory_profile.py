@@ -257,12 +257,12 @@ def profile_folder(
     from codeask.core.search.retrieve import search
 
     folder = meter.step(
-        "open index (catalog + vector tiers + lexical.sqlite)",
+        "open index (catalog + vector tiers + lexical segments)",
         lambda: FolderIndex.open(root, mode="read"),
     )
     storage = folder.storage
     store, lexical = folder.local.parts()  # type: ignore[attr-defined]  # LocalStorage: measured
-    meter.step("BM25 in-memory copy (lexical warm_up)", lexical.warm_up)
+    meter.step("lexical warm_up (pending rows indexed)", lexical.warm_up)
     meter.step("symbol table", lambda: storage.symbol_ids("__init__"))
     meter.step("static tier model (potion-base-8M)", lambda: load_static_embedder(folder.settings))
     for query in TYPED[:typed]:

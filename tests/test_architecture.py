@@ -39,12 +39,18 @@ What the tests prove:
 - A module imports another room's module only when that room lists it in `__all__` (its
   public names), and a room imports only rooms drawn below it (ROOMS, top to bottom: no circle
   between rooms).
+- The counts of docs/architecture.md's "What adding each kind of thing touches" hold: each
+  row's count is the files it names (they exist), the walk-throughs agree, the operation on all
+  faces is derived from the faces' rows, and every file that lists every existing tool,
+  provider, custom LSP method, CLI command or backend is in its kind's row (these tests import
+  the server's own lists: the MCP listing, `MESSAGES`, `PROVIDERS`, `COMMANDS`, `LANGUAGES`).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 SERVER = Path(__file__).resolve().parent.parent / "server"
@@ -704,6 +710,192 @@ def test_rooms_import_only_rooms_below_them() -> None:
     there is no circle between rooms either)."""
     found = upward_imports(GRAPH)
     assert not found, "a room imports one drawn above it:\n" + "\n".join(found)
+
+
+# ---- what adding each kind of thing touches (docs/architecture.md, issue 43) -----------------
+ROOT = SERVER.parent
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+RECIPES = "## What adding each kind of thing touches"
+#: The table's rows, and the walk-throughs / lines elsewhere in the doc that state their counts.
+RECIPE_ROWS = (
+    "a language",
+    "an LLM provider",
+    "an LSP request",
+    "an MCP tool",
+    "a CLI command",
+    "a storage backend",
+    "an operation on all three faces",
+)
+STATED_ELSEWHERE = {
+    "a language": r"## Walk-through 1: [^\n]*\((\d+) files",
+    "an LLM provider": r"## Walk-through 2: [^\n]*\((\d+) files",
+    "an LSP request": r"## Walk-through 3: [^\n]*\((\d+) files",
+    "an operation on all three faces": r"\*\*Adding an operation to all three faces: (\d+) files",
+}
+#: Where a file that lists every thing of a kind may live: code, the editors' code and manifest,
+#: and the two reference documents tests keep equal to the code (docs/mcp.md, docs/protocol.md).
+#: Prose documents are not counted.
+LISTING_PLACES = (
+    "server/codeask/**/*.py",
+    "tests/**/*.py",
+    "benchmarks/*.py",
+    "editor-clients/vscode/package.json",
+    "editor-clients/vscode/src/**/*.ts",
+    "editor-clients/neovim/lua/**/*.lua",
+    "docs/mcp.md",
+    "docs/protocol.md",
+)
+
+
+#: Files that list every one of a kind by coincidence, not as a list of that kind (the reason).
+NOT_A_LIST_OF: dict[tuple[str, str], str] = {
+    ("an LLM provider", "core/embedding/remote.py"): "the embedding endpoints' API shapes, "
+    "also `ollama` and `openai` today; a new LLM provider needs no embedding endpoint",
+    ("an LLM provider", "tests/hostile/test_llm_hostile.py"): "the providers these attacks "
+    "speak the wire format of; a new provider passes without joining them",
+}
+
+
+def recipe_rows(text: str) -> dict[str, tuple[int, list[str]]]:
+    """The recipes table: what is added → (the count it states in bold, the files it names)."""
+    section = text.split(RECIPES, 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        stated = re.match(r"\*\*(\d+)\*\*", cells[1]) if len(cells) > 2 else None
+        if stated:
+            files = re.findall(r"`([^` ]+\.(?:py|md|json|ts|lua))`", cells[1])
+            rows[cells[0]] = (int(stated.group(1)), files)
+    return rows
+
+
+def repo_path(listed: str) -> Path:
+    """A path as the doc writes it: from the repository root for docs, tests and the editors,
+    else from server/codeask."""
+    top = listed.split("/", 1)[0]
+    outside = ("docs", "tests", "benchmarks", "editor-clients")
+    return ROOT / listed if top in outside else PACKAGE / listed
+
+
+def string_lists(tree: ast.AST) -> Iterator[set[str]]:
+    """The strings of each tuple, list or set literal and each dict's keys (`Literal[...]`'s
+    arguments are a tuple too)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items: list[ast.expr | None] = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            items = list(node.keys)
+        else:
+            continue
+        yield {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
+
+
+def lists_every(path: Path, wanted: set[str]) -> bool:
+    """Whether `path` lists exactly `wanted` in one literal (server code), in a module-level
+    constant (tests and benchmarks: a test's own parametrisation is not a list the next one
+    must join), or names all of them in quotes or backticks (a manifest, generated code, a
+    reference document)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".py":
+        tree = ast.parse(text)
+        if path.relative_to(ROOT).parts[0] in ("tests", "benchmarks"):
+            constants = [n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))]
+            tree = ast.Module(
+                body=[ast.Expr(c) for c in constants if c is not None], type_ignores=[]
+            )
+        return any(found == wanted for found in string_lists(tree))
+    return wanted <= set(re.findall(r"[\"'`]([^\"'`\n]{1,80})[\"'`]", text))
+
+
+def listing_files(names: Iterable[str]) -> set[str]:
+    """Files (as the doc writes them) that list every one of `names`: adding one touches them."""
+    wanted = set(names)
+    found = set()
+    for pattern in LISTING_PLACES:
+        for path in ROOT.glob(pattern):
+            if "tests/data" not in path.as_posix() and lists_every(path, wanted):
+                found.add(path.relative_to(ROOT).as_posix().removeprefix("server/codeask/"))
+    return found
+
+
+def constructing(class_name: str) -> set[str]:
+    """Modules of the package that call `class_name(...)`, as the doc writes them."""
+    return {
+        path.relative_to(PACKAGE).as_posix()
+        for path in MODULES.values()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == class_name
+    }  # fmt: skip
+
+
+def kinds_listed() -> dict[str, set[str]]:
+    """Each recipe → the files that list every existing thing of its kind (from the code's own
+    lists: the MCP server's listing, the LSP messages, the providers, the CLI's commands, the
+    languages, the storage backends)."""
+    from codeask.cli import COMMANDS
+    from codeask.core.llm.registry import PROVIDERS
+    from codeask.core.source.languages import LANGUAGES
+    from codeask.lsp.messages import MESSAGES
+    from codeask.mcp.server import build_server
+
+    backends = ("local", "postgres")  # config.IndexSettings.backend's Literal
+    return {
+        "a language": listing_files(spec.name for spec in LANGUAGES) | constructing("LanguageSpec"),
+        "an LLM provider": listing_files(PROVIDERS),
+        "an LSP request": listing_files(m.method for m in MESSAGES if "/" in m.method),
+        "an MCP tool": listing_files(tool["name"] for tool in build_server([]).listing()),
+        "a CLI command": listing_files(COMMANDS),
+        "a storage backend": listing_files(backends)
+        | set().union(*(constructing(name) for name in STORAGE_CLASSES)),
+    }
+
+
+def test_each_recipe_lists_the_files_it_counts() -> None:
+    """Every row of the recipes table states a count that is the number of files it names;
+    every file named exists (a new one: its folder does); the walk-throughs say the same."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    rows = recipe_rows(text)
+    assert tuple(rows) == RECIPE_ROWS, f"the recipes table's rows: {list(rows)}"
+    for recipe, (count, files) in rows.items():
+        assert len(set(files)) == len(files) == count, f"{recipe}: **{count}** but {files}"
+        for listed in files:
+            path = repo_path(listed)
+            where = path.parent if "<name>" in listed else path
+            assert where.exists(), f"{recipe}: {listed} does not exist ({where})"
+    for recipe, pattern in STATED_ELSEWHERE.items():
+        stated = re.search(pattern, text)
+        assert stated, f"{recipe}: no count found by {pattern!r}"
+        assert int(stated.group(1)) == rows[recipe][0], f"{recipe}: {stated.group(0)}"
+
+
+def test_every_list_of_a_kind_is_in_its_recipe() -> None:
+    """A file that lists every existing thing of a kind (every tool, every provider, every
+    custom LSP method...) is a file the next one touches: it must be in that recipe. (Before
+    issue 43: the MCP test harness's tool list and a count of five were not.)"""
+    rows = recipe_rows(ARCHITECTURE.read_text(encoding="utf-8"))
+    for recipe, found in kinds_listed().items():
+        missing = sorted(
+            f for f in found - set(rows[recipe][1]) if (recipe, f) not in NOT_A_LIST_OF
+        )
+        assert not missing, (
+            f"{recipe}: these files list every one, add them to the recipe: {missing}"
+        )
+
+
+def test_an_operation_on_all_faces_is_the_faces_recipes_together() -> None:
+    """The count for an operation on all three faces is derived: the operation's two files, the
+    CLI command's, the LSP request's and the MCP tool's files without their tests, and one test
+    asking the three faces."""
+    rows = recipe_rows(ARCHITECTURE.read_text(encoding="utf-8"))
+    faces = ("a CLI command", "an LSP request", "an MCP tool")
+    derived = {"core/operations/<name>.py", "core/operations/__init__.py"}
+    for recipe in faces:
+        derived |= {f for f in rows[recipe][1] if not f.startswith("tests/")}
+    count, files = rows["an operation on all three faces"]
+    tests = [f for f in files if f.startswith("tests/")]
+    assert len(tests) == 1 and set(files) - set(tests) == derived, sorted(derived ^ set(files))
+    assert count == len(derived) + 1
 
 
 if __name__ == "__main__":  # the circles of today's tree, for notes and reviews

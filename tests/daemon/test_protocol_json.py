@@ -32,7 +32,7 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
     if kind == 2:
         return rng.randint(-(1 << 70), 1 << 70)
     if kind == 3:
-        return rng.choice([0.5, -1e300, 3.0, 1e-7])  # floats: left to json
+        return rng.choice([0.5, -1e300, 3.0, 1e-7, 0.1 + 0.2, -0.0, float("inf")])
     if kind == 4:
         return rng.randint(-5, 5)
     if kind == 5:
@@ -54,6 +54,16 @@ def test_what_is_written_is_json_dumps_byte_for_byte() -> None:
     for _ in range(500):
         value = {"v": random_value(rng)}
         assert protocol.encode(value) == json.dumps(value, separators=(",", ":")).encode()
+
+
+def test_indented_it_is_json_dumps_with_indent_byte_for_byte() -> None:
+    """`codeask search --json` (codeask/search_view.py) is written with `indent=2`."""
+    rng = random.Random(43)
+    for value in [[], {}, [[]], {"": {}}, {"a": [1, {"b": []}]}, 1e-05, float("nan"), "x"]:
+        assert protocol.encode(value, indent=2) == json.dumps(value, indent=2).encode()
+    for _ in range(500):
+        value = {"v": random_value(rng)}
+        assert protocol.encode(value, indent=2) == json.dumps(value, indent=2).encode()
 
 
 def test_what_is_read_is_json_loads() -> None:

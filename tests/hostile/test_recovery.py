@@ -115,7 +115,7 @@ def test_one_damaged_snapshot_file_costs_only_itself(
     manifest, _ = live_snapshot(root / ".codeask")
     name = component_path(Path(), component).name
     flip_middle_byte(root / ".codeask" / f"gen-{manifest.generation:06d}" / name)
-    (root / ".codeask" / "lexical.sqlite").unlink()  # no shortcut: readers use the snapshot
+    shutil.rmtree(root / ".codeask" / "lexical")  # no shortcut: readers use the snapshot
 
     doc = TOPICS["orbits"][1]
     found = codeask("search", doc, "--json", "--mode", "lexical", cwd=root, env=warm_env)

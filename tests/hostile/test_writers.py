@@ -73,11 +73,9 @@ def assert_consistent(index_folder: Path) -> None:
     ids = [c.id for c in chunks]
     assert len(ids) == len(set(ids)), "a chunk id is used twice in one snapshot"
     assert not ids or manifest.next_id > max(ids), "next_id went behind an id in use"
-    lexical = LexicalIndex.open_snapshot(
-        index_folder / "lexical.sqlite", manifest.generation, len(chunks)
-    )
+    lexical = LexicalIndex.open_snapshot(index_folder / "lexical", manifest.generation, len(chunks))
     if lexical is not None:  # stamped consistent: then its rows must be exactly these ids
-        rows = {r[0] for r in lexical.tables.db.execute("SELECT rowid FROM fts")}
+        rows = set(lexical.tables.chunks.live_keys())
         lexical.close()
         assert rows == set(ids), "lexical table stamped consistent holds unknown ids"
 

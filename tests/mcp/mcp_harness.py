@@ -23,7 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 import gitrepo
 from benchmarks.child_env import in_process_env
 
-TOOLS = ("search_code", "find_related", "get_context", "search_history", "index_status")
+from codeask.mcp.server import build_server
+
+#: The tools as the server itself lists them (issue 43: no test keeps its own copy of the list).
+TOOLS = tuple(tool["name"] for tool in build_server([]).listing())
 
 #: The project every tool test searches: a parser, a cache, an HTTP client, one file per topic.
 FILES: dict[str, str] = {

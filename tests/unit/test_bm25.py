@@ -1,19 +1,29 @@
-"""The in-memory BM25 answers exactly as FTS5 does, and never from a stale table."""
+"""The lexical tables (postings in memory or memory-mapped segment files, with the writes made
+since) rank exactly as SQLite FTS5's BM25 did over the same rows; FTS5 is only the reference."""
 
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 from tests.unit.test_lexical import make_chunk
 
-from codeask.core.storage.lexical.bm25 import LiveTable, Postings
-from codeask.core.storage.lexical.index import LexicalIndex
+from codeask.core.records import Chunk
+from codeask.core.storage.lexical import disk
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, LiveTable, Postings
+from codeask.core.storage.lexical.index import LexicalIndex, informative_terms, table_rows
 
 WORDS = [f"w{i}" for i in range(60)] + ["parse", "request", "cookie", "session", "embed"]
+_TOP_K = {
+    "fts": "SELECT rowid, -bm25(fts, 1.0, 4.0, 2.0) FROM fts WHERE fts MATCH ? "
+    "ORDER BY bm25(fts, 1.0, 4.0, 2.0) LIMIT ?",
+    "files_fts": "SELECT file, -bm25(files_fts, 1.0, 2.0) FROM files_fts WHERE files_fts MATCH ? "
+    "ORDER BY bm25(files_fts, 1.0, 2.0) LIMIT ?",
+}
 
 
-def corpus(count: int, seed: int = 3) -> list:  # type: ignore[type-arg]
+def corpus(count: int, seed: int = 3) -> list[Chunk]:
     rng = random.Random(seed)
     chunks = []
     for i in range(1, count + 1):
@@ -24,149 +34,139 @@ def corpus(count: int, seed: int = 3) -> list:  # type: ignore[type-arg]
     return chunks
 
 
-def test_postings_rank_exactly_as_fts5(tmp_path: Path) -> None:
-    """Same rows, same order, same scores for random OR-queries (ties broken by row order)."""
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    index.upsert(corpus(400))
-    rows = index.tables.read("SELECT rowid, body, symbol, path FROM fts")
-    memory = Postings.build(rows, LexicalIndex.WEIGHTS)
-    rng = random.Random(9)
-    for _ in range(60):
+def fts5(chunk_rows: list, file_rows: list) -> sqlite3.Connection:  # type: ignore[type-arg]
+    """The tables as lexical.sqlite held them (FTS5, rows already tokenized), in memory."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE fts USING fts5(body, symbol, path)")
+    db.execute("CREATE VIRTUAL TABLE files_fts USING fts5(file UNINDEXED, body, path)")
+    db.executemany("INSERT INTO fts (rowid, body, symbol, path) VALUES (?, ?, ?, ?)", chunk_rows)
+    db.executemany("INSERT INTO files_fts (file, body, path) VALUES (?, ?, ?)", file_rows)
+    return db
+
+
+def same_ranking(mine: list, fts: list) -> None:  # type: ignore[type-arg]
+    assert [k for k, _ in mine] == [k for k, _ in fts]
+    assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(mine, fts, strict=True))
+
+
+def check_against_fts5(index: LexicalIndex, chunk_rows: list, file_rows: list, seed: int) -> None:  # type: ignore[type-arg]
+    """Random OR-queries: both tables of `index` rank as FTS5 over the same rows."""
+    db = fts5(chunk_rows, file_rows)
+    rng = random.Random(seed)
+    for _ in range(25):
         query = " ".join(rng.sample(WORDS, rng.randint(1, 8)))
-        terms = index._informative(query.split())
-        fts = index.search(query, 50)  # three queries or fewer: FTS5 answers
-        assert index.memory.built is None
-        mine = [(int(str(k)), s) for k, s in memory.search(terms, 50)]
-        assert [i for i, _ in mine] == [i for i, _ in fts], query
-        assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(mine, fts, strict=True))
-        index.memory.fts_queries = (-1, 0)  # keep the background build out of this comparison
-    index.close()
+        terms = informative_terms(query.split(), index.tables.chunks)
+        match = " OR ".join(f'"{t}"' for t in terms)
+        same_ranking(index.search(query, 40), db.execute(_TOP_K["fts"], (match, 40)).fetchall())
+        files = db.execute(_TOP_K["files_fts"], (match, 40)).fetchall()
+        same_ranking(index.search_files(query, 40), files)
 
 
-def test_search_uses_memory_only_for_the_version_it_was_built_from(tmp_path: Path) -> None:
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    index.upsert(corpus(200))
-    before = index.search("parse request cookie", 20)
-    index.warm_up()
-    assert index.memory.built is not None and index.memory.built[0] == index.tables.version
-    after = index.search("parse request cookie", 20)
-    assert [i for i, _ in after] == [i for i, _ in before]
-    assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(after, before, strict=True))
-    fresh = make_chunk(999, "pkg/new.py", "uniqueword", "def uniqueword():\n    pass\n")
-    index.upsert([fresh])  # a write: the copy in memory is stale from here on
-    assert index.search("uniqueword", 5)[0][0] == 999
-    index.remove([999])
-    assert index.search("uniqueword", 5) == []
-    index.close()
+def test_postings_rank_exactly_as_fts5() -> None:
+    """Same rows, same order, same scores for random OR-queries (ties broken by row order)."""
+    chunk_rows, file_rows = table_rows(corpus(400))
+    index = LexicalIndex(None)
+    index.rebuild(corpus(400))
+    check_against_fts5(index, chunk_rows, file_rows, seed=9)
 
 
-def test_a_write_during_a_build_is_replayed_onto_it(tmp_path: Path) -> None:
-    """The build reads at version N; a write makes N+1 meanwhile; the copy catches up to N+1."""
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    index.upsert(corpus(100))
-    original = Postings.build
-    late = make_chunk(500, "pkg/late.py", "lateword", "def lateword():\n    x\n")
-
-    def slow_build(rows: object, weights: object) -> Postings:
-        if not index.search("lateword", 5):
-            index.upsert([late])
-        return original(rows, weights)  # type: ignore[arg-type]
-
-    Postings.build = slow_build  # type: ignore[method-assign, assignment]
-    try:
-        index.warm_up()
-    finally:
-        Postings.build = original  # type: ignore[method-assign]
-    assert index.memory.current() is not None
-    assert index.search("lateword", 5)[0][0] == 500
-    index.close()
-
-
-def fts5_and_memory(index: LexicalIndex, query: str, table: str) -> tuple[list, list]:  # type: ignore[type-arg]
-    """The same query answered by FTS5 and by the copy in memory (same informative terms)."""
-    terms = index._informative(query.split())
-    memory = index.memory.current()
-    assert memory is not None
-    live = memory[1] if table == "fts" else memory[2]
-    return index.tables.top_k(table, terms, 40), live.search(terms, 40)
-
-
-def test_writes_replayed_in_memory_rank_exactly_as_fts5(tmp_path: Path) -> None:
-    """Random saves (chunks replaced, added, removed; file rows replaced and dropped) replayed
-    onto the copy: after each one both tables rank exactly as FTS5 does, with no rebuild."""
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
+def test_saved_segments_and_edits_rank_exactly_as_fts5(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A first pass written as several segment files, then random saves (chunks replaced, added,
+    removed; file rows replaced and dropped) each written as a small delta and masks, folded past
+    MAX_SMALL: the writer, and a reader mapping the files, rank exactly as FTS5 over the rows."""
+    monkeypatch.setattr(disk, "SEGMENT_CHARS", 20_000)  # a few base segments ...
+    monkeypatch.setattr(disk, "MAX_MERGE_POSTINGS", 20_000)  # ... some of them folded
+    folder = tmp_path / "lexical"
+    index = LexicalIndex(folder)
     chunks = {c.id: c for c in corpus(300)}
-    index.upsert(chunks.values())
+    files: dict[str, None] = {}
     for path in sorted({c.path for c in chunks.values()}):
-        index.upsert_file(path, [c for c in chunks.values() if c.path == path])
-    index.warm_up()
-    copy = index.memory.built
-    assert copy is not None
+        mine = [c for c in chunks.values() if c.path == path]
+        index.replace_file(path, [], mine)
+        files[path] = None
+    assert len(list(folder.glob("seg-*"))) > 2, "the first pass wrote segments as it went"
+    index.stamp(1)
     rng = random.Random(5)
     fresh = iter(range(1000, 2000))
-    for step in range(40):
-        replaced = rng.sample(sorted(chunks), 3)
-        gone = rng.choice(sorted(chunks))
-        new = [next(fresh) for _ in range(rng.randint(0, 3))]
-        written = [c for c in corpus(1000, seed=step) if c.id <= 4]
-        for cid, template in zip([*replaced, *new], written * 2, strict=False):
-            path = chunks[cid].path if cid in chunks else template.path
-            chunks[cid] = make_chunk(cid, path, template.symbol, template.text)
-        index.upsert([chunks[c] for c in [*replaced, *new]])
-        index.remove([gone])
-        touched = chunks.pop(gone).path
-        index.upsert_file(touched, [c for c in chunks.values() if c.path == touched])
-        assert index.memory.built is not None and index.memory.built[1] is copy[1], "rebuilt"
-        for table in ("fts", "files_fts"):
-            query = " ".join(rng.sample(WORDS, rng.randint(1, 6)))
-            fts, mine = fts5_and_memory(index, query, table)
-            assert [k for k, _ in mine] == [k for k, _ in fts], (step, table, query)
-            assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(mine, fts, strict=True))
-    assert len(copy[1].segments) <= 9  # small segments merged as they accumulate
-    index.close()
+    for step in range(2, 30):
+        touched = chunks[rng.choice(sorted(chunks))].path
+        old = [c.id for c in chunks.values() if c.path == touched]
+        new = [chunks.pop(i) for i in old[1:]]
+        for template in corpus(4, seed=step)[: rng.randint(0, 3)]:
+            new.append(make_chunk(next(fresh), touched, template.symbol, template.text))
+        chunks.update({c.id: c for c in new})
+        del chunks[old[0]]
+        index.replace_file(touched, old, new)
+        files.pop(touched)
+        if new:
+            files[touched] = None
+        index.stamp(step)
+    for table in (index.tables.chunks, index.tables.files):  # the deltas were folded
+        assert 0 < sum(s.small for s in table.segments) <= disk.MAX_SMALL
+    current = {c.id: c for c in chunks.values()}
+    chunk_rows, _ = table_rows(sorted(current.values(), key=lambda c: c.id))
+    by_path = {p: [c for c in current.values() if c.path == p] for p in files}
+    file_rows = [row for p in files for row in table_rows(by_path[p])[1]]
+    check_against_fts5(index, chunk_rows, file_rows, seed=1)
+    reader = LexicalIndex.open_snapshot(folder, 29, len(current))
+    assert reader is not None and reader.readonly
+    check_against_fts5(reader, chunk_rows, file_rows, seed=2)
+    reopened = LexicalIndex(folder)
+    assert reopened.generation() == 29 and reopened.count() == len(current)
+    check_against_fts5(reopened, chunk_rows, file_rows, seed=3)
 
 
-def test_a_large_write_drops_the_copy_and_clear_too(tmp_path: Path) -> None:
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    index.upsert(corpus(100))
-    index.warm_up()
-    assert index.memory.current() is not None
-    index.upsert(
-        [make_chunk(5000 + i, "pkg/big.py", f"s{i}", "def f():\n    x\n") for i in range(2100)]
-    )
-    assert index.memory.built is None  # rebuilt from the tables on demand, not replayed
-    assert index.search("s7", 5)[0][0] == 5007
-    index.warm_up()
-    index.clear()
-    assert index.memory.built is None and index.search("s7", 5) == []
-    index.close()
+def test_an_edit_writes_a_small_delta_and_leaves_the_base_file(tmp_path: Path) -> None:
+    """After a full pass, a one-file save writes a segment of that file's rows and a mask: the
+    base segment files stay as they are (same name, same bytes on disk)."""
+    folder = tmp_path / "lexical"
+    index = LexicalIndex(folder)
+    chunks = corpus(400)
+    index.rebuild(chunks)
+    index.stamp(1)
+    base = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.glob("seg-*")}
+    edited = make_chunk(5000, chunks[7].path, "freshword", "def freshword():\n    pass\n")
+    index.replace_file(chunks[7].path, [chunks[7].id], [edited])
+    index.stamp(2)
+    after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.glob("seg-*")}
+    assert base.items() <= after.items()
+    added = [folder / n for n in after.keys() - base.keys()]
+    assert len(added) == 2  # the chunk table's delta and the whole-file table's
+    base_bytes = sum((folder / n).stat().st_size for n in base)
+    assert sum(p.stat().st_size for p in added) < base_bytes / 20
+    assert index.search("freshword", 3)[0][0] == 5000
+    reader = LexicalIndex.open_snapshot(folder, 2, 400)
+    assert reader is not None and reader.search("freshword", 3)[0][0] == 5000
 
 
-def test_files_table_in_memory_matches_fts5(tmp_path: Path) -> None:
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    chunks = corpus(120)
-    index.upsert(chunks)  # the query's terms are picked by their frequency in the chunk table
-    for path in sorted({c.path for c in chunks}):
-        index.upsert_file(path, [c for c in chunks if c.path == path])
-    fts = index.search_files("parse session embed w3", 30)
-    index.warm_up()
-    memory = index.search_files("parse session embed w3", 30)
-    assert index.memory.built is not None
-    assert [p for p, _ in memory] == [p for p, _ in fts] and len(fts) > 5
-    assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(memory, fts, strict=True))
-    index.close()
+def test_a_stamp_names_one_generation_and_anything_else_is_rebuilt(tmp_path: Path) -> None:
+    """Writes after a stamp claim no snapshot until the next; a reader asks for the generation
+    and row count it loaded and gets nothing for any other; a damaged file leaves empty tables
+    (stamped -1: the writer rebuilds them)."""
+    folder = tmp_path / "lexical"
+    index = LexicalIndex(folder)
+    index.rebuild(corpus(50))
+    index.stamp(4)
+    index.upsert([make_chunk(77, "a.py", "f", "def f(): pass")])
+    assert index.generation() == -1
+    assert LexicalIndex(folder).generation() == 4, "unsaved writes are not on disk"
+    assert LexicalIndex.open_snapshot(folder, 4, 50) is not None
+    assert LexicalIndex.open_snapshot(folder, 5, 50) is None
+    assert LexicalIndex.open_snapshot(folder, 4, 49) is None
+    for segment in folder.glob("seg-*"):
+        segment.write_bytes(segment.read_bytes()[:100])
+    damaged = LexicalIndex(folder)
+    assert damaged.generation() == -1 and damaged.count() == 0
+    assert LexicalIndex.open_snapshot(folder, 4, 50) is None
 
 
-def test_a_build_in_small_batches_holds_the_same_postings(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_build_in_small_batches_holds_the_same_postings(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Rows are read in batches bounded by count and by text (whole files are ~100x a chunk),
     each batch's counts summed at once: every term's rows and weighted frequencies, the row
     lengths and every search are those of a build in one batch."""
     from codeask.core.storage.lexical import bm25
 
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    index.upsert(corpus(300))
-    rows = index.tables.read("SELECT rowid, body, symbol, path FROM fts")
-    index.close()
+    rows, _ = table_rows(corpus(300))
     whole = Postings.build(rows, LexicalIndex.WEIGHTS, batch=10_000)
     monkeypatch.setattr(bm25, "BUILD_CHARS", 500)  # a few rows per batch
     pieces = Postings.build(rows, LexicalIndex.WEIGHTS, batch=7)
@@ -194,19 +194,12 @@ def naive_postings(rows: list, weights: tuple) -> dict:  # type: ignore[type-arg
     return found
 
 
-def test_the_compact_copy_holds_every_terms_postings_and_plain_keys(tmp_path: Path) -> None:
-    """The copy's vocabulary, postings and keys, whatever their layout in memory: every term's
-    rows and weighted frequencies are those counted token by token, an unknown term (before,
-    between or after every known one) has none, and searches hand back plain int / str keys."""
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    chunks = corpus(250)
-    index.upsert(chunks)
-    for path in sorted({c.path for c in chunks}):
-        index.upsert_file(path, [c for c in chunks if c.path == path])
-    chunk_rows = index.tables.read("SELECT rowid, body, symbol, path FROM fts")
-    file_rows = index.tables.read("SELECT file, body, path FROM files_fts")
-    index.close()
-    for rows, weights, kind in ((chunk_rows, (1.0, 4.0, 2.0), int), (file_rows, (2.0, 1.0), str)):
+def test_the_compact_copy_holds_every_terms_postings_and_plain_keys() -> None:
+    """The vocabulary, postings and keys, whatever their layout: every term's rows and weighted
+    frequencies are those counted token by token, an unknown term (before, between or after
+    every known one) has none, and searches hand back plain int / str keys."""
+    chunk_rows, file_rows = table_rows(corpus(250))
+    for rows, weights, kind in ((chunk_rows, CHUNK_WEIGHTS, int), (file_rows, FILE_WEIGHTS, str)):
         postings = Postings.build(rows, weights)
         expected = naive_postings(rows, weights)
         assert sorted(postings.slices.terms()) == sorted(expected)
@@ -227,65 +220,49 @@ def test_the_compact_copy_holds_every_terms_postings_and_plain_keys(tmp_path: Pa
         assert rows[0][0] not in {key for key, _ in live.search(["parse", "w3", "session"], 300)}
 
 
-def test_a_streamed_build_reads_the_tables_as_they_were_at_its_version(tmp_path: Path) -> None:
-    """The copy's rows stream from a second connection while writes go on: a chunk added, one
-    replaced and one dropped halfway through the read are not in the rows the build sees, and
-    once their writes are replayed the copy ranks exactly as FTS5 does."""
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    index.upsert(corpus(300))
-    original = Postings.build
-    seen: list[list[object]] = []
-    changed = make_chunk(7, "pkg/changed.py", "changedword", "def changedword():\n    y\n")
-
-    def build_while_writing(rows: object, weights: object) -> Postings:
-        taken = []
-        for row in rows:  # type: ignore[attr-defined]
-            taken.append(row)
-            if len(taken) == 10 and not seen:  # writes land halfway through the first table
-                index.upsert([make_chunk(900, "pkg/late.py", "lateword", "def lateword():\n")])
-                index.upsert([changed])
-                index.remove([250])
-        seen.append([row[0] for row in taken])
-        return original(taken, weights)  # type: ignore[arg-type]
-
-    Postings.build = build_while_writing  # type: ignore[method-assign, assignment]
-    try:
-        index.warm_up()
-    finally:
-        Postings.build = original  # type: ignore[method-assign]
-    chunk_keys = [int(str(k)) for k in seen[0]]
-    assert 900 not in chunk_keys and 250 in chunk_keys and len(chunk_keys) == 300
-    assert index.memory.current() is not None  # the three writes were replayed onto it
-    for query in ("lateword", "changedword", "parse request cookie w3 w17", "session embed w40"):
-        fts, memory = fts5_and_memory(index, query, "fts")
-        assert [int(str(k)) for k, _ in memory] == [k for k, _ in fts], query
-    assert [k for k, _ in index.search("lateword changedword", 5)][:2] in ([900, 7], [7, 900])
-    index.close()
+def test_a_first_pass_never_holds_more_than_a_segment_of_rows(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Rows written by a pass wait in memory only until SEGMENT_CHARS of their text: then they
+    are a segment file, mapped (so a pass's memory does not grow with the tree)."""
+    monkeypatch.setattr(disk, "SEGMENT_CHARS", 30_000)
+    index = LexicalIndex(tmp_path / "lexical")
+    monkeypatch.setattr(disk, "MAX_MERGE_POSTINGS", 40_000)
+    chunks = corpus(1200)
+    written = 0
+    for chunk in chunks:
+        index.replace_file(chunk.path + str(chunk.id), [], [chunk])
+        for table in (index.tables.chunks, index.tables.files):
+            assert table.pending_chars < disk.SEGMENT_CHARS
+            assert sum(s.name is None for s in table.segments) <= disk.MAX_SMALL + 1
+        names = {s.name for t in (index.tables.chunks, index.tables.files) for s in t.segments}
+        on_disk = {p.name for p in (tmp_path / "lexical").glob("seg-*")}
+        assert on_disk == names - {None}, "a folded segment's file was left behind"
+        written = max(written, len(on_disk))
+    assert written >= 4 and index.count() == 1200
+    for table in (index.tables.chunks, index.tables.files):  # folded: ~log(rows) segments
+        assert len(table.segments) <= 2 * disk.MERGE_FACTOR
+    same = LexicalIndex(None)
+    same.rebuild(chunks)
+    for query in ("parse request", "w3 w17 cookie", "session embed w40"):
+        assert index.search(query, 30) == same.search(query, 30)
 
 
-def test_the_build_never_holds_every_row_at_once(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Python's peak during a build of the copy stays under the tables' text: rows come from a
-    cursor batch by batch (read whole, both tables' rows were ~2.8x the chunk text here, and a
-    big repository's whole-file rows tens of MB at once)."""
-    import tracemalloc
-
-    from codeask.core.storage.lexical import bm25
-
-    index = LexicalIndex(tmp_path / "lexical.sqlite")
-    rng = random.Random(11)
-    chunks = [
-        make_chunk(i, f"pkg/m{i % 50}.py", f"f{i}", " ".join(rng.choices(WORDS, k=3000)))
-        for i in range(1, 601)
-    ]
-    index.upsert(chunks)
-    text = sum(len(c.text) for c in chunks)  # ~6 MB of chunk text, as much again in files
-    monkeypatch.setattr(bm25, "BUILD_CHARS", 100_000)
-    tracemalloc.start()
-    try:
-        index.warm_up()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert index.memory.current() is not None
-    assert peak < text, (peak, text)  # read whole: 20.4 MB for 7.3 MB of text; streamed: 5.0
-    index.close()
+def test_a_segment_mostly_replaced_is_rewritten_and_an_empty_one_dropped(tmp_path: Path) -> None:
+    """Masks never outgrow their segment: past half its rows dead, a save rewrites it with the
+    live ones; a segment with none left is dropped (and its file removed)."""
+    folder = tmp_path / "lexical"
+    index = LexicalIndex(folder)
+    chunks = corpus(100)
+    index.rebuild(chunks)
+    index.stamp(1)
+    (base,) = [s.name for s in index.tables.chunks.segments]
+    index.remove([c.id for c in chunks[:60]])
+    index.stamp(2)
+    (rewritten,) = index.tables.chunks.segments
+    assert rewritten.name != base and rewritten.masked is None and rewritten.live() == 40
+    assert not (folder / str(base)).exists()
+    index.remove([c.id for c in chunks[60:]])
+    index.stamp(3)
+    assert index.tables.chunks.segments == [] and index.count() == 0
+    assert index.search("parse request", 5) == []
+    reader = LexicalIndex.open_snapshot(folder, 3, 0)
+    assert reader is not None and reader.search("parse request", 5) == []

@@ -243,14 +243,13 @@ def test_corrupted_metadata_rebuilds_with_a_clear_log(
     assert_consistent(reopened)
 
 
-def test_damaged_lexical_database_is_rebuilt(tmp_path: Path) -> None:
+def test_damaged_lexical_files_are_rebuilt(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "ws")
     folder = open_index(root)
     folder.refresh(embed=False)
     folder.close()
-    for suffix in ("-wal", "-shm"):
-        Path(f"{root / '.codeask' / 'lexical.sqlite'}{suffix}").unlink(missing_ok=True)
-    (root / ".codeask" / "lexical.sqlite").write_bytes(b"not a database at all" * 100)
+    for segment in (root / ".codeask" / "lexical").glob("seg-*"):
+        segment.write_bytes(b"not a segment at all" * 100)
     reopened = open_index(root)
     assert search([reopened], "vat_for_country", mode="lexical").hits
     assert_consistent(reopened)

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from codeask.cli.ask_view import print_sources, show_prompt
 from codeask.cli.common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
@@ -49,33 +51,60 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     folders = [open_for_reading(root) for root in roots(args.root)]
     try:
+        if args.prompt_only:
+            return show_prompt(prompt_data(args, folders), args.json)
         return _ask(args, folders)
     finally:
         for folder in folders:
             folder.storage.close()
 
 
-def _ask(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
-    """Ask with the opened folders; exit code 1 when there is no index or the LLM failed."""
+def prompt_data(
+    call: Any, folders: list[FolderIndex], note: Callable[[str], object] | None = None
+) -> dict[str, Any]:
+    """`--prompt-only`'s answer as data, here or in the daemon (`call`: the parsed arguments
+    or the daemon's `AskCall`; `note`: where the index note goes, stderr by default)."""
+    result = _asked(call, folders, note or sys.stderr.write, prompt_only=True)
+    multi = len(folders) > 1
+    return {
+        "payload": _result_json(result, multi, True),
+        "sources": [source_line(hit, multi) for hit in result.sources],
+    }
+
+
+def _asked(
+    call: Any,
+    folders: list[FolderIndex],
+    note: Callable[[str], object],
+    *,
+    prompt_only: bool,
+    stream: Callable[[str], None] | None = None,
+) -> AskResult:
+    """The question asked of the opened folders (a user error when there is no index)."""
     if not searchable(folders):
         raise UserError("no index here yet: run `codeask index` first")
-    note = index_note(folders)
-    if note:
-        sys.stderr.write(f"codeask: {note}\n")
+    index_said = index_note(folders)
+    if index_said:
+        note(f"codeask: {index_said}\n")
     request = AskRequest(
-        question=args.question,
+        question=call.question,
         folders=folders,
-        k=args.k,
-        filters=Filters.from_options(args),
-        prompt_only=args.prompt_only,
+        k=call.k,
+        filters=Filters.from_options(call),
+        prompt_only=prompt_only,
     )
-    stream = _Stdout() if not args.json and not args.prompt_only else None
-    result = asyncio.run(ask(request, stream.write if stream else None))
+    return asyncio.run(ask(request, stream))
+
+
+def _ask(args: argparse.Namespace, folders: list[FolderIndex]) -> int:
+    """Ask with the opened folders; exit code 1 when there is no index or the LLM failed."""
+    stream = _Stdout() if not args.json else None
+    result = _asked(
+        args, folders, sys.stderr.write, prompt_only=False, stream=stream.write if stream else None
+    )
     multi = len(folders) > 1
     if args.json:
-        print_json(_result_json(result, multi, args.prompt_only))
-    elif args.prompt_only:
-        _print_prompt(result, multi)
+        print_json(_result_json(result, multi, False))
     else:
         _finish_answer(result, multi, stream)
     if result.incomplete:
@@ -126,24 +155,9 @@ def _finish_answer(result: AskResult, multi: bool, stream: _Stdout | None) -> No
     _print_sources(result.sources, multi)
 
 
-def _print_prompt(result: AskResult, multi: bool) -> None:
-    """The chat messages as the model would get them, then the sources."""
-    out = sys.stdout
-    for message in result.prompt.messages:
-        out.write(f"----- {message['role']} -----\n{message['content']}\n")
-    out.write(f"----- end (~{result.prompt_tokens} tokens, model {result.model}) -----\n")
-    _print_sources(result.sources, multi)
-
-
 def _print_sources(sources: list[Hit], multi: bool) -> None:
     """`Sources:` then one `path:line symbol` line per source."""
-    if not sources:
-        sys.stdout.write("\nSources: none (nothing relevant was found in the index)\n")
-        return
-    sys.stdout.write("\nSources:\n")
-    for hit in sources:
-        sys.stdout.write(f"  {source_line(hit, multi)}\n")
-    sys.stdout.flush()
+    print_sources([source_line(hit, multi) for hit in sources])
 
 
 def source_line(hit: Hit, multi: bool = False) -> str:

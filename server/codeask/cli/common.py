@@ -60,13 +60,15 @@ def recorded_root(index_folder: Path) -> Path | None:
     return Path(manifest.root) if manifest is not None else None
 
 
-def roots(paths: Sequence[str] | None) -> list[Path]:
-    """The folders named on the command line, else this project's (see `default_root`)."""
+def roots(paths: Sequence[str] | None, cwd: Path | None = None) -> list[Path]:
+    """The folders named on the command line, else this project's (see `default_root`);
+    relative ones are read from `cwd` (the daemon passes its client's), else this process's."""
     if not paths:
-        return [default_root()]
+        return [default_root(cwd)]
     found = []
     for raw in paths:
-        path = Path(raw).expanduser().resolve()
+        path = Path(raw).expanduser()
+        path = (path if cwd is None else cwd / path).resolve()
         if not path.is_dir():
             raise UserError(f"not a folder: {raw}")
         found.append(path)

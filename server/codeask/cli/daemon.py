@@ -1,8 +1,9 @@
 """`codeask daemon`: run the per-user daemon in the foreground (`--stop`, `--status`).
 
 Usually started on demand by `codeask search` or `codeask status` when `daemon.enabled` is on;
-it answers those commands with the same code they run in-process (handed over here, so the
-daemon package never imports the CLI) and exits after `daemon.idle_seconds` without a request.
+it answers those operations with the same code they run in-process (handed over here, so the
+daemon package never imports the CLI), as data the client renders, and exits after
+`daemon.idle_seconds` without a request.
 """
 
 from __future__ import annotations
@@ -49,16 +50,16 @@ def serve() -> int:
         run_dir = private_dir(create=True)
     except Unsafe as exc:
         raise UserError(str(exc)) from exc
-    folders = FolderCache()
-    indexes = SharedIndexes()
+    indexes = SharedIndexes()  # the one cache of open indexes: CLI requests and sessions
+    folders = FolderCache(indexes)
     agents = _Agents(indexes)
     editors = _Editors(indexes)
     daemon = Daemon(
         run_dir,
         {
-            "search": _command("search", folders),
-            "status": _command("status", None),
-            "ask": _command("ask", None),
+            "search": _search_operation(folders),
+            "status": _status_operation(folders),
+            "ask": _prompt_operation(folders),
         },
         idle_seconds=settings.daemon.idle_seconds,
         environment=protocol.environment(),
@@ -78,31 +79,94 @@ def serve() -> int:
     return daemon.serve()
 
 
-def _command(name: str, folders: object) -> Callable[[argparse.Namespace], int]:
-    """The CLI command `name` as the daemon runs it (a user error becomes its CommandError)."""
-    from codeask.daemon.server import CommandError
+class _Request:
+    """One operation's folders from the daemon's cache and the notes its own process would
+    have written to stderr (each folder's settings warnings, as the CLI's log shows them)."""
 
-    def handler(args: argparse.Namespace) -> int:
+    def __init__(self, folders: Any) -> None:
+        self.cache = folders
+        self.notes: list[str] = []
+        self.held: list[Any] = []
+
+    def open(self, root: Path) -> Any:
+        folder = self.cache.open(root)
+        self.held.append(folder)
+        self.notes.extend(f"WARNING codeask.core.indexer: {w}\n" for w in folder.warnings)
+        return folder
+
+    def note(self, line: str) -> None:
+        self.notes.append(line)
+
+    def done(self) -> str:
+        """Release the folders; the notes as one text."""
+        for folder in self.held:
+            self.cache.release(folder)
+        return "".join(self.notes)
+
+    def run(self, work: Callable[[], Any]) -> tuple[Any, str]:
+        """(what `work` answers, the notes); a user error with its notes as a CommandError."""
+        from codeask.daemon.server import CommandError
+
         try:
-            if name == "search":
-                from codeask.cli import search
-                from codeask.daemon.folders import FolderCache
-
-                assert isinstance(folders, FolderCache)
-                return search.execute(args, open_folder=folders.open)
-            if name == "ask":  # --prompt-only only: nothing else is sent here
-                from codeask.cli import ask
-
-                if not args.prompt_only:
-                    raise RuntimeError("only `ask --prompt-only` is answered by the daemon")
-                return ask.run(args)
-            from codeask.cli import status
-
-            return status.execute(args)
+            found = work()
         except UserError as exc:
-            raise CommandError(str(exc), exc.exit_code) from exc
+            raise CommandError(str(exc), exc.exit_code, self.done()) from exc
+        except BaseException:
+            self.done()
+            raise
+        return found, self.done()
 
-    return handler
+
+def _search_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
+    """`search`: cli/search.py's `answer` over the daemon's open indexes."""
+
+    def search(call: Any, cwd: str) -> tuple[Any, str]:
+        from codeask.cli.search import answer
+
+        request = _Request(folders)
+        return request.run(
+            lambda: answer(call, cwd=Path(cwd), open_folder=request.open, note=request.note)
+        )
+
+    return search
+
+
+def _status_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
+    """`status`: each folder's status, read from the daemon's open indexes."""
+
+    def status(call: Any, cwd: str) -> tuple[Any, str]:
+        from codeask.cli.common import roots
+        from codeask.cli.status import row_data
+
+        request = _Request(folders)
+        return request.run(
+            lambda: [row_data(request.open(root).status()) for root in roots(call.root, Path(cwd))]
+        )
+
+    return status
+
+
+def _prompt_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
+    """`ask --prompt-only`: cli/ask.py's `prompt_data` over the daemon's open indexes."""
+
+    def prompt(call: Any, cwd: str) -> tuple[Any, str]:
+        from codeask.cli.ask import prompt_data
+        from codeask.cli.common import roots
+        from codeask.core.operations.ask import check_question
+
+        request = _Request(folders)
+
+        def work() -> Any:
+            try:
+                check_question(call.question)
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+            opened = [request.open(root) for root in roots(call.root, Path(cwd))]
+            return prompt_data(call, opened, request.note)
+
+        return request.run(work)
+
+    return prompt
 
 
 def _close_all(*closers: Callable[[], None]) -> None:
@@ -193,7 +257,7 @@ class _Editors:
 
 def _warm_imports() -> None:
     """What the first search needs, imported while the daemon waits for it."""
-    from codeask.cli import search, status  # noqa: F401
+    from codeask.cli import ask, search, status  # noqa: F401
     from codeask.core import operations  # noqa: F401
 
 

@@ -1,26 +1,26 @@
-"""A command's answer from the per-user daemon, when `daemon.enabled` is on (docs/daemon.md).
+"""An operation's answer from the per-user daemon, when `daemon.enabled` is on (docs/daemon.md).
 
-`through_daemon` replays the daemon's stdout, stderr and exit code (a user error raises here as
-it would have in-process); None means "answer in this process": the daemon is off, or it could
-not answer, and then one line on stderr says why. Imports nothing heavy.
+`through_daemon` returns the daemon's reply: the operation's answer as data (or its user
+error), with the notes its own process would have written to stderr first; the command renders
+it as it renders an answer of its own. None means "answer in this process": the daemon is off,
+or it could not answer, and then one line on stderr says why. Imports nothing heavy.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from codeask.cli.common import UserError
 
-
-def through_daemon(command: str, args: argparse.Namespace) -> int | None:
-    """The exit code of `command` answered by the daemon, or None (answer in-process)."""
+def through_daemon(command: str, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The daemon's reply to operation `command` (status ok or user_error), or None."""
     from codeask.daemon import client
 
     if not client.enabled(args):
         return None
     try:
-        reply = client.ask(command, args)
+        return client.ask(command, args)
     except client.Unavailable as exc:
         sys.stderr.write(f"codeask: daemon unavailable ({exc}); answering in-process\n")
         return None
@@ -29,10 +29,16 @@ def through_daemon(command: str, args: argparse.Namespace) -> int | None:
             f"codeask: daemon unavailable ({type(exc).__name__}: {exc}); answering in-process\n"
         )
         return None
-    sys.stdout.write(reply["stdout"])
-    sys.stderr.write(reply["stderr"])
+
+
+def answer_of(reply: dict[str, Any]) -> Any:
+    """The daemon's answer, after the notes its own process would have written to stderr; a
+    user error raises here as it would have in-process."""
+    sys.stderr.write(reply["notes"])
     if reply["status"] == "user_error":
+        from codeask.cli.common import UserError
+
         error = UserError(reply["message"])
         error.exit_code = reply["code"]
         raise error
-    return int(reply["code"])
+    return reply["answer"]

@@ -1,5 +1,5 @@
 """The client side: what `codeask search` and `codeask status` call before doing anything
-themselves.
+themselves (the answer comes back as data: the command renders it).
 
 `ask()` returns the daemon's reply, starting a daemon when none answers, or raises
 `Unavailable` (the caller then answers in-process and says why in one line). It imports only
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # not imported at run time: the forwarding path stays small
     from collections.abc import Mapping
     from typing import Any
 
-    #: A reply as JSON: status, stdout, stderr, code, message, info (daemon/messages.py's Reply).
+    #: A reply as JSON: status, answer, notes, code, message, info (daemon/messages.py's Reply).
     Answer = dict[str, Any]
 
 #: Seconds a daemon started on demand may take to listen (imports on a busy machine: ~2 s).
@@ -130,8 +130,8 @@ def _user_config(path: str) -> dict[str, Any] | None:
 
 
 def ask(command: str, args: argparse.Namespace) -> Answer:
-    """The daemon's reply to `command` with `args` (status ok or user_error), starting a
-    daemon when none answers."""
+    """The daemon's reply to operation `command` with `args` (status ok or user_error),
+    starting a daemon when none answers."""
     return checked(call(command_request(command, vars(args)), start=True))
 
 
@@ -142,8 +142,9 @@ def ask_running(command: str, args: dict[str, Any]) -> Answer:
 
 
 def command_request(command: str, args: dict[str, Any]) -> dict[str, Any]:
-    """The request for a CLI command: its parsed arguments (argparse's namespace as a dict),
-    the client's cwd and the environment that decides answers."""
+    """The request for an operation: the command's parsed arguments (argparse's namespace as a
+    dict: the daemon reads the operation's own), the client's cwd and the environment that
+    decides answers."""
     return {
         "protocol": PROTOCOL,
         "version": __version__,
@@ -155,12 +156,14 @@ def command_request(command: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def checked(reply: Answer) -> Answer:
-    """A command's reply with its output and exit code, else `Unavailable` (refused, failed,
-    or not the shape of one)."""
+    """An operation's reply (its answer, or its user error), with its notes and exit code;
+    else `Unavailable` (refused, failed, or not the shape of one)."""
     if reply["status"] not in ("ok", "user_error"):
         raise Unavailable(str(reply.get("message") or reply["status"]))
-    if not (isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str)):
-        raise Unavailable("the daemon's reply has no output")
+    if reply["status"] == "ok" and reply.get("answer") is None:
+        raise Unavailable("the daemon's reply has no answer")
+    if not (isinstance(reply.get("notes"), str) and isinstance(reply.get("message"), str)):
+        raise Unavailable("the daemon's reply has no notes")
     if not isinstance(reply.get("code"), int):
         raise Unavailable("the daemon's reply has no exit code")
     return reply

@@ -1,83 +1,92 @@
-"""The folder indexes the daemon keeps open between searches.
+"""Which read-mode indexes the daemon keeps open between the CLI's searches, in the one cache
+of open indexes it shares with its sessions (`SharedIndexes`).
 
 A search through the daemon must answer what `codeask search` would answer in a process of
 its own, which opens the folder's index (mode "read") afresh. So an open index is reused only
 while that would load the same thing: the same settings (project file, user config and
-environment read again per request), the same published snapshot (CURRENT unmoved), a local
-backend (the team's published revision can move under it) and no damage seen. Otherwise it is
-closed and opened again, as the CLI would.
+environment read again per request: `SharedIndexes` keys its indexes by them), the same
+published snapshot (CURRENT unmoved), a local backend (the team's published revision can move
+under it) and no damage seen. Otherwise the next request loads it again, as the CLI would,
+while requests still reading the old one finish with it (the last one closes it).
+
+Requests run concurrently: each holds the index it searches (`open` ... `release`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
+from codeask.core.indexer import FolderIndex, SharedIndexes
 
-from codeask.config import load_settings
-from codeask.core.indexer import FolderIndex
-
-#: FolderIndex.open's logger: settings warnings read the same as in-process.
-log = logging.getLogger("codeask.core.indexer")
 #: Folders kept open at most (least recently searched closed first).
 LIMIT = 16
 
 
-@dataclass
-class _Open:
-    folder: FolderIndex
-    settings: bytes
-
-    def current(self, settings: bytes) -> bool:
-        folder = self.folder
-        return (
-            settings == self.settings
-            and not folder.damage
-            and folder.settings.index.backend == "local"
-            and not folder.newer_on_disk()
-        )
+def _current(folder: FolderIndex) -> bool:
+    return (
+        not folder.damage
+        and folder.settings.index.backend == "local"
+        and not folder.newer_on_disk()
+    )
 
 
 class FolderCache:
-    """Root → its open (read-mode) index; `open` is the daemon's `FolderIndex.open`."""
+    """Root → its kept read-mode index; `open` is the daemon's `FolderIndex.open`."""
 
-    def __init__(self, limit: int = LIMIT) -> None:
+    def __init__(self, indexes: SharedIndexes, limit: int = LIMIT) -> None:
+        self.indexes = indexes
         self.limit = limit
-        self._open: OrderedDict[Path, _Open] = OrderedDict()
+        self._kept: OrderedDict[Path, FolderIndex] = OrderedDict()
+        self._lock = threading.Lock()
         self.opened = 0
-        """How many times an index was (re)loaded: tests tell reuse from reload by it."""
+        """How many times an index was (re)loaded for the CLI: tests tell reuse from reload."""
 
     def open(self, root: Path) -> FolderIndex:
-        settings, warnings = load_settings(root)
-        for warning in warnings:
-            log.warning("%s", warning)
-        encoded = msgspec.json.encode(settings)
-        entry = self._open.get(root)
-        if entry is not None and entry.current(encoded):
-            self._open.move_to_end(root)
-            return entry.folder
-        if entry is not None:
-            self._close(root)
-        folder = FolderIndex(root, settings, warnings=warnings, mode="read")
-        self.opened += 1
-        self._open[root] = _Open(folder, encoded)
-        while len(self._open) > self.limit:
-            self._close(next(iter(self._open)))
+        """The folder's current read-mode index, held for this request until `release`."""
+        before = self.indexes.opened
+        folder = self.indexes.open(root, mode="read")
+        if not _current(folder):
+            self.indexes.retire(folder)
+            self.release(folder)
+            folder = self.indexes.open(root, mode="read")
+        self._keep(root, folder, loaded=self.indexes.opened != before)
         return folder
 
-    def _close(self, root: Path) -> None:
-        entry = self._open.pop(root)
+    def release(self, folder: FolderIndex) -> None:
+        """A request is done with `folder` (the last user of a retired one closes it)."""
         try:
-            entry.folder.close()
+            self.indexes.close(folder)
         except Exception:  # a folder deleted under us: nothing to keep
-            logging.getLogger("codeask.daemon").warning("closing %s failed", root, exc_info=True)
+            logging.getLogger("codeask.daemon").warning(
+                "closing %s failed", folder.root, exc_info=True
+            )
+
+    def _keep(self, root: Path, folder: FolderIndex, *, loaded: bool) -> None:
+        """Keep `folder` open for the next request on `root` (dropping what it replaces)."""
+        dropped: list[FolderIndex] = []
+        with self._lock:
+            self.opened += loaded
+            old = self._kept.pop(root, None)
+            if old is not folder:
+                self.indexes.hold(folder)
+                if old is not None:
+                    dropped.append(old)
+            self._kept[root] = folder
+            while len(self._kept) > self.limit:
+                dropped.append(self._kept.popitem(last=False)[1])
+        for stale in dropped:
+            self.release(stale)
 
     def close(self) -> None:
-        for root in list(self._open):
-            self._close(root)
+        with self._lock:
+            kept = list(self._kept.values())
+            self._kept.clear()
+        for folder in kept:
+            self.release(folder)
 
     def roots(self) -> list[str]:
-        return [str(root) for root in self._open]
+        with self._lock:
+            return [str(root) for root in self._kept]

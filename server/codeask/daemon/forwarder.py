@@ -10,7 +10,7 @@ agent starts stays small. It reads just enough of each line to survive the daemo
   starting a daemon (or, when none can be reached, `codeask mcp` in a child process of its own
   with the daemon off), replays `initialize` under a private id (its answer is swallowed: the
   client was answered once) and `notifications/initialized`, then sends every unanswered
-  request once more. All five tools are read-only, so a second send cannot do anything twice.
+  request once more. Every tool is read-only, so a second send cannot do anything twice.
   A request whose second send is lost too is answered with an error ("codeask daemon
   restarted; retry"): a tool error for `tools/call`, a JSON-RPC error otherwise.
 - only whole lines reach stdout: a reply cut by the drop is dropped and asked again. stdout

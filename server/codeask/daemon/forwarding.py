@@ -5,18 +5,17 @@ and the proxy run, or the search asked and its answer printed.
 `run` is what `python -m codeask` runs first. A plain `codeask [-v...] serve [--stdio]` or
 `codeask [-v...] mcp [--allow-broad-root] [--] [PATH...]` with the daemon on is forwarded
 without importing the CLI (argparse, logging, pathlib, typing, the parser's modules, the heap
-tuning's ctypes), nor the standard library's wrappers (socket, threading, json, re,
-contextlib, subprocess, struct, math: relay.py): the process an editor or agent starts holds
-only what forwarding needs (on sphinx: ~9.5 MB resident through the `codeask` script, 10-10.2
-MB through `python -m codeask`, whose runpy adds ~0.7 MB; a bare interpreter is 8.7 MB).
-A plain `codeask [-v...] search QUERY [OPTIONS]` (daemon/search_line.py) is asked of a
-daemon already running and its answer printed as the CLI prints it, with no import of the
-CLI, argparse, json or the engine (the command's time is then mostly the interpreter's
-start). Anything else, a daemon turned off, a
-daemon setting only `codeask.config` can read, no daemon running (the CLI starts one), or one
-that cannot answer (one note on stderr), runs the full CLI: the command in-process as before,
-with `--no-daemon` added after the command when forwarding was already tried here.
-"""
+tuning's ctypes), nor the standard library's wrappers (socket, threading, json, re, contextlib,
+subprocess, struct, math: relay.py): the process an editor or agent starts holds only what
+forwarding needs (on sphinx: ~9.5 MB resident through the `codeask` script, 10-10.2 MB through
+`python -m codeask`, whose runpy adds ~0.7 MB; a bare interpreter is 8.7 MB). A plain `codeask
+[-v...] search QUERY [OPTIONS]` (daemon/search_line.py) is asked of a daemon already running
+and its answer (data) rendered by the CLI's own renderer (codeask/search_view.py), with no
+import of the CLI, argparse, json or the engine (the command's time is then mostly the
+interpreter's start). Anything else, a daemon turned off, a daemon setting only
+`codeask.config` can read, no daemon running (the CLI starts one), or one that cannot answer
+(one note on stderr), runs the full CLI: the command in-process as before, with `--no-daemon`
+added after the command when forwarding was already tried here."""
 
 from __future__ import annotations
 
@@ -91,23 +90,24 @@ def _search(args: dict[str, Any]) -> tuple[int | None, bool]:
     except Exception as exc:  # client.Unavailable, or anything else on the way
         _note(exc, "answering in-process")
         return None, True
-    return _replay(reply, int(args["verbose"])), False
+    return _show(reply, args), False
 
 
-def _replay(reply: dict[str, Any], verbose: int) -> int:
-    """The daemon's answer as the CLI prints it (cli/forward.py, then cli/__init__.py's `main`
-    for a user error or a failure to write)."""
+def _show(reply: dict[str, Any], args: dict[str, Any]) -> int:
+    """The daemon's answer rendered as the CLI renders it (codeask/search_view.py), then
+    cli/__init__.py's `main` for a failure to write."""
     try:
-        sys.stdout.write(reply["stdout"])
-        sys.stderr.write(reply["stderr"])
-        if reply["status"] == "user_error":
-            sys.stderr.write(f"codeask: {reply['message']}\n")
-        return int(reply["code"])
+        from codeask import search_view
+
+        answer = reply.get("answer") if reply["status"] == "ok" else None
+        return search_view.show(
+            reply["notes"], answer, reply["message"], int(reply["code"]), bool(args["json"])
+        )
     except KeyboardInterrupt:
         sys.stderr.write("codeask: interrupted\n")
         return EXIT_USER
     except Exception as exc:
-        if verbose:
+        if args["verbose"]:
             raise
         sys.stderr.write(f"codeask: {type(exc).__name__}: {exc} (run with -v for details)\n")
         return EXIT_USER

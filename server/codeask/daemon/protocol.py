@@ -6,8 +6,9 @@ on every forwarded command and must stay light (msgspec's import alone is ~10 ms
 
 JSON is written and read with the json module's own C parts (`_json`), not the module: `json`
 imports `re` (and with it enum, functools, collections: ~3-5 ms of every forwarded command).
-The bytes are json.dumps' (compact, ASCII); anything the light writer does not know (floats,
-other types) goes through json itself (tests/daemon/test_protocol_json.py holds them equal).
+The bytes are json.dumps' (compact, ASCII; or indented, as `codeask search --json` prints
+them); anything the light writer does not know (infinite floats, other types) goes through json
+itself (tests/daemon/test_protocol_json.py holds them equal).
 """
 
 from __future__ import annotations
@@ -119,19 +120,26 @@ def receive_body(sock: socket, size: int) -> dict[str, Any]:
     return message
 
 
-def encode(message: Any, separators: tuple[str, str] = (",", ":")) -> bytes:
-    """`json.dumps(message, separators=separators)` as ASCII bytes (the forwarders' replies
-    and replays use it too: `json` itself stays out of their processes)."""
+def encode(message: Any, separators: tuple[str, str] = (",", ":"), indent: int = 0) -> bytes:
+    """`json.dumps(message, separators=separators)` as ASCII bytes, or with `indent` (> 0)
+    `json.dumps(message, indent=indent)` (`codeask search --json`, rendered here and from the
+    daemon's answer alike): the forwarders' replies and a forwarded search's output use it
+    too, so `json` itself stays out of their processes."""
     if _quote is not None:
         parts: list[str] = []
         try:
-            _write(message, parts.append, *separators)
+            if indent > 0:
+                _write_indented(message, parts.append, " " * indent, "\n")
+            else:
+                _write(message, parts.append, *separators)
         except _Unusual:
             pass
         else:
             return "".join(parts).encode("ascii")
     import json
 
+    if indent > 0:
+        return json.dumps(message, indent=indent).encode("ascii")
     return json.dumps(message, separators=separators).encode("ascii")
 
 
@@ -149,20 +157,28 @@ class _Unusual(Exception):
     """A value the light writer leaves to json (a float, a non-str key, another type)."""
 
 
-def _write(value: Any, out: Callable[[str], object], comma: str = ",", colon: str = ":") -> None:
-    """json.dumps' output (with these separators) of dicts, lists, str, int, bool and None."""
+def _scalar(value: Any) -> str:
+    """json's text of a str, None, bool, int or finite float (anything else: `_Unusual`)."""
     assert _quote is not None
     if isinstance(value, str):
-        out(_quote(value))
-    elif value is None:
-        out("null")
-    elif value is True:
-        out("true")
-    elif value is False:
-        out("false")
-    elif isinstance(value, int):
-        out(int.__repr__(value))
-    elif isinstance(value, dict):
+        return _quote(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float) and value - value == 0.0:  # finite: json's float.__repr__
+        return float.__repr__(value)
+    raise _Unusual
+
+
+def _write(value: Any, out: Callable[[str], object], comma: str = ",", colon: str = ":") -> None:
+    """json.dumps' output (with these separators) of dicts, lists, str, int, float, bool and
+    None."""
+    if isinstance(value, dict):
         out("{")
         for n, (key, item) in enumerate(value.items()):
             if not isinstance(key, str):
@@ -178,7 +194,31 @@ def _write(value: Any, out: Callable[[str], object], comma: str = ",", colon: st
             _write(item, out, comma, colon)
         out("]")
     else:
-        raise _Unusual
+        out(_scalar(value))
+
+
+def _write_indented(value: Any, out: Callable[[str], object], step: str, at: str) -> None:
+    """json.dumps(value, indent=len(step))'s output; `at` is the newline and the current
+    indentation."""
+    inner = at + step
+    if isinstance(value, dict) and value:
+        out("{")
+        for n, (key, item) in enumerate(value.items()):
+            if not isinstance(key, str):
+                raise _Unusual
+            out(("," if n else "") + inner + _quote(key) + ": ")
+            _write_indented(item, out, step, inner)
+        out(at + "}")
+    elif isinstance(value, list | tuple) and value:
+        out("[")
+        for n, item in enumerate(value):
+            out(("," if n else "") + inner)
+            _write_indented(item, out, step, inner)
+        out(at + "]")
+    elif isinstance(value, dict | list | tuple):
+        out("{}" if isinstance(value, dict) else "[]")
+    else:
+        out(_scalar(value))
 
 
 class _Options:

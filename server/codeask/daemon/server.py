@@ -2,16 +2,16 @@
 
 `serve()` takes `daemon.lock` (flock: a second daemon started in a race exits at once; the
 kernel drops the lock when the holder dies, even by SIGKILL), binds `daemon.sock` 0600, and
-answers one request per connection. Peers of another uid are dropped unanswered
-(SO_PEERCRED). Requests run one at a time under one lock: a command runs with the client's
-working directory and its stdout/stderr captured, exactly as it would in the client's own
-process. A session (`codeask mcp`) passes the same checks, then keeps its connection for its
-own protocol, concurrently with everything else, until the client leaves or the daemon stops
-(which hangs up on it: its forwarder reconnects to the next daemon). After `idle_seconds`
-without a request (an open session counts as one) the socket is removed and the process exits.
-Connections, request bytes in flight and running out of descriptors are bounded in limits.py:
-none of them ends the daemon.
-"""
+answers one request per connection. Peers of another uid are dropped unanswered (SO_PEERCRED).
+A request names a typed operation (messages.py: its arguments convert to its call struct) and
+is answered with data, the operation's answer, which the client renders as its own process
+would; requests run concurrently, each in its connection's thread, with no lock around them, no
+change of directory and no captured output. A session (`codeask mcp`) passes the same checks,
+then keeps its connection for its own protocol, concurrently with everything else, until the
+client leaves or the daemon stops (which hangs up on it: its forwarder reconnects to the next
+daemon). After `idle_seconds` without a request (an open session counts as one) the socket is
+removed and the process exits. Connections, request bytes in flight and running out of
+descriptors are bounded in limits.py: none of them ends the daemon."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import errno
 import fcntl
-import io
 import logging
 import os
 import queue
@@ -38,18 +37,22 @@ from codeask import __version__
 from codeask.daemon import protocol
 from codeask.daemon.limits import REQUEST_BUDGET, REQUEST_LIMIT, Admission, Budget, Share
 from codeask.daemon.limits import connection_limit as connection_limit
-from codeask.daemon.messages import Reply, Request, Status
+from codeask.daemon.messages import AskCall, Reply, Request, SearchCall, Status, StatusCall
 from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
 from codeask.daemon.protocol import PROTOCOL
 
 log = logging.getLogger("codeask.daemon")
 
-#: A command: the parsed arguments in, the exit code out; output goes to sys.stdout/stderr.
-Handler = Callable[[argparse.Namespace], int]
+#: An operation: its call struct (messages.py) and the client's cwd in; out, its answer (a
+#: msgspec Struct or plain data) and the notes for the client's stderr. A CommandError refuses
+#: it as a user error.
+Operation = Callable[[Any, str], tuple[Any, str]]
+#: Each operation's call struct.
+CALLS: dict[str, type] = {"search": SearchCall, "status": StatusCall, "ask": AskCall}
 #: A session (`codeask mcp`): the parsed arguments and the client's cwd in (a CommandError
 #: refuses it as a user error); out, what serves the connection once "ok" is sent, until the
-#: client leaves. Sessions run concurrently, each in its own thread, never under the command
-#: lock and never in the client's cwd (they take absolute paths only).
+#: client leaves. Sessions run concurrently, each in its own thread (they take absolute paths
+#: only).
 Session = Callable[[argparse.Namespace, str], Callable[[socket.socket], None]]
 #: Seconds a client may take to send its request once connected.
 REQUEST_SECONDS = 30.0
@@ -63,15 +66,16 @@ STARVED = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 #: refused connections queued for that at most (past it they are closed at once).
 REFUSE_SECONDS = 1.0
 REFUSALS = 32
-LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 class CommandError(Exception):
-    """A user error a command raised: its one line and exit code go back to the client."""
+    """A user error an operation raised: its one line, exit code and the notes written
+    before it go back to the client."""
 
-    def __init__(self, message: str, code: int) -> None:
+    def __init__(self, message: str, code: int, notes: str = "") -> None:
         super().__init__(message)
         self.code = code
+        self.notes = notes
 
 
 class Daemon:
@@ -80,7 +84,7 @@ class Daemon:
     def __init__(
         self,
         run_dir: Path,
-        handlers: Mapping[str, Handler],
+        operations: Mapping[str, Operation],
         *,
         idle_seconds: float,
         environment: dict[str, str],
@@ -88,7 +92,7 @@ class Daemon:
         sessions: Mapping[str, Session] | None = None,
     ) -> None:
         self.run_dir = run_dir
-        self.handlers = dict(handlers)
+        self.operations = dict(operations)
         self.sessions = dict(sessions or {})
         self._live: set[socket.socket] = set()
         """The connections of running sessions (shut down when the daemon stops)."""
@@ -97,7 +101,6 @@ class Daemon:
         self.on_exit = on_exit
         self.started = time.time()
         self.served = 0
-        self._busy = threading.Lock()
         self._in_flight = 0
         self._count = threading.Lock()
         self._last = time.monotonic()
@@ -357,12 +360,12 @@ class Daemon:
         refused = self._refusal(request)
         if refused is not None:
             return refused
-        handler = self.handlers.get(request.command)
-        if handler is None:
+        operation = self.operations.get(request.command)
+        if operation is None or request.command not in CALLS:
             return self._reply("refused", message=f"unknown command {request.command!r}")
-        with self._busy:
+        with self._count:
             self.served += 1
-            return self._run(handler, request)
+        return self._run(operation, request)
 
     def _refusal(self, request: Request) -> Reply | None:
         """Why this daemon must not answer `request` (None: it may): another protocol or
@@ -389,41 +392,20 @@ class Daemon:
             )
         return None
 
-    def _run(self, handler: Handler, request: Request) -> Reply:
-        """The command as the client would run it: its cwd, its verbosity, output captured."""
+    def _run(self, operation: Operation, request: Request) -> Reply:
+        """The operation on its typed arguments: its answer as data, or the user error."""
         try:
-            os.chdir(request.cwd)
-        except OSError as exc:
-            return self._reply("refused", message=f"cannot enter {request.cwd!r}: {exc}")
-        args = argparse.Namespace(**request.args)
-        out, err = io.StringIO(), io.StringIO()
-        capture = logging.StreamHandler(err)
-        capture.setFormatter(logging.Formatter(LOG_FORMAT))
-        this_request = threading.get_ident()  # not the daemon's other threads' records
-        capture.addFilter(lambda record: record.thread == this_request)
-        root = logging.getLogger()
-        level = root.level
-        root.setLevel(max(logging.WARNING - 10 * int(getattr(args, "verbose", 0)), logging.DEBUG))
-        root.addHandler(capture)
+            call: Any = msgspec.convert(request.args, CALLS[request.command])
+        except msgspec.ValidationError as exc:
+            return self._reply("refused", message=f"bad {request.command} arguments: {exc}")
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = handler(args)
+            answer, notes = operation(call, request.cwd)
         except CommandError as exc:
-            return self._reply(
-                "user_error",
-                stdout=out.getvalue(),
-                stderr=err.getvalue(),
-                code=exc.code,
-                message=str(exc),
-            )
+            return self._reply("user_error", notes=exc.notes, code=exc.code, message=str(exc))
         except Exception as exc:  # the client answers in-process (and shows the real error)
             log.exception("%s failed", request.command)
             return self._reply("failed", message=f"{type(exc).__name__}: {exc}")
-        finally:
-            root.removeHandler(capture)
-            root.setLevel(level)
-            os.chdir("/")
-        return self._reply("ok", stdout=out.getvalue(), stderr=err.getvalue(), code=code)
+        return self._reply("ok", answer=answer, notes=notes)
 
     def info(self) -> dict[str, Any]:
         return {

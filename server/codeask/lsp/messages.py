@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from codeask.lsp.limits import MAX_CHARS, LimitError, check_text
+from codeask.core.source.limits import LimitError, max_chars
+from codeask.core.source.names import bad_text
 
 SEMANTIC_SEARCH = "workspace/semanticSearch"
 ASK_CODE = "workspace/askCode"
@@ -37,15 +38,16 @@ def _doc(text: str) -> msgspec.Meta:
     return msgspec.Meta(description=text)
 
 
-# Strings bounded by their entry in limits.MAX_CHARS (a longer one is InvalidParams).
-Query = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CHARS["query"])]
-Question = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CHARS["question"])]
-Uri = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["uri"])]
-PathGlob = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["pathGlob"])]
-Language = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["language"])]
-Author = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["author"])]
-Date = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["since"])]
-StreamToken = Annotated[str, msgspec.Meta(max_length=MAX_CHARS["streamToken"])]
+# Strings bounded by their entry in the one limits table, core/source/limits.py (a longer one
+# is InvalidParams).
+Query = Annotated[str, msgspec.Meta(min_length=1, max_length=max_chars("lsp", "query"))]
+Question = Annotated[str, msgspec.Meta(min_length=1, max_length=max_chars("lsp", "question"))]
+Uri = Annotated[str, msgspec.Meta(max_length=max_chars("lsp", "uri"))]
+PathGlob = Annotated[str, msgspec.Meta(max_length=max_chars("lsp", "pathGlob"))]
+Language = Annotated[str, msgspec.Meta(max_length=max_chars("lsp", "language"))]
+Author = Annotated[str, msgspec.Meta(max_length=max_chars("lsp", "author"))]
+Date = Annotated[str, msgspec.Meta(max_length=max_chars("lsp", "since"))]
+StreamToken = Annotated[str, msgspec.Meta(max_length=max_chars("lsp", "streamToken"))]
 
 
 class Position(msgspec.Struct):
@@ -115,6 +117,21 @@ CUSTOM_PARAMS: dict[str, type[msgspec.Struct]] = {
 
 class InvalidParams(ValueError):
     """Params that do not fit the protocol; the message is the reason sent to the client."""
+
+
+def check_text(value: Any, where: str = "params") -> None:
+    """Every string inside decoded JSON `value` is well-formed text (called after the length
+    limits): a NUL or an unpaired surrogate breaks tokenizers, tree-sitter and UTF-8 further on."""
+    if isinstance(value, str):
+        problem = bad_text(value)
+        if problem:
+            raise LimitError(f"`{where}` {problem}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_text(item, f"{where}.{key}" if where != "params" else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_text(item, f"{where}[{index}]")
 
 
 def decode_params(method: str, raw: Any) -> msgspec.Struct:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codeask.lsp.limits import MAX_CHARS, WINDOW_CHARS, WINDOW_LINES, LimitError
+from codeask.core.source.limits import WINDOW_CHARS, WINDOW_LINES, LimitError, max_chars
 
 BLOCK = 64 * 1024
 
@@ -88,7 +88,7 @@ def slice_range(text: str, start: tuple[int, int], end: tuple[int, int]) -> str:
     stop = min(stop + end[1], _line_end(text, stop))
     if stop <= begin:
         return ""
-    check = MAX_CHARS["selection"]
+    check = max_chars("lsp", "selection")
     if stop - begin > check:
         raise LimitError(f"the selected range is {stop - begin} characters; the maximum is {check}")
     return text[begin:stop]

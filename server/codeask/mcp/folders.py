@@ -33,6 +33,7 @@ from codeask.core.indexer import (
     RootRefused,
     SharedIndexes,
 )
+from codeask.core.operations import query_model
 from codeask.core.operations.index import load_static_embedder
 from codeask.core.runtime import background
 from codeask.core.source.discover import SkippedFile
@@ -72,13 +73,10 @@ class FolderDriver:
         self.skipped: list[SkippedFile] = []
         self.last_pass: IndexReport | None = None
         self.opened = threading.Event()
-        #: The MiniLM query path is built: searches use that tier from now on.
-        self.query_ready = threading.Event()
         self._stop = threading.Event()
         self._serving = threading.Event()
         self._token = CancelToken()
         self._embed_thread: threading.Thread | None = None
-        self._model_thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._head = ""
         self._last_full = 0.0
@@ -125,23 +123,16 @@ class FolderDriver:
 
     def want_query_model(self) -> bool:
         """Whether searches may use MiniLM now (its query path is built); if not, build it in
-        the background (~1-2 s; the first time on a machine ~5 s more for the int8 copy) and
-        let searches use the other tiers until then."""
+        the background (~1-2 s; the first time on a machine ~5 s more for the int8 copy:
+        query_model.start) and let searches use the other tiers until then."""
         folder = self.folder
-        if self.query_ready.is_set():
-            return True
-        if folder is None or not folder.storage.vector_count("minilm"):
+        if folder is None:
             return False
-        with self._lock:
-            if self._model_thread is None or not self._model_thread.is_alive():
-                self._model_thread = background.start(
-                    self._load_query_model, folder, name=f"codeask-model-{self.root.name}"
-                )
+        if query_model.built(folder):
+            return True
+        if folder.storage.vector_count("minilm"):
+            query_model.start(folder)
         return False
-
-    def _load_query_model(self, folder: FolderIndex) -> None:
-        self._guarded(folder.embedder.prepare_queries)
-        self.query_ready.set()
 
     # ---- the index thread ----------------------------------------------------------------------
     def _main(self) -> None:
@@ -239,7 +230,7 @@ class FolderDriver:
                 return
             if not folder.storage.pending_ids("minilm"):
                 break
-        self._load_query_model(folder)
+        self._guarded(lambda: query_model.load(folder))
         self.phase = "ready"
 
     def _stop_embedding(self) -> None:

@@ -30,7 +30,7 @@ INSTRUCTIONS = (
 
 
 def build_server(drivers: list[FolderDriver]) -> ServerInfo:
-    """An MCP server with the five tools over these folders."""
+    """An MCP server with the tools over these folders."""
     return ServerInfo(
         name="codeask",
         title="codeask: local code search",

@@ -1,9 +1,9 @@
-"""The five tools (their names and arguments are a contract: docs/mcp.md).
+"""The tools (their names and arguments are a contract: docs/mcp.md).
 
-Each tool checks its arguments (limits.py), reads the folders' indexes as they are now
-(never waiting for indexing), calls one operation of `core.operations`, and answers compact
-JSON sized by results.py. A bad argument or a refused path is a tool error (`ToolError`: the
-agent sees the reason), never a crash.
+Each tool checks its arguments (arguments.py, by the one limits table: core/source/limits.py),
+reads the folders' indexes as they are now (never waiting for indexing), calls one operation of
+`core.operations`, and answers compact JSON sized by results.py. A bad argument or a refused
+path is a tool error (`ToolError`: the agent sees the reason), never a crash.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from codeask.core.operations import (
     related_at,
     search_now,
 )
+from codeask.core.operations.paths import PathRefused, read_text, resolve
+from codeask.core.source.limits import DEFAULT_MAX_TOKENS, LimitError
 from codeask.mcp import arguments, results, status
-from codeask.mcp.arguments import KINDS
+from codeask.mcp.arguments import KINDS, ArgumentError, check_text
 from codeask.mcp.folders import FolderDriver
-from codeask.mcp.limits import DEFAULT_MAX_TOKENS, ArgumentError, check_text
-from codeask.mcp.paths import read_text, resolve
 from codeask.mcp.toolkit import Tool, ToolError
 
 #: How long a tool waits for the folders' indexes to open (snapshot load, not indexing).
@@ -201,7 +201,7 @@ class Tools:
 
     # ---- registration --------------------------------------------------------------------------
     def definitions(self) -> list[Tool]:
-        """The five tools, each with its arguments type (arguments.py), errors as tool errors."""
+        """The tools, each with its arguments type (arguments.py), errors as tool errors."""
         pairs: list[tuple[Callable[..., str], type[msgspec.Struct]]] = [
             (self.search_code, arguments.SearchCode),
             (self.find_related, arguments.FindRelated),
@@ -222,14 +222,14 @@ class Tools:
 
 
 def _with_arguments(tool: Callable[..., str]) -> Callable[[msgspec.Struct], str]:
-    """The tool called with the fields of its validated arguments; ArgumentError → ToolError
-    (the agent reads the reason as the tool's error text)."""
+    """The tool called with the fields of its validated arguments; a LimitError (ArgumentError
+    is one) or a refused path → ToolError (the agent reads the reason as the tool's error text)."""
 
     @functools.wraps(tool)
     def run(given: msgspec.Struct) -> str:
         try:
             return tool(**msgspec.structs.asdict(given))
-        except ArgumentError as exc:
+        except (LimitError, PathRefused) as exc:
             raise ToolError(str(exc)) from None
 
     return run

@@ -21,8 +21,9 @@ import sys
 import threading
 from typing import Any, BinaryIO, Protocol
 
+from codeask.core.source.limits import MAX_LINE_BYTES
+from codeask.core.source.names import bad_text
 from codeask.json_depth import too_deep
-from codeask.mcp.limits import MAX_LINE_BYTES, bad_text
 
 log = logging.getLogger("codeask.mcp")
 

@@ -82,6 +82,22 @@ class SharedIndexes:
             self._drop(held)
             raise
 
+    def hold(self, folder: FolderIndex) -> None:
+        """One more user of an index this process holds (a cache keeping it open)."""
+        with self._lock:
+            held = self._by_folder.get(id(folder))
+            if held is None:
+                raise ValueError("not an index these sessions hold")
+            held.users += 1
+
+    def retire(self, folder: FolderIndex) -> None:
+        """The next open loads afresh (this one went stale); its users keep it until they
+        leave, and the last one closes it."""
+        with self._lock:
+            held = self._by_folder.get(id(folder))
+            if held is not None and self._held.get(held.key) is held:
+                del self._held[held.key]
+
     def close(self, folder: FolderIndex) -> None:
         """A user leaves: the last one saves and closes the index."""
         if self._leave(folder):

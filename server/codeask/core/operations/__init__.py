@@ -3,13 +3,17 @@ server parse their arguments, call these, and render the answer (docs/architectu
 "Operations"). Retrieval decisions (tiers, modes, filters, k defaults, redaction, which chunk
 is at a position) live here, not in the faces.
 
-- `search`: the ranking, the tiers that answer while models load, whether there is an index.
+- `search`: the ranking, the tiers that answer while models load, whether there is an index;
+  `search_answer`: a search's answer as plain data (the CLI renders it, here or from the daemon).
 - `related`: the chunk at a position and its neighbours (hover, lenses, `find_related`).
 - `symbols`: definitions by name (`workspace/symbol`).
 - `context`: the cited, redacted prompt (`get_context`); `ask` (imported on its own, it loads
   the LLM client): the question answered.
 - `history`: commits and hunks, blame.
 - `status`: what an index holds; `index`: writing it.
+- `query_model` (imported on its own): a folder's MiniLM query path loaded in the background,
+  the one way for every face.
+- `paths` (imported on its own): the one path guard, which files a request may name and read.
 
 None of them waits for indexing; `search_now` does not wait for the MiniLM model either.
 """
@@ -61,6 +65,7 @@ from codeask.core.operations.search import (
     tiers_line,
     tiers_while_loading,
 )
+from codeask.core.operations.search_answer import FoundHit, SearchAnswer, answer_search
 from codeask.core.operations.status import IndexStatus, open_for_reading, read_statuses
 from codeask.core.operations.symbols import find_symbols
 
@@ -75,14 +80,17 @@ __all__ = [
     "Context",
     "Filters",
     "FolderIndex",
+    "FoundHit",
     "Hit",
     "IndexCounts",
     "IndexStatus",
     "Mode",
     "RelatedInEditor",
+    "SearchAnswer",
     "SearchResult",
     "TierCount",
     "TieredResult",
+    "answer_search",
     "answering_tiers",
     "ask",
     "blame",
@@ -97,6 +105,8 @@ __all__ = [
     "index",
     "not_git_repositories",
     "open_for_reading",
+    "paths",
+    "query_model",
     "query_model_ready",
     "query_words",
     "read_statuses",

@@ -9,7 +9,6 @@ loaded (`search_while_loading`), which starts loading it in the background.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import msgspec
 
 from codeask.core.indexer import FolderIndex
+from codeask.core.operations import query_model
 from codeask.core.search import retrieve, tiers
 from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
 from codeask.core.search.tiers import TierCount
@@ -53,9 +53,6 @@ __all__ = [
 LEXICAL = "lexical"
 STATIC: Tier = "static"
 MINILM: Tier = "minilm"
-
-_loading: set[int] = set()
-_loading_lock = threading.Lock()
 
 
 @dataclass
@@ -134,23 +131,12 @@ def tiers_while_loading(folders: Sequence[FolderIndex]) -> list[str]:
 
 
 def query_model_ready(folders: Sequence[FolderIndex]) -> bool:
-    """Whether MiniLM queries can run now; if not, load the model in the background (~1 s)."""
+    """Whether MiniLM queries can run now (the model is in memory); if not, load it in the
+    background (~1 s: query_model.start)."""
     waiting = [f for f in folders if f.storage.vector_count(MINILM) and not f.embedder_loaded]
     for folder in waiting:
-        with _loading_lock:
-            if id(folder) in _loading:
-                continue
-            _loading.add(id(folder))
-        threading.Thread(target=_load, args=(folder,), name="codeask-model", daemon=True).start()
+        query_model.start(folder)
     return not waiting
-
-
-def _load(folder: FolderIndex) -> None:
-    try:
-        folder.embedder.prepare_queries()
-    finally:
-        with _loading_lock:
-            _loading.discard(id(folder))
 
 
 def searchable(folders: Sequence[FolderIndex]) -> bool:

@@ -6,6 +6,7 @@
 - `ignore_note`: the note when ignore rules leave (nearly) nothing of a folder to index.
 - `names`: file names as text (storable? shown on one line).
 - `safe_read`: one workspace file read for a request, never through a swapped symlink.
+- `limits`: the one table of request limits for every face (and the differences, as data).
 - `languages`: the one list of languages (grammar, suffixes, definition node types).
 - `chunk`: files → chunks (definitions, sections, windows), secrets redacted (`secrets`),
   tree-sitter bounded per file (`parse_bound`: CPU budget, nesting depth).
@@ -23,6 +24,7 @@ __all__ = [
     "globs",
     "ignore_note",
     "languages",
+    "limits",
     "names",
     "redact_outbound",
     "safe_read",

@@ -7,8 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-#: The most a request reads of one file from disk (the index skips larger files anyway).
-MAX_DISK_READ = 2 * 1024 * 1024
+from codeask.core.source.limits import MAX_DISK_READ
 
 
 def read_regular_text(path: Path, limit: int = MAX_DISK_READ) -> str:

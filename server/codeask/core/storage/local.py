@@ -3,7 +3,7 @@ parts.
 
 Chunks, files and history live in `IndexStore` (catalog + msgspec snapshots), vectors in its
 tiers (one float32 matrix each, rows keyed by chunk id: core/storage/vectors.py), lexical rows in
-`LexicalIndex` (SQLite FTS5 and its in-memory copy; chunk ids are the FTS rowids). This class
+`LexicalIndex` (BM25 segment files, memory-mapped; keyed by chunk id). This class
 takes the store's lock where a call must see or change several parts at once, and owns the
 symbol table retrieval asks. `LocalStorage.open` loads a snapshot with a lexical table that
 provably matches it (a writer repairs what it loads; a reader never touches the writer's files
@@ -28,6 +28,9 @@ from codeask.core.storage.store import IndexStore, VectorIndex, current_name, re
 from codeask.core.storage.symbol_table import SymbolTable
 
 log = logging.getLogger("codeask.core.indexer")
+
+#: The lexical tables' folder in an index folder (storage/lexical/disk.py).
+LEXICAL_FOLDER = "lexical"
 
 #: The store's name of each tier.
 _TIER = {"minilm": "vectors", "static": "static"}
@@ -57,7 +60,6 @@ class LocalStorage:
             store,
             folder,
             read_only=read_only,
-            kind=kind,
             fallback=lambda: _memory_lexical(store),  # the snapshot loaded by then
         )
         return cls(store, lexical), reason
@@ -307,26 +309,20 @@ def _open_lexical(
     folder: Path,
     *,
     read_only: bool,
-    kind: str,
     fallback: Callable[[], LexicalIndex],
 ) -> LexicalIndex:
-    """The lexical table of `store`'s snapshot; a writer rebuilds a damaged or stale one.
+    """The lexical tables of `store`'s snapshot; a writer rebuilds damaged or stale ones.
 
-    `fallback` builds a reader's in-memory copy when the writer moves the file under a view.
+    `fallback` builds a reader's in-memory copy when the tables on disk do not match.
     """
+    path = folder / LEXICAL_FOLDER
     if read_only:
-        return _read_lexical(store, folder, kind, fallback)
-    path = folder / "lexical.sqlite"
-    try:
-        lexical = LexicalIndex(path)
-        stamped = lexical.generation()
-    except Exception as exc:  # sqlite3.DatabaseError and friends: a damaged file
-        log.warning("lexical index %s unreadable (%s); rebuilding it", path, exc)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-        lexical = LexicalIndex(path)
-        stamped = -2
-    if stamped != store.generation or lexical.count() != len(store.chunks):
+        clean = not store.recovered
+        view = LexicalIndex.open_snapshot(path, store.generation, len(store.chunks))
+        return view if clean and view is not None else fallback()
+    _drop_sqlite_tables(folder)
+    lexical = LexicalIndex(path)
+    if lexical.generation() != store.generation or lexical.count() != len(store.chunks):
         if store.chunks:
             log.info("lexical index does not match snapshot %d; rebuilding it", store.generation)
         lexical.rebuild(store.chunks.values())
@@ -334,22 +330,14 @@ def _open_lexical(
     return lexical
 
 
-def _read_lexical(
-    store: IndexStore, folder: Path, kind: str, fallback: Callable[[], LexicalIndex]
-) -> LexicalIndex:
-    """The on-disk table when it is stamped for exactly the loaded snapshot, else a private
-    in-memory copy built from the snapshot's chunks (never touching the writer's file)."""
-    path = folder / "lexical.sqlite"
-    clean = not store.recovered
-    rows, short = len(store.chunks), kind not in ("serve", "mcp")  # long-lived readers
-    view = (
-        LexicalIndex.open_snapshot(
-            path, store.generation, rows, short_lived=short, fallback=fallback
-        )
-        if clean
-        else None
-    )
-    return view if view is not None else fallback()
+def _drop_sqlite_tables(folder: Path) -> None:
+    """An index of the previous layout kept its lexical tables in SQLite FTS5
+    (lexical.sqlite, a second copy of every chunk's text): removed, the tables rebuilt."""
+    old = folder / "lexical.sqlite"
+    if old.exists():
+        log.info("lexical index %s: the older SQLite layout; rebuilt as %s/", old, LEXICAL_FOLDER)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{old}{suffix}").unlink(missing_ok=True)
 
 
 def _memory_lexical(store: IndexStore) -> LexicalIndex:

@@ -36,8 +36,7 @@ import msgspec
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.storage.lexical.bm25 import Postings
-from codeask.core.storage.lexical.fts import CHUNK_WEIGHTS
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, Postings
 from codeask.core.storage.lexical.index import doc_columns, query_terms
 from codeask.core.storage.overlay_shadow import Shadowed, ShadowTracker
 from codeask.core.storage.protocol import DenseAsk, IndexCounts, IndexReader, Tier

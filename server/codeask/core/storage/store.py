@@ -2,7 +2,7 @@
 
 `IndexStore` joins three parts, each with one job: the chunk/file metadata (catalog.py), the
 vector tiers (vectors.py) and the snapshot folders on disk (snapshot.py, read back by
-snapshot_load.py). The index folder also holds lexical.sqlite, owned by the lexical module and
+snapshot_load.py). The index folder also holds lexical/, owned by the lexical module and
 stamped with the generation it matches.
 
 Snapshots are atomic: a kill at any moment leaves either the old or the new snapshot live,

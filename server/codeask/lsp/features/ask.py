@@ -7,6 +7,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcInternalError
 
 from codeask.core.operations import enclosing_chunk
+from codeask.core.source.limits import LimitError
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import (
     chunk_range,
@@ -14,11 +15,12 @@ from codeask.lsp.features.common import (
     doc_text,
     file_uri,
     qualified,
+    uri_path,
+    workspace_path,
 )
 from codeask.lsp.features.index import index_state
 from codeask.lsp.features.search import to_filters
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import LimitError
 from codeask.lsp.messages import (
     ANSWER_DELTA,
     ASK_CODE,
@@ -30,7 +32,6 @@ from codeask.lsp.messages import (
     Range,
     to_json,
 )
-from codeask.lsp.paths import uri_path, workspace_path
 from codeask.lsp.window import slice_range
 
 

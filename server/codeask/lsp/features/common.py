@@ -11,13 +11,16 @@ from typing import Any
 from urllib.parse import unquote
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
+from codeask.config import load_settings
+from codeask.core.operations.paths import read_text, refusal
 from codeask.core.records import Chunk
 from codeask.core.source.languages import suffix_for_language
+from codeask.core.source.limits import max_chars
 from codeask.lsp.base import CodeaskServer
+from codeask.lsp.folders import Folders
 from codeask.lsp.messages import InvalidParams, Position, Range, decode_params
-from codeask.lsp.paths import document_text
 
 log = logging.getLogger("codeask.lsp")
 
@@ -61,9 +64,46 @@ def custom_request(method: str) -> Callable[[Handler], Handler]:
 
 
 # ---- documents --------------------------------------------------------------------------------
+def uri_path(uri: str) -> Path | None:
+    """A file URI as an absolute real path; None for other schemes or unusable URIs."""
+    if not uri.startswith("file:") or len(uri) > max_chars("lsp", "uri"):
+        return None
+    try:
+        fs = to_fs_path(uri)
+        return Path(fs).resolve() if fs else None
+    except (ValueError, OSError):  # NUL in the path, symlink loops, ...
+        return None
+
+
+def workspace_path(folders: Folders, uri: str) -> Path | None:
+    """The real path of `uri` when it lies inside a workspace folder; None otherwise."""
+    path = uri_path(uri)
+    if path is None:
+        return None
+    if folders.worker_for(path) is None:
+        log.debug("%s is outside every workspace folder: not read, not indexed", path)
+        return None
+    return path
+
+
 def doc_text(ls: CodeaskServer, uri: str) -> str | None:
-    """Editor-sent text, or a disk read inside a workspace folder (paths.py); None if neither."""
-    return document_text(ls.workspace, ls.folders, uri)
+    """What the editor sent for `uri` (any scheme, any place: the user opened it), else the disk
+    copy the one path guard allows (core/operations/paths.py); None when neither exists."""
+    document = ls.workspace.text_documents.get(unquote(uri))
+    if document is not None:
+        return str(document.source)
+    path = workspace_path(ls.folders, uri)
+    worker = ls.folders.worker_for(path) if path is not None else None
+    if path is None or worker is None:
+        return None
+    folder = worker.folder
+    settings = folder.settings if folder is not None else load_settings(worker.root)[0]
+    why = refusal(worker.root, path, settings.index)
+    if why is not None:
+        rel = path.relative_to(worker.root).as_posix()
+        log.info("%s is not read from disk: %s (the index skips it too)", rel, why)
+        return None
+    return read_text(path)
 
 
 def doc_name(ls: CodeaskServer, uri: str, path: Path | None) -> str:

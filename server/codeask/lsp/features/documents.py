@@ -9,7 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from codeask.lsp.base import CLIENT_TIMEOUT, CodeaskServer
-from codeask.lsp.paths import workspace_path
+from codeask.lsp.features.common import workspace_path
 
 log = logging.getLogger("codeask.lsp")
 

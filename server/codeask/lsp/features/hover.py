@@ -10,9 +10,8 @@ from lsprotocol import types
 
 from codeask.core.git.commits import BlameInfo
 from codeask.lsp.base import CodeaskServer
-from codeask.lsp.features.common import file_uri, qualified, request
+from codeask.lsp.features.common import file_uri, qualified, request, workspace_path
 from codeask.lsp.features.related import HoverPlan, plan_at
-from codeask.lsp.paths import workspace_path
 
 log = logging.getLogger("codeask.lsp")
 

@@ -13,7 +13,7 @@ from codeask.core.operations import (
 )
 from codeask.core.operations.status import TeamStatus, ignore_note_of, team_status
 from codeask.lsp.base import CodeaskServer
-from codeask.lsp.features.common import custom_request, request
+from codeask.lsp.features.common import custom_request, request, workspace_path
 from codeask.lsp.folders import Folders
 from codeask.lsp.messages import (
     CMD_CANCEL,
@@ -26,7 +26,6 @@ from codeask.lsp.messages import (
     TeamState,
     to_json,
 )
-from codeask.lsp.paths import workspace_path
 
 
 def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:

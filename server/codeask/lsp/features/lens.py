@@ -7,12 +7,11 @@ from pathlib import Path
 from lsprotocol import types
 
 from codeask.core.operations import related_counts
+from codeask.core.source.limits import MAX_LENSES
 from codeask.lsp.base import CodeaskServer
-from codeask.lsp.features.common import request
+from codeask.lsp.features.common import request, workspace_path
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import MAX_LENSES
 from codeask.lsp.messages import CMD_RELATED
-from codeask.lsp.paths import workspace_path
 
 
 def code_lenses(folders: Folders, path: Path | None, uri: str) -> list[types.CodeLens]:

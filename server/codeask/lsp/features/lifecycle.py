@@ -11,7 +11,7 @@ from lsprotocol import types
 from codeask.config import build_settings, read_env
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features import configuration, documents
-from codeask.lsp.paths import uri_path
+from codeask.lsp.features.common import uri_path
 from codeask.lsp.settings import EditorSettings
 
 log = logging.getLogger("codeask.lsp")

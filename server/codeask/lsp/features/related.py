@@ -9,13 +9,12 @@ from typing import Any
 
 from codeask.core.operations import HOVER_K, FolderIndex, Hit, related_in_editor
 from codeask.core.records import Chunk
+from codeask.core.source.limits import max_chars
 from codeask.lsp.base import CodeaskServer
-from codeask.lsp.features.common import doc_name, doc_text, request
+from codeask.lsp.features.common import doc_name, doc_text, request, workspace_path
 from codeask.lsp.features.search import search_item
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import MAX_CHARS
 from codeask.lsp.messages import CMD_RELATED, InvalidParams, to_json
-from codeask.lsp.paths import workspace_path
 from codeask.lsp.window import Window, window
 
 HOVER_LINKS = HOVER_K
@@ -94,9 +93,9 @@ async def cmd_related(ls: CodeaskServer, *args: Any) -> Any:
     if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], int):
         raise InvalidParams("codeask.related: arguments must be [uri, line]")
     uri, line = args
-    if len(uri) > MAX_CHARS["uri"] or line < 0:
+    if len(uri) > max_chars("lsp", "uri") or line < 0:
         raise InvalidParams(
-            f"codeask.related: uri must be at most {MAX_CHARS['uri']} characters, line >= 0"
+            f"codeask.related: uri must be at most {max_chars('lsp', 'uri')} characters, line >= 0"
         )
     path = workspace_path(ls.folders, uri)
     return await ls.in_thread(_related_items, ls, uri, path, line)

@@ -9,11 +9,11 @@ import msgspec
 
 from codeask.core.operations import Filters, Hit, search_while_loading
 from codeask.core.records import HISTORY_KINDS
+from codeask.core.source.limits import LimitError
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import chunk_range, custom_request, file_uri, request
 from codeask.lsp.features.index import index_state
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import LimitError, check_text
 from codeask.lsp.messages import (
     CMD_SEARCH,
     SEMANTIC_SEARCH,
@@ -24,6 +24,7 @@ from codeask.lsp.messages import (
     SearchItem,
     SemanticSearchParams,
     SemanticSearchResult,
+    check_text,
     to_json,
 )
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from lsprotocol import types
 
 from codeask.core.operations import find_symbols
+from codeask.core.source.limits import LimitError, check_length
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import chunk_range, file_uri, request
 from codeask.lsp.folders import Folders
-from codeask.lsp.limits import LimitError, check_length
 from codeask.lsp.messages import InvalidParams
 
 SYMBOL_LIMIT = 200
@@ -24,7 +24,7 @@ SYMBOL_KINDS = {
 def workspace_symbols(folders: Folders, query: str) -> list[types.SymbolInformation]:
     """Symbols of the chunk index whose name contains `query` (exact, prefix, then substring)."""
     try:
-        check_length("symbolQuery", query)
+        check_length("lsp", "symbolQuery", query)
     except LimitError as exc:
         raise InvalidParams(f"workspace/symbol: {exc}") from None
     found: list[types.SymbolInformation] = []

@@ -9,6 +9,7 @@ import threading
 import time
 
 from codeask.core.indexer import CancelToken, FolderIndex
+from codeask.core.operations import query_model
 from codeask.core.runtime import background
 from codeask.lsp.folders import reporting
 from codeask.lsp.folders.schedule import Schedule
@@ -111,7 +112,7 @@ class Backlog:
                         break
                     self._again = False
             if completed and folder.minilm_tier:
-                folder.embedder.prepare_queries()  # now, so the first dense query does not wait
+                query_model.load(folder)  # now, so the first dense query does not wait
         except Exception as exc:
             failure = exc
             log.exception("embedding %s failed", self._status.root)

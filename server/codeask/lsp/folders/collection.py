@@ -11,6 +11,7 @@ from typing import Any
 
 from codeask.config import Settings
 from codeask.core.indexer import FolderIndex, SharedIndexes, Workspace
+from codeask.core.operations.paths import innermost
 from codeask.lsp.folders.common import Host
 from codeask.lsp.folders.worker import FolderWorker
 
@@ -68,13 +69,9 @@ class Folders:
 
     def worker_for(self, path: Path) -> FolderWorker | None:
         """The innermost folder containing `path` (None when outside every folder)."""
-        best: FolderWorker | None = None
-        for root, worker in list(self.workers.items()):
-            if (path == root or root in path.parents) and (
-                best is None or len(root.parts) > len(best.root.parts)
-            ):
-                best = worker
-        return best
+        workers = dict(self.workers)
+        root = innermost(path, workers)  # the path guard's rule (core/operations/paths.py)
+        return workers[root] if root is not None else None
 
     def ready(self) -> list[FolderIndex]:
         """Open indexes with something in them (what requests search)."""

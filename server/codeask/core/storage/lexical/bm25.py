@@ -1,27 +1,25 @@
-"""FTS5's own BM25, answered from memory: the same scores, a hundredth of the time.
+"""FTS5's BM25 over numpy postings: the lexical index itself, in memory or memory-mapped.
 
-SQLite's FTS5 ranks an OR-query by walking every matching row, so a query of common terms
-costs 5–15 ms on a 15k-chunk folder and three of them (chunks, the report's lead, files) are
-most of a search. This index holds the same table as numpy postings (term → rows and their
-column-weighted frequencies) and scores with FTS5's formula (fts5_aux.c, `fts5Bm25Function`):
+The chunk and whole-file tables are held as postings (term → rows and their column-weighted
+frequencies) and scored with FTS5's formula (fts5_aux.c, `fts5Bm25Function`), which is what the
+index answered with when it lived in SQLite FTS5:
 
     idf(t) = max(log((N - n_t + 0.5) / (n_t + 0.5)), 1e-6)
     score  = Σ_t idf(t) · f·(k1 + 1) / (f + k1·(1 − b + b·|D| / avgdl)),   f = Σ_col w_col·tf_col
 
-with k1 = 1.2, b = 0.75, |D| the row's tokens over all columns. It is built from the table's
-rows (already tokenized, space-separated) and is only ever used for the table version it was
-built from, plus the writes made since (`LiveTable`: rows replaced or removed are masked, new
-rows sit in small extra segments), so a save costs a few milliseconds instead of a rebuild of the
-whole table. `storage.lexical.memory.MemoryCopy` decides when a copy is built and replays the
-writes.
+with k1 = 1.2, b = 0.75, |D| the row's tokens over all columns. Rows arrive already tokenized
+(space-separated). A `LiveTable` is a few segments (`Postings`, built in memory or read through
+a memory map from a segment file: storage/lexical/segment_file.py) plus the writes made since:
+rows replaced or removed are masked, new rows sit in small extra segments, so a write costs
+milliseconds. storage/lexical/disk.py keeps the segments on disk.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
+import mmap
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
@@ -35,37 +33,88 @@ BUILD_BATCH = 1024
 BUILD_CHARS = 2_000_000
 #: Extra segments a LiveTable keeps before merging them into one (each costs a little per query).
 MAX_SEGMENTS = 8
+#: bm25 column weights of the chunk table: body, symbol (name + parent), path.
+CHUNK_WEIGHTS = (1.0, 4.0, 2.0)
+#: The whole-file table's: body 2.0, path 1.0 (as FTS5's `bm25(files_fts, 1.0, 2.0)` applied
+#: them when the first weight went to its unindexed `file` column).
+FILE_WEIGHTS = (2.0, 1.0)
+
+
+class StringColumn:
+    """Strings back to back in one byte buffer (UTF-8) with where each starts: the term
+    dictionary and the whole-file keys, in memory or read straight from a memory-mapped segment
+    file (nothing decoded until asked). A dict of the terms held ~110 bytes per term in ~80k
+    small objects (sphinx: 39k terms per table) and pinned allocator arenas after a build."""
+
+    __slots__ = ("_base", "_blob", "_bounds", "_index")
+
+    def __init__(self, blob: bytes | mmap.mmap, bounds: np.ndarray, base: int = 0) -> None:
+        """`bounds[i]`: where string i starts in `blob` after `base`; `bounds[-1]`: the end."""
+        self._blob = blob
+        self._base = base
+        self._bounds = np.ascontiguousarray(bounds, dtype=np.int64).data.cast("B").cast("q")
+        self._index: dict[str, int] | None = None
+
+    @classmethod
+    def of(cls, strings: Sequence[str]) -> StringColumn:
+        encoded = [s.encode() for s in strings]
+        widths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        return cls(b"".join(encoded), np.concatenate(([0], np.cumsum(widths))))
+
+    def raw(self, index: int) -> bytes:
+        base = self._base
+        return self._blob[base + self._bounds[index] : base + self._bounds[index + 1]]
+
+    def __getitem__(self, index: int) -> str:
+        return self.raw(index).decode()
+
+    def __len__(self) -> int:
+        return len(self._bounds) - 1
+
+    def tolist(self) -> list[str]:
+        return [self[i] for i in range(len(self))]
+
+    def blob(self) -> bytes:
+        """Every string's bytes, back to back."""
+        return bytes(self._blob[self._base + self._bounds[0] : self._base + self._bounds[-1]])
+
+    def bounds(self) -> np.ndarray:
+        return np.asarray(self._bounds, dtype=np.int64) - self._bounds[0]
+
+    def find(self, value: str) -> int | None:
+        """Where `value` is (a dict built on the first call: whole-file keys, a writer's)."""
+        if self._index is None:
+            self._index = {s: i for i, s in enumerate(self.tolist())}
+        return self._index.get(value)
 
 
 class TermSlices:
-    """term → (start, end) of its postings, held as three flat objects: every term in one string
-    (sorted, back to back), where each term starts in it, and where its postings start. A dict
-    of the terms held ~110 bytes per term in ~80k small objects (sphinx: 39k terms per table),
-    made among millions of short-lived tokens and pinning allocator arenas long after the build;
-    a term is found by bisection (~17 slices of the string, a few microseconds a query term)."""
+    """term → (start, end) of its postings: the sorted terms (a `StringColumn`) and where each
+    one's postings start; a term is found by bisection (~17 byte-string slices, a few
+    microseconds a query term, memory-mapped or not)."""
 
-    __slots__ = ("_bounds", "_text", "starts")
+    __slots__ = ("names", "starts")
 
-    def __init__(self, terms: Sequence[str], starts: np.ndarray) -> None:
-        """`terms` sorted (code point order, as Python compares strings); `starts[i]` where the
-        postings of `terms[i]` start, `starts[-1]` where the last one ends."""
-        self._text = "".join(terms)
-        widths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
-        self._bounds = array("q", np.concatenate(([0], np.cumsum(widths))).tobytes())
+    def __init__(self, names: StringColumn, starts: np.ndarray) -> None:
+        """`names` sorted (byte order of UTF-8 = code point order, as Python compares
+        strings); `starts[i]` where the postings of term i start, `starts[-1]` the end."""
+        self.names = names
         self.starts = starts
 
-    def _term(self, index: int) -> str:
-        return self._text[self._bounds[index] : self._bounds[index + 1]]
+    @classmethod
+    def of(cls, terms: Sequence[str], starts: np.ndarray) -> TermSlices:
+        return cls(StringColumn.of(terms), starts)
 
     def _find(self, term: str) -> int | None:
-        low, high = 0, len(self._bounds) - 1
+        wanted, names = term.encode(), self.names
+        low, high = 0, len(names)
         while low < high:
             middle = (low + high) // 2
-            if self._term(middle) < term:
+            if names.raw(middle) < wanted:
                 low = middle + 1
             else:
                 high = middle
-        if low < len(self._bounds) - 1 and self._term(low) == term:
+        if low < len(names) and names.raw(low) == wanted:
             return low
         return None
 
@@ -77,10 +126,10 @@ class TermSlices:
 
     def terms(self) -> Iterator[str]:
         """Every term, in sorted order."""
-        return (self._term(i) for i in range(len(self)))
+        return (self.names[i] for i in range(len(self)))
 
     def __len__(self) -> int:
-        return len(self._bounds) - 1
+        return len(self.names)
 
 
 def _batches(
@@ -100,33 +149,48 @@ def _batches(
         yield chunk
 
 
-def _compact(freqs: np.ndarray) -> np.ndarray:
+def compact_freqs(freqs: np.ndarray) -> np.ndarray:
     """float32 if it holds every frequency exactly (half the bytes), else the float64 array."""
     narrow = freqs.astype(np.float32)
     return narrow if np.array_equal(narrow, freqs) else freqs
 
 
-def _compact_keys(keys: list[object]) -> list[object] | np.ndarray:
-    """Integer keys as one int64 array (15k Python ints pin the allocator's arenas), others as
-    they are."""
-    if keys and all(type(key) is int for key in keys):
+def _compact_keys(keys: list[object]) -> StringColumn | np.ndarray:
+    """Integer keys as one int64 array (15k Python ints pin the allocator's arenas), others
+    (paths) as one `StringColumn`."""
+    if all(type(key) is int for key in keys):
         return np.asarray(keys, dtype=np.int64)
-    return keys
+    return StringColumn.of([str(key) for key in keys])
 
 
-@dataclass(frozen=True)
+def compact_lengths(lengths: np.ndarray) -> np.ndarray:
+    """Row lengths (token counts) as uint32: they are read as float64 where they are scored."""
+    return lengths.astype(np.uint32) if not len(lengths) or lengths.max() < 2**32 else lengths
+
+
+@dataclass(eq=False)
 class Postings:
-    """One FTS5 table in memory, as compressed rows: term → a slice of (row, weighted tf)."""
+    """One table as compressed rows: term → a slice of (row, weighted tf); in memory, or read
+    through a memory map from a segment file (storage/lexical/segment_file.py)."""
 
-    #: Row keys: an int64 array when every key is an int (chunk ids), else a list (paths).
-    keys: list[object] | np.ndarray
+    #: Row keys: an int64 array when every key is an int (chunk ids), else the paths.
+    keys: StringColumn | np.ndarray
+    #: Tokens per row (uint32; float64 if one ever held more).
     lengths: np.ndarray
     average: float
     slices: TermSlices
     rows: np.ndarray
     #: Weighted term frequencies: float32 when that holds every one exactly (integer column
-    #: weights, as FTS5's here), else float64; read as float64 (`Segment.matches`).
+    #: weights, as here), else float64; read as float64 (`Segment.matches`).
     freqs: np.ndarray
+    #: Sum of `lengths` (kept so a mapped segment never reads them all at open).
+    total: float = -1.0
+    #: Rows in key order (int keys): a key is found by bisection, no dict of every key.
+    key_sort: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.total < 0:
+            self.total = float(np.asarray(self.lengths, dtype=np.float64).sum())
 
     @classmethod
     def build(
@@ -150,54 +214,65 @@ class Postings:
         for chunk in _batches(rows, batch, len(weights)):
             first = len(keys)
             keys.extend(row[0] for row in chunk)
-            local = np.arange(len(chunk), dtype=np.int64)
-            ids: list[np.ndarray] = []
-            at: list[np.ndarray] = []
-            columns: list[np.ndarray] = []
-            total = np.zeros(len(chunk), dtype=np.int64)
-            for column in range(1, len(weights) + 1):
-                split = [str(row[column] or "").split() for row in chunk]
-                counts = np.fromiter(map(len, split), dtype=np.int64, count=len(chunk))
-                flat = list(chain.from_iterable(split))
-                for token in dict.fromkeys(flat):
-                    vocab.setdefault(token, len(vocab))
-                ids.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
-                at.append(np.repeat(local, counts))
-                columns.append(np.full(len(flat), column - 1, dtype=np.int8))
-                total += counts
-            pair = np.concatenate(ids) * len(chunk) + np.concatenate(at)
-            unique, inverse = np.unique(pair, return_inverse=True)
-            freqs.append(np.bincount(inverse, weights=weight_of[np.concatenate(columns)]))
-            term, place = np.divmod(unique, len(chunk))
-            terms.append(term.astype(np.int32))
-            places.append((place + first).astype(np.int32))
+            term, place, freq, total = _batch_postings(chunk, vocab, weight_of)
+            terms.append(term)
+            places.append(place + first)
+            freqs.append(freq)
             lengths.append(total)
+        return cls._assemble(keys, vocab, terms, places, freqs, lengths)
+
+    @classmethod
+    def _assemble(
+        cls,
+        keys: list[object],
+        vocab: dict[str, int],
+        terms: list[np.ndarray],
+        places: list[np.ndarray],
+        freqs: list[np.ndarray],
+        lengths: list[np.ndarray],
+    ) -> Postings:
+        """The batches' postings as one table, ids renumbered in term order (the slices bisect
+        the terms) and sorted by term, then row: one pass's order."""
         term_of = np.concatenate(terms) if terms else np.zeros(0, np.int32)
-        row_of = np.concatenate(places) if places else np.zeros(0, np.int32)
+        row_of = np.concatenate(places).astype(np.int32) if places else np.zeros(0, np.int32)
         freq = np.concatenate(freqs) if freqs else np.zeros(0)
         del terms, places, freqs
-        names = sorted(vocab)  # ids renumbered in term order (the slices bisect the terms)
+        names = sorted(vocab)
         rank = np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))
         renumber = np.empty(len(names), dtype=np.int32)
         renumber[rank] = np.arange(len(names), dtype=np.int32)
         term_of = renumber[term_of]
         del vocab, rank, renumber
-        order = np.lexsort((row_of, term_of))  # by term, then row: one pass's order
-        term_of, row_of, freq = term_of[order], row_of[order], _compact(freq[order])
+        order = np.lexsort((row_of, term_of))
+        term_of, row_of, freq = term_of[order], row_of[order], compact_freqs(freq[order])
         starts = np.searchsorted(term_of, np.arange(len(names) + 1)).astype(np.int64)
         widths = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
         average = float(widths.sum()) / max(len(keys), 1)
-        slices = TermSlices(names, starts)
-        return cls(_compact_keys(keys), widths, average, slices, row_of, freq)
+        slices = TermSlices.of(names, starts)
+        return cls(_compact_keys(keys), compact_lengths(widths), average, slices, row_of, freq)
 
     def key_list(self) -> list[object]:
         """Every row's key as a plain Python object, in row order."""
-        return self.keys.tolist() if isinstance(self.keys, np.ndarray) else list(self.keys)
+        return list(self.keys.tolist())
 
     def key(self, row: int) -> object:
         """One row's key as a plain Python object (an int, not a numpy scalar)."""
-        found = self.keys[row]
+        found = self.keys[int(row)]
         return found.item() if isinstance(found, np.generic) else found
+
+    def find(self, key: object) -> int | None:
+        """The row of `key`, or None (masked or not: the caller checks)."""
+        keys = self.keys
+        if isinstance(keys, StringColumn):
+            return keys.find(str(key)) if isinstance(key, str) else None
+        if type(key) is not int or not len(keys):
+            return None
+        if self.key_sort is None:
+            self.key_sort = np.argsort(keys, kind="stable")
+        at = int(np.searchsorted(keys, key, sorter=self.key_sort))
+        if at < len(keys) and int(keys[self.key_sort[at]]) == key:
+            return int(self.key_sort[at])
+        return None
 
     def doc_frequency(self, term: str) -> int:
         """Rows containing the term (FTS5's fts5vocab `doc`)."""
@@ -209,22 +284,49 @@ class Postings:
         return LiveTable(self).search(terms, limit)
 
 
-@dataclass
+def _batch_postings(
+    chunk: list[Sequence[object]], vocab: dict[str, int], weight_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(term id, row in the batch, weighted tf) of one batch's postings, and its row lengths."""
+    local = np.arange(len(chunk), dtype=np.int64)
+    ids: list[np.ndarray] = []
+    at: list[np.ndarray] = []
+    columns: list[np.ndarray] = []
+    total = np.zeros(len(chunk), dtype=np.int64)
+    for column in range(1, len(weight_of) + 1):
+        split = [str(row[column] or "").split() for row in chunk]
+        counts = np.fromiter(map(len, split), dtype=np.int64, count=len(chunk))
+        flat = list(chain.from_iterable(split))
+        for token in dict.fromkeys(flat):
+            vocab.setdefault(token, len(vocab))
+        ids.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
+        at.append(np.repeat(local, counts))
+        columns.append(np.full(len(flat), column - 1, dtype=np.int8))
+        total += counts
+    pair = np.concatenate(ids) * len(chunk) + np.concatenate(at)
+    unique, inverse = np.unique(pair, return_inverse=True)
+    freq = np.bincount(inverse, weights=weight_of[np.concatenate(columns)])
+    term, place = np.divmod(unique, len(chunk))
+    return term.astype(np.int32), place.astype(np.int64), freq, total
+
+
+@dataclass(eq=False)
 class Segment:
     """Postings of some rows, and which of them a later write replaced or removed."""
 
     postings: Postings
     #: Tie order of each row (FTS5 breaks ties by rowid: chunk ids, or insertion order).
     order: np.ndarray
-    #: Source rows, kept for the small segments only (merging them re-reads nothing).
-    rows: list[tuple[object, ...]] | None = None
+    #: A small segment: rows of writes since the base (merged with the other small ones).
+    small: bool = False
+    #: Its segment file once written (storage/lexical/disk.py), and the mask file saved.
+    name: str | None = None
+    mask_name: str | None = None
     masked: np.ndarray | None = None
     masked_count: int = 0
     masked_length: float = 0.0
-    total_length: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.total_length = float(self.postings.lengths.sum())
+    #: Rows masked since the mask was last saved.
+    mask_dirty: bool = False
 
     def live(self) -> int:
         return len(self.postings.keys) - self.masked_count
@@ -236,6 +338,27 @@ class Segment:
             self.masked[position] = True
             self.masked_count += 1
             self.masked_length += float(self.postings.lengths[position])
+            self.mask_dirty = True
+
+    def set_mask(self, positions: np.ndarray) -> None:
+        """The saved mask of a segment read back from its file."""
+        self.masked = np.zeros(len(self.postings.keys), dtype=bool)
+        self.masked[positions] = True
+        self.masked_count = int(self.masked.sum())
+        lengths = np.asarray(self.postings.lengths[positions], dtype=np.float64)
+        self.masked_length = float(lengths.sum())
+
+    def locate(self, key: object) -> int | None:
+        """The live row of `key` here, or None."""
+        row = self.postings.find(key)
+        if row is None or (self.masked is not None and self.masked[row]):
+            return None
+        return row
+
+    def doc_frequency(self, term: str) -> int:
+        if self.masked is None:
+            return self.postings.doc_frequency(term)
+        return len(self.matches(term)[0])
 
     def matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, weighted tf) of the live rows holding the term."""
@@ -249,89 +372,106 @@ class Segment:
 
 
 class LiveTable:
-    """One table in memory as it is now: the Postings it was built from plus later writes.
+    """One table as it is now: its segments (a base, memory-mapped or built in memory, and the
+    small ones of later writes) plus rows written since the last read (`pending`).
 
-    A write masks the rows it replaces or removes and adds its new rows as a small segment, so
-    scores stay FTS5's over the current table (N, average length and document frequencies
-    count live rows only). Past MAX_SEGMENTS the small segments are merged into one.
+    A write masks the rows it replaces or removes and keeps its new rows pending; the next read
+    indexes them as a small segment, so scores stay FTS5's over the current table (N, average
+    length and document frequencies count live rows only). Past MAX_SEGMENTS the small segments
+    are merged into one (storage/lexical/merge.py).
     """
 
     def __init__(
         self,
-        base: Postings,
+        base: Postings | None = None,
         weights: Sequence[float] = (),
         *,
         tie_by_key: bool = False,
     ) -> None:
         self.weights = tuple(weights)
         self.tie_by_key = tie_by_key
-        order = np.asarray(base.keys, np.int64) if tie_by_key else np.arange(len(base.keys))
-        self.segments = [Segment(base, order)]
-        self._where: dict[object, tuple[int, int]] | None = None
-        self._next_order = len(base.keys)
-        #: Rows added since the base was built (the caller rebuilds when this grows large).
+        self.segments: list[Segment] = []
+        #: Rows written and not indexed yet, by key (a later write of a key replaces it).
+        self.pending: dict[object, tuple[object, ...]] = {}
+        self.pending_chars = 0
+        self.next_order = 0
+        #: Rows added since the base was built.
         self.added = 0
+        if base is not None:
+            self.segments.append(Segment(base, self.order_of(base)))
 
-    @property
-    def where(self) -> dict[object, tuple[int, int]]:
-        """key → (segment, row) of every live row (built on the first write)."""
-        if self._where is None:
-            keys = self.segments[0].postings.key_list()
-            self._where = {k: (0, i) for i, k in enumerate(keys)}
-        return self._where
+    def order_of(self, postings: Postings) -> np.ndarray:
+        """Tie order of new rows: their keys, or the next insertion numbers."""
+        if self.tie_by_key:
+            return np.asarray(postings.keys, np.int64)
+        count = len(postings.keys)
+        order = np.arange(self.next_order, self.next_order + count, dtype=np.int64)
+        self.next_order += count
+        return order
 
     def row_count(self) -> int:
         """Live rows (FTS5's N)."""
-        return sum(s.live() for s in self.segments)
+        return sum(s.live() for s in self.segments) + len(self.pending)
+
+    def live_keys(self) -> list[object]:
+        """Every live row's key (consistency checks: the rows a stamp claims)."""
+        keys = list(self.pending)
+        for segment in self.segments:
+            every = segment.postings.key_list()
+            dead = segment.masked
+            keys.extend(k for i, k in enumerate(every) if dead is None or not dead[i])
+        return keys
 
     def doc_frequency(self, term: str) -> int:
         """Live rows containing the term."""
-        return sum(len(s.matches(term)[0]) for s in self.segments)
+        self.settle()
+        return sum(s.doc_frequency(term) for s in self.segments)
 
     def apply(self, added: Sequence[tuple[object, ...]], removed: Iterable[object] = ()) -> None:
-        """Replay a write: `removed` keys and the keys of `added` rows lose their old row,
-        `added` rows (key, column texts...) become a new segment."""
-        where = self.where
+        """A write: `removed` keys and the keys of `added` rows lose their old row, `added` rows
+        (key, column texts...) are pending until the next read."""
         for key in [*removed, *(row[0] for row in added)]:
-            found = where.pop(key, None)
-            if found is not None:
-                self.segments[found[0]].mask(found[1])
-        if added:
-            self.added += len(added)
-            self._add_segment(list(added))
-        if len(self.segments) > 1 + MAX_SEGMENTS:
-            self._merge_small_segments()
+            if self.pending.pop(key, None) is not None:
+                continue
+            for segment in reversed(self.segments):
+                found = segment.locate(key)
+                if found is not None:
+                    segment.mask(found)
+                    break
+        for row in added:
+            self.pending[row[0]] = tuple(row)
+            self.pending_chars += sum(len(str(text or "")) for text in row[1:])
+        self.added += len(added)
 
-    def _add_segment(self, rows: list[tuple[object, ...]]) -> None:
+    def settle(self) -> Segment | None:
+        """Index the pending rows as a small segment (merging the small ones past MAX_SEGMENTS)."""
+        if not self.pending:
+            return None
+        rows = list(self.pending.values())
+        self.pending, self.pending_chars = {}, 0
         postings = Postings.build(rows, self.weights)
-        if self.tie_by_key:
-            order = np.asarray(postings.keys, np.int64)
-        else:
-            order = np.arange(self._next_order, self._next_order + len(rows))
-            self._next_order += len(rows)
-        index = len(self.segments)
-        self.segments.append(Segment(postings, order, rows=rows))
-        for position, key in enumerate(postings.key_list()):
-            self.where[key] = (index, position)
+        segment = Segment(postings, self.order_of(postings), small=True)
+        self.segments.append(segment)
+        if sum(s.small and s.name is None for s in self.segments) > MAX_SEGMENTS:
+            self.merge([s for s in self.segments if s.small and s.name is None])
+        return segment
 
-    def _merge_small_segments(self) -> None:
-        """All segments after the base become one (live rows only, in their order)."""
-        small, self.segments = self.segments[1:], self.segments[:1]
-        rows = [
-            row
-            for segment in small
-            for position, row in enumerate(segment.rows or ())
-            if segment.masked is None or not segment.masked[position]
-        ]
-        if rows:  # renumbered after every order handed out so far: insertion order holds
-            self._add_segment(rows)
+    def merge(self, parts: list[Segment], *, small: bool = True) -> Segment:
+        """`parts` (live rows only) become one segment in place of the first."""
+        postings, order = merge_segments(parts)
+        merged = Segment(postings, order, small=small)
+        at = self.segments.index(parts[0])
+        self.segments = [s for s in self.segments if all(s is not p for p in parts)]
+        self.segments.insert(min(at, len(self.segments)), merged)
+        return merged
 
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[object, float]]:
         """(key, score) of the best `limit` live rows matching any term, best first."""
+        self.settle()
         count = self.row_count()
         if not count or limit <= 0:
             return []
-        live_length = sum(s.total_length - s.masked_length for s in self.segments)
+        live_length = sum(s.postings.total - s.masked_length for s in self.segments)
         average = max(live_length / count, 1e-9)
         scores: dict[int, np.ndarray] = {}
         for term in dict.fromkeys(terms):
@@ -346,7 +486,8 @@ class LiveTable:
                 postings = self.segments[i].postings
                 if i not in scores:
                     scores[i] = np.zeros(len(postings.keys), dtype=np.float64)
-                norm = K1 * (1 - B + B * postings.lengths[rows] / average)
+                lengths = np.asarray(postings.lengths[rows], dtype=np.float64)
+                norm = K1 * (1 - B + B * lengths / average)
                 scores[i][rows] += idf * (freq * (K1 + 1)) / (freq + norm)
         return self._best(scores, limit)
 
@@ -367,3 +508,73 @@ class LiveTable:
         ordered = picked[np.lexsort((order[picked], -value[picked]))][:limit]
         postings = [segment.postings for segment in self.segments]
         return [(postings[segment_of[k]].key(row_of[k]), float(value[k])) for k in ordered]
+
+
+# ---- segments folded into one from their postings (no row text is read again) ------------
+def _live_rows(segment: Segment) -> np.ndarray:
+    """Which rows of `segment` are live."""
+    count = len(segment.postings.keys)
+    return np.ones(count, dtype=bool) if segment.masked is None else ~segment.masked
+
+
+def _keys(parts: list[Segment], alive: list[np.ndarray]) -> StringColumn | np.ndarray:
+    first = parts[0].postings.keys
+    if isinstance(first, np.ndarray):
+        return np.concatenate(
+            [np.asarray(p.postings.keys)[a] for p, a in zip(parts, alive, strict=True)]
+        )
+    paths = [
+        key
+        for part, live in zip(parts, alive, strict=True)
+        for key, keep in zip(part.postings.key_list(), live.tolist(), strict=True)
+        if keep
+    ]
+    return StringColumn.of([str(key) for key in paths])
+
+
+def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
+    """(postings, tie order) of the live rows of `parts`, in their order."""
+    alive = [_live_rows(p) for p in parts]
+    vocab = sorted({t for p in parts for t in p.postings.slices.terms()})
+    number = {t: i for i, t in enumerate(vocab)}
+    wide = any(np.asarray(p.postings.freqs).dtype != np.float32 for p in parts)
+    terms, rows, freqs = [], [], []
+    offset = 0
+    for part, live in zip(parts, alive, strict=True):
+        postings = part.postings
+        ids = np.fromiter(
+            (number[t] for t in postings.slices.terms()), np.int32, len(postings.slices)
+        )
+        row_of = np.asarray(postings.rows)
+        keep = live[row_of]
+        terms.append(np.repeat(ids, np.diff(np.asarray(postings.slices.starts)))[keep])
+        renumber = (np.cumsum(live) - 1 + offset).astype(np.int32)
+        rows.append(renumber[row_of[keep]])
+        freqs.append(np.asarray(postings.freqs, dtype=np.float64 if wide else np.float32)[keep])
+        offset += int(live.sum())
+    # each part is sorted by (term, row) and its rows follow the previous part's: a stable
+    # sort by term alone gives (term, row) order (a radix sort of int32, no int64 keys)
+    term_of = np.concatenate(terms)
+    del terms
+    order = np.argsort(term_of, kind="stable")
+    term_of = term_of[order]
+    row_of = np.concatenate(rows)[order]
+    del rows
+    freq = compact_freqs(np.concatenate(freqs)[order])
+    del freqs, order
+    starts = np.searchsorted(term_of, np.arange(len(vocab) + 1)).astype(np.int64)
+    lengths = np.concatenate(
+        [np.asarray(p.postings.lengths)[a] for p, a in zip(parts, alive, strict=True)]
+    )
+    widths = lengths.astype(np.float64)
+    average = float(widths.sum()) / max(len(widths), 1)
+    ties = np.concatenate([np.asarray(p.order)[a] for p, a in zip(parts, alive, strict=True)])
+    merged = Postings(
+        _keys(parts, alive),
+        compact_lengths(widths),
+        average,
+        TermSlices.of(vocab, starts),
+        row_of,
+        freq,
+    )
+    return merged, ties.astype(np.int64)

@@ -1,7 +1,7 @@
 """Both lexical tables of a fixed set of chunks in memory: a published revision's BM25.
 
 A published revision never changes, so its chunk and whole-file tables are built once from its
-rows (the same tokens, rows and column weights as the local FTS tables: `lexical.table_rows`)
+rows (the same tokens, rows and column weights as the local tables: `lexical.table_rows`)
 and answered by `bm25.LiveTable` with FTS5's BM25 and the local term selection
 (`lexical.informative_terms`). Lexical search over the team backend then ranks exactly as the
 local backend does over the same chunks, in the local backend's time: PostgreSQL's `ts_rank`
@@ -22,12 +22,13 @@ from typing import cast
 
 from codeask.core.records import Chunk
 from codeask.core.runtime import background
-from codeask.core.storage.lexical.bm25 import LiveTable, Postings
-from codeask.core.storage.lexical.fts import CHUNK_WEIGHTS, FILE_WEIGHTS
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, LiveTable, Postings
 from codeask.core.storage.lexical.index import informative_terms, query_terms, table_rows
-from codeask.core.storage.lexical.memory import MEMORY_AFTER_QUERIES
 
 log = logging.getLogger(__name__)
+
+#: Queries the caller's fallback answers before the tables are built in the background.
+MEMORY_AFTER_QUERIES = 3
 
 
 class FrozenLexical:

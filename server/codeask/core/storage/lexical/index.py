@@ -2,25 +2,22 @@
 
 Tokens are code-aware: `parseHttpRequest` and `parse_http_request` both index as `parse`,
 `http`, `request` and the whole identifier (`parsehttprequest`), so a query may name either the
-identifier or its words. We tokenize in Python and hand FTS5 plain `[a-z0-9]+` words, which keeps
-its own tokenizer out of the way. The tables live in SQLite FTS5 (fts.py); the same tables in
-memory (bm25.py, storage/lexical/memory.py) answer repeated queries with the same scores, much
-faster.
+identifier or its words. Rows are tokenized here into plain `[a-z0-9]+` words; the tables are
+BM25 postings (bm25.py, FTS5's formula) in segment files read through memory maps (disk.py).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from codeask.core.records import HISTORY_KINDS, Chunk
-from codeask.core.storage.lexical.bm25 import LiveTable
-from codeask.core.storage.lexical.fts import CHUNK_WEIGHTS, FILE_WEIGHTS, FtsTables
-from codeask.core.storage.lexical.fts import SCHEMA as SCHEMA  # moved there
-from codeask.core.storage.lexical.memory import MemoryCopy
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, LiveTable
+from codeask.core.storage.lexical.disk import SCHEMA as SCHEMA  # moved there
+from codeask.core.storage.lexical.disk import DiskTables, TableWrite
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -34,6 +31,8 @@ STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 MAX_QUERY_TERMS = 48
+#: Chunk rows per write of a rebuild (a first pass writes one file's rows at a time).
+REBUILD_ROWS = 2000
 #: A term in more than this share of the chunks is left out of a query (see `_informative`).
 MAX_DF_SHARE = 0.2
 #: ... but a term in at most this many chunks is always kept (small folders need no trimming).
@@ -168,58 +167,34 @@ def _rarest(terms: list[str], freq: dict[str, int], rows: int) -> list[str]:
 
 
 class LexicalIndex:
-    """Chunk and whole-file BM25 of one folder: FTS5 tables (`tables`) stamped with the store
-    generation they match, answered from the in-memory copy (`memory`) when it is current."""
+    """Chunk and whole-file BM25 of one folder: segment files memory-mapped from `path` (a
+    folder; None: in memory), stamped with the store generation they match (disk.py)."""
 
     #: bm25 column weights: body, symbol (name + parent), path.
     WEIGHTS = CHUNK_WEIGHTS
-    #: The whole-file table's weights (see fts.FILE_WEIGHTS).
+    #: The whole-file table's weights (see bm25.FILE_WEIGHTS).
     FILE_WEIGHTS = FILE_WEIGHTS
 
     def __init__(self, path: Path | None) -> None:
-        self._attach(FtsTables.open(path))
-
-    def _attach(self, tables: FtsTables) -> None:
-        self.tables = tables
-        self._lock = tables.lock
-        self.memory = MemoryCopy(tables)
+        self.tables = DiskTables.open(path)
 
     @classmethod
-    def open_snapshot(
-        cls,
-        path: Path,
-        generation: int,
-        rows: int,
-        *,
-        short_lived: bool = True,
-        fallback: Callable[[], LexicalIndex] | None = None,
-    ) -> LexicalIndex | None:
-        """A read-only view of the table as stamped for `generation`, or None if it differs.
-
-        For readers (`search`, `status`, a server that does not own the folder): the check and
-        every later query run in one read transaction, so a writer committing meanwhile is
-        never seen and snapshot N is never paired with rows of N+1. A short-lived reader (a CLI
-        run) creates no file: without a live writer (no -wal file) it opens the database
-        immutable. A long-lived one (a read-only server) opens it plain read-only, which may
-        create the -wal/-shm files but stays correct when a writer starts later.
-
-        SQLite trusts an immutable file not to change; a writer that starts and checkpoints
-        during the read would hand it torn pages. So every read re-checks the file's identity
-        (inode, size, mtime) and, when it moved or SQLite fails, the view switches to
-        `fallback()` (the reader's own snapshot, rebuilt in memory) and reads again.
-        """
-        tables_of = None if fallback is None else (lambda: fallback().tables)
-        tables = FtsTables.open_snapshot(path, (generation, rows), short_lived, tables_of)
+    def open_snapshot(cls, path: Path, generation: int, rows: int) -> LexicalIndex | None:
+        """A read-only view of the tables as stamped for `generation` with `rows` chunk rows,
+        or None if they differ. The segment files it maps are never changed by a writer (only
+        removed, which leaves a mapping readable), so a view never pairs snapshot N with rows
+        of N+1 and creates no file."""
+        tables = DiskTables.open_snapshot(path, generation, rows)
         if tables is None:
             return None
         view = cls.__new__(cls)
-        view._attach(tables)
+        view.tables = tables
         return view
 
     @property
     def path(self) -> Path | None:
-        """The database file (None: in memory)."""
-        return self.tables.path
+        """The tables' folder (None: in memory)."""
+        return self.tables.folder
 
     @property
     def readonly(self) -> bool:
@@ -231,14 +206,14 @@ class LexicalIndex:
         return self.tables.generation()
 
     def stamp(self, generation: int) -> None:
-        """Record that the table now matches snapshot `generation`."""
+        """Save the changes and record that the table now matches snapshot `generation`."""
         self.tables.stamp(generation)
 
     def upsert(self, chunks: Iterable[Chunk]) -> None:
-        """Add or replace chunks (by id) in one transaction."""
-        rows = [(c.id, *doc_columns(c)) for c in chunks]
+        """Add or replace chunks (by id)."""
+        rows = tuple((c.id, *doc_columns(c)) for c in chunks)
         if rows:
-            self.tables.upsert(rows)
+            self.tables.write(TableWrite(chunk_rows=rows))
 
     def replace_file(
         self,
@@ -247,27 +222,29 @@ class LexicalIndex:
         chunks: Sequence[Chunk],
         columns: Sequence[tuple[str, str, str]] | None = None,
     ) -> None:
-        """A file's chunks replaced (`removed` dropped) and its whole-file row rebuilt, in one
-        transaction, each chunk's columns tokenized once (`columns`: already, by the caller)."""
+        """A file's chunks replaced (`removed` dropped) and its whole-file row rebuilt, each
+        chunk's columns tokenized once (`columns`: already, by the caller)."""
         if columns is None:
             columns = [doc_columns(c) for c in chunks]
-        rows = [(c.id, *cols) for c, cols in zip(chunks, columns, strict=True)]
-        file_columns = [(body, symbol, path_tokens) for _, body, symbol, path_tokens in rows]
-        self.tables.replace_file_chunks(list(removed), rows, path, file_row(path, file_columns))
+        rows = tuple((c.id, *cols) for c, cols in zip(chunks, columns, strict=True))
+        row = file_row(path, [tuple(cols) for cols in columns])  # type: ignore[misc]
+        write = TableWrite(rows, tuple(removed), path, row)
+        self.tables.write(write)
 
     def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:
         """Whole-file row: long questions match files whose terms are spread over many chunks."""
-        self.tables.replace_file(path, file_row(path, [doc_columns(c) for c in chunks]))
+        row = file_row(path, [doc_columns(c) for c in chunks])
+        self.tables.write(TableWrite(file=path, file_row=row))
 
     def remove_file(self, path: str) -> None:
         """Drop a whole-file row."""
-        self.tables.replace_file(path, None)
+        self.tables.write(TableWrite(file=path))
 
     def remove(self, ids: Iterable[int]) -> None:
         """Drop chunks by id."""
-        keys = [(i,) for i in ids]
-        if keys:
-            self.tables.remove(keys)
+        removed = tuple(ids)
+        if removed:
+            self.tables.write(TableWrite(chunk_removed=removed))
 
     def clear(self) -> None:
         """Empty the table (before a rebuild)."""
@@ -276,12 +253,12 @@ class LexicalIndex:
     def rebuild(self, chunks: Iterable[Chunk]) -> None:
         """Refill both tables from the store's chunks (after a crash or a damaged file)."""
         chunk_rows, file_rows = table_rows(chunks)
-        with self._lock:
+        with self.tables.lock:
             self.clear()
-            if chunk_rows:
-                self.tables.upsert(chunk_rows)
+            for start in range(0, len(chunk_rows), REBUILD_ROWS):
+                self.tables.write(TableWrite(tuple(chunk_rows[start : start + REBUILD_ROWS])))
             for path, body, path_tokens in file_rows:
-                self.tables.replace_file(path, (body, path_tokens))
+                self.tables.write(TableWrite(file=path, file_row=(body, path_tokens)))
 
     def count(self) -> int:
         """Rows in the table."""
@@ -289,45 +266,30 @@ class LexicalIndex:
 
     def search(self, query: str, limit: int = 100) -> list[tuple[int, float]]:
         """(chunk id, score) best first; score is -bm25, so higher is better."""
-        return [(int(cast(int, key)), float(s)) for key, s in self._top_k(query, "fts", limit)]
+        return [(int(cast(int, key)), float(s)) for key, s in self._top_k(query, True, limit)]
 
     def search_files(self, query: str, limit: int = 100) -> list[tuple[str, float]]:
         """(path, score) best first, whole-file BM25."""
-        return [(str(key), float(s)) for key, s in self._top_k(query, "files_fts", limit)]
+        return [(str(key), float(s)) for key, s in self._top_k(query, False, limit)]
 
-    def _top_k(self, query: str, table: str, limit: int) -> list[tuple[Any, Any]]:
-        """(key, score) of `table` for the query's informative terms, from memory if current."""
+    def _top_k(self, query: str, chunks: bool, limit: int) -> list[tuple[Any, Any]]:
+        """(key, score) of a table for the query's informative terms (see `informative_terms`:
+        none found in more than MAX_DF_SHARE of the chunks of a big folder, at most the rarest
+        MAX_QUERY_TERMS, the rarest one if all are common)."""
         terms = query_terms(query)
         if not terms:
             return []
-        with self._lock:
-            terms = self._informative(terms)
+        tables = self.tables
+        with tables.lock:
+            terms = informative_terms(terms, tables.chunks)
             if not terms:
                 return []
-            memory = self.memory.for_query()
-            if memory is not None:
-                postings = memory[1] if table == "fts" else memory[2]
-                return postings.search(terms, limit)
-            return self.tables.top_k(table, terms, limit)
-
-    def _informative(self, terms: list[str]) -> list[str]:
-        """Terms worth a lookup: none found in more than MAX_DF_SHARE of the chunks of a big
-        folder (their idf is near zero, and each costs FTS5 a scan of its long posting list;
-        dropping them left the dev set's R@5 unchanged), at most the
-        rarest MAX_QUERY_TERMS (long issue texts stay fast); the rarest one if all are common."""
-        memory = self.memory.current()
-        if memory is not None:
-            return informative_terms(terms, memory[1])
-        freq, rows = self.tables.doc_frequencies(terms), self.tables.row_count()
-        return _rarest(terms, freq, rows)
+            return (tables.chunks if chunks else tables.files).search(terms, limit)
 
     def warm_up(self) -> None:
-        """Build the in-memory copy now, in this thread, unless it is current or being built
-        (a server's indexing thread calls this when a run ends, so the next search is fast)."""
-        self.memory.warm_up()
+        """Index the rows written since the last read now (a server when a run ends), so the
+        next search does not pay for them."""
+        self.tables.settle()
 
     def close(self) -> None:
-        """Release the database."""
-        with self._lock:
-            self.memory.built = None
-            self.tables.close()
+        """Nothing to release but the maps, which go with the tables."""

@@ -78,8 +78,7 @@ import numpy as np
 
 from codeask.core.embedding.static import STATIC_MODEL_NAME
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.storage.lexical.frozen import LazyLexical
-from codeask.core.storage.lexical.memory import MEMORY_AFTER_QUERIES
+from codeask.core.storage.lexical.frozen import MEMORY_AFTER_QUERIES, LazyLexical
 from codeask.core.storage.postgres import revision_sql
 from codeask.core.storage.postgres.chunk_cache import CACHE_SIZE, ChunkCache
 from codeask.core.storage.postgres.connect import PgError, PgUnavailable, connect, redact
