@@ -31,16 +31,13 @@ from functools import partial
 from pathlib import Path
 
 import msgspec
+from tests.llama_server import LlamaServer, ServerError, llama_server
 
 from codeask.config import load_settings
 from codeask.core.ask.answer import AskRequest, ask, prepare
 from codeask.core.indexer import FolderIndex
 from codeask.core.search.retrieve import search
 from codeask.core.storage.lexical.index import expand_query as retrieval_query
-
-# tests/ is not a package (tests/llm must not be one): import the launcher from its folder
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from llama_server import LlamaServer, ServerError, llama_server
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = (

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.child_env import in_process_env
+from tests.support.env import in_process_env
 
 SAMPLE_S = 0.2
 #: Seconds between two progress lines of the child during the backlog.

@@ -26,8 +26,8 @@ from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.support.env import in_process_env
 
-from benchmarks.child_env import in_process_env
 from benchmarks.daemon_mcp_bench import Agent, daemon_pid, rss_mb
 
 QUERIES = (

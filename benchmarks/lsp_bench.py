@@ -27,12 +27,8 @@ from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-
-# tests/lsp is not a package (tests/ has no __init__.py): reuse the harness's pygls helper
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lsp"))
-from lsp_harness import plain
-
-from benchmarks.child_env import in_process_env
+from tests.support.env import in_process_env
+from tests.support.lsp_harness import plain  # the tests' pygls helper, reused
 
 DEFAULT_FOLDER = Path.home() / ".cache/codeask-eval/src/sphinx-5.1.1"
 QUERIES = [

@@ -30,8 +30,7 @@ from typing import Any
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-
-from benchmarks.child_env import in_process_env
+from tests.support.env import in_process_env
 
 DEFAULT_FOLDER = Path.home() / ".cache/codeask-eval/src/sphinx-5.1.1"
 QUERIES = (

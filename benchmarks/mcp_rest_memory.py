@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from benchmarks.child_env import in_process_env
+from tests.support.env import in_process_env
 
 FILES = {
     "src/shop/cache.py": "class ExpiringCache:\n    def get(self, key):\n        return key\n",

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.support.env import in_process_env
 
-from benchmarks.child_env import in_process_env
 from benchmarks.lsp_bench import Bench
 from benchmarks.memory_profile import REPORTS, TYPED
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.child_env import in_process_env
+from tests.support.env import in_process_env
 
 
 def tree_state(folder: Path) -> dict[str, tuple[int, int, int]]:

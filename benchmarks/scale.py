@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.child_env import in_process_env
+from tests.support.env import in_process_env
+
 from benchmarks.cold_peak import fresh_cache
 from benchmarks.kernel_source import cache_root, kernel_tree
 from benchmarks.proc_tree import Cost, Tree

@@ -68,6 +68,6 @@ def isolated_cache(
     _seed(cache, int8_query_model)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     # The per-user daemon is on by default; a test drives one process unless it turns the
-    # daemon on itself, in a private runtime directory (tests/daemon, benchmarks/child_env.py).
+    # daemon on itself, in a private runtime directory (tests/daemon, tests/support/env.py).
     monkeypatch.setenv("CODEASK_DAEMON__ENABLED", "false")
     yield cache

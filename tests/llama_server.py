@@ -11,7 +11,8 @@ it cannot run here.
 With `embedding=True` (`--embedding`) the same server runs llama.cpp's embedding mode instead
 (mean pooling, POST /v1/embeddings; no chat): the endpoint the `openai`/`ollama` embedding
 providers (core/embedding/remote.py) are tested against. The default is unchanged.
-Not a package module: tests/ is on sys.path (pytest's rootdir conftest; the benchmark adds it).
+Not a package module: tests/ is on pytest's `pythonpath`; the benchmark imports
+`tests.llama_server`.
 """
 
 from __future__ import annotations

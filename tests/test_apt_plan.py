@@ -5,6 +5,7 @@ simulation: nothing is installed (the dpkg database is compared before and after
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -130,11 +131,11 @@ def test_the_e2e_packages_are_installed_without_upgrades_or_recommends() -> None
 
 def test_simulation_lines_are_read_as_new_or_upgrade() -> None:
     """apt-get -s prints `Inst name [installed] (new ...)` for an upgrade, no [..] for a new one."""
-    sys.path.insert(0, str(APT_PLAN.parent))
-    try:
-        import apt_plan
-    finally:
-        sys.path.pop(0)
+    spec = importlib.util.spec_from_file_location("apt_plan", APT_PLAN)
+    assert spec is not None and spec.loader is not None
+    apt_plan = importlib.util.module_from_spec(spec)
+    sys.modules["apt_plan"] = apt_plan  # its dataclasses look their module up while defined
+    spec.loader.exec_module(apt_plan)
     plan = apt_plan.parse_simulation(
         "Inst perl-base [5.36.0-7+deb12u2] (5.36.0-7+deb12u3 Debian:12.15/oldstable [amd64]) []\n"
         "Inst chromium (150.0.7871.100-1~deb12u1 Debian-Security:12/oldstable-security [amd64])\n"

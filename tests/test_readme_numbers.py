@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks.child_env import in_process_env
 
 from codeask.config import settings_markdown
+from support import codeask, in_process_env
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 #: A measurement: a number with a unit of time, size, rate or a test count.
@@ -79,14 +79,7 @@ def test_repo_size_in_the_quick_start_is_an_index_of_this_repo(tmp_path: Path) -
     clone = tmp_path / "codeask"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(clone)], check=True)
     env = {**in_process_env(), "XDG_CACHE_HOME": str(tmp_path / "xdg"), "HF_HUB_OFFLINE": "1"}
-    run = subprocess.run(
-        [sys.executable, "-m", "codeask", "index", "--lexical-only", "--json", "."],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = codeask("index", "--lexical-only", "--json", ".", cwd=clone, env=env, timeout=600)
     assert run.returncode == 0, run.stderr
     (report,) = json.loads(run.stdout)
     stated = re.fullmatch(r"([\d,]+) files, ([\d,]+) chunks", marked("repo-size").strip())

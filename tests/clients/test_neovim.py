@@ -17,7 +17,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,17 +24,13 @@ from pathlib import Path
 import pygit2
 import pytest
 
+import llama_server
+from support import PYTHON_M, codeask, gitrepo
+
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 PLUGIN = REPO / "editor-clients" / "neovim"
 SPEC = Path(__file__).resolve().parent / "nvim" / "spec.lua"
-for extra in (TESTS, TESTS / "unit"):  # tests/ and tests/unit are not packages
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
-
-import gitrepo  # noqa: E402
-
-import llama_server  # noqa: E402
 
 pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
@@ -190,7 +185,7 @@ def run_specs(tmp: Path, llm_url: str, llm_log: Path | None = None) -> NvimRun:
         "HF_HUB_OFFLINE": "1",
         "CODEASK_TEST_PLUGIN": str(PLUGIN),
         "CODEASK_TEST_REPO": str(repo),
-        "CODEASK_TEST_SERVER_CMD": json.dumps([sys.executable, "-m", "codeask", "serve"]),
+        "CODEASK_TEST_SERVER_CMD": json.dumps([*PYTHON_M, "serve"]),
         "CODEASK_TEST_LLM_URL": llm_url,
         "CODEASK_TEST_LLM_LOG": str(llm_log or ""),
         "CODEASK_TEST_RESULTS": str(results),
@@ -421,16 +416,10 @@ def test_first_search_right_after_attach_reads_the_index(tmp_path: Path) -> None
         tmp_path,
         HF_HUB_OFFLINE="1",
         CODEASK_TEST_REPO=str(repo),
-        CODEASK_TEST_SERVER_CMD=json.dumps([sys.executable, "-m", "codeask", "serve"]),
+        CODEASK_TEST_SERVER_CMD=json.dumps([*PYTHON_M, "serve"]),
         CODEASK_TEST_RESULTS=str(tmp_path / "results.json"),
     )
-    subprocess.run(
-        [sys.executable, "-m", "codeask", "index", str(repo)],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
+    codeask("index", str(repo), env=env, check=True, timeout=180)
     _, output, report = run_spec(nvim, FIRST_SEARCH_SPEC, repo, env, 200)
     assert report.get("answered"), output
     notes, items = report["notes"], report["items"]

@@ -14,22 +14,9 @@ from pathlib import Path
 import codeask as package
 from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
 from codeask.daemon.server import lock_holder
+from support import codeask as codeask  # the one runner (tests/support/cli.py), re-exported
 
 ENABLED = "CODEASK_DAEMON__ENABLED"
-
-
-def codeask(
-    *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """`codeask ARGS` as a user runs it: a real process."""
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def python_detached(code: str, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -3,13 +3,12 @@ client from tests/mcp (real `codeask mcp` processes), and a look at a process fr
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mcp"))
 from daemon_helpers import ENABLED, daemon_pid, processes_run_in
-from mcp_harness import (
+
+from support.mcp_harness import (
     TOOLS,
     RawPipe,
     build_project,

@@ -7,7 +7,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -22,6 +21,8 @@ from daemon_helpers import (
     wait_until,
     without_seconds,
 )
+
+from support import PYTHON_M
 
 pytestmark = pytest.mark.slow
 QUERIES = ("invoice pdf", "tax rate for a country", "mail the customer", "render_invoice_pdf")
@@ -194,13 +195,8 @@ def test_the_forwarding_client_stays_light(project: Path, daemon_env: dict[str, 
     # pages (the kernel's maxrss keeps the forking parent's image across exec).
     if not Path(TIME).exists():
         pytest.skip(f"no {TIME} to measure the client's RSS")
-    timed = subprocess.run(
-        [TIME, "-f", "%M", sys.executable, "-m", "codeask", "search", "invoice pdf"],
-        cwd=project,
-        env=daemon_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    timed = codeask(
+        "search", "invoice pdf", cwd=project, env=daemon_env, launcher=(TIME, "-f", "%M", *PYTHON_M)
     )
     assert timed.returncode == 0, timed.stderr
     peak_kb = int(timed.stderr.strip().splitlines()[-1])

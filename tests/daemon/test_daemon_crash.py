@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,8 +15,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import codeask, daemon_pid, socket_path, wait_until, without_seconds
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
-from _writers_helpers import spawn
+from support.writers import spawn
 
 pytestmark = pytest.mark.slow
 QUERIES = ("invoice pdf", "tax rate for a country", "mail the customer", "render_invoice_pdf")

@@ -10,7 +10,6 @@ import contextlib
 import resource
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from codeask import __version__
 from codeask.daemon import protocol
 from codeask.daemon.forwarder import hello
 from codeask.daemon.limits import connection_limit
+from support import PYTHON_M
 
 pytestmark = pytest.mark.slow
 #: The daemon's descriptor limit in these tests (soft and hard): its connection cap is half.
@@ -40,7 +40,7 @@ def start_daemon(env: dict[str, str], log: Path, fds: int) -> subprocess.Popen[b
     """`codeask daemon` started with RLIMIT_NOFILE = `fds`, listening."""
     with log.open("ab") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "codeask", "daemon"],
+            [*PYTHON_M, "daemon"],
             env=env,
             cwd="/",
             stdin=subprocess.DEVNULL,

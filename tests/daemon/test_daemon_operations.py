@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from daemon_helpers import codeask, daemon_pid
 
+from support import PYTHON_M
+
 pytestmark = pytest.mark.slow
 
 #: `codeask search` lines: human and --json output, filters, notes and user errors.
@@ -176,7 +178,7 @@ def test_a_slow_request_does_not_hold_a_fast_one(
     current.unlink()
     os.mkfifo(current, 0o600)
     slow = subprocess.Popen(
-        [sys.executable, "-m", "codeask", "search", "vat rate", "--root", str(slow_root)],
+        [*PYTHON_M, "search", "vat rate", "--root", str(slow_root)],
         cwd=project,
         env=daemon_env,
         stdout=subprocess.PIPE,

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from daemon_helpers import ENABLED, codeask, daemon_pid
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from lsp_harness import Session, build_project, session, wait_for
+from support.lsp_harness import Session, build_project, session, wait_for
 
 pytestmark = pytest.mark.slow
 QUERIES = ("check whether a number is prime", "read the TOML configuration file", "retry")

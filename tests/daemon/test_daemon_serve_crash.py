@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,7 @@ from daemon_helpers import daemon_pid, wait_until
 from pygls.exceptions import JsonRpcException
 from test_daemon_serve import QUERIES, answers, editor_env, hits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from lsp_harness import build_project, hover_text, session
+from support.lsp_harness import build_project, hover_text, session
 
 pytestmark = pytest.mark.slow
 KILLS = 2

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from daemon_helpers import ENABLED, daemon_pid, stop_daemon, wait_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
-from _lsp_wire import Wire
 from test_daemon_serve import FORWARDER_MB, rss_mb
-from test_lsp_fuzz import (
+
+from hostile.test_lsp_fuzz import (
     make_workspace,
     test_bad_body_gets_an_error_reply,
     test_garbage_between_messages,
@@ -26,6 +22,7 @@ from test_lsp_fuzz import (
     test_long_garbage_is_not_buffered,
     test_wrong_content_length_resynchronises,
 )
+from support.lsp_wire import Wire
 
 __all__ = [
     "test_bad_body_gets_an_error_reply",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,7 @@ from daemon_helpers import daemon_pid, run_dir, socket_path
 from test_daemon_serve import FORWARDER_MB, editor_env, rss_mb, server_pid
 from test_daemon_users import nobody, shared, start_squatter, what_reached
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from lsp_harness import build_project, session
+from support.lsp_harness import build_project, session
 
 __all__ = ["nobody", "shared"]  # the fixtures this module uses
 pytestmark = [

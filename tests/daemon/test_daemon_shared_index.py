@@ -7,7 +7,6 @@ whose settings for the folder differ (a trusted workspace) keeps its own. Real p
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,7 @@ from daemon_helpers import codeask, daemon_pid
 from mcp_agents import call, mcp_session
 from test_daemon_serve import QUERIES, _located_elsewhere, answers, editor_env, settle
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from lsp_harness import build_project, server_env, session, wait_for
+from support.lsp_harness import build_project, server_env, session, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from daemon_helpers import daemon_pid
+from daemon_helpers import codeask, daemon_pid
 
 from codeask.mcp.server import build_server
 
@@ -173,14 +173,7 @@ def test_a_missing_folder_is_the_same_user_error_either_way(
     assert said == ["codeask: not a folder: nowhere"], done.stderr
     assert daemon_pid(daemon_env) is not None, "the daemon was not asked"
     off = dict(daemon_env, CODEASK_DAEMON__ENABLED="false")
-    alone = subprocess.run(
-        [sys.executable, "-m", "codeask", "mcp", "nowhere"],
-        cwd=root,
-        env=off,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    alone = codeask("mcp", "nowhere", cwd=root, env=off, timeout=120)
     assert (alone.returncode, alone.stderr) == (1, "codeask: not a folder: nowhere\n")
 
 

@@ -53,16 +53,3 @@ def fake_llm() -> Iterator[Recorder]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def llm_options(port: int) -> dict[str, Any]:
-    """initializationOptions pointing the server's LLM at the recorder."""
-    return {
-        "llm": {
-            "provider": "openai",
-            "baseUrl": f"http://127.0.0.1:{port}",
-            "model": "stand-in",
-            "connectTimeout": 2,
-            "readTimeout": 30,
-        }
-    }

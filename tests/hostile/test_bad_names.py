@@ -11,19 +11,18 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from lsp_harness import session
-
 from codeask.config import IndexSettings
 from codeask.core.source.discover import NOT_UTF8, check_file, discover
 from codeask.core.source.names import display_path, is_utf8
 from codeask.core.source.specialfs import SpecialMounts, parse_mountinfo
+from support import codeask as run_codeask
+from support import in_process_env
+from support.lsp_harness import session
 
 BAD = os.fsdecode(b"bad\xff\xfe.py")  # surrogate-escaped, as os.listdir returns it
 BAD_DIR = os.fsdecode(b"dir\xe9")
@@ -58,13 +57,7 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
 
 def codeask(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real CLI; a timeout, so a walker that opens the fifo fails instead of hanging."""
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    return run_codeask(*args, env=in_process_env(**(env or {})), timeout=120)
 
 
 def _indexed(root: Path) -> subprocess.CompletedProcess[str]:

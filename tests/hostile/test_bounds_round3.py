@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from test_bad_names import _git
 from test_trust_round2 import codeask, env_for
 
 from codeask.config import MAX_SETTINGS_DEPTH, SIZE_FLOORS, cpu_cores, load_settings
+from support import PYTHON_SAFE_M
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ def test_a_project_file_cannot_ask_for_100000_threads(tmp_path: Path) -> None:
     more than a few dozen threads; the warning names the file and the core count."""
     root = repo(tmp_path, "[embed]\nthreads = 100000\n[index]\nchunk_workers = 3\n")
     started = time.monotonic()
-    command = [sys.executable, "-P", "-m", "codeask", "index", "--full", "."]
+    command = [*PYTHON_SAFE_M, "index", "--full", "."]
     env = env_for(tmp_path)
     proc = subprocess.Popen(
         command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE

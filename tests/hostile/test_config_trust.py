@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,10 +30,9 @@ from codeask.config import (
     protected_names,
     settings_markdown,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from benchmarks.child_env import in_process_env
-from lsp_harness import session, wait_for
+from support import codeask as run_codeask
+from support import in_process_env
+from support.lsp_harness import session, wait_for
 
 SECRET = "aws-secret-value-0123456789abcdef"
 ENV_SECRET = "SECRETTOKENINDOTENV"
@@ -167,14 +165,7 @@ def hostile(tmp_path: Path, attacker: Endpoint, users_endpoint: Endpoint) -> Env
 
 
 def codeask(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        env=env.env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=env.root,
-    )
+    return run_codeask(*args, cwd=env.root, env=env.env, timeout=180)
 
 
 def _index_and_ask(env: Env) -> tuple[subprocess.CompletedProcess[str], str]:

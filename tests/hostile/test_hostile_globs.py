@@ -12,19 +12,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from _writers_helpers import codeask as run_cli
-from benchmarks.child_env import in_process_env
-from tests.unit import gitrepo
 
 from codeask.core.source.globs import path_spec
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mcp"))
-from mcp_harness import call, complete, mcp_session, server_env, tool_error
+from support import codeask as run_cli
+from support import gitrepo, in_process_env
+from support.mcp_harness import call, complete, mcp_session, server_env, tool_error
 
 HOSTILE = "*a*a*a*a*a*a*a*a*a*a*a*a*b"
 LONG_NAME = "a" * 60

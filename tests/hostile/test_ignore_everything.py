@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from _writers_helpers import codeask as run_cli
-from benchmarks.child_env import in_process_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mcp"))
-from mcp_harness import complete, mcp_session, server_env
+from support import codeask as run_cli
+from support import in_process_env
+from support.mcp_harness import complete, mcp_session, server_env
 
 KERNEL = {
     "Makefile": "VERSION = 6\nall:\n\t$(MAKE) -C kernel\n",

@@ -15,7 +15,6 @@ import pwd
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,10 +23,11 @@ import pytest
 from test_secrets import cli_env, git, write
 
 from codeask.core.storage import writer_lock
+from support import CODEASK_SCRIPT
+from support import codeask as run_codeask
 
 pytestmark = pytest.mark.slow
 
-CODEASK = Path(sys.executable).with_name("codeask")
 MARKER = "zq7private7marker"
 PRIVATE_TEXT = f'def private_helper():\n    """Only the owner may read {MARKER}."""\n    return 1\n'
 
@@ -35,17 +35,15 @@ PRIVATE_TEXT = f'def private_helper():\n    """Only the owner may read {MARKER}.
 def codeask(base: Path, root: Path, *args: str) -> str:
     """The real CLI under umask 022 (the usual default): what it writes is 0644 unless it
     asks for less. Fails the test on a non-zero exit; returns stderr."""
-    proc = subprocess.run(
-        [str(CODEASK), *args],
+    return run_codeask(
+        *args,
         cwd=root,
         env=cli_env(base),
-        capture_output=True,
-        text=True,
         timeout=600,
+        check=True,
+        launcher=CODEASK_SCRIPT,
         preexec_fn=lambda: os.umask(0o022),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stderr
+    ).stderr
 
 
 def make_repo(base: Path) -> Path:

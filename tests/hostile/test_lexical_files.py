@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _writers_helpers import codeask, env_for, make_topic_project, write_topic
+from support import codeask
+from support.writers import env_for, make_topic_project, write_topic
 
 
 def lexical_folder(root: Path) -> Path:

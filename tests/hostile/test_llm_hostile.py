@@ -32,9 +32,8 @@ from typing import Any
 import pytest
 from _hostile_llm import PARTIAL, HostileLLM
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-from benchmarks.child_env import in_process_env
-from lsp_harness import session, wait_for
+from support import private_env
+from support.lsp_harness import session, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -87,15 +86,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def cli_env(base: Path, llm: dict[str, Any]) -> dict[str, str]:
     """A private XDG config and cache, no inherited CODEASK_ settings, these LLM settings."""
-    env = in_process_env()
-    env.update(
-        XDG_CONFIG_HOME=str(base / "config"),
-        XDG_CACHE_HOME=str(base / "cache"),
-        HF_HUB_OFFLINE="1",
-        PYTHONUNBUFFERED="1",
-    )
-    env.update({f"CODEASK_LLM__{k.upper()}": str(v) for k, v in llm.items()})
-    return env
+    return private_env(base, **{f"CODEASK_LLM__{k.upper()}": str(v) for k, v in llm.items()})
 
 
 def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Run:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lsp_wire import MEMORY_CEILING_MB, Wire, frame, frame_bytes
 
 from codeask.json_depth import MAX_DEPTH
+from support.lsp_wire import MEMORY_CEILING_MB, Wire, frame, frame_bytes
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_llm import Recorder, fake_llm, llm_options
-from _lsp_wire import Wire
+from _fake_llm import Recorder, fake_llm
+
+from support.llm_stub import llm_options
+from support.lsp_wire import Wire
 
 pytestmark = pytest.mark.slow
 

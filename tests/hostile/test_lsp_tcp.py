@@ -6,13 +6,14 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _lsp_wire import frame, frame_bytes
+
+from support import PYTHON_M
+from support.lsp_wire import frame, frame_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +68,7 @@ def test_tcp_serves_through_the_framing_reader_and_the_gate(tmp_path: Path) -> N
     port = _free_port()
     env = os.environ | {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "codeask", "serve", "--tcp", str(port)],
+        [*PYTHON_M, "serve", "--tcp", str(port)],
         env=env,
         cwd=tmp_path,
         stderr=subprocess.DEVNULL,

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _writers_helpers import codeask, env_for, make_topic_project
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.storage.local import LocalStorage
+from support import codeask
+from support.writers import env_for, make_topic_project
 
 
 def test_a_reader_keeps_its_mapped_segments_when_a_writer_replaces_them(

@@ -6,29 +6,25 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import msgspec
 import numpy as np
 import pytest
-from _writers_helpers import (
-    TOPICS,
-    codeask,
-    env_for,
-    live_snapshot,
-    topic_source,
-    tree_state,
-)
 
 from codeask.config import DEFAULT_EMBED_MODEL
 from codeask.core.embedding.embed import EmbeddingCache, model_slug
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.storage.chunk_map import ChunkDelta
 from codeask.core.storage.snapshot import component_path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-import gitrepo
+from support import codeask, gitrepo
+from support.writers import (
+    TOPICS,
+    env_for,
+    live_snapshot,
+    topic_source,
+    tree_state,
+)
 
 
 @pytest.fixture(scope="module")

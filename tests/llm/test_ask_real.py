@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from codeask.core.ask.answer import AskRequest, ask
 from codeask.core.indexer import FolderIndex
 from llama_server import CANCELLED
+from support import PYTHON_M, codeask
 
 if TYPE_CHECKING:  # the fixture's type (tests/llama_server.py)
     from llama_server import LlamaServer
@@ -79,10 +79,7 @@ CUT_BY_MAX_TOKENS = "codeask: incomplete answer: the model stopped at its token 
 def run_ask(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`codeask ask QUESTION ARGS` as a real subprocess; no CODEASK_LLM__ setting inherited."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CODEASK_LLM__")}
-    cmd = [sys.executable, "-m", "codeask", "ask", QUESTION, "--root", str(root), *args]
-    return subprocess.run(
-        cmd, capture_output=True, text=True, timeout=240, env={**clean, **env}, check=False
-    )
+    return codeask("ask", QUESTION, "--root", str(root), *args, env={**clean, **env}, timeout=240)
 
 
 def answered_or_cut(done: subprocess.CompletedProcess[str]) -> None:
@@ -108,7 +105,7 @@ def chatml(messages: list[dict[str, str]]) -> str:
 def test_cli_streams_an_answer_and_cites_the_embedding_module(
     core_copy: FolderIndex, llama_server: LlamaServer
 ) -> None:
-    cmd = [sys.executable, "-m", "codeask", "ask", QUESTION, "--root", str(core_copy.root)]
+    cmd = [*PYTHON_M, "ask", QUESTION, "--root", str(core_copy.root)]
     env = {**os.environ, **llm_env(llama_server, max_tokens=48)}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,7 +20,6 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from benchmarks.child_env import in_process_env
 
 from codeask.config import EmbedSettings, Settings
 from codeask.core.embedding import embed as embed_module
@@ -29,12 +27,12 @@ from codeask.core.embedding.embed import CachedEmbedder, load_embedder, tier_dim
 from codeask.core.embedding.remote import RemoteEmbedder, cache_stem, remote_spec
 from llama_server import LlamaServer, ServerError, unavailable
 from llama_server import llama_server as start_server
+from support import codeask, private_env
+from support.gitrepo import ALICE, EPOCH, commit, make_repo
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
-from gitrepo import ALICE, EPOCH, commit, make_repo  # noqa: E402
 
 #: SmolLM2-135M's hidden size: what llama.cpp's mean pooling answers.
 SMOLLM2_DIM = 576
@@ -214,19 +212,11 @@ def _repo(tmp_path: Path, endpoint: str) -> tuple[Path, dict[str, str]]:
     (config / "config.toml").write_text(
         f'[embed]\nprovider = "openai"\nendpoint = "{endpoint}"\nmodel = "smollm2-embed"\n'
     )
-    env = in_process_env()
-    env.update(
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        HF_HUB_OFFLINE="1",
-        PYTHONUNBUFFERED="1",
-    )
-    return root, env
+    return root, private_env(tmp_path)
 
 
 def _codeask(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "codeask", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=root)
+    return codeask(*args, cwd=root, env=env)
 
 
 def _search(root: Path, env: dict[str, str], query: str) -> tuple[list[dict[str, Any]], str]:

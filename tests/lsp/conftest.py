@@ -1,4 +1,4 @@
-"""Fixtures of the language-server tests (helpers live in lsp_harness.py)."""
+"""Fixtures of the language-server tests (helpers live in tests/support/lsp_harness.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from lsp_harness import build_project
+
+from support.lsp_harness import build_project
 
 
 @pytest.fixture

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from llm_stub import fake_llm, llm_options
-from lsp_harness import session
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from llama_server import LlamaServer, ServerError, llama_server, unavailable
+from support.llm_stub import fake_llm, llm_options
+from support.lsp_harness import session
 
 ASK_LANDED = importlib.util.find_spec("codeask.core.ask.answer") is not None
 pytestmark = [

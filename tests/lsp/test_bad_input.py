@@ -8,7 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from lsp_harness import (
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from support.lsp_harness import (
     NEW_FUNCTION,
     build_project,
     init_params,
@@ -17,8 +20,6 @@ from lsp_harness import (
     session,
     wait_for,
 )
-from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from lsp_harness import (
+from lsprotocol import types
+
+from support.lsp_harness import (
     CLIENTS,
     FILES,
     NEW_FUNCTION,
@@ -21,7 +23,6 @@ from lsp_harness import (
     session,
     wait_for,
 )
-from lsprotocol import types
 
 pytestmark = pytest.mark.slow
 

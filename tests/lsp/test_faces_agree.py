@@ -18,7 +18,9 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
-from lsp_harness import build_project, server_env, session
+
+from support import codeask
+from support.lsp_harness import build_project, server_env, session
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +71,7 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> str:
 
 
 def _cli_rows(project: Path, query: str, options: list[str], env: dict[str, str]) -> list[Any]:
-    out = _run([sys.executable, "-m", "codeask", "search", query, "--json", *options], env, project)
+    out = codeask("search", query, "--json", *options, cwd=project, env=env, check=True).stdout
     return [
         [r["relative_path"], r["start_line"], r["end_line"], r["symbol"], r["score"]]
         for r in json.loads(out)["results"]

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import raw_request, session, wait_for
 from lsprotocol import types
-from models_endpoint import closed_port, models_endpoint
 from pygls.exceptions import JsonRpcException
 
 from codeask import __version__
+from support.lsp_harness import raw_request, session, wait_for
+from support.models_endpoint import closed_port, models_endpoint
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import session, wait_for
-from models_endpoint import closed_port
+
+from support.lsp_harness import session, wait_for
+from support.models_endpoint import closed_port
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,17 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from lsp_harness import FILES, NEW_FUNCTION, Session, build_project, gitrepo, session, wait_for
 from lsprotocol import types
+
+from support.lsp_harness import (
+    FILES,
+    NEW_FUNCTION,
+    Session,
+    build_project,
+    gitrepo,
+    session,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 

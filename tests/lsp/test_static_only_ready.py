@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import session, wait_for
+
+from support.lsp_harness import session, wait_for
 
 pytestmark = pytest.mark.slow
 

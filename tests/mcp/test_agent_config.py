@@ -8,29 +8,24 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_harness import FILES, TOOLS, build_project, call, mcp_session, server_env
+
+from support import codeask
+from support.mcp_harness import FILES, TOOLS, build_project, call, mcp_session, server_env
 
 CLIENTS = ("claude", "codex", "cursor", "gemini", "vscode")
 
 
 def printed(client: str, *paths: Path, cwd: Path) -> tuple[str, str]:
     """(stdout, stderr) of `codeask mcp --print-config CLIENT [paths]`, run from `cwd`."""
-    done = subprocess.run(
-        [sys.executable, "-m", "codeask", "mcp", "--print-config", client, *map(str, paths)],
-        cwd=cwd,
-        env=server_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+    done = codeask(
+        "mcp", "--print-config", client, *map(str, paths), cwd=cwd, env=server_env(), timeout=60
     )
+    assert done.returncode == 0, done.stderr
     return done.stdout, done.stderr
 
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from mcp_harness import RawPipe, build_project, server_env
 
 from codeask.json_depth import MAX_DEPTH
+from support.mcp_harness import RawPipe, build_project, server_env
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from mcp_harness import (
+
+from support.mcp_harness import (
     RawPipe,
     build_project,
     call,

@@ -2,7 +2,7 @@
 fills the model tier once the server answers, without a restart.
 
 Real processes: `codeask mcp` (the SDK's stdio client) with `embed.provider = "openai"` pointing
-at a loopback /v1/embeddings (tests/unit/embed_endpoint.py) that is down at first. Lexical and
+at a loopback /v1/embeddings (tests/support/embed_endpoint.py) that is down at first. Lexical and
 static answer from the start; the server comes up, a commit moves HEAD (the writer's next pass),
 and the model tier fills in (the writer's embedding thread learns the size at its next run):
 every chunk embedded, the new file too, a search answered by the model tier too. Before, the
@@ -11,16 +11,14 @@ writer kept saying "did not answer when this index opened" until it was restarte
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
-from mcp_harness import build_project, call, gitrepo, mcp_session, server_env, wait_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-from embed_endpoint import Endpoint
+from support.embed_endpoint import Endpoint
+from support.mcp_harness import build_project, call, gitrepo, mcp_session, server_env, wait_for
 
 pytestmark = pytest.mark.slow
 

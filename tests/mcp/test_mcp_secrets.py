@@ -10,15 +10,13 @@ value (nor a long run of one) appears in any answer.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from mcp_harness import call, complete, mcp_session
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
-from _secret_formats import ALNUM, Maker, token_formats
 from test_secrets import build, git, leaks
+
+from support.mcp_harness import call, complete, mcp_session
+from support.secret_formats import ALNUM, Maker, token_formats
 
 pytestmark = pytest.mark.slow
 

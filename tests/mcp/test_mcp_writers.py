@@ -5,18 +5,24 @@ one `codeask serve` (raw LSP frames)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import anyio
 import pygit2
 import pytest
-from mcp_harness import build_project, call, complete, gitrepo, mcp_session, server_env, wait_for
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
-from _writers_helpers import LspPipe
 
 from codeask.core.storage.writer_lock import holder
+from support import codeask
+from support.mcp_harness import (
+    build_project,
+    call,
+    complete,
+    gitrepo,
+    mcp_session,
+    server_env,
+    wait_for,
+)
+from support.writers import LspPipe
 
 pytestmark = pytest.mark.slow
 
@@ -116,20 +122,13 @@ async def test_a_reader_takes_over_when_the_writer_leaves(tmp_path: Path) -> Non
 async def test_codeask_index_leaves_the_work_to_an_mcp_writer(tmp_path: Path) -> None:
     """An agent's `codeask mcp` keeps the index current like an editor's server: `codeask index`
     says so and returns instead of waiting for the agent session to end."""
-    import subprocess
 
     root = build_project(tmp_path / "shop")
     env = server_env()
     async with mcp_session(root, env=env, stderr=tmp_path / "a.log") as agent:
         await complete(agent)
         run = await anyio.to_thread.run_sync(
-            lambda: subprocess.run(
-                [sys.executable, "-m", "codeask", "index", str(root)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            lambda: codeask("index", str(root), env=env, timeout=120)
         )
         assert run.returncode == 0, run.stderr
         assert "owned by codeask mcp" in run.stderr and "keeps it current" in run.stderr

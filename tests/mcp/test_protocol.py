@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_harness import TOOLS, RawPipe, build_project, server_env
+
+from support.mcp_harness import TOOLS, RawPipe, build_project, server_env
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_harness import build_project, server_env
+
+from support.mcp_harness import build_project, server_env
 
 pytestmark = pytest.mark.slow
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pygit2
-from mcp_harness import build_project, call, gitrepo, mcp_session, server_env
+
+from support import codeask
+from support.mcp_harness import build_project, call, gitrepo, mcp_session, server_env
 
 FILES, FUNCTIONS = 300, 6
 NOTE = re.compile(
@@ -39,13 +39,7 @@ def filler() -> dict[str, str]:
 def test_search_code_and_get_context_name_the_tiers_that_answered(tmp_path: Path) -> None:
     project = build_project(tmp_path / "shop")
     gitrepo.commit(pygit2.Repository(str(project)), filler(), "Add handlers", gitrepo.BOB)
-    subprocess.run(
-        [sys.executable, "-m", "codeask", "index", str(project)],
-        env=server_env(),
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    codeask("index", str(project), env=server_env(), check=True)
 
     async def scenario() -> tuple[dict[str, object], dict[str, object]]:
         async with mcp_session(project) as client:

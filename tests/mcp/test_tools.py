@@ -7,13 +7,13 @@ while the index is still being built; the same ranking as `codeask search`.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from mcp_harness import (
+
+from support import codeask
+from support.mcp_harness import (
     TOOLS,
     build_project,
     call,
@@ -120,14 +120,7 @@ async def test_same_ranking_as_codeask_search(project: Path) -> None:
         await complete(client)
         answers = [await call(client, "search_code", query=q) for q in queries]
     for query, answer in zip(queries, answers, strict=True):
-        cli = subprocess.run(
-            [sys.executable, "-m", "codeask", "search", query, "--json"],
-            cwd=project,
-            env=server_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        cli = codeask("search", query, "--json", cwd=project, env=server_env(), timeout=120)
         assert cli.returncode == 0, cli.stderr
         expected = [
             (r["path"], f"{r['start_line']}-{r['end_line']}")

@@ -8,18 +8,16 @@ editor role, a database codeask never touched (the probe must not migrate it), a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from benchmarks.child_env import in_process_env
 from pgserver import PgServer
 
 from codeask.core.storage.postgres.cache import PgEmbeddingCache
 from codeask.core.storage.postgres.health import team_health
 from codeask.core.storage.postgres.schema import LATEST
+from support import codeask, in_process_env
 
 DSN_ENV = "CODEASK_TEST_HEALTH_DSN"
 MODEL = "test-model"
@@ -97,13 +95,7 @@ def test_codeask_health_json_reports_the_team_database(pg_dsn: str, tmp_path: Pa
         "CODEASK_EMBED__CACHE_DIR": str(tmp_path / "cache"),
         "CODEASK_LLM__BASE_URL": "http://127.0.0.1:9",
     }
-    run = subprocess.run(
-        [sys.executable, "-m", "codeask", "health", "--json", "--root", str(tmp_path / "work")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = codeask("health", "--json", "--root", str(tmp_path / "work"), env=env, timeout=120)
     report = json.loads(run.stdout)
     team = report["team"]
     assert team["reachable"] and team["dsn_env"] == DSN_ENV and team["writable"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,12 +26,12 @@ import pytest
 from lsprotocol import types
 from pgserver import PgServer
 
-# tests/lsp and tests/unit are not packages (lsp_harness, llm_stub; gitrepo)
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lsp"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-import gitrepo
-from llm_stub import fake_llm, llm_options
-from lsp_harness import (
+from codeask.config import build_settings
+from codeask.core.indexer import FolderIndex
+from codeask.core.storage.postgres.publish import publish_folder
+from support import gitrepo
+from support.llm_stub import fake_llm, llm_options
+from support.lsp_harness import (
     FILES,
     NEW_FUNCTION,
     Session,
@@ -42,10 +41,6 @@ from lsp_harness import (
     session,
     wait_for,
 )
-
-from codeask.config import build_settings
-from codeask.core.indexer import FolderIndex
-from codeask.core.storage.postgres.publish import publish_folder
 
 pytestmark = pytest.mark.slow
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pygit2
-from benchmarks.child_env import in_process_env
 from pgserver import PgServer
+
+from support import codeask as run_codeask
+from support import in_process_env
 
 DSN_ENV = "CODEASK_TEST_PUBLISH_DSN"
 
@@ -49,13 +50,7 @@ def cli_env(dsn: str, cache: Path) -> dict[str, str]:
 
 def codeask(dsn: str, cache: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """The real CLI in a subprocess, the team DSN in the variable its settings name."""
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *argv],
-        env=cli_env(dsn, cache),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_codeask(*argv, env=cli_env(dsn, cache), timeout=600)
 
 
 def index(root: Path, dsn: str, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:

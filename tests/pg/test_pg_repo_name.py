@@ -16,16 +16,15 @@ Real git repositories, the real CLI and the real FolderIndex, the embedded Postg
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pygit2
 import pytest
-from benchmarks.child_env import in_process_env
 
 from codeask.config import Settings, build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.storage.postgres.publish import publish_folder
+from support import codeask, in_process_env
 
 DSN_ENV = "CODEASK_TEST_NAMING_DSN"
 FILES = {
@@ -93,13 +92,7 @@ def cli(root: Path, dsn: str, cache: Path, *argv: str) -> subprocess.CompletedPr
             "HF_HUB_OFFLINE": "1",
         }
     )
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", "index", str(root), "--backend", "postgres", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return codeask("index", str(root), "--backend", "postgres", *argv, env=env, timeout=600)
 
 
 def test_a_publish_without_origin_says_it_used_the_folder_name(pg_dsn: str, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.child_env import in_process_env
+from support import in_process_env
 
 
 def plain_env() -> dict[str, str]:

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +22,6 @@ from typing import Any
 import msgspec
 import pygit2
 import pytest
-from gitrepo import BOB, EPOCH, commit, make_repo, write_files
 
 from codeask.config import Settings
 from codeask.core.ask.answer import AskRequest, AskResult, ask, prepare
@@ -34,6 +31,8 @@ from codeask.core.llm import resolve
 from codeask.core.search.retrieve import Filters
 from codeask.core.storage.lexical.index import expand_query as retrieval_query
 from codeask.core.storage.lexical.index import stems
+from support import codeask, in_process_env
+from support.gitrepo import BOB, EPOCH, commit, make_repo, write_files
 
 # ---------------------------------------------------------------- the fixture project
 
@@ -610,13 +609,7 @@ async def test_dead_endpoint_is_an_error_naming_the_url_quickly(
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", "ask", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    return codeask("ask", *args, timeout=120, env=in_process_env(**(env or {})))
 
 
 @pytest.mark.slow

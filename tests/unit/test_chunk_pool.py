@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
-from benchmarks.child_env import in_process_env
 
 from codeask.config import build_settings
 from codeask.core.indexer import (
@@ -28,6 +27,7 @@ from codeask.core.indexer import (
 from codeask.core.indexer.vectors import VectorTiers
 from codeask.core.records import Chunk
 from codeask.core.source.discover import discover
+from support import in_process_env
 
 PY = '''"""Module {n}: {topic} helpers."""
 

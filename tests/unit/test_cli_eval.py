@@ -4,16 +4,15 @@ its numbers from real searches, its JSON, its errors, and an index it only reads
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gitrepo import EPOCH, commit, make_repo
 
 from codeask.core.storage.writer_lock import WriterLock
+from support import codeask as run_codeask
+from support.gitrepo import EPOCH, commit, make_repo
 
 DAY = 86_400
 
@@ -62,17 +61,8 @@ MODULES = {
 }
 
 
-def codeask(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
+#: `codeask eval` indexes and searches every question: a longer limit than one command's.
+codeask = partial(run_codeask, timeout=600)
 
 
 def findable_repo(root: Path) -> Path:

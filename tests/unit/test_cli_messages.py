@@ -13,11 +13,12 @@ import re
 import select
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from support import PYTHON_M, codeask, in_process_env
 
 #: Every test here starts the real CLI (one indexes 900 files): out of the `not slow` loop.
 pytestmark = pytest.mark.slow
@@ -31,19 +32,6 @@ CHUNKING_FULL = re.compile(
     r"^tree: chunking · (\d+)/(\d+) files · \d+% · [\d.]+ files/s · ETA \d+(m\d\ds)?s?$"
 )
 FILES = 900
-
-
-def codeask(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
 
 
 @pytest.fixture()
@@ -139,7 +127,7 @@ def run_in_pty(args: list[str], cwd: Path, timeout: float = 300) -> tuple[int, s
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "200", "TERM": "xterm"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codeask", *args],
+        [*PYTHON_M, *args],
         cwd=cwd,
         stdin=follower,
         stdout=follower,
@@ -237,7 +225,7 @@ def test_ask_with_the_endpoint_down_prints_sources_then_how_to_point_elsewhere(
         "CODEASK_LLM__BASE_URL": url,
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
     }
-    run = codeask("ask", "how is the invoice rendered?", cwd=project, env=env)
+    run = codeask("ask", "how is the invoice rendered?", cwd=project, env=in_process_env(**env))
     assert run.returncode == 1
     assert run.stdout.startswith("\nSources:\n"), run.stdout
     assert "  billing/invoice.py:1 render_invoice_pdf\n" in run.stdout

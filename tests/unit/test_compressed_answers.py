@@ -1,6 +1,6 @@
 """A compressed answer is inflated under the same cap by both HTTP clients (one bounded reader).
 
-A real loopback server (tests/unit/embed_endpoint.py) answers every POST with a body of 1.8 KB
+A real loopback server (tests/support/embed_endpoint.py) answers every POST with a body of 1.8 KB
 that inflates to 1 GiB (`Content-Encoding: gzip, gzip`), or 1 MB that inflates to 1 GiB (plain
 gzip). The embedding client and the LLM client run in a child process that then reports its own
 peak resident memory (VmHWM from /proc): both refuse with a clear error, and the peak stays far
@@ -16,8 +16,9 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from benchmarks.child_env import in_process_env
-from embed_endpoint import Endpoint, gzip_of, stacked_gzip
+
+from support import in_process_env
+from support.embed_endpoint import Endpoint, gzip_of, stacked_gzip
 
 #: Peak resident memory allowed to the child (~100 MB of it is Python, numpy and httpx; the
 #: body cap is 64 MiB): far under the 1 GiB the body inflates to.

@@ -1,7 +1,7 @@
 """An embedding server that fails its first contact costs only the model tier, never the index.
 
 The real CLI (`codeask index`, `status`, `search` as processes) against a real loopback
-OpenAI-compatible /v1/embeddings (tests/unit/embed_endpoint.py). The first `codeask index` meets
+OpenAI-compatible /v1/embeddings (tests/support/embed_endpoint.py). The first `codeask index` meets
 the server down, dripping, streaming without end, sending an oversized answer or vectors wider
 than the cap (50,000 floats, `MAX_DIM` is 8,192): the index is
 built (lexical + static) and answers. Then the server answers: `status` and `search` keep
@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from benchmarks.child_env import in_process_env
-from embed_endpoint import Endpoint
-from gitrepo import ALICE, EPOCH, commit, make_repo
 from test_embed_remote_trust import Repo as Workspace  # root + environment
 from test_embed_remote_trust import codeask  # the real CLI in a child process
+
+from support import in_process_env
+from support.embed_endpoint import Endpoint
+from support.gitrepo import ALICE, EPOCH, commit, make_repo
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.child_env import in_process_env
-from gitrepo import ALICE, EPOCH, commit, make_repo
+
+from support import codeask as run_codeask
+from support import in_process_env
+from support.gitrepo import ALICE, EPOCH, commit, make_repo
 
 SECRET = "aws-secret-value-0123456789abcdef"
 SOURCE = '''"""Billing."""
@@ -120,14 +121,7 @@ def hostile_repo(tmp_path: Path, stand_in: StandIn) -> Repo:
 
 
 def codeask(repo: Repo, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        env={**repo.env, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=repo.root,
-    )
+    return run_codeask(*args, cwd=repo.root, env={**repo.env, **env})
 
 
 @pytest.mark.slow

@@ -6,17 +6,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from models_endpoint import closed_port, models_endpoint, silent_endpoint
 
 from codeask import __version__
 from codeask.config import LLMSettings, Settings
 from codeask.core.checks.health import check, llm_health, redact_url
+from support import codeask
+from support.models_endpoint import closed_port, models_endpoint, silent_endpoint
 
 
 def llm(port: int, provider: str = "openai", model: str = "stand-in", **kw: object) -> LLMSettings:
@@ -129,13 +129,10 @@ def test_codeask_health_cli(tmp_path: Path) -> None:
             "CODEASK_LLM__BASE_URL": f"http://127.0.0.1:{seen.port}",
             "CODEASK_LLM__MODEL": "stand-in",
         }
-        cmd = [sys.executable, "-m", "codeask", "health"]
-        human = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
-        as_json = subprocess.run(
-            [*cmd, "--json"], cwd=tmp_path, env=env, capture_output=True, text=True
-        )
+        human = codeask("health", cwd=tmp_path, env=env)
+        as_json = codeask("health", "--json", cwd=tmp_path, env=env)
         env["CODEASK_LLM__MODEL"] = "absent"
-        missing = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+        missing = codeask("health", cwd=tmp_path, env=env)
     assert human.returncode == 0, human.stdout + human.stderr
     assert "ok reachable (1 models), 'stand-in' is among them" in human.stdout
     assert "no index yet" in human.stdout

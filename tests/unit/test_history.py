@@ -13,7 +13,21 @@ from pathlib import Path
 import numpy as np
 import pygit2
 import pytest
-from gitrepo import (
+
+import codeask
+from codeask.config import HistorySettings, IndexSettings
+from codeask.core.ask import router as ask_router
+from codeask.core.ask.router import HistoryRouter, keyword_prior
+from codeask.core.git import diffs
+from codeask.core.git import hunks as git_hunks
+from codeask.core.git import sync as git_sync
+from codeask.core.git.blame import blame_commits
+from codeask.core.git.commits import recent_commits
+from codeask.core.git.diffs import commit_diff, working_tree_diff
+from codeask.core.git.repo import open_repo, uncommitted_paths
+from codeask.core.git.sync import HistoryDelta, sync_history
+from codeask.core.records import Chunk
+from support.gitrepo import (
     ALICE,
     BOB,
     CAROL,
@@ -31,20 +45,6 @@ from gitrepo import (
     stage,
     write_files,
 )
-
-import codeask
-from codeask.config import HistorySettings, IndexSettings
-from codeask.core.ask import router as ask_router
-from codeask.core.ask.router import HistoryRouter, keyword_prior
-from codeask.core.git import diffs
-from codeask.core.git import hunks as git_hunks
-from codeask.core.git import sync as git_sync
-from codeask.core.git.blame import blame_commits
-from codeask.core.git.commits import recent_commits
-from codeask.core.git.diffs import commit_diff, working_tree_diff
-from codeask.core.git.repo import open_repo, uncommitted_paths
-from codeask.core.git.sync import HistoryDelta, sync_history
-from codeask.core.records import Chunk
 
 DAY = 86_400
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -601,8 +601,6 @@ def test_workspace_in_a_subfolder(repo_path: Path) -> None:
 @pytest.mark.slow
 def test_measure_sync_of_2000_commits(tmp_path: Path) -> None:
     """Each commit edits three of 30 modules in two distant places (six hunks), by 3 authors."""
-    from benchmarks.history_bench import measure  # the benchmark's printer, on the repo's path
-
     repo = make_repo(tmp_path / "big")
     index = pygit2.Index()
     bodies = {
@@ -620,9 +618,13 @@ def test_measure_sync_of_2000_commits(tmp_path: Path) -> None:
         who = (ALICE, BOB, CAROL)[n % 3]
         commit_tree(repo, index, changed, f"Edit three modules ({n})", who, EPOCH + 60 * n)
     print(f"\ngenerated 2000 commits in {time.perf_counter() - started:.1f}s")
-    result = measure(tmp_path / "big", HistorySettings(max_commits=2000))
-    assert result["commits"] == 2000
-    assert result["hunks"] >= 5 * 2000  # 6 per commit, fewer while modules are first added
+    started = time.perf_counter()
+    delta = sync_history(tmp_path / "big", HistorySettings(max_commits=2000), set())
+    took = time.perf_counter() - started
+    hunks = sum(len(chunks) - 1 for chunks in delta.added.values())  # one chunk is the message
+    print(f"history sync: {len(delta.added)} commits, {hunks} hunks in {took:.2f}s")
+    assert len(delta.added) == 2000
+    assert hunks >= 5 * 2000  # 6 per commit, fewer while modules are first added
 
 
 # --------------------------------------------------------------------------- router

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepo import ALICE, BOB, EPOCH, amend, commit, make_repo
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.search.retrieve import Filters, search
+from support.gitrepo import ALICE, BOB, EPOCH, amend, commit, make_repo
 
 DAY = 86_400
 

@@ -6,7 +6,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from codeask.config import build_settings
 from codeask.core.indexer import CancelToken, FolderIndex, Progress, Workspace
 from codeask.core.search.retrieve import Filters, search
 from codeask.core.storage.local import LocalStorage
+from support import PYTHON_M
 
 FILES = {
     "src/shop/cart.py": '''"""Shopping cart."""
@@ -289,7 +289,7 @@ def test_kill_9_during_indexing_then_restart(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "ws", files)
     env = {**os.environ, "CODEASK_INDEX__CHECKPOINT_SECONDS": "0.2"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codeask", "index", "--full", str(root)],
+        [*PYTHON_M, "index", "--full", str(root)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

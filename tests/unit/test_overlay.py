@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from gitrepo import commit, make_repo, stage, write_files
 from test_indexer import FILES
 
 from codeask.config import Settings, build_settings
@@ -22,6 +21,7 @@ from codeask.core.indexer import FolderIndex
 from codeask.core.search.retrieve import search
 from codeask.core.storage.overlay import OverlayReader, overlay_paths, split_id
 from codeask.core.storage.protocol import IndexReader
+from support.gitrepo import commit, make_repo, stage, write_files
 
 CART = "src/shop/cart.py"
 RETRY = "src/net/retry.go"

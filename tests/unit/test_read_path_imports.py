@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from benchmarks.child_env import in_process_env
-from tests.unit.fresh import write_demo_project
+from fresh import run_python, write_demo_project
+
+from support import codeask, in_process_env
 
 WRITER_ONLY = (
     "pygit2",
@@ -46,11 +46,7 @@ print(json.dumps({"loaded": sorted(name for name in sys.argv[2:] if name in sys.
 
 
 def python(args: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, timeout=300, env=env, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    return run_python(args, env).stdout
 
 
 def test_a_search_imports_no_writer_module(tmp_path: Path) -> None:
@@ -61,7 +57,7 @@ def test_a_search_imports_no_writer_module(tmp_path: Path) -> None:
     git = ["git", "-c", "user.name=A", "-c", "user.email=a@example.com"]
     for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "first"]):
         subprocess.run([*git, *args], cwd=project, env=env, check=True, capture_output=True)
-    python(["-m", "codeask", "index", str(project)], env)
+    codeask("index", str(project), env=env, check=True)
 
     seen = json.loads(python(["-c", SEARCH, str(project), *WRITER_ONLY], env).splitlines()[-1])
     assert seen["hits"] and seen["hits"][0].endswith("cache.py"), seen
@@ -96,7 +92,7 @@ def test_a_pass_over_unchanged_files_loads_no_chunker(tmp_path: Path) -> None:
     (project / "notes.md").write_text("# Notes\n\nNothing here yet.\n")
     env = in_process_env()
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    python(["-m", "codeask", "index", str(project)], env)
+    codeask("index", str(project), env=env, check=True)
     seen = json.loads(python(["-c", UNCHANGED, str(project), *CHUNKING], env).splitlines()[-1])
     assert seen == {"unchanged": 2, "loaded": []}, seen
     (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the newest entry.'''\n")

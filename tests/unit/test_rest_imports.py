@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fresh import last_json, plain_env, run_python
+from fresh import last_json, plain_env
+
+from support import codeask
 
 LOADED = """
 import json, sys
@@ -27,7 +29,7 @@ def indexed_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     project.mkdir()
     (project / "cache.py").write_text("class LRUCache:\n    '''Evicts the oldest entry.'''\n")
     env = dict(plain_env(), XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    run_python(["-m", "codeask", "index", str(project)], env, timeout=600)
+    codeask("index", str(project), env=env, timeout=600, check=True)
     return project, env
 
 

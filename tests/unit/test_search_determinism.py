@@ -6,25 +6,9 @@ came in either order, and with them their definitions' ranks and scores."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from benchmarks.child_env import in_process_env
-
-
-def codeask(args: list[str], env: dict[str, str], cwd: Path) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=cwd,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+from support import codeask, in_process_env
 
 
 def test_a_search_ranks_alike_whatever_the_hash_seed(tmp_path: Path) -> None:
@@ -37,16 +21,17 @@ def test_a_search_ranks_alike_whatever_the_hash_seed(tmp_path: Path) -> None:
         )
     env = in_process_env()
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    codeask(["index", str(project)], env, project)
+    codeask("index", str(project), env=env, cwd=project, check=True)
     query = "load_cfg save_cfg read_cfg drop_cfg"
     rankings = set()
     for seed in range(8):
         out = codeask(
-            ["search", query, "--json", "--mode", "lexical", "--path", "*.py", "--no-daemon"],
-            {**env, "PYTHONHASHSEED": str(seed)},
-            project,
+            *["search", query, "--json", "--mode", "lexical", "--path", "*.py", "--no-daemon"],
+            env={**env, "PYTHONHASHSEED": str(seed)},
+            cwd=project,
+            check=True,
         )
-        hits = json.loads(out)["results"]
+        hits = json.loads(out.stdout)["results"]
         rankings.add(tuple((h["path"], round(h["score"], 9)) for h in hits))
     assert len(rankings) == 1, rankings
     assert len(next(iter(rankings))) == 4

@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.fresh import last_json, plain_env, run_python, write_demo_project
+from fresh import last_json, plain_env, write_demo_project
+
+from support import codeask
 
 #: Records the file of every `re.compile` caller, then imports what every search imports.
 COMPILES_AT_IMPORT = """
@@ -72,7 +74,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     root = tmp_path_factory.mktemp("load_path")
     project = write_demo_project(root / "demo")
     env = {**plain_env(), "XDG_CACHE_HOME": str(root / "xdg")}
-    run_python(["-m", "codeask", "index", str(project)], env)
+    codeask("index", str(project), env=env, check=True)
     return project, env
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from gitrepo import EPOCH, commit, make_repo, shallow_clone
 
 from codeask.core.checks.selfcheck import names_an_answer, score
 from codeask.core.checks.selfcheck_questions import (
@@ -18,6 +17,7 @@ from codeask.core.checks.selfcheck_questions import (
     select_questions,
 )
 from codeask.core.source.languages import language_for_path
+from support.gitrepo import EPOCH, commit, make_repo, shallow_clone
 
 DAY = 86_400
 

@@ -4,20 +4,17 @@ unreachable team database back (core/indexer/team_retry.py); `codeask status` sh
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import gitrepo
 import pytest
-from benchmarks.child_env import in_process_env
-from models_endpoint import closed_port
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
 from codeask.core.indexer.status import TeamStatus
 from codeask.core.indexer.team_retry import BaseRetry, schedule_retry
 from codeask.core.storage.team import TeamBase
+from support import codeask, gitrepo, in_process_env
+from support.models_endpoint import closed_port
 
 
 class Clock:
@@ -96,14 +93,7 @@ def test_codeask_status_shows_an_unreachable_team_database(tmp_path: Path) -> No
     }
 
     def status(*extra: str) -> str:
-        run = subprocess.run(
-            [sys.executable, "-m", "codeask", "status", *extra],
-            cwd=tmp_path / "repo",
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        run = codeask("status", *extra, cwd=tmp_path / "repo", env=env, timeout=120)
         assert run.returncode == 1, run.stderr  # never indexed here: says so, exits 1
         assert "pw-Kx3" not in run.stdout + run.stderr
         return run.stdout

@@ -40,11 +40,15 @@ _NPY_HEADER_READ = 4096
 
 
 class MappedRows:
-    """(count, dim) little-endian float32 rows over a read-only mapping of a snapshot file."""
+    """(count, dim) rows over a read-only mapping of a snapshot file: little-endian float32, or
+    int8 with one float32 scale a row (`scales`, mapped too; see quantized_rows.py)."""
 
-    def __init__(self, mapping: mmap.mmap, rows: np.ndarray) -> None:
+    def __init__(
+        self, mapping: mmap.mmap, rows: np.ndarray, scales: np.ndarray | None = None
+    ) -> None:
         self._mapping = mapping
         self.rows = rows
+        self.scales = scales
         self._last_scan = 0.0
         self._resident = False
         self._lock = threading.Lock()
@@ -80,11 +84,13 @@ def release(mapping: mmap.mmap) -> None:
 def map_rows(
     path: Path, archive: zipfile.ZipFile, member: str, count: int, dim: int
 ) -> MappedRows | None:
-    """The `member` (.npy) of an .npz as a read-only (count, dim) float32 matrix over the file;
-    None when the member is compressed (it is then read). ValueError for a layout that does not
-    hold `count` rows of `dim` float32 inside the file."""
-    info = archive.getinfo(member)
-    if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+    """The `member` (.npy) of an .npz as a read-only (count, dim) matrix over the file: float32,
+    or int8 with its "scales.npy" beside it; None when a member is compressed (it is then read).
+    ValueError for a layout that does not hold `count` such rows inside the file."""
+    infos = [archive.getinfo(member)]
+    if "scales.npy" in archive.namelist():
+        infos.append(archive.getinfo("scales.npy"))
+    if any(i.compress_type != zipfile.ZIP_STORED or i.file_size != i.compress_size for i in infos):
         return None
     with path.open("rb") as handle:
         try:
@@ -92,13 +98,35 @@ def map_rows(
         except (OSError, ValueError) as exc:  # ValueError: an empty file
             raise ValueError(f"{path.name}: cannot be mapped ({exc})") from exc
     try:
-        start = _member_data(mapping, info, path.name)
-        data = _npy_data(mapping, start, info.file_size, count, dim, path.name)
+        rows = _map_array(mapping, infos[0], (count, dim), ROW_DTYPES, path.name)
+        scales = None
+        if rows.dtype == np.int8:
+            if len(infos) < 2:
+                raise ValueError(f"{path.name}: int8 rows without their scales")
+            scales = _map_array(mapping, infos[1], (count,), (np.dtype("<f4"),), path.name)
     except ValueError:
         mapping.close()
         raise
-    rows = np.frombuffer(mapping, dtype="<f4", count=count * dim, offset=data).reshape(count, dim)
-    return MappedRows(mapping, rows)
+    return MappedRows(mapping, rows, scales)
+
+
+#: The row layouts a tier file may hold: float32, or int8 with per-row scales.
+ROW_DTYPES = (np.dtype("<f4"), np.dtype("i1"))
+
+
+def _map_array(
+    mapping: mmap.mmap,
+    info: zipfile.ZipInfo,
+    shape: tuple[int, ...],
+    dtypes: tuple[np.dtype, ...],
+    name: str,
+) -> np.ndarray:
+    """A stored .npy member as a read-only array over the mapping, once its header and size
+    say `shape` of one of `dtypes`."""
+    start = _member_data(mapping, info, name)
+    data, dtype = _npy_data(mapping, start, info.file_size, shape, dtypes, name)
+    count = int(np.prod(shape))
+    return np.frombuffer(mapping, dtype=dtype, count=count, offset=data).reshape(shape)
 
 
 def _member_data(mapping: mmap.mmap, info: zipfile.ZipInfo, name: str) -> int:
@@ -118,25 +146,34 @@ def _member_data(mapping: mmap.mmap, info: zipfile.ZipInfo, name: str) -> int:
     return start
 
 
-def _npy_data(mapping: mmap.mmap, start: int, size: int, count: int, dim: int, name: str) -> int:
-    """The offset of a .npy member's data, once its header says (count, dim) C-order `<f4` and
-    the member holds exactly that many bytes after it."""
+def _npy_data(
+    mapping: mmap.mmap,
+    start: int,
+    size: int,
+    shape: tuple[int, ...],
+    dtypes: tuple[np.dtype, ...],
+    name: str,
+) -> tuple[int, np.dtype]:
+    """(offset of a .npy member's data, its dtype), once its header says `shape` in C order of
+    one of `dtypes` and the member holds exactly that many bytes after it."""
     import io
 
     head = io.BytesIO(mapping[start : start + min(size, _NPY_HEADER_READ)])
     version = np.lib.format.read_magic(head)
     if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
+        found, fortran, dtype = np.lib.format.read_array_header_1_0(head)
     else:
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(head)
-    if len(shape) != 2 or tuple(shape) != (count, dim):
-        raise ValueError(f"{name}: {shape} vectors, expected ({count}, {dim})")
-    if fortran or dtype != np.dtype("<f4"):
-        raise ValueError(f"{name}: rows of {dtype}, expected C-order little-endian float32")
+        found, fortran, dtype = np.lib.format.read_array_header_2_0(head)
+    if tuple(found) != shape:
+        raise ValueError(f"{name}: {found} vectors, expected {shape}")
+    if fortran or dtype not in dtypes:
+        kinds = " or ".join(str(d) for d in dtypes)
+        raise ValueError(f"{name}: rows of {dtype}, expected C-order little-endian {kinds}")
     header = head.tell()
-    if size - header != count * dim * 4:
-        raise ValueError(f"{name}: vectors hold {size - header} bytes, expected {count * dim * 4}")
-    return start + header
+    want = int(np.prod(shape)) * dtype.itemsize
+    if size - header != want:
+        raise ValueError(f"{name}: vectors hold {size - header} bytes, expected {want}")
+    return start + header, dtype
 
 
 class _Releaser:

@@ -27,7 +27,16 @@ import msgspec
 from codeask.core.runtime import private_files
 
 SCHEMA_VERSION = 2  # 2: chunks.rec (mapped records) + chunks_delta.msgpack replace chunks.msgpack
-COMPONENTS = ("files", "chunks", "chunks_delta", "history", "vectors", "static")
+COMPONENTS = (
+    "files",
+    "chunks",
+    "chunks_delta",
+    "history",
+    "vectors",
+    "static",
+    "vectors_delta",
+    "static_delta",
+)
 #: Past CHECK_AT_OPEN_BYTES a component's size is checked at open, not its hash (seconds on
 #: the kernel before the first answer): SELF_CHECKED ones check each record when it is read
 #: (a crc32 per record, chunk_file.py), the others are hashed by a background thread after the
@@ -41,6 +50,8 @@ _EXT = {
     "history": "msgpack",
     "vectors": "npz",
     "static": "npz",
+    "vectors_delta": "npz",  # a tier's changes since its base (storage/vector_file.py)
+    "static_delta": "npz",
 }
 
 

@@ -24,7 +24,13 @@ from codeask.core.storage.snapshot import (
     SnapshotFolder,
     StoreError,
 )
-from codeask.core.storage.vectors import VectorIndex, VectorTiers
+from codeask.core.storage.vectors import (
+    DELTAS,
+    QUANTIZED,
+    VectorIndex,
+    VectorTiers,
+    empty_tier,
+)
 
 
 class SnapshotLoader:
@@ -114,30 +120,40 @@ class SnapshotLoader:
         """
         if manifest.dim == 0 and self.dim:
             self.lost.add("vectors")  # rewritten at the next save, at the known size
-            return VectorIndex(self.dim)
+            return empty_tier("vectors", self.dim)
         try:
-            self.snapshots.verify(live, "vectors", manifest, self.later)
-            return VectorIndex.load(live / "vectors.npz", self.dim, len(known) + 1024, known)
+            return self._tier(live, manifest, "vectors", self.dim, known)
         except (StoreError, RuntimeError, OSError, ValueError) as exc:
             self._lost("vectors", f"{exc}; kept the chunks, they are embedded again")
-            return VectorIndex(self.dim)
+            return empty_tier("vectors", self.dim)
 
     def _load_static(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
         """The static tier: damaged, missing or from another model costs only this tier."""
         if not self.static_model:  # the tier is off: nothing to load or check
-            return VectorIndex(1)
+            return empty_tier("static", 1)
         try:
             if (manifest.static_model, manifest.static_dim) != (self.static_model, self.static_dim):
                 raise StoreError(
                     f"static tier was built with '{manifest.static_model}' "
                     f"(dim {manifest.static_dim}), configured is '{self.static_model}'"
                 )
-            self.snapshots.verify(live, "static", manifest, self.later)
-            path = live / "static.npz"
-            return VectorIndex.load(path, self.static_dim, len(known) + 1024, known)
+            return self._tier(live, manifest, "static", self.static_dim, known)
         except (StoreError, RuntimeError, OSError, ValueError) as exc:
             self._lost("static", f"{exc}; kept the chunks, the static tier is rebuilt")
-            return VectorIndex(max(1, self.static_dim))
+            return empty_tier("static", self.static_dim)
+
+    def _tier(
+        self, live: Path, manifest: Manifest, name: str, dim: int, known: set[int]
+    ) -> VectorIndex:
+        """A tier's base and its delta, each checked; a snapshot from before deltas has none."""
+        base = self.snapshots.verify(live, name, manifest, self.later)
+        delta = None
+        if DELTAS[name] in manifest.components:
+            delta = self.snapshots.verify(live, DELTAS[name], manifest)
+        quantized = name in QUANTIZED
+        return VectorIndex.load(
+            base, dim, len(known) + 1024, known, quantized=quantized, delta=delta
+        )
 
     def _lost(self, component: str, why: str) -> None:
         """Note a component that did not load; it is rewritten by the next save."""

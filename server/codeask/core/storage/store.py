@@ -35,12 +35,11 @@ from codeask.core.storage.snapshot import (
     StoreError,
     check_deferred,
     current_name,
-    fsync_write,
     generation_of,
     read_manifest,
 )
 from codeask.core.storage.snapshot_load import SnapshotLoader
-from codeask.core.storage.vectors import VectorIndex, VectorTiers
+from codeask.core.storage.vectors import VectorIndex, VectorTiers, empty_tier
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -164,8 +163,8 @@ class IndexStore:
                 "index at %s: %s; dropped the %s tier, it is rebuilt", self.folder, why, item.name
             )
             with self.lock:
-                dim = self.dim if item.name == "vectors" else max(1, self.static_dim)
-                self.tiers.set_tier(item.name, VectorIndex(dim))
+                dim = self.dim if item.name == "vectors" else self.static_dim
+                self.tiers.set_tier(item.name, empty_tier(item.name, dim))
                 self.tiers.changed.add(item.name)
                 self.recovered.append(f"{item.name}: {why}")
 
@@ -235,7 +234,7 @@ class IndexStore:
             if self.dim or dim <= 0:
                 return False
             self.dim = self.tiers.dim = dim
-            self.tiers.set_tier("vectors", VectorIndex(dim))
+            self.tiers.set_tier("vectors", empty_tier("vectors", dim))
             self.tiers.changed.add("vectors")
             return True
 
@@ -255,7 +254,7 @@ class IndexStore:
         """Write a complete snapshot, then point CURRENT at it; returns its generation."""
         with self.lock:
             self.snapshots.refuse_stale(self.generation)
-            self.tiers.compact()
+            tier_parts = self.tiers.plan_save()
             self.catalog.plan_save()
             manifest = Manifest(
                 schema_version=SCHEMA_VERSION,
@@ -268,12 +267,13 @@ class IndexStore:
                 static_model=self.static_model,
                 static_dim=self.static_dim,
             )
-            changed = self.catalog.changed | self.tiers.changed
+            changed = self.catalog.changed | tier_parts
             target = self.snapshots.write(manifest, changed, self._write_component)
             self.catalog.saved(target)  # a new base is read from the folder just written
         final = self.snapshots.publish(target)
         with self.lock:
             self.generation = manifest.generation
+            self.tiers.rebase(final)
             self.catalog.changed, self.tiers.changed = set(), set()
             self.saved_at = manifest.updated
         self.snapshots.remove_old(keep=final.name)
@@ -282,7 +282,7 @@ class IndexStore:
     def _write_component(self, name: str, path: Path) -> None:
         """Write one changed component of a snapshot being saved."""
         if not self.catalog.write(name, path):
-            fsync_write(path, self.tiers.tier(name).encode())
+            self.tiers.write(name, path)
 
     def disk_bytes(self) -> int:
         """Size of the index folder on disk."""

@@ -14,102 +14,113 @@ disk, and needs no C++ compiler at install time (hnswlib compiled ~45 s of a fir
 from __future__ import annotations
 
 import io
-import zipfile
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Iterator
+from dataclasses import astuple
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
-from codeask.core.storage.mapped_rows import MappedRows, map_rows
+from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, add_to, scan
+from codeask.core.storage.mapped_rows import MappedRows
+from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, quantize, scores
+from codeask.core.storage.snapshot import component_path, fsync_write
+from codeask.core.storage.vector_file import (
+    Delta,
+    Stored,
+    as_layout,
+    empty_delta,
+    encode_delta,
+    read_base,
+    read_delta,
+    write_base,
+    write_base_to,
+)
 
 #: The snapshot components that hold vectors: the main tier and the static tier.
 TIERS = ("vectors", "static")
+#: Each tier's delta component: what changed since its base (vector_file.py).
+DELTAS = {name: f"{name}_delta" for name in TIERS}
+#: Tiers stored as int8 rows with a scale each (quantized_rows.py): the static tier, whose
+#: ranking moved by at most .00x NDCG@10 per language on eval-search (issue 42).
+QUANTIZED = frozenset({"static"})
+
+
+def empty_tier(name: str, dim: int) -> VectorIndex:
+    """A new, empty tier `name` of `dim` (the static tier at least 1 while it is off)."""
+    if name in QUANTIZED:
+        return VectorIndex(max(1, dim), quantized=True)
+    return VectorIndex(dim)
 
 
 class VectorIndex:
     """Unit vectors in the rows of one matrix, keyed by chunk id; a removed chunk leaves a hole
-    (its id -1), compacted away when holes pile up.
+    (its id -1), folded away when the delta grows.
 
-    A loaded tier keeps the snapshot file's rows where they are (issue 29): they are mapped
-    read-only (`mapped_rows.py`) as the base, and a vector added or replaced afterwards goes to
-    an in-memory tail. The base is never written (a replaced chunk's base row becomes a hole),
-    so its pages are the file's: out of the process's memory until a query scans them, and let
-    go again when the tier has been idle a while. Snapshot files are never written in place (a
-    save writes a new generation), so the mapped bytes stay the verified ones.
+    A loaded tier keeps the snapshot file's rows mapped read-only as the base (issue 29,
+    `mapped_rows.py`; snapshot files are never written in place), and a vector added or
+    replaced afterwards goes to an in-memory tail (a replaced base row becomes a hole). The tail
+    and the holes are the delta (issue 42): a save writes only them (vector_file.py) until they
+    pass `FOLD_FRACTION` of the base, then a new base. A `quantized` tier stores int8 rows with a
+    scale each (quantized_rows.py), in the tail too, so a query scores the same after a save.
     """
 
-    def __init__(self, dim: int, capacity: int = 1024) -> None:
+    def __init__(self, dim: int, capacity: int = 1024, *, quantized: bool = False) -> None:
         self.dim = dim
-        self._rows = np.zeros((max(1, capacity), dim), dtype=np.float32)
-        self._ids = np.full(max(1, capacity), -1, dtype=np.int64)
+        self.quantized = quantized
+        self._dtype = np.dtype(np.int8 if quantized else np.float32)
+        size = max(1, capacity)
+        self._rows = np.zeros((size, dim), dtype=self._dtype)
+        self._scales = np.zeros(size, dtype=np.float32)
+        self._ids = np.full(size, -1, dtype=np.int64)
         self._used = 0
         self._slot: dict[int, int] = {}
         self._base: MappedRows | None = None
         self._base_ids = np.zeros(0, dtype=np.int64)
         self._base_slot: dict[int, int] = {}
+        self._lists: CoarseLists | None = None  # a large base's candidate lists
         self.live: set[int] = set()
         self.deleted = 0
 
     @classmethod
-    def load(cls, path: Path, dim: int, capacity: int, known_ids: set[int]) -> VectorIndex:
-        """Load a saved tier (already verified); rows of ids outside `known_ids` are dropped and
-        counted as deleted, so the next compaction rewrites the file without them.
-
-        The rows stay in the file, mapped (`map_rows`); a file whose rows cannot be mapped
-        (compressed, another layout) is read straight into the matrix, as before (reading the
-        file whole, unpacking it and copying it made an open's peak ~4.5 copies of every tier).
-        """
-        vectors: VectorIndex | None = None
-        try:
-            with zipfile.ZipFile(path) as archive:
-                with archive.open("ids.npy") as member:
-                    ids = np.asarray(np.lib.format.read_array(member), dtype=np.int64)
-                base = map_rows(path, archive, "rows.npy", len(ids), dim)
-                if base is None:
-                    with archive.open("rows.npy") as member:
-                        vectors = cls(dim, max(capacity, len(ids)))
-                        _read_rows(member, vectors._rows, len(ids), path.name)
-        except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
-            raise ValueError(f"{path.name} is not a vector file ({exc})") from exc
+    def load(
+        cls,
+        path: Path,
+        dim: int,
+        capacity: int,
+        known_ids: set[int],
+        *,
+        quantized: bool = False,
+        delta: Path | None = None,
+    ) -> VectorIndex:
+        """Load a saved tier (already verified) and its `delta`; rows of ids outside
+        `known_ids` are dropped and counted as deleted. The base's rows stay in the file,
+        mapped; a file whose rows cannot be mapped (compressed) is read into the tail."""
+        ids, base, lists = read_base(path, dim)
+        changes = read_delta(delta, dim) if delta is not None else None
         keep = np.fromiter((int(i) in known_ids for i in ids), dtype=bool, count=len(ids))
-        if vectors is None:
-            assert base is not None
-            return cls._over(base, ids, keep, dim)
-        kept = int(keep.sum())
-        # a dict, not np.unique: np.unique imports numpy.ma (13-20 ms of a one-shot search)
-        slots = {chunk_id: slot for slot, chunk_id in enumerate(ids.tolist())}
-        if kept == len(ids) and len(slots) == len(ids):  # the usual case: no copy
-            vectors._ids[: len(ids)] = ids
-            vectors._slot = slots
-            vectors._used = len(ids)
-            vectors.live = set(vectors._slot)
-        else:
-            rows = vectors._rows[: len(ids)][keep]  # a copy of the kept rows only
-            vectors._rows[: len(ids)] = 0.0
-            vectors._put(ids[keep].tolist(), rows)
-        vectors.deleted = len(ids) - kept
+        if changes is not None:
+            _check_delta(changes, len(ids), delta)
+            keep[changes.removed] = False
+        mapped = isinstance(base, MappedRows)  # a mapped base needs only a small tail
+        vectors = cls(dim, 1024 if mapped else capacity, quantized=quantized)
+        if isinstance(base, MappedRows):
+            vectors._set_base(base, ids, keep)
+            vectors._lists = lists
+        else:  # compressed: read into the tail (it is written as a base at the next save)
+            vectors._put_stored(Stored(ids[keep], base.rows[keep], _part(base.scales, keep)))
+            vectors.deleted = len(ids) - int(keep.sum())
+        if changes is not None:
+            known = np.fromiter((int(i) in known_ids for i in changes.ids), bool, len(changes.ids))
+            rows = Stored(changes.ids[known], changes.rows[known], _part(changes.scales, known))
+            vectors._put_stored(as_layout(quantized, *astuple(rows)), counted=False)
         return vectors
 
-    @classmethod
-    def _over(cls, base: MappedRows, ids: np.ndarray, keep: np.ndarray, dim: int) -> VectorIndex:
-        """A tier whose rows are the mapped `base`: dropped and repeated ids become holes."""
-        vectors = cls(dim)
-        vectors._base = base
-        vectors._base_ids = ids.copy()
-        slots: dict[int, int] = {}
-        for row, chunk_id in enumerate(ids.tolist()):
-            if not keep[row]:
-                vectors._base_ids[row] = -1
-                continue
-            earlier = slots.get(chunk_id)
-            if earlier is not None:  # a repeated id: the later row holds its vector
-                vectors._base_ids[earlier] = -1
-            slots[chunk_id] = row
-        vectors._base_slot = slots
-        vectors.live = set(slots)
-        vectors.deleted = len(ids) - len(slots)
-        return vectors
+    def _set_base(self, base: MappedRows, ids: np.ndarray, keep: np.ndarray) -> None:
+        """Take the mapped `base`: dropped and repeated ids become holes."""
+        self._base = base
+        self._base_ids, self._base_slot = _base_slots(ids, keep)
+        self.live = set(self._base_slot)
+        self.deleted = len(ids) - len(self._base_slot)
 
     def add(self, ids: list[int], rows: np.ndarray) -> None:
         """Insert (or replace) vectors; rows are L2-normalised here, so scores are cosines."""
@@ -117,15 +128,22 @@ class VectorIndex:
             return
         rows = np.asarray(rows, dtype=np.float32).reshape(len(ids), self.dim)
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        self._put(ids, rows / np.where(norms > 0, norms, 1.0))
+        unit = rows / np.where(norms > 0, norms, 1.0)
+        ids_array = np.asarray(ids, dtype=np.int64)
+        if self.quantized:
+            self._put_stored(Stored(ids_array, *quantize(unit)))
+        else:
+            self._put_stored(Stored(ids_array, unit, None))
 
-    def _put(self, ids: list[int], rows: np.ndarray) -> None:
+    def _put_stored(self, stored: Stored, *, counted: bool = True) -> None:
+        """Put rows as stored into the tail; a base row of the same id becomes a hole."""
+        ids = stored.ids.tolist()
         for chunk_id in ids:  # a base row is never written: it becomes a hole
             row = self._base_slot.pop(chunk_id, None)
             if row is not None:
                 self._base_ids[row] = -1
-                self.deleted += 1
-        fresh = [i for i, chunk_id in enumerate(ids) if chunk_id not in self._slot]
+                self.deleted += counted
+        fresh = {chunk_id for chunk_id in ids if chunk_id not in self._slot}
         self._grow(self._used + len(fresh))
         for i, chunk_id in enumerate(ids):
             slot = self._slot.get(chunk_id)
@@ -133,18 +151,21 @@ class VectorIndex:
                 slot = self._slot[chunk_id] = self._used
                 self._ids[slot] = chunk_id
                 self._used += 1
-            self._rows[slot] = rows[i]
+            self._rows[slot] = stored.rows[i]
+            self._scales[slot] = 1.0 if stored.scales is None else stored.scales[i]
         self.live.update(ids)
 
     def _grow(self, needed: int) -> None:
         if needed <= len(self._ids):
             return
         size = max(needed, 2 * len(self._ids))
-        rows = np.zeros((size, self.dim), dtype=np.float32)
+        rows = np.zeros((size, self.dim), dtype=self._dtype)
         rows[: self._used] = self._rows[: self._used]
+        scales = np.zeros(size, dtype=np.float32)
+        scales[: self._used] = self._scales[: self._used]
         ids = np.full(size, -1, dtype=np.int64)
         ids[: self._used] = self._ids[: self._used]
-        self._rows, self._ids = rows, ids
+        self._rows, self._scales, self._ids = rows, scales, ids
 
     def remove(self, ids: Iterable[int]) -> None:
         """Forget vectors (their rows become holes)."""
@@ -158,7 +179,7 @@ class VectorIndex:
             slot = self._slot.pop(label, None)
             if slot is not None:
                 self._ids[slot] = -1
-                self._rows[slot] = 0.0
+                self._rows[slot] = 0
                 self.live.discard(label)
                 self.deleted += 1
 
@@ -166,34 +187,78 @@ class VectorIndex:
         """Holes cost memory and scan time; compact once they are a quarter of the rows."""
         return self.deleted > 256 and self.deleted > len(self.live) // 4
 
+    def needs_fold(self) -> bool:
+        """A save writes a new base (not a delta): there is none yet, or the delta (the tail
+        and the base's holes) passed `FOLD_FRACTION` of the base's rows."""
+        if self._base is None:
+            return self._used > 0 or self.deleted > 0
+        holes = len(self._base_ids) - len(self._base_slot)
+        return self._used + holes > len(self._base_ids) * FOLD_FRACTION
+
     def compacted(self) -> VectorIndex:
-        """A fresh index holding only the live vectors, in row order."""
-        fresh = VectorIndex(self.dim, max(1024, len(self.live) + 256))
-        ids, rows = self._live_rows()
-        fresh._put(ids.tolist(), rows)
+        """A fresh in-memory index holding only the live vectors, in row order."""
+        fresh = VectorIndex(self.dim, max(1024, len(self.live) + 256), quantized=self.quantized)
+        for block in self.live_blocks():
+            fresh._put_stored(block)
         return fresh
 
-    def _live_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        used = self._used  # first: a grown matrix keeps every row below the old count
-        ids, rows = self._ids[:used], self._rows[:used]
-        mask = ids >= 0
-        if self._base is None:
-            return ids[mask], rows[mask]
-        base_mask = self._base_ids >= 0
-        base_rows = self._base.rows[base_mask]
-        self._base.scanned()
-        return (
-            np.concatenate([self._base_ids[base_mask], ids[mask]]),
-            np.concatenate([base_rows, rows[mask]]),
-        )
+    def live_blocks(self) -> Iterator[Stored]:
+        """The live rows as stored (int8 for a quantized tier, whatever the base holds), the
+        base's first, `BLOCK_ROWS` at a time: a base is written without a second copy."""
+        if self._base is not None:
+            base, scales = self._base.rows, self._base.scales
+            for start in range(0, len(self._base_ids), BLOCK_ROWS):
+                ids = self._base_ids[start : start + BLOCK_ROWS]
+                mask = ids >= 0
+                rows = base[start : start + BLOCK_ROWS][mask]
+                part = None if scales is None else scales[start : start + BLOCK_ROWS][mask]
+                yield as_layout(self.quantized, ids[mask], rows, part)
+            self._base.scanned()
+        yield self._tail()
+
+    def _tail(self) -> Stored:
+        used = self._used
+        mask = self._ids[:used] >= 0
+        scales = self._scales[:used][mask] if self.quantized else None
+        return Stored(self._ids[:used][mask], self._rows[:used][mask], scales)
+
+    @property
+    def mapped(self) -> bool:
+        """The rows are a mapped base file plus a delta (else all in memory)."""
+        return self._base is not None
+
+    def empty_delta(self) -> Delta:
+        """A delta that changes nothing (it then fits any base)."""
+        return empty_delta(self.dim, self._dtype)
+
+    def delta(self) -> Delta:
+        """What changed since the mapped base (everything, when there is none)."""
+        tail = self._tail()
+        removed = np.flatnonzero(self._base_ids < 0).astype(np.int64)
+        return Delta(tail.ids, tail.rows, tail.scales, removed, len(self._base_ids))
+
+    def write_base(self, path: Path) -> None:
+        """Write the live vectors as a base file (streamed, fsynced); a large one gets coarse
+        lists (coarse_lists.py), trained over the rows just written (mapped, not copied)."""
+        write_base(path, len(self.live), self.dim, self._dtype, self.live_blocks())
+        if len(self.live) >= MIN_ROWS:
+            _, written, _ = read_base(path, self.dim)
+            assert isinstance(written, MappedRows)  # written uncompressed just now
+            add_to(path, written.rows, written.scales)
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
         """A chunk's stored vector (None without one): a neighbour query that needs no model."""
         row = self._base_slot.get(chunk_id)
         if row is not None and self._base is not None:
-            return np.array(self._base.rows[row])
+            scales = self._base.scales
+            return dequantize(self._base.rows[row : row + 1], _cut(scales, row))[0]
         slot = self._slot.get(chunk_id)
-        return None if slot is None else self._rows[slot].copy()
+        if slot is None:
+            return None
+        return dequantize(self._rows[slot : slot + 1], self._tail_scales(slot, slot + 1))[0]
+
+    def _tail_scales(self, start: int, end: int) -> np.ndarray | None:
+        return self._scales[start:end] if self.quantized else None
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first: the exact k nearest live vectors."""
@@ -205,60 +270,73 @@ class VectorIndex:
             return []
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
-        scores, ids = self._scores(unit)
-        scores[ids < 0] = -np.inf
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(ids[r]), float(scores[r])) for r in top if scores[r] > -np.inf]
+        scored, ids = self._scores(unit)
+        scored[ids < 0] = -np.inf
+        top = np.argpartition(-scored, k - 1)[:k] if k < len(scored) else np.arange(len(scored))
+        top = top[np.argsort(-scored[top], kind="stable")]
+        return [(int(ids[r]), float(scored[r])) for r in top if scored[r] > -np.inf]
 
     def _scores(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every row's score and id: the mapped base's rows first, then the tail's."""
         used = self._used
+        tail = scores(self._rows[:used], self._tail_scales(0, used), unit)
         if self._base is None:
-            return self._rows[:used] @ unit, self._ids[:used]
-        base_scores = self._base.rows @ unit
-        self._base.scanned()
+            return tail, self._ids[:used]
+        base, base_ids = self._base, self._base_ids
+        if self._lists is not None:  # a large base: its candidate lists' rows only
+            base_scores, picked = scan(self._lists, base.rows, base.scales, unit)
+            base_ids = base_ids[picked]
+        else:
+            base_scores = scores(base.rows, base.scales, unit)
+        base.scanned()
         if not used:
-            return base_scores, self._base_ids
-        return (
-            np.concatenate([base_scores, self._rows[:used] @ unit]),
-            np.concatenate([self._base_ids, self._ids[:used]]),
-        )
+            return base_scores, base_ids
+        return np.concatenate([base_scores, tail]), np.concatenate([base_ids, self._ids[:used]])
 
     def encode(self) -> bytes:
-        """The live vectors (ids and rows) as an uncompressed .npz, for the snapshot writer."""
-        ids, rows = self._live_rows()
+        """The live vectors as an uncompressed .npz base (tests; a save streams `write_base`)."""
         out = io.BytesIO()
-        np.savez(out, ids=ids, rows=rows)
+        write_base_to(out, len(self.live), self.dim, self._dtype, self.live_blocks())
         return out.getvalue()
 
 
-#: Bytes read from a vector file at a time (the only copy besides the matrix).
-_READ_BLOCK = 1 << 20
+#: A save writes a new base once the delta (tail rows and base holes) passes this share of it.
+FOLD_FRACTION = 0.125
 
 
-def _read_rows(member: IO[bytes], matrix: np.ndarray, count: int, name: str) -> None:
-    """Read a saved (count, dim) float32 matrix from its .npy member into `matrix[:count]`."""
-    version = np.lib.format.read_magic(member)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
-    else:
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
-    dim = matrix.shape[1]
-    if len(shape) != 2 or tuple(shape) != (count, dim):
-        raise ValueError(f"{name}: {shape} vectors, expected ({count}, {dim})")
-    if fortran or dtype != np.dtype("<f4"):
-        raise ValueError(f"{name}: rows of {dtype}, expected C-order little-endian float32")
-    if not count:
-        return
-    target = matrix[:count].data.cast("B")
-    filled = 0
-    while filled < len(target):
-        block = member.read(min(_READ_BLOCK, len(target) - filled))
-        if not block:
-            raise ValueError(f"{name}: vectors end after {filled} of {len(target)} bytes")
-        target[filled : filled + len(block)] = block
-        filled += len(block)
+def _base_slots(ids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
+    """(ids with holes, id -> row) of a base: rows not kept, and a repeated id's earlier rows
+    (the later row holds its vector), become holes."""
+    base_ids = ids.copy()
+    slots: dict[int, int] = {}
+    for row, chunk_id in enumerate(ids.tolist()):
+        if not keep[row]:
+            base_ids[row] = -1
+            continue
+        earlier = slots.get(chunk_id)
+        if earlier is not None:
+            base_ids[earlier] = -1
+        slots[chunk_id] = row
+    return base_ids, slots
+
+
+def _check_delta(delta: Delta, base_rows: int, path: Path | None) -> None:
+    """A delta names the base it was written against, and only rows inside it."""
+    name = path.name if path is not None else "delta"
+    if not len(delta.ids) and not len(delta.removed):
+        return  # changes nothing: fits any base
+    if delta.base_rows != base_rows:
+        raise ValueError(f"{name}: written for a base of {delta.base_rows} rows, not {base_rows}")
+    if len(delta.removed) and (delta.removed.min() < 0 or delta.removed.max() >= base_rows):
+        raise ValueError(f"{name}: removes rows outside its base of {base_rows}")
+
+
+def _part(scales: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
+    return None if scales is None else scales[mask]
+
+
+def _cut(scales: np.ndarray | None, row: int) -> np.ndarray | None:
+    return None if scales is None else scales[row : row + 1]
 
 
 class VectorTiers:
@@ -276,11 +354,15 @@ class VectorTiers:
         static: VectorIndex | None = None,
     ) -> None:
         self.dim, self.static_dim = dim, static_dim
-        self.vectors = VectorIndex(dim) if vectors is None else vectors
+        self.vectors = empty_tier("vectors", dim) if vectors is None else vectors
         #: The static tier (dim 1 while it is off: an index needs some dimension).
-        self.static = VectorIndex(max(1, static_dim)) if static is None else static
-        #: Tiers (names from TIERS) to write at the next save; a new set starts all changed.
+        self.static = empty_tier("static", static_dim) if static is None else static
+        #: Tiers (names from TIERS) changed since the last save; a new set starts all changed.
         self.changed: set[str] = set(TIERS)
+        #: Tiers whose base the save being written folds (rewrites): mapped again once
+        #: published, unless edited meanwhile (`_edits`, counted per tier, says so).
+        self.folding: dict[str, int] = {}
+        self._edits = dict.fromkeys(TIERS, 0)
 
     def tier(self, name: str) -> VectorIndex:
         """The index saved as `name` ("vectors": the main model, "static": the static tier)."""
@@ -288,6 +370,7 @@ class VectorTiers:
 
     def set_tier(self, name: str, index: VectorIndex) -> None:
         """Replace one tier (a loaded or compacted index)."""
+        self._edits[name] += 1
         if name == "static":
             self.static = index
         else:
@@ -300,6 +383,7 @@ class VectorTiers:
             if index.live.intersection(ids):
                 index.remove(ids)
                 self.changed.add(name)
+                self._edits[name] += 1
 
     def attach(self, name: str, ids: list[int], rows: np.ndarray, known: Container[int]) -> None:
         """Add vectors for the chunks in `known` only (a concurrent edit may have removed some)."""
@@ -308,16 +392,48 @@ class VectorTiers:
             return
         self.tier(name).add([ids[i] for i in keep], rows[keep])
         self.changed.add(name)
+        self._edits[name] += 1
 
     def pending(self, name: str, chunk_ids: Iterable[int]) -> list[int]:
         """The chunk ids without a vector in tier `name`."""
         live = self.tier(name).live
         return [i for i in chunk_ids if i not in live]
 
-    def compact(self) -> None:
-        """Rebuild each tier whose deletion marks piled up (before a save writes it)."""
+    def plan_save(self) -> set[str]:
+        """The components the next save writes: a changed tier's delta only, or its base and
+        delta when it folds (its delta passed `FOLD_FRACTION` of the base, or it has no mapped
+        base: a full pass, a tier read from a compressed file). An unchanged tier's files are
+        linked from the live snapshot."""
+        self.folding = {}
+        parts: set[str] = set()
         for name in TIERS:
             index = self.tier(name)
-            if index.needs_compaction():
-                self.set_tier(name, index.compacted())
-                self.changed.add(name)
+            if name in self.changed and (not index.mapped or index.needs_fold()):
+                self.folding[name] = self._edits[name]
+                parts.update((name, DELTAS[name]))
+            elif name in self.changed:
+                parts.add(DELTAS[name])
+        return parts
+
+    def write(self, part: str, path: Path) -> None:
+        """Write one component of the save `plan_save` planned (each fsynced)."""
+        if part in TIERS:
+            self.tier(part).write_base(path)
+            return
+        name = next(tier for tier, delta in DELTAS.items() if delta == part)
+        index = self.tier(name)
+        mapped = index.mapped and name not in self.folding  # else the base has it all
+        fsync_write(path, encode_delta(index.delta() if mapped else index.empty_delta()))
+
+    def rebase(self, live: Path) -> None:
+        """After the save published `live`: each folded tier maps its new base file, so its
+        rows leave memory and the next save writes a delta against that base. A tier edited
+        since the save was planned stays as it is (its next save folds again)."""
+        for name, edits in sorted(self.folding.items()):
+            if self._edits[name] != edits:
+                continue
+            index = self.tier(name)
+            path = component_path(live, name)
+            loaded = VectorIndex.load(path, index.dim, 0, index.live, quantized=index.quantized)
+            self.set_tier(name, loaded)
+        self.folding = {}

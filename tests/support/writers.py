@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -19,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from benchmarks.child_env import in_process_env
 
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkFile
 from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
 from codeask.core.storage.store import Manifest
+
+from .cli import PYTHON_M
+from .env import in_process_env
 
 #: One topic per file, far apart in meaning: a verbatim docstring query has exactly one right
 #: answer for the dense retriever, so a vector that answers for another file's chunk shows.
@@ -75,24 +76,10 @@ def env_for(cache: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def codeask(
-    *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI to completion."""
-    return subprocess.run(
-        [sys.executable, "-m", "codeask", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def spawn(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     """Start the real CLI in the background (stderr captured for messages)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "codeask", *args],
+        [*PYTHON_M, *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -158,7 +145,7 @@ class LspPipe:
     def __init__(self, roots: list[Path], env: dict[str, str], log: Path) -> None:
         self._log = log.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "codeask", "serve"],
+            [*PYTHON_M, "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,

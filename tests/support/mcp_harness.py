@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,11 +18,11 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-import gitrepo
-from benchmarks.child_env import in_process_env
-
 from codeask.mcp.server import build_server
+
+from . import gitrepo
+from .cli import PYTHON_M
+from .env import in_process_env
 
 #: The tools as the server itself lists them (issue 43: no test keeps its own copy of the list).
 TOOLS = tuple(tool["name"] for tool in build_server([]).listing())
@@ -113,7 +112,7 @@ def server_env(**extra: str) -> dict[str, str]:
 
 def mcp_command(*paths: Path | str, flags: tuple[str, ...] = ()) -> list[str]:
     """`codeask [flags] mcp [paths]` as this test run's Python runs it."""
-    return [sys.executable, "-m", "codeask", *flags, "mcp", *map(str, paths)]
+    return [*PYTHON_M, *flags, "mcp", *map(str, paths)]
 
 
 @asynccontextmanager

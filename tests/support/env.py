@@ -9,6 +9,7 @@ the daemon's own tests and benchmarks turn it on explicitly, in a private runtim
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 DAEMON_OFF = {"CODEASK_DAEMON__ENABLED": "false"}
 
@@ -19,3 +20,15 @@ def in_process_env(**extra: str) -> dict[str, str]:
     env.update(DAEMON_OFF)
     env.update(extra)
     return env
+
+
+def private_env(base: Path, **extra: str) -> dict[str, str]:
+    """`in_process_env` with the child's own XDG config and cache under `base` (its settings
+    file and embedding cache are the test's alone), offline, unbuffered, plus `extra`."""
+    return in_process_env(
+        XDG_CONFIG_HOME=str(base / "config"),
+        XDG_CACHE_HOME=str(base / "cache"),
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )

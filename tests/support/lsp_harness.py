@@ -1,6 +1,6 @@
 """End-to-end harness: the real `codeask serve` over stdio, driven by pytest-lsp.
 
-Every test builds a real git repository with pygit2 (tests/unit/gitrepo.py) and starts the
+Every test builds a real git repository with pygit2 (tests/support/gitrepo.py) and starts the
 server as a subprocess with its own XDG cache, unless it asks for the session-wide
 `shared_cache` (embeddings of the same fixture files are then reused across tests, which
 is the point of the content-hash cache and keeps the suite fast on two cores).
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -19,13 +18,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks.child_env import in_process_env
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-import gitrepo
+from . import gitrepo
+from .cli import PYTHON_M
+from .env import in_process_env
 
 T = TypeVar("T")
 
@@ -294,7 +293,7 @@ async def session(
 ) -> AsyncIterator[Session]:
     """Start `python -m codeask serve [serve_args]`, optionally initialize it, always stop it."""
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "codeask", "serve", *serve_args],
+        server_command=[*PYTHON_M, "serve", *serve_args],
         client_factory=make_client,
         server_env=server_env(cache, env),
     )

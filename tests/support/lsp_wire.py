@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import queue
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.child_env import in_process_env
+from .cli import PYTHON_M
+from .env import in_process_env
 
 #: The server's peak resident memory (VmHWM) must stay under this through every hostile case.
 #: Measured baseline on the small fixture workspace with the embedding model loaded:
@@ -44,7 +44,7 @@ class Wire:
         env.update(XDG_CACHE_HOME=str(cache), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
         env.update(extra_env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "codeask", "serve"],
+            [*PYTHON_M, "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -1,0 +1,145 @@
+"""Candidate generation for a large base: an inverted-file (IVF) coarse quantiser in numpy.
+
+Why (issue 42): the exact int8 scan of 1.3M static-tier rows took 73-97 ms on a quiet core
+(390 ms p50 at load 14), over the ~60 ms a query may spend. A base of `MIN_ROWS` rows or more is
+written with `lists` spherical k-means centroids and each row's list (row numbers grouped by
+list); a query scores the centroids, then only the rows of the best `probes` lists, exactly.
+Below `MIN_ROWS` nothing changes: small folders rank exactly as before. The tail (rows added
+since the base) is always scanned whole. numpy rather than faiss/usearch: no new wheel, the
+lists are three small arrays in the base file, and the rows stay the base's mapped int8 rows.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, scores
+
+#: A base of at least this many rows gets lists; below it every query scans every row.
+MIN_ROWS = 400_000
+#: Rows sampled to train the centroids, per list.
+_SAMPLE_PER_LIST = 48
+#: k-means rounds (spherical: centroids are unit vectors, rows go to the best cosine).
+_ROUNDS = 8
+#: Share of the lists a query scans (at least `_MIN_PROBES`); measured in benchmarks/vector_scan.
+PROBE_SHARE = 0.06
+_MIN_PROBES = 8
+MEMBERS = ("centroids.npy", "list_rows.npy", "list_starts.npy")
+
+
+@dataclass
+class CoarseLists:
+    """Centroids, and the base's row numbers grouped by list (`rows[starts[i]:starts[i+1]]`)."""
+
+    centroids: np.ndarray
+    rows: np.ndarray
+    starts: np.ndarray
+
+    def candidates(self, unit: np.ndarray) -> np.ndarray:
+        """The sorted row numbers of the lists nearest `unit` (sorted: the pages are read in
+        file order)."""
+        count = len(self.centroids)
+        probes = min(count, max(_MIN_PROBES, round(count * PROBE_SHARE)))
+        nearest = np.argpartition(-(self.centroids @ unit), probes - 1)[:probes]
+        parts = [self.rows[self.starts[i] : self.starts[i + 1]] for i in nearest.tolist()]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+    def check(self, base_rows: int, dim: int, name: str) -> None:
+        """ValueError (naming the file) unless the lists cover `base_rows` rows of `dim`."""
+        lists = len(self.centroids)
+        ok = (
+            self.centroids.shape == (lists, dim)
+            and self.starts.shape == (lists + 1,)
+            and self.rows.shape == (base_rows,)
+            and int(self.starts[0]) == 0
+            and int(self.starts[-1]) == base_rows
+            and bool(np.all(np.diff(self.starts) >= 0))
+            and (base_rows == 0 or 0 <= int(self.rows.min()) <= int(self.rows.max()) < base_rows)
+        )
+        if not ok:
+            raise ValueError(f"{name}: its coarse lists do not cover its {base_rows} rows")
+
+
+def scan(
+    lists: CoarseLists, rows: np.ndarray, scales: np.ndarray | None, unit: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, row numbers) of the candidate rows only, gathered a block at a time."""
+    picked = lists.candidates(unit)
+    out = np.empty(len(picked), dtype=np.float32)
+    for start in range(0, len(picked), BLOCK_ROWS):
+        part = picked[start : start + BLOCK_ROWS]
+        block_scales = None if scales is None else scales[part]
+        out[start : start + len(part)] = scores(rows[part], block_scales, unit)
+    return out, picked
+
+
+def read(archive: zipfile.ZipFile, base_rows: int, dim: int, name: str) -> CoarseLists | None:
+    """A base file's lists (None when it has none); ValueError when they are not its own."""
+    if MEMBERS[0] not in archive.namelist():
+        return None
+    arrays = []
+    for member in MEMBERS:
+        with archive.open(member) as handle:
+            arrays.append(np.asarray(np.lib.format.read_array(handle, allow_pickle=False)))
+    lists = CoarseLists(arrays[0].astype(np.float32), arrays[1], arrays[2].astype(np.int64))
+    lists.check(base_rows, dim, name)
+    return lists
+
+
+def add_to(path: Path, rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> None:
+    """Train lists over a written base's `rows` and append them to its file (then fsync)."""
+    lists = train(rows, scales, seed)
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for member, array in zip(MEMBERS, (lists.centroids, lists.rows, lists.starts), strict=True):
+            with archive.open(member, "w", force_zip64=True) as handle:
+                np.lib.format.write_array(handle, array, allow_pickle=False)
+    with path.open("rb+") as handle:
+        os.fsync(handle.fileno())
+
+
+def train(rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> CoarseLists:
+    """Spherical k-means on a sample, then every row assigned to its nearest centroid."""
+    count = len(rows)
+    lists = int(min(4096, max(16, round(np.sqrt(count)))))
+    rng = np.random.default_rng(seed)
+    sample_rows = np.sort(
+        rng.choice(count, size=min(count, lists * _SAMPLE_PER_LIST), replace=False)
+    )
+    sample = _unit(dequantize(rows[sample_rows], _part(scales, sample_rows)))
+    centroids = sample[rng.choice(len(sample), size=lists, replace=False)].copy()
+    for _ in range(_ROUNDS):
+        owner = _nearest(sample, None, centroids)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, owner, sample)
+        empty = np.bincount(owner, minlength=lists) == 0
+        sums[empty] = centroids[empty]  # a list nothing chose keeps its centroid
+        centroids = _unit(sums)
+    owners = _nearest(rows, scales, centroids)
+    order = np.argsort(owners, kind="stable").astype(np.int32 if count < 2**31 else np.int64)
+    starts = np.zeros(lists + 1, dtype=np.int64)
+    starts[1:] = np.cumsum(np.bincount(owners, minlength=lists))
+    return CoarseLists(centroids.astype(np.float32), order, starts)
+
+
+def _nearest(rows: np.ndarray, scales: np.ndarray | None, centroids: np.ndarray) -> np.ndarray:
+    """Each row's nearest centroid, `BLOCK_ROWS` rows at a time (bounded temporary memory)."""
+    owners = np.empty(len(rows), dtype=np.int64)
+    for start in range(0, len(rows), BLOCK_ROWS):
+        where = slice(start, start + BLOCK_ROWS)
+        block = dequantize(rows[where], _part(scales, where))
+        owners[where] = np.argmax(block @ centroids.T, axis=1)
+    return owners
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def _part(scales: np.ndarray | None, where: np.ndarray | slice) -> np.ndarray | None:
+    return None if scales is None else scales[where]
