@@ -21,8 +21,11 @@ from codeask.core.storage.snapshot import ComponentInfo, _digest, current_name
 from codeask.core.storage.store import IndexStore
 from codeask.core.storage.vector_file import Delta, encode_delta
 from codeask.core.storage.vectors import FOLD_FRACTION, VectorIndex
+from support import codeask
 
 DIM = 16
+#: Where the writer child finds this module and the tests' support package.
+_TEST_DIRS = (str(Path(__file__).parent), str(Path(__file__).parents[1]))
 
 
 def project(root: Path, files: int = 40) -> Path:
@@ -42,18 +45,7 @@ def project(root: Path, files: int = 40) -> Path:
 
 
 def index_cli(root: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "codeask", "index", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            **os.environ,
-            "CODEASK_DAEMON__ENABLED": "false",
-            "XDG_CACHE_HOME": str(root.parent / "xdg"),
-        },
-    )
-    assert done.returncode == 0, done.stderr
+    codeask("index", str(root), check=True)
 
 
 def live(root: Path) -> Path:
@@ -208,7 +200,6 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[2])
     from test_vector_delta import _put_file, _store
     store = _store(Path(sys.argv[1]))
     for n in range(16):
@@ -228,9 +219,10 @@ def test_a_writer_killed_mid_save_leaves_an_index_that_loads_right(tmp_path: Pat
     """A real process saving base and delta generations in a loop, killed (SIGKILL) while it
     saves: the index on disk loads with every chunk's own vector, nothing lost."""
     child = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(tmp_path / "idx"), str(Path(__file__).parent)],
+        [sys.executable, "-c", _WRITER, str(tmp_path / "idx")],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(_TEST_DIRS)},
     )
     assert child.stdout is not None
     for line in child.stdout:
