@@ -84,7 +84,7 @@ def test_every_index_and_cache_file_is_owner_only(indexed: tuple[Path, Path]) ->
     stored = b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
     assert MARKER.encode() in stored  # the private text is in the index: its modes matter
     names = {p.name for p in folder.rglob("*")}
-    assert {"chunks.msgpack", "manifest.json", "history.msgpack", "writer.lock"} <= names
+    assert {"chunks.rec", "manifest.json", "history.msgpack", "writer.lock"} <= names
     assert any(cache.glob("embeddings/*.sqlite")), sorted(cache.rglob("*"))
     # A reader (it may add -wal/-shm beside the lexical table) and a rebuild request.
     out = codeask(base, root, "search", "private helper", "--scope", "all")

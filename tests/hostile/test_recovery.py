@@ -8,11 +8,15 @@ import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
 from codeask.config import DEFAULT_EMBED_MODEL
 from codeask.core.embedding.embed import EmbeddingCache, model_slug
+from codeask.core.records import HISTORY_KINDS
+from codeask.core.storage.chunk_map import ChunkDelta
+from codeask.core.storage.snapshot import component_path
 from support import codeask, gitrepo
 from support.writers import (
     TOPICS,
@@ -105,8 +109,8 @@ def test_one_damaged_snapshot_file_costs_only_itself(
     root = git_project(tmp_path / "proj")
     first, _ = index_json(root, warm_env)
     manifest, _ = live_snapshot(root / ".codeask")
-    ext = "npz" if component == "vectors" else "msgpack"
-    flip_middle_byte(root / ".codeask" / f"gen-{manifest.generation:06d}" / f"{component}.{ext}")
+    name = component_path(Path(), component).name
+    flip_middle_byte(root / ".codeask" / f"gen-{manifest.generation:06d}" / name)
     shutil.rmtree(root / ".codeask" / "lexical")  # no shortcut: readers use the snapshot
 
     doc = TOPICS["orbits"][1]
@@ -116,7 +120,7 @@ def test_one_damaged_snapshot_file_costs_only_itself(
         assert json.loads(found.stdout)["results"][0]["relative_path"] == "src/orbits.py"
     else:  # the file table is gone: a clear message, not "no index here yet"
         assert found.returncode == 1
-        assert "damaged" in found.stderr and f"{component}.msgpack" in found.stderr
+        assert "damaged" in found.stderr and name in found.stderr
         assert "no index here yet" not in found.stderr
 
     summary, log = index_json(root, warm_env)
@@ -148,3 +152,33 @@ def test_no_change_reindex_writes_zero_bytes(tmp_path: Path, warm_env: dict[str,
     assert summary["files_indexed"] == 0 and summary["files_unchanged"] == len(TOPICS)
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
     assert changed == set(), f"a no-change reindex rewrote {sorted(changed)}"
+
+
+@pytest.mark.slow
+def test_one_file_edit_writes_the_chunk_delta_not_the_base(
+    tmp_path: Path, warm_env: dict[str, str]
+) -> None:
+    """Issue 42: `codeask index` after a one-file edit links the chunk base and writes a delta
+    of that file's chunks; a fresh `codeask search` finds the edit (base + delta read)."""
+    root = git_project(tmp_path / "proj")
+    index_json(root, warm_env)
+    folder = root / ".codeask"
+    before = tree_state(folder)
+    (root / "src" / "orbits.py").write_text(topic_source("orbits", 7), encoding="utf-8")
+    summary, _ = index_json(root, warm_env)
+    assert summary["files_indexed"] == 1
+    after = tree_state(folder)
+    live = f"gen-{live_snapshot(folder)[0].generation:06d}"
+    old = next(k for k in before if k.endswith("/chunks.rec"))
+    assert after[f"{live}/chunks.rec"][0] == before[old][0]  # the same inode: not rewritten
+    delta = msgspec.msgpack.decode(
+        (folder / live / "chunks_delta.msgpack").read_bytes(), type=ChunkDelta
+    )
+    code = {c.path for c in delta.added if c.kind not in HISTORY_KINDS}
+    assert code == {"src/orbits.py"}  # the edited file's chunks (and the uncommitted diff's)
+    found = codeask(
+        "search", "plan_orbit_v7", "--json", "--mode", "lexical", cwd=root, env=warm_env
+    )
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["results"]
+    assert (hits[0]["relative_path"], hits[0]["symbol"]) == ("src/orbits.py", "plan_orbit_v7")

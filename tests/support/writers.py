@@ -20,6 +20,8 @@ from typing import Any
 import msgspec
 
 from codeask.core.records import Chunk
+from codeask.core.storage.chunk_file import ChunkFile
+from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
 from codeask.core.storage.store import Manifest
 
 from .cli import PYTHON_M
@@ -117,13 +119,15 @@ def live_snapshot(index_folder: Path) -> tuple[Manifest, list[Chunk]]:
         live = index_folder / name
         try:
             manifest = msgspec.json.decode((live / "manifest.json").read_bytes(), type=Manifest)
-            raw = (live / "chunks.msgpack").read_bytes()
+            base = ChunkFile(live / "chunks.rec")
+            delta = (live / "chunks_delta.msgpack").read_bytes()
         except FileNotFoundError:
             if attempt == 9:
                 raise
             time.sleep(0.05)
             continue
-        return manifest, msgspec.msgpack.decode(raw, type=list[Chunk])
+        chunks = ChunkMap(base, msgspec.msgpack.decode(delta, type=ChunkDelta))
+        return manifest, list(chunks.values())
     raise AssertionError("unreachable")
 
 

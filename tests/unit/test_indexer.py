@@ -230,7 +230,7 @@ def test_corrupted_metadata_rebuilds_with_a_clear_log(
     folder.refresh(embed=False)
     folder.close()
     live = root / ".codeask" / (root / ".codeask" / "CURRENT").read_text()
-    chunks = live / "chunks.msgpack"
+    chunks = live / "chunks.rec"
     data = chunks.read_bytes()
     chunks.unlink()
     chunks.write_bytes(data[: len(data) // 3])

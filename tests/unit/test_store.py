@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage import snapshot
+from codeask.core.storage.catalog import COMPACT_MIN
 from codeask.core.storage.store import IndexStore
 
 DIM = 8
@@ -74,7 +77,7 @@ def test_model_change_starts_clean_with_reason(tmp_path: Path) -> None:
     assert loaded.chunks == {}
 
 
-@pytest.mark.parametrize("name", ["vectors.npz", "chunks.msgpack", "files.msgpack"])
+@pytest.mark.parametrize("name", ["vectors.npz", "chunks.rec", "files.msgpack"])
 def test_truncated_component_is_detected(tmp_path: Path, name: str) -> None:
     store = filled_store(tmp_path / "idx")
     live = tmp_path / "idx" / f"gen-{store.generation:06d}" / name
@@ -92,7 +95,7 @@ def test_truncated_component_is_detected(tmp_path: Path, name: str) -> None:
 
 def test_corrupted_same_size_file_fails_checksum(tmp_path: Path) -> None:
     store = filled_store(tmp_path / "idx")
-    live = tmp_path / "idx" / f"gen-{store.generation:06d}" / "chunks.msgpack"
+    live = tmp_path / "idx" / f"gen-{store.generation:06d}" / "chunks.rec"
     data = bytearray(live.read_bytes())
     data[len(data) // 2] ^= 0xFF
     live.unlink()
@@ -114,7 +117,7 @@ def test_leftover_temp_snapshot_is_ignored(tmp_path: Path) -> None:
     store = filled_store(tmp_path / "idx")
     partial = tmp_path / "idx" / f"gen-{store.generation + 1:06d}.tmp"
     partial.mkdir()
-    (partial / "chunks.msgpack").write_bytes(b"\x00garbage")
+    (partial / "chunks.rec").write_bytes(b"\x00garbage")
     loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
     assert reason == ""
     assert len(loaded.chunks) == 3
@@ -147,9 +150,9 @@ def test_compaction_drops_marked_vectors(tmp_path: Path) -> None:
     assert store.vectors.query(unit_rows(100, seed=4)[5], 1)[0][0] == kept[5]
 
 
-def test_loaded_chunks_share_their_repeated_strings(tmp_path: Path) -> None:
-    """A decoded snapshot gave every chunk its own copy of its path, language, kind and parent
-    (sphinx: 15k copies of 1.3k paths, ~3.5 MB of 27.6; issue 29); equal values, one object."""
+def test_loaded_chunks_stay_on_disk_until_read(tmp_path: Path) -> None:
+    """Chunks are mapped, not decoded at open (issue 42; issue 29 shared the strings of a
+    decoded snapshot); file records share their path with their key."""
     store = IndexStore(tmp_path / "idx", tmp_path, "model-a", DIM)
     for name in ("a.py", "pkg/b.py"):
         ids = store.new_ids(4)
@@ -170,9 +173,109 @@ def test_loaded_chunks_share_their_repeated_strings(tmp_path: Path) -> None:
         store.replace_file(FileRecord(path=name, size=1, mtime_ns=1, sha256="x"), chunks)
     store.save()
     loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert loaded.chunks.added == {}  # nothing decoded at open: every chunk is in the base
     chunks = list(loaded.chunks.values())
     assert sorted(c.path for c in chunks) == ["a.py"] * 4 + ["pkg/b.py"] * 4
-    for field in ("path", "language", "kind", "parent"):
-        values = [getattr(c, field) for c in chunks]
-        assert len({id(v) for v in values}) == len(set(values)), field
-    assert all(c.path is loaded.files[c.path].path for c in chunks)
+    assert all(r.path is p for p, r in loaded.files.items())
+
+
+# ---- the chunk base and its delta (issue 42) ---------------------------------------------
+def _component(store: IndexStore, name: str) -> Path:
+    return store.folder / f"gen-{store.generation:06d}" / name
+
+
+def test_one_file_edit_writes_only_the_chunk_delta(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    base = _component(store, "chunks.rec").stat()
+    ids = store.new_ids(1)
+    edited = window_chunks(ids)
+    store.replace_file(FileRecord(path="a.py", size=11, mtime_ns=2, sha256="y"), edited)
+    store.save()
+    after = _component(store, "chunks.rec").stat()
+    assert (after.st_ino, after.st_size) == (base.st_ino, base.st_size)  # linked, not rewritten
+    assert _component(store, "chunks_delta.msgpack").stat().st_size < 200
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == ""
+    assert list(loaded.chunks.values()) == edited
+    assert loaded.files["a.py"].chunk_ids == ids and len(loaded.chunks) == 1
+    assert loaded.chunks.symbol_ids("f0") == []  # the removed chunks' names went with them
+
+
+def test_symbol_ids_read_the_base_and_the_delta(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    first = store.files["a.py"].chunk_ids
+    (new_id,) = store.new_ids(1)
+    extra = Chunk(
+        id=new_id, path="b.py", language="python", kind="function", start_line=1, end_line=2,
+        text="def f0(): return 1", symbol="f0",
+    )  # fmt: skip
+    store.replace_file(FileRecord(path="b.py", size=1, mtime_ns=1, sha256="z"), [extra])
+    assert store.chunks.symbol_ids("f0") == [first[0], new_id]
+    store.save()
+    loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert loaded.chunks.symbol_ids("f0") == [first[0], new_id]
+    assert loaded.chunks.symbol_ids("f2") == [first[2]]
+    assert loaded.chunks.symbol_ids("nothing") == []
+
+
+def test_a_grown_delta_is_folded_into_a_new_base(tmp_path: Path) -> None:
+    store = filled_store(tmp_path / "idx")
+    base = _component(store, "chunks.rec").stat().st_ino
+    ids = store.new_ids(COMPACT_MIN + 1)
+    store.replace_file(FileRecord(path="w.py", size=1, mtime_ns=1, sha256="w"), window_chunks(ids))
+    store.save()
+    assert _component(store, "chunks.rec").stat().st_ino != base
+    assert store.chunks.added == {} and len(store.chunks) == len(ids) + 3
+    loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert loaded.chunks.added == {} and loaded.chunks.keys() == store.chunks.keys()
+    assert loaded.chunks[ids[-1]].text == str(ids[-1])
+
+
+def test_damaged_record_in_a_big_chunk_base_is_reported_on_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Past CHECK_AT_OPEN_BYTES (lowered here to 0) the base is not hashed at open: a damaged
+    record is found when read, reported, read as absent, and its file is indexed again."""
+    monkeypatch.setattr(snapshot, "CHECK_AT_OPEN_BYTES", 0)
+    store = filled_store(tmp_path / "idx")
+    damaged_id = store.files["a.py"].chunk_ids[1]
+    path = _component(store, "chunks.rec")
+    data = bytearray(path.read_bytes())
+    data[data.index(b"def f1(): pass") + 4] ^= 0x01  # same size, still valid msgpack
+    path.unlink()
+    path.write_bytes(bytes(data))
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == ""  # only the size was checked at open
+    with caplog.at_level(logging.WARNING):
+        assert loaded.chunks.get(damaged_id) is None
+    assert any(
+        "chunks.rec" in r.getMessage() and "checksum" in r.getMessage() for r in caplog.records
+    )
+    assert [c.symbol for c in loaded.chunks.values()] == ["f0", "f2"]  # never the damaged bytes
+    assert loaded.files["a.py"].size == -1  # the next pass indexes the file again
+    loaded.save()  # the new base leaves the damaged record out
+    again, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == "" and damaged_id not in again.chunks and not again.chunks.damaged
+
+
+def test_damaged_big_vector_tier_is_found_after_the_open_and_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A big tier is size-checked at open and hashed by a background thread: a damaged one is
+    dropped with a logged reason (its vectors are computed again), the chunks stay."""
+    monkeypatch.setattr(snapshot, "CHECK_AT_OPEN_BYTES", 0)
+    store = filled_store(tmp_path / "idx")
+    path = _component(store, "vectors.npz")
+    data = bytearray(path.read_bytes())
+    data[data.index(unit_rows(3)[1].tobytes()) + 1] ^= 0x01  # a row's bytes: still loads
+    path.unlink()
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING):
+        loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+        assert loaded.verifier is not None  # the open read the size only
+        loaded.verifier.join()
+    dropped = "vectors.npz fails its checksum (corrupted); dropped the vectors tier"
+    assert any(dropped in r.getMessage() for r in caplog.records)
+    assert not loaded.vectors.live and "vectors" in loaded.tiers.changed
+    assert loaded.chunks.keys() == store.chunks.keys()
+    assert sorted(loaded.pending_ids()) == sorted(store.chunks.keys())  # embedded again

@@ -1,7 +1,7 @@
 """Owner-only folders and files for everything that holds indexed text (issue round 3, item 9).
 
 An index stores the text of every file it read: a 0600 source must not land in a 0644
-`chunks.msgpack` that another local user can grep. So every folder codeask writes for an index
+`chunks.rec` that another local user can grep. So every folder codeask writes for an index
 or its caches is created 0700 and every file 0600, whatever the umask, and an index made by an
 older version (0755/0644) loses its group and other bits on the next write (`tighten_tree`).
 

@@ -1,20 +1,30 @@
 """The chunk and file metadata of one folder: which files are indexed, their chunks, the history.
 
-No vectors and no disk: the store pairs this with the vector tiers (vectors.py) and writes both
-into snapshots (snapshot.py). Every change notes which component ("files", "chunks",
-"history") must be written again, so a save rewrites only what moved.
+No vectors: the store pairs this with the vector tiers (vectors.py) and writes both into
+snapshots (snapshot.py). The chunks are a mapped base plus a delta (chunk_map.py). Every change
+notes which component ("files", "chunks_delta", "history") must be written again, so a save
+rewrites only what moved; the base ("chunks") is rewritten only by a compaction: at a full pass,
+or once the delta passes a fraction of the base.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import msgspec
 
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage.chunk_file import ChunkFile
+from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
+from codeask.core.storage.snapshot import component_path, fsync_write
 
 #: The snapshot components this module owns, in the order they are written.
-PARTS = ("files", "chunks", "history")
+PARTS = ("files", "chunks", "chunks_delta", "history")
+#: A save folds the delta into a new base once it holds more records than this share of the
+#: base (and at least COMPACT_MIN): a one-file edit then writes only the delta.
+COMPACT_FRACTION = 0.125
+COMPACT_MIN = 4096
 
 
 class HistoryState(msgspec.Struct, kw_only=True):
@@ -30,11 +40,12 @@ class Catalog:
     def __init__(
         self,
         files: dict[str, FileRecord] | None = None,
-        chunks: dict[int, Chunk] | None = None,
+        chunks: ChunkMap | dict[int, Chunk] | None = None,
         history: HistoryState | None = None,
     ) -> None:
         self.files: dict[str, FileRecord] = {} if files is None else files
-        self.chunks: dict[int, Chunk] = {} if chunks is None else chunks
+        self.chunks = chunks if isinstance(chunks, ChunkMap) else ChunkMap.of(chunks or {})
+        self.chunks.on_damage = self.heal
         self.history = HistoryState() if history is None else history
         #: Components (names from PARTS) to write at the next save; a new catalog has them all.
         self.changed: set[str] = set(PARTS)
@@ -48,7 +59,7 @@ class Catalog:
             self.chunks[chunk.id] = chunk
         record.chunk_ids = [c.id for c in chunks]
         self.files[record.path] = record
-        self.changed.update(("files", "chunks"))
+        self.changed.update(("files", "chunks_delta"))
         return removed
 
     def touch_file(self, rel: str, size: int, mtime_ns: int) -> None:
@@ -63,7 +74,7 @@ class Catalog:
         if old is None:
             return []
         self._drop_chunks(old.chunk_ids)
-        self.changed.update(("files", "chunks"))
+        self.changed.update(("files", "chunks_delta"))
         return list(old.chunk_ids)
 
     def _drop_chunks(self, ids: Iterable[int]) -> None:
@@ -75,7 +86,7 @@ class Catalog:
         for chunk in chunks:
             self.chunks[chunk.id] = chunk
         self.history.commits[sha] = [c.id for c in chunks]
-        self.changed.update(("history", "chunks"))
+        self.changed.update(("history", "chunks_delta"))
 
     def remove_history(self, shas: Iterable[str]) -> list[int]:
         """Forget commits; returns their chunk ids."""
@@ -85,7 +96,7 @@ class Catalog:
             removed.extend(self.history.commits.pop(sha))
         self._drop_chunks(removed)
         if gone:  # nothing removed: nothing to save (a no-change pass writes 0 bytes)
-            self.changed.update(("history", "chunks"))
+            self.changed.update(("history", "chunks_delta"))
         return removed
 
     def set_head(self, head: str) -> None:
@@ -94,10 +105,46 @@ class Catalog:
             self.history.head = head
             self.changed.add("history")
 
-    def encode(self, name: str) -> bytes:
-        """The msgpack bytes of one component (a name from PARTS) as a snapshot stores it."""
-        if name == "files":
-            return msgspec.msgpack.encode(self.files)
+    def plan_save(self) -> None:
+        """Before a save: compact when the delta has grown (or a damaged record must go)."""
+        base = len(self.chunks.base) if self.chunks.base is not None else 0
+        if self.chunks.damaged or self.chunks.delta_size() > max(
+            COMPACT_MIN, base * COMPACT_FRACTION
+        ):
+            self.changed.add("chunks")
+        if "chunks" in self.changed:
+            self.changed.add("chunks_delta")  # an empty delta over the new base
+
+    def heal(self, chunk_id: int) -> None:
+        """A damaged chunk record was found: its file (or commit) is indexed again by the next
+        pass, and the next save writes a base without it. Damage costs only what it touched."""
+        for record in self.files.values():
+            if chunk_id in record.chunk_ids:
+                record.size, record.sha256 = -1, ""  # the next pass reads it again
+                self.changed.add("files")
+        self.remove_history([s for s, ids in self.history.commits.items() if chunk_id in ids])
+        self.changed.add("chunks")
+
+    def write(self, name: str, path: Path) -> bool:
+        """Write one component (a name from PARTS); False when it is not this module's."""
         if name == "chunks":
-            return msgspec.msgpack.encode(list(self.chunks.values()))
-        return msgspec.msgpack.encode(self.history)
+            self.chunks.write_base(path)
+            return True
+        if name == "chunks_delta" and "chunks" in self.changed:
+            data = msgspec.msgpack.encode(ChunkDelta())
+        elif name == "chunks_delta":
+            data = msgspec.msgpack.encode(self.chunks.delta())
+        elif name == "files":
+            data = msgspec.msgpack.encode(self.files)
+        elif name == "history":
+            data = msgspec.msgpack.encode(self.history)
+        else:
+            return False
+        fsync_write(path, data)
+        return True
+
+    def saved(self, folder: Path) -> None:
+        """After the components were written to `folder`: a new base replaces base + delta."""
+        if "chunks" in self.changed:
+            self.chunks = ChunkMap(ChunkFile(component_path(folder, "chunks")))
+            self.chunks.on_damage = self.heal

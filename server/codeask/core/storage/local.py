@@ -155,15 +155,17 @@ class LocalStorage:
             return list(self._store.history.commits)
 
     def _symbol_table(self) -> SymbolTable:
+        """Path keys only: symbol names are read from the chunk base's own table."""
         store = self._store
         with store.lock:
-            key = (store.next_id, len(store.chunks))  # ids are never reused
+            key = (store.next_id, len(store.chunks), len(store.files))  # ids are never reused
             if not self._symbols.built_for(key):
-                self._symbols.rebuild(key, list(store.chunks.values()), list(store.files))
+                self._symbols.rebuild(key, (), list(store.files))
         return self._symbols
 
     def symbol_ids(self, name: str) -> list[int]:
-        return self._symbol_table().by_name.get(name, [])
+        with self._store.lock:
+            return self._store.chunks.symbol_ids(name)
 
     def paths_named(self, key: str) -> list[str]:
         return self._symbol_table().by_path_key.get(key, [])

@@ -4,7 +4,10 @@ Layout of an index folder:
 
     CURRENT                 name of the live snapshot folder (replaced atomically)
     gen-000007/manifest.json  schema, model, dim, generation, next id, size+blake2b of each file
-    gen-000007/files.msgpack, chunks.msgpack, history.msgpack, vectors.npz, static.npz
+    gen-000007/files.msgpack, chunks.rec, chunks_delta.msgpack, history.msgpack, vectors.npz,
+              static.npz
+
+chunks.rec is the mapped chunk base (chunk_file.py), chunks_delta.msgpack what changed since.
 
 A snapshot folder is written completely (temp files, fsync) before CURRENT points at it, so a
 kill at any moment leaves either the old or the new snapshot live, never a mix. This module
@@ -23,11 +26,27 @@ import msgspec
 
 from codeask.core.runtime import private_files
 
-SCHEMA_VERSION = 1
-COMPONENTS = ("files", "chunks", "history", "vectors", "static", "vectors_delta", "static_delta")
+SCHEMA_VERSION = 2  # 2: chunks.rec (mapped records) + chunks_delta.msgpack replace chunks.msgpack
+COMPONENTS = (
+    "files",
+    "chunks",
+    "chunks_delta",
+    "history",
+    "vectors",
+    "static",
+    "vectors_delta",
+    "static_delta",
+)
+#: Past CHECK_AT_OPEN_BYTES a component's size is checked at open, not its hash (seconds on
+#: the kernel before the first answer): SELF_CHECKED ones check each record when it is read
+#: (a crc32 per record, chunk_file.py), the others are hashed by a background thread after the
+#: open (`Deferred`; a mismatch drops that component, see store.py). Smaller ones: as before.
+SELF_CHECKED = frozenset({"chunks"})
+CHECK_AT_OPEN_BYTES = 8 << 20
 _EXT = {
     "files": "msgpack",
-    "chunks": "msgpack",
+    "chunks": "rec",
+    "chunks_delta": "msgpack",
     "history": "msgpack",
     "vectors": "npz",
     "static": "npz",
@@ -43,6 +62,23 @@ class StoreError(Exception):
 class ComponentInfo(msgspec.Struct):
     size: int
     blake2b: str
+
+
+class Deferred(msgspec.Struct, frozen=True):
+    """A big component whose hash is checked after the open (by `check_deferred`)."""
+
+    name: str
+    path: Path
+    blake2b: str
+
+
+def check_deferred(item: Deferred) -> str:
+    """Why `item` is damaged ('' when its hash matches, or it is gone: a newer snapshot)."""
+    try:
+        intact = _digest(item.path) == item.blake2b
+    except OSError:
+        return ""
+    return "" if intact else f"index file {item.path.name} fails its checksum (corrupted)"
 
 
 class Manifest(msgspec.Struct, kw_only=True):
@@ -165,8 +201,11 @@ class SnapshotFolder:
             raise StoreError(f"index manifest unreadable ({exc})") from exc
 
     @staticmethod
-    def verify(live: Path, name: str, manifest: Manifest) -> Path:
-        """A component's path once its size and checksum match the manifest (else StoreError)."""
+    def verify(
+        live: Path, name: str, manifest: Manifest, later: list[Deferred] | None = None
+    ) -> Path:
+        """A component's path once its size and checksum match the manifest (else StoreError);
+        a big one's hash is left to its records or, given `later`, to a background check."""
         path = component_path(live, name)
         info = manifest.components.get(name)
         if info is None or not path.is_file():
@@ -177,6 +216,11 @@ class SnapshotFolder:
                 f"index file {path.name} is {size} bytes, manifest says {info.size} "
                 "(truncated or overwritten)"
             )
+        if size > CHECK_AT_OPEN_BYTES and name in SELF_CHECKED:
+            return path  # each record is checked when it is read
+        if size > CHECK_AT_OPEN_BYTES and later is not None:
+            later.append(Deferred(name, path, info.blake2b))
+            return path
         if _digest(path) != info.blake2b:
             raise StoreError(f"index file {path.name} fails its checksum (corrupted)")
         return path
@@ -208,6 +252,7 @@ class SnapshotFolder:
             shutil.rmtree(target)
         private_files.make_dir(target)
         previous = self._live_quiet()
+        known = self._previous_infos(previous)
         for name in COMPONENTS:
             path = component_path(target, name)
             old = previous / path.name if previous else None
@@ -216,13 +261,25 @@ class SnapshotFolder:
                     os.link(old, path)
                 except OSError:
                     shutil.copyfile(old, path)
+                info = known.get(name)  # linked: its recorded hash holds (no re-read)
+                if info is None or info.size != path.stat().st_size:
+                    info = ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))
             else:
                 write(name, path)
                 private_files.tighten(path)  # the component writers create files 0644
-            info = ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))
+                info = ComponentInfo(size=path.stat().st_size, blake2b=_digest(path))
             manifest.components[name] = info
         fsync_write(target / "manifest.json", msgspec.json.encode(manifest))
         return target
+
+    def _previous_infos(self, previous: Path | None) -> dict[str, ComponentInfo]:
+        """The live manifest's size + hash of each component ({} when unreadable)."""
+        if previous is None:
+            return {}
+        try:
+            return self.manifest(previous).components
+        except StoreError:
+            return {}
 
     def publish(self, target: Path) -> Path:
         """Rename a written `gen-N.tmp` to `gen-N`, then point CURRENT at it (each step atomic)."""

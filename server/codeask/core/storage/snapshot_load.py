@@ -13,9 +13,17 @@ from pathlib import Path
 
 import msgspec
 
-from codeask.core.records import Chunk, FileRecord
+from codeask.core.records import HISTORY_KINDS, FileRecord
 from codeask.core.storage.catalog import Catalog, HistoryState
-from codeask.core.storage.snapshot import SCHEMA_VERSION, Manifest, SnapshotFolder, StoreError
+from codeask.core.storage.chunk_file import ChunkFile
+from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
+from codeask.core.storage.snapshot import (
+    SCHEMA_VERSION,
+    Deferred,
+    Manifest,
+    SnapshotFolder,
+    StoreError,
+)
 from codeask.core.storage.vectors import (
     DELTAS,
     QUANTIZED,
@@ -44,6 +52,8 @@ class SnapshotLoader:
         self.recovered: list[str] = []
         #: Components that did not load: rewritten by the next save.
         self.lost: set[str] = set()
+        #: Big vector tiers loaded after a size check only: hashed in the background.
+        self.later: list[Deferred] = []
 
     def load(self) -> tuple[str, Manifest, Catalog, VectorTiers]:
         """(snapshot folder name, manifest, catalog, tiers) with only the lost parts changed."""
@@ -54,38 +64,34 @@ class SnapshotLoader:
         self.generation, self.next_id = manifest.generation, manifest.next_id
         self._check_manifest(manifest)
         files, chunks = self._load_code(live, manifest)
-        history, chunks = self._load_history(live, manifest, chunks)
-        known = {c.id for c in chunks}
+        history = self._load_history(live, manifest, chunks)
+        known = set(chunks.id_array().tolist())
         vectors = self._load_vectors(live, manifest, known)
         static = self._load_static(live, manifest, known)
         tiers = VectorTiers(self.dim, self.static_dim, vectors, static)
-        catalog = Catalog(files, {c.id: c for c in chunks}, history)
+        catalog = Catalog(files, chunks, history)
         catalog.changed = self.lost & catalog.changed
         tiers.changed = self.lost & tiers.changed
         return live.name, manifest, catalog, tiers
 
-    def _load_code(
-        self, live: Path, manifest: Manifest
-    ) -> tuple[dict[str, FileRecord], list[Chunk]]:
-        """files + chunks: each file names its chunks, so one without the other is no use."""
+    def _load_code(self, live: Path, manifest: Manifest) -> tuple[dict[str, FileRecord], ChunkMap]:
+        """files + chunks: each file names its chunks, so one without the other is no use.
+
+        The chunk base is mapped, not decoded: its records are checked and decoded when read.
+        """
         try:
-            for name in ("files", "chunks"):
-                self.snapshots.verify(live, name, manifest)
-            files = msgspec.msgpack.decode(
-                (live / "files.msgpack").read_bytes(), type=dict[str, FileRecord]
-            )
-            chunks = msgspec.msgpack.decode(
-                (live / "chunks.msgpack").read_bytes(), type=list[Chunk]
-            )
+            paths = [self.snapshots.verify(live, n, manifest) for n in ("files", "chunks")]
+            delta_path = self.snapshots.verify(live, "chunks_delta", manifest)
+            files = msgspec.msgpack.decode(paths[0].read_bytes(), type=dict[str, FileRecord])
+            delta = msgspec.msgpack.decode(delta_path.read_bytes(), type=ChunkDelta)
+            chunks = ChunkMap(ChunkFile(paths[1]), delta)
         except StoreError as exc:
             raise StoreError(f"{exc}; rebuilding the file index") from exc
         except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             raise StoreError(f"index metadata unreadable ({exc}); rebuilding") from exc
-        return _share_strings(files, chunks)
+        return _share_paths(files), chunks
 
-    def _load_history(
-        self, live: Path, manifest: Manifest, chunks: list[Chunk]
-    ) -> tuple[HistoryState, list[Chunk]]:
+    def _load_history(self, live: Path, manifest: Manifest, chunks: ChunkMap) -> HistoryState:
         """A damaged history drops only the commit chunks; the next pass syncs them again."""
         try:
             self.snapshots.verify(live, "history", manifest)
@@ -100,8 +106,10 @@ class SnapshotLoader:
             RecursionError,
         ) as exc:
             self._lost("history", f"{exc}; kept files and code chunks, history is resynced")
-            return HistoryState(), [c for c in chunks if c.kind not in ("commit", "hunk")]
-        return history, chunks
+            for chunk in [c for c in chunks.values() if c.kind in HISTORY_KINDS]:
+                chunks.pop(chunk.id)  # a rare repair: the one path that decodes every chunk
+            return HistoryState()
+        return history
 
     def _load_vectors(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
         """Damaged vectors: keep the chunks; they embed again (from the content-hash cache).
@@ -138,7 +146,7 @@ class SnapshotLoader:
         self, live: Path, manifest: Manifest, name: str, dim: int, known: set[int]
     ) -> VectorIndex:
         """A tier's base and its delta, each checked; a snapshot from before deltas has none."""
-        base = self.snapshots.verify(live, name, manifest)
+        base = self.snapshots.verify(live, name, manifest, self.later)
         delta = None
         if DELTAS[name] in manifest.components:
             delta = self.snapshots.verify(live, DELTAS[name], manifest)
@@ -167,19 +175,8 @@ class SnapshotLoader:
             )
 
 
-def _share_strings(
-    files: dict[str, FileRecord], chunks: list[Chunk]
-) -> tuple[dict[str, FileRecord], list[Chunk]]:
-    """One string object per distinct path, language, kind and parent: decoding gives every
-    chunk its own copies (sphinx 5.1.1: 15k chunks held 1.3k paths ~3.5 MB of ~27.6; issue 29)."""
-    shared: dict[str, str] = {}
-    keep = shared.setdefault
+def _share_paths(files: dict[str, FileRecord]) -> dict[str, FileRecord]:
+    """One string object per path (key and record): decoding gives each its own copy."""
     for path, record in files.items():
-        record.path = keep(path, path)
-    for chunk in chunks:
-        chunk.path = keep(chunk.path, chunk.path)
-        chunk.language = keep(chunk.language, chunk.language)
-        chunk.kind = keep(chunk.kind, chunk.kind)
-        if chunk.parent:
-            chunk.parent = keep(chunk.parent, chunk.parent)
-    return files, chunks
+        record.path = path
+    return files

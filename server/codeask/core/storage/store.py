@@ -13,6 +13,7 @@ disk, so generations and ids only ever grow.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -21,21 +22,26 @@ from pathlib import Path
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.storage.catalog import PARTS, Catalog, HistoryState
+from codeask.core.runtime import background
+from codeask.core.storage.catalog import Catalog, HistoryState
+from codeask.core.storage.chunk_map import ChunkMap
 from codeask.core.storage.snapshot import (
     COMPONENTS,
     SCHEMA_VERSION,
     ComponentInfo,
+    Deferred,
     Manifest,
     SnapshotFolder,
     StoreError,
+    check_deferred,
     current_name,
-    fsync_write,
     generation_of,
     read_manifest,
 )
 from codeask.core.storage.snapshot_load import SnapshotLoader
 from codeask.core.storage.vectors import VectorIndex, VectorTiers, empty_tier
+
+log = logging.getLogger("codeask.core.indexer")
 
 __all__ = [  # the names callers import from here, wherever they now live
     "COMPONENTS",
@@ -75,6 +81,8 @@ class IndexStore:
         self.recovered: list[str] = []
         #: The snapshot folder this store was loaded from ('' when it started empty).
         self.loaded_from = ""
+        #: The thread hashing big tiers after the open (snapshot.Deferred), if any.
+        self.verifier: threading.Thread | None = None
 
     # ---- the parts, under the names callers use -------------------------------------------
     @property
@@ -83,8 +91,8 @@ class IndexStore:
         return self.catalog.files
 
     @property
-    def chunks(self) -> dict[int, Chunk]:
-        """Every chunk (code, text and history) by id."""
+    def chunks(self) -> ChunkMap:
+        """Every chunk (code, text and history) by id, decoded when read."""
         return self.catalog.chunks
 
     @property
@@ -139,6 +147,26 @@ class IndexStore:
             self.recovered = loader.recovered
         self.loaded_from = name
         self.saved_at = manifest.updated
+        if loader.later:
+            self.verifier = background.start(
+                self._check_later, loader.later, name="codeask-verify-index"
+            )
+
+    def _check_later(self, items: list[Deferred]) -> None:
+        """Hash the big tiers loaded after a size check; a damaged one is dropped (its vectors
+        are computed again) with a logged reason: never searched on silently."""
+        for item in items:
+            why = check_deferred(item)
+            if not why:
+                continue
+            log.warning(
+                "index at %s: %s; dropped the %s tier, it is rebuilt", self.folder, why, item.name
+            )
+            with self.lock:
+                dim = self.dim if item.name == "vectors" else self.static_dim
+                self.tiers.set_tier(item.name, empty_tier(item.name, dim))
+                self.tiers.changed.add(item.name)
+                self.recovered.append(f"{item.name}: {why}")
 
     # ---- mutation --------------------------------------------------------------------------
     def new_ids(self, count: int) -> list[int]:
@@ -227,6 +255,7 @@ class IndexStore:
         with self.lock:
             self.snapshots.refuse_stale(self.generation)
             tier_parts = self.tiers.plan_save()
+            self.catalog.plan_save()
             manifest = Manifest(
                 schema_version=SCHEMA_VERSION,
                 model=self.model,
@@ -240,6 +269,7 @@ class IndexStore:
             )
             changed = self.catalog.changed | tier_parts
             target = self.snapshots.write(manifest, changed, self._write_component)
+            self.catalog.saved(target)  # a new base is read from the folder just written
         final = self.snapshots.publish(target)
         with self.lock:
             self.generation = manifest.generation
@@ -251,9 +281,7 @@ class IndexStore:
 
     def _write_component(self, name: str, path: Path) -> None:
         """Write one changed component of a snapshot being saved."""
-        if name in PARTS:
-            fsync_write(path, self.catalog.encode(name))
-        else:
+        if not self.catalog.write(name, path):
             self.tiers.write(name, path)
 
     def disk_bytes(self) -> int:
