@@ -1,0 +1,86 @@
+"""The report set's corpora: each repository's tree at its pinned commit, as a folder.
+
+    python fetch_corpus.py --instances dev.jsonl                 # export what is missing
+    python fetch_corpus.py --instances dev.jsonl --print-roots   # package, version, folder
+
+The same interface as the Python set's fetch_corpus.py (benchmarks/retrieval.py calls it). A
+corpus is `git archive` of the pinned commit (no history: the eval searches the tree) into
+`<cache>/reports/src/<package>-<version>` (cache: $BENCHKIT_CACHE, else ~/.cache/codeask-eval).
+The commit comes from a local clone when $CODEASK_REPORTS_MIRRORS names a folder of
+`<owner>+<name>/repo` git directories, else from a clone of https://github.com/<owner>/<name>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+
+def cache() -> Path:
+    """Where the corpora are unpacked."""
+    base = os.environ.get("BENCHKIT_CACHE") or Path.home() / ".cache" / "codeask-eval"
+    return Path(base) / "reports" / "src"
+
+
+def wanted(instances: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    """(package, version) → (owner/name, full commit)."""
+    found = {}
+    for line in instances.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            found[(row["package"], row["version"])] = (row["repo"], row["version"])
+    return found
+
+
+def git_dir(repo: str, work: Path) -> Path:
+    """A git directory holding `repo`'s history: the local mirror, else a fresh clone."""
+    mirrors = os.environ.get("CODEASK_REPORTS_MIRRORS")
+    if mirrors:
+        local = Path(mirrors) / repo.replace("/", "+") / "repo"
+        if local.is_dir():
+            return local
+    target = work / repo.replace("/", "+")
+    url = f"https://github.com/{repo}.git"
+    subprocess.run(["git", "clone", "--bare", "--quiet", url, str(target)], check=True)
+    return target
+
+
+def export(repo: str, commit: str, folder: Path) -> None:
+    """The tree at `commit` into `folder` (written beside it, then renamed: never half there)."""
+    with tempfile.TemporaryDirectory(dir=folder.parent) as work:
+        source = git_dir(repo, Path(work))
+        archive = Path(work) / "tree.tar"
+        with archive.open("wb") as out:
+            subprocess.run(["git", "-C", str(source), "archive", commit], check=True, stdout=out)
+        unpacked = Path(work) / "tree"
+        with tarfile.open(archive) as tar:
+            tar.extractall(unpacked, filter="data")
+        unpacked.rename(folder)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--instances", type=Path, default=Path(__file__).parent / "dev.jsonl")
+    parser.add_argument("--print-roots", action="store_true")
+    args = parser.parse_args(argv)
+    root = cache()
+    root.mkdir(parents=True, exist_ok=True)
+    for (package, version), (repo, commit) in sorted(wanted(args.instances).items()):
+        folder = root / f"{package}-{version}"
+        if args.print_roots:
+            print(f"{package}\t{version}\t{folder}")
+        elif not folder.is_dir():
+            print(f"exporting {repo} at {commit}", file=sys.stderr)
+            export(repo, commit, folder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
