@@ -6,20 +6,28 @@
 The same interface as the Python set's fetch_corpus.py (benchmarks/retrieval.py calls it). A
 corpus is `git archive` of the pinned commit (no history: the eval searches the tree) into
 `<cache>/reports/src/<package>-<version>` (cache: $BENCHKIT_CACHE, else ~/.cache/codeask-eval).
-The commit comes from a local clone when $CODEASK_REPORTS_MIRRORS names a folder of
+Third-party code copied in and generated files are left out (PRUNE: `vendor/`, `third_party/`,
+`googletest*/`, `dist/`, lock files): the eval is about the project's own code, and their chunks
+would only cost embedding time (yaml-cpp's bundled googletest is 90% of its tree). The commit
+comes from a local clone when $CODEASK_REPORTS_MIRRORS names a folder of
 `<owner>+<name>/repo` git directories, else from a clone of https://github.com/<owner>/<name>.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+#: Folder and file names left out of every corpus, anywhere in the tree.
+PRUNE = ("vendor", "third_party", "googletest*", "dist", "package-lock.json", "yarn.lock")
 
 
 def cache() -> Path:
@@ -61,7 +69,18 @@ def export(repo: str, commit: str, folder: Path) -> None:
         unpacked = Path(work) / "tree"
         with tarfile.open(archive) as tar:
             tar.extractall(unpacked, filter="data")
+        prune(unpacked)
         unpacked.rename(folder)
+
+
+def prune(tree: Path) -> None:
+    """Remove what PRUNE names from `tree`."""
+    for path in sorted(tree.rglob("*"), key=lambda p: -len(p.parts)):
+        if any(fnmatch.fnmatch(path.name, pattern) for pattern in PRUNE):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:
