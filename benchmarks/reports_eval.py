@@ -33,7 +33,7 @@ from benchmarks.retrieval import corpora, load_instances, open_corpus, require, 
 from codeask.config import Settings
 from codeask.core.checks.selfcheck import ranked_files
 from codeask.core.runtime import heap
-from codeask.core.search.query import prose_share
+from codeask.core.search.query import prose_share, search_text
 from codeask.core.search.retrieve import WithSettings, model_tier_for
 from codeask.core.source.languages import language_for_path
 
@@ -64,9 +64,14 @@ def language_of(instance: dict[str, Any]) -> str:
     return spec.name if spec else "other"
 
 
+def prose_of(question: str) -> float:
+    """The prose share the engine reads: of the report's searched text (noise lines out)."""
+    return prose_share(search_text(question))
+
+
 def shape_of(question: str) -> str:
     """The question's prose band (SHAPES)."""
-    share = prose_share(question)
+    share = prose_of(question)
     return [label for floor, label in SHAPES if share >= floor][-1]
 
 
@@ -87,7 +92,7 @@ def ask_corpus(
             "id": instance["id"],
             "language": language_of(instance),
             "shape": shape_of(instance["question"]),
-            "prose": round(prose_share(instance["question"]), 3),
+            "prose": round(prose_of(instance["question"]), 3),
         }
         for name, view in views.items():
             ranked = ranked_files(view, instance["question"])

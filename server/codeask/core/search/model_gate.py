@@ -1,0 +1,55 @@
+"""Where the packaged model tier ranks a pasted report: only where measurement says it helps.
+
+The packaged MiniLM is an English sentence model. Added to the first pass (lexical + static)
+on pasted reports, it helped in some languages and hurt in others (`python -m
+benchmarks.reports_eval`, per language, on the multi-language bug-fix reports and the Python
+issues; benchmarks/README.md): a language is in MODEL_LANGUAGES only when the model tier's R@5
+and MRR were both at or above the first pass's there. So with `retrieve.model_tier_for = auto`
+and the packaged model, a report is ranked by it only when the folder's code is mostly in such
+a language. The folder's language is what its indexed files say (the language holding the most
+code files), never its name. A model the user chose answers wherever `model_tier_for` says;
+`python -m benchmarks.reports_eval --set embed.model=...` (or `codeask eval` on their own
+history) measures whether it helps on their code.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from collections.abc import Iterable
+
+from codeask.core.source.languages import language_for_path
+from codeask.core.storage.protocol import IndexReader
+
+#: Languages whose reports the packaged model ranked at least as well as the first pass, on R@5
+#: and MRR (benchmarks/README.md; each measured, none assumed). Measured and left out: c
+#: (R@5 up, MRR down) and javascript (both down).
+MODEL_LANGUAGES = frozenset({"cpp", "go", "python", "rust", "typescript"})
+#: Each storage's language at the generation it was read (gone with the storage).
+_seen: weakref.WeakKeyDictionary[IndexReader, tuple[int, str]] = weakref.WeakKeyDictionary()
+
+
+def main_language(paths: Iterable[str]) -> str:
+    """The language most of the code files are in ('' when none is code); ties go to the
+    name first in alphabetical order, so the answer never depends on the order of paths."""
+    counts = Counter(spec.name for path in paths if (spec := language_for_path(path)))
+    if not counts:
+        return ""
+    return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
+
+
+def folder_language(storage: IndexReader) -> str:
+    """`main_language` of a folder's index, computed once per generation of its storage (a
+    search must not walk 100k paths for every query)."""
+    generation = storage.generation
+    known = _seen.get(storage)
+    if known is not None and known[0] == generation:
+        return known[1]
+    language = main_language(storage.paths())
+    _seen[storage] = (generation, language)
+    return language
+
+
+def model_helps(language: str) -> bool:
+    """Whether the packaged model tier ranks a report on code mostly in `language`."""
+    return language in MODEL_LANGUAGES
