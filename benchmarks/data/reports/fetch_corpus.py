@@ -6,9 +6,11 @@
 The same interface as the Python set's fetch_corpus.py (benchmarks/retrieval.py calls it). A
 corpus is `git archive` of the pinned commit (no history: the eval searches the tree) into
 `<cache>/reports/src/<package>-<version>` (cache: $BENCHKIT_CACHE, else ~/.cache/codeask-eval).
-Third-party code copied in and generated files are left out (PRUNE: `vendor/`, `third_party/`,
-`googletest*/`, `dist/`, lock files): the eval is about the project's own code, and their chunks
-would only cost embedding time (yaml-cpp's bundled googletest is 90% of its tree). The commit
+Third-party code copied in, generated files and the test and benchmark trees are left out
+(PRUNE: `vendor/`, `third_party/`, `googletest*/`, `dist/`, lock files, `test/`, `tests/`,
+`__tests__/`, `testdata/`, ...): the answers are never there (tests are demoted for a report
+anyway), and embedding them with MiniLM on 2 shared cores cost hours (yaml-cpp's bundled
+googletest alone was 90% of its tree). Docs and examples stay. The commit
 comes from a local clone when $CODEASK_REPORTS_MIRRORS names a folder of
 `<owner>+<name>/repo` git directories, else from a clone of https://github.com/<owner>/<name>.
 """
@@ -27,7 +29,10 @@ import tempfile
 from pathlib import Path
 
 #: Folder and file names left out of every corpus, anywhere in the tree.
-PRUNE = ("vendor", "third_party", "googletest*", "dist", "package-lock.json", "yarn.lock")
+PRUNE = (
+    *("vendor", "third_party", "googletest*", "dist", "package-lock.json", "yarn.lock"),
+    *("test", "tests", "test-*", "__tests__", "__performance_tests__", "testdata", "benchmark*"),
+)
 
 
 def cache() -> Path:
