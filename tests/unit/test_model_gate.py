@@ -66,12 +66,8 @@ def retrievers(tmp_path: Path, files: dict[str, str], **settings: str) -> set[st
     """Every retriever that found a hit for REPORT in a fresh repository of `files`."""
     root = tmp_path / "repo"
     commit(make_repo(root), files, "code", ALICE, EPOCH)
-    env = in_process_env(
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        CODEASK_HISTORY__ENABLED="false",
-        **settings,
-    )
+    homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
+    env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes, **settings)
     codeask(root, env, "index", "--full", str(root))
     found = json.loads(codeask(root, env, "search", REPORT, "--json", "--root", str(root)).stdout)
     assert found["results"], found
@@ -100,6 +96,9 @@ def test_the_folder_language_is_the_one_most_code_files_are_in() -> None:
     assert main_language(["a.py", "b.go"]) == "go"  # a tie: the first name, whatever the order
     assert main_language(["b.go", "a.py"]) == "go"
     assert main_language(["README.md", "notes.txt"]) == ""
+    # headers follow the sources: C++ beside a .cpp file, C otherwise
+    assert main_language(["a.h", "b.h", "c.h", "d.cpp", "e.c"]) == "cpp"
+    assert main_language(["a.h", "b.h", "c.c", "d.py"]) == "c"
 
 
 def test_auto_is_measured_for_the_packaged_model_and_all_for_a_chosen_one() -> None:
