@@ -167,7 +167,7 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     languages the packaged MiniLM moved file NDCG@10 .883 → .886 at ~10× the query time and
     +200 MB; benchmarks/README.md). `auto`: with the packaged MiniLM, reports on a folder whose
     code is mostly in a language where it was measured to help (`core/search/model_gate.py`;
-    it lowered JavaScript reports), `all` with a model you chose (`embed.model`,
+    it lowered Java and JavaScript reports), `all` with a model you chose (`embed.model`,
     `embed.provider`; `python -m benchmarks.reports_eval --set embed.model=...` measures it per
     language) or when no static tier can answer (`embed.tiers = ["minilm"]`, a team revision).
     Other questions are ranked by the static tier over every chunk."""
