@@ -96,8 +96,9 @@ def test_the_folder_language_is_the_one_most_code_files_are_in() -> None:
     assert main_language(["a.py", "b.go"]) == "go"  # a tie: the first name, whatever the order
     assert main_language(["b.go", "a.py"]) == "go"
     assert main_language(["README.md", "notes.txt"]) == ""
-    # headers follow the sources: C++ beside a .cpp file, C otherwise
-    assert main_language(["a.h", "b.h", "c.h", "d.cpp", "e.c"]) == "cpp"
+    # headers follow the sources: C++ where C++ sources outnumber C ones, C otherwise
+    assert main_language(["a.h", "b.h", "c.h", "d.cpp", "e.cc", "f.c"]) == "cpp"
+    assert main_language(["a.h", "b.h", "c.c", "d.c", "qt.cpp"]) == "c"
     assert main_language(["a.h", "b.h", "c.c", "d.py"]) == "c"
 
 

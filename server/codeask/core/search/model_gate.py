@@ -33,8 +33,9 @@ _seen: weakref.WeakKeyDictionary[IndexReader, tuple[int, str]] = weakref.WeakKey
 def main_language(paths: Iterable[str]) -> str:
     """The language most of the code files are in ('' when none is code); ties go to the
     name first in alphabetical order, so the answer never depends on the order of paths. A
-    `.h` header is C++ in a folder with C++ sources (fmt's and yaml-cpp's headers outnumber
-    their `.cpp` files), else C."""
+    `.h` header is C++ in a folder with more C++ sources than C ones (fmt's and yaml-cpp's
+    headers outnumber their `.cpp` files; hiredis' one Qt example is not a C++ project),
+    else C."""
     counts: Counter[str] = Counter()
     headers = 0
     for path in paths:
@@ -44,7 +45,7 @@ def main_language(paths: Iterable[str]) -> str:
         elif spec is not None:
             counts[spec.name] += 1
     if headers:
-        counts["cpp" if counts["cpp"] else "c"] += headers
+        counts["cpp" if counts["cpp"] > counts["c"] else "c"] += headers
     if not counts:
         return ""
     return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
