@@ -37,15 +37,19 @@ def main_language(paths: Iterable[str]) -> str:
     name first in alphabetical order, so the answer never depends on the order of paths. A
     `.h` header is C++ in a folder with more C++ sources than C ones (fmt's and yaml-cpp's
     headers outnumber their `.cpp` files; hiredis' one Qt example is not a C++ project),
-    else C."""
-    counts: Counter[str] = Counter()
-    headers = 0
+    else C. Paths are counted by suffix first (language_for_path once per suffix: 78k
+    kernel paths took 398 ms one by one)."""
+    kinds: Counter[str] = Counter()
     for path in paths:
-        spec = language_for_path(path)
-        if spec is not None and path.lower().endswith(".h"):
-            headers += 1
-        elif spec is not None:
-            counts[spec.name] += 1
+        name = path.rpartition("/")[2].lower()
+        dot = name.rfind(".")
+        kinds[name[dot:] if dot > 0 else name] += 1
+    counts: Counter[str] = Counter()
+    for kind, count in kinds.items():
+        spec = language_for_path("x" + kind if kind.startswith(".") else kind)
+        if spec is not None:
+            counts["header" if kind == ".h" else spec.name] += count
+    headers = counts.pop("header", 0)
     if headers:
         counts["cpp" if counts["cpp"] > counts["c"] else "c"] += headers
     if not counts:
