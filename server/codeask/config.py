@@ -165,10 +165,12 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Which questions the model tier answers: `reports` (pasted issues, tracebacks, logs: dev
     R@5 .838 → .909 with MiniLM) or `all` (typed questions too: on 232 short questions in 12
     languages the packaged MiniLM moved file NDCG@10 .883 → .886 at ~10× the query time and
-    +200 MB; benchmarks/README.md). `auto`: `reports` with the packaged MiniLM, `all` with a
-    model you chose (`embed.model`, `embed.provider`) or when no static tier can answer
-    (`embed.tiers = ["minilm"]`, a team revision). Other questions are ranked by the static
-    tier over every chunk."""
+    +200 MB; benchmarks/README.md). `auto`: with the packaged MiniLM, reports on a folder whose
+    code is mostly in a language where it was measured to help (`core/search/model_gate.py`;
+    it lowered Java and JavaScript reports), `all` with a model you chose (`embed.model`,
+    `embed.provider`; `python -m benchmarks.reports_eval --set embed.model=...` measures it per
+    language) or when no static tier can answer (`embed.tiers = ["minilm"]`, a team revision).
+    Other questions are ranked by the static tier over every chunk."""
     static_scope: Literal["missing", "all"] = "missing"
     """`missing`: the static tier ranks only chunks without a MiniLM vector yet (it covers the
     gap while MiniLM fills in); `all`: every chunk, fused beside MiniLM (see benchmarks/README)."""

@@ -8,7 +8,14 @@ from pathlib import Path
 
 from tests.unit.test_retrieve import make_folder
 
-from codeask.core.search.query import file_mentions, is_report, lead, query_signals, search_text
+from codeask.core.search.query import (
+    file_mentions,
+    is_report,
+    lead,
+    prose_share,
+    query_signals,
+    search_text,
+)
 from codeask.core.search.retrieve import fused_candidates, rank_files
 
 REPORT = """merge(combine_attrs='override') references attrs of the first object
@@ -191,3 +198,14 @@ def test_file_mentions_find_what_the_single_regex_found() -> None:
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(4000)]
     for text in texts:
         assert file_mentions(text) == one_regex.findall(text), text
+
+
+def test_prose_share_counts_english_words_not_code() -> None:
+    """A report told in sentences reads as prose; one that is mostly code, paths and numbers
+    does not (the share decides where the model tier ranks)."""
+    told = "The parser drops the last key when a map is empty, so the output is wrong."
+    assert prose_share(told) == 1.0
+    pasted = "jv_parse(buf, 0x1f) -> NULL at src/jv_parse.c:120 `jvp_dtoa_fmt` [42]"
+    assert prose_share(pasted) < 0.3
+    assert prose_share("") == 0.0
+    assert prose_share("Fix `foo_bar` when x.y is None") == 4 / 6

@@ -198,12 +198,13 @@ def test_the_static_tier_steps_aside_once_minilm_is_complete_where_minilm_answer
 
 
 def test_model_tier_for_auto_means_reports_for_the_packaged_model_only() -> None:
-    """`auto`: the packaged MiniLM answers pasted reports only (it added ~nothing to typed
-    questions, benchmarks/README.md Round 9); a model the user chose answers every question."""
+    """`auto`: the packaged MiniLM answers pasted reports only, where it was measured to help
+    (it added ~nothing to typed questions, benchmarks/README.md Round 9; tests/unit/
+    test_model_gate.py); a model the user chose answers every question."""
     from codeask.core.search.retrieve import model_tier_for
 
     packaged, _ = build_settings({})
-    assert model_tier_for(packaged) == "reports"
+    assert model_tier_for(packaged) == "measured"
     chosen, _ = build_settings({"embed": {"model": "BAAI/bge-small-en-v1.5"}})
     assert model_tier_for(chosen) == "all"
     served, _ = build_settings(

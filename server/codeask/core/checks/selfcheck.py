@@ -97,13 +97,14 @@ def tiers_for(settings: Settings, counts: TierCounts) -> tuple[list[Tier], list[
 
 
 def _model_tiers(settings: Settings) -> list[Tier]:
-    """The default; and, when the default keeps the model tier to pasted reports (the packaged
-    MiniLM), the same with it on every question too: whether it helps on this repository."""
+    """The default; and, when the default keeps the model tier to some pasted reports (the
+    packaged MiniLM: reports on code in a language where it was measured to help), the same
+    with it on every question too: whether it helps on this repository."""
     if model_tier_for(settings) == "all":
         return [Tier("default", "default (+ MiniLM)", settings)]
     everywhere = msgspec.structs.replace(settings.retrieve, model_tier_for="all")
     return [
-        Tier("default", "default (MiniLM for pasted reports)", settings),
+        Tier("default", "default (MiniLM for pasted reports where it helps)", settings),
         Tier(
             "minilm_all",
             "MiniLM on every question",

@@ -141,6 +141,20 @@ def is_report(query: str) -> bool:
     return len(query) > REPORT_CHARS or query.count("\n") > REPORT_LINES
 
 
+#: A word of prose: letters only, lower case after an optional capital, with the punctuation
+#: a sentence puts around it. `parse_args`, `fooBar`, `x.y`, `0x1f`, `<atomic>` are not.
+PROSE_WORD = re.compile(r"^[(\"']?[A-Za-z][a-z]*[.,;:!?)\"']*$")
+
+
+def prose_share(query: str) -> float:
+    """The share of a text's words that are plain English words rather than code, paths,
+    numbers or log output (0.0 for an empty text): how much a report reads like a sentence."""
+    words = query.split()
+    if not words:
+        return 0.0
+    return sum(1 for word in words if PROSE_WORD.match(word)) / len(words)
+
+
 def search_text(query: str) -> str:
     """The words worth matching: a report without its version dumps, checkboxes and link hosts."""
     if not is_report(query):

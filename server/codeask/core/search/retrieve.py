@@ -28,6 +28,7 @@ from codeask.config import DEFAULT_EMBED_MODEL, RetrieveSettings, Settings
 from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
+from codeask.core.search import model_gate
 from codeask.core.search.central import lift_central_files
 from codeask.core.search.name_match import (
     defines,
@@ -710,7 +711,7 @@ def embed_query(
         # the model tier answers typed questions too when asked to, or when no static tier
         # can (`embed.tiers = ["minilm"]`, a team revision that holds MiniLM only)
         no_static = not storage.vector_count("static") or weights.static_weight <= 0
-        wanted = report or no_static or model_tier_for(folder.settings) == "all"
+        wanted = no_static or _model_ranks(folder, report)
         if (
             wanted
             and model not in vectors
@@ -726,12 +727,21 @@ def embed_query(
 
 def model_tier_for(settings: Settings) -> str:
     """`retrieve.model_tier_for` with `auto` resolved: typed questions too for a model the
-    user chose, only reports for the packaged MiniLM (measured: it adds ~nothing to them)."""
+    user chose; for the packaged MiniLM (it adds ~nothing to typed questions) `measured`:
+    reports on code in a language where it was measured to help (`model_gate`)."""
     chosen = settings.retrieve.model_tier_for
     if chosen != "auto":
         return chosen
     packaged = settings.embed.provider == "local" and settings.embed.model == DEFAULT_EMBED_MODEL
-    return "reports" if packaged else "all"
+    return "measured" if packaged else "all"
+
+
+def _model_ranks(folder: Searchable, report: bool) -> bool:
+    """Whether the model tier ranks this question in this folder (`model_tier_for`)."""
+    chosen = model_tier_for(folder.settings)
+    if chosen == "all" or not report:
+        return chosen == "all"
+    return chosen == "reports" or model_gate.model_helps(model_gate.folder_language(folder.storage))
 
 
 def _minilm_query(folder: Searchable, query: str, lead: str) -> np.ndarray:
