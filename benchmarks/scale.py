@@ -163,6 +163,16 @@ def copy_tree(source: Path, target: Path, subset: list[str]) -> None:
         )
 
 
+def unignore_debian_top(tree: Path) -> None:
+    """Debian's linux-source adds `/*` + `!/debian/` to the kernel's top .gitignore (its packaging
+    repository holds only debian/), which leaves the whole tree out, as `codeask index` warns.
+    The copy gets the override that warning names (`!/*` in .codeaskignore); the kernel's own
+    rules still apply below the top."""
+    if (tree / ".gitignore").is_file() and "\n/*\n" in (tree / ".gitignore").read_text():
+        (tree / ".codeaskignore").write_text("# benchmarks/scale.py: undo Debian's `/*`\n!/*\n")
+        print("# the copy's .codeaskignore has `!/*`: Debian's top .gitignore leaves out /*")
+
+
 def disk_bytes(folder: Path, *, allocated: bool) -> int:
     """Bytes of the regular files under `folder`: allocated blocks (du) or apparent sizes."""
     total = 0
@@ -438,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tree = work / source.name
         copy_tree(source, tree, subset)
+        if args.tree is None:
+            unignore_debian_top(tree)
         questions, dropped = load_questions(args.questions, tree)
         print(
             f"# {source}{' subset ' + ','.join(subset) if subset else ''}, copied to {tree} in "
