@@ -7,6 +7,7 @@ import random
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 from tests.unit.test_lexical import make_chunk
 
 from codeask.core.records import Chunk
@@ -192,6 +193,54 @@ def naive_postings(rows: list, weights: tuple) -> dict:  # type: ignore[type-arg
                 per_row = found.setdefault(token, {})
                 per_row[position] = per_row.get(position, 0.0) + weight
     return found
+
+
+def test_weighted_frequencies_are_summed_in_column_order_bit_for_bit() -> None:
+    """Weights that do not add exactly (0.1 + 0.1 + 0.7 is not 0.7 + 0.1 + 0.1): each row's
+    frequency of a term is the sum a pass token by token, column by column, gives, to the last
+    bit, in batches or not; and non-ASCII terms sort as Python sorts them."""
+    rng = random.Random(11)
+    words = [*WORDS[:12], "é", "ß", "z", "\u4e2d", "\U0001d518"]
+    rows = [
+        (i, *(" ".join(rng.choices(words, k=rng.randint(0, 25))) for _ in range(3)))
+        for i in range(1, 200)
+    ]
+    weights = (0.1, 0.7, 0.3)
+    expected = naive_postings(rows, weights)
+    for batch in (7, 10_000):
+        postings = Postings.build(rows, weights, batch=batch)
+        assert list(postings.slices.terms()) == sorted(expected)
+        for term, per_row in expected.items():
+            a, b = postings.slices.get(term)
+            assert postings.rows[a:b].tolist() == sorted(per_row), term
+            assert postings.freqs[a:b].tolist() == [per_row[r] for r in sorted(per_row)], term
+
+
+def test_merged_segments_hold_the_postings_of_a_build_of_their_live_rows() -> None:
+    """Segments folded into one (disk.py's merges during a first pass) give exactly the
+    postings, frequencies and lengths of one build over the rows still live, in their order,
+    the terms sorted as Python sorts them."""
+    from codeask.core.storage.lexical.bm25 import Segment, merge_segments
+
+    rows, _ = table_rows(corpus(240))
+    rows = [(key, f"{body} é \u4e2d{key % 3}", symbol, path) for key, body, symbol, path in rows]
+    parts, live = [], []
+    for n in range(4):
+        part = rows[n * 60 : (n + 1) * 60]
+        segment = Segment(Postings.build(part, CHUNK_WEIGHTS), np.arange(60) + n * 60)
+        for position in range(n, 60, 5):
+            segment.mask(position)
+        parts.append(segment)
+        live.extend(row for i, row in enumerate(part) if (i - n) % 5 or i < n)
+    merged, order = merge_segments(parts)
+    whole = Postings.build(live, CHUNK_WEIGHTS)
+    assert merged.key_list() == whole.key_list() == [row[0] for row in live]
+    terms = list(merged.slices.terms())  # a term only masked rows held keeps an empty slice
+    assert terms == sorted(terms) and set(terms) >= set(whole.slices.terms())
+    assert [t for t in terms if merged.doc_frequency(t)] == list(whole.slices.terms())
+    assert (merged.rows == whole.rows).all() and (merged.freqs == whole.freqs).all()
+    assert (merged.lengths == whole.lengths).all() and merged.average == whole.average
+    assert order.tolist() == [row[0] - 1 for row in live]
 
 
 def test_the_compact_copy_holds_every_terms_postings_and_plain_keys() -> None:

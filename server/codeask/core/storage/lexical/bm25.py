@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import math
 import mmap
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, count, pairwise
 
 import numpy as np
 
@@ -57,7 +58,11 @@ class StringColumn:
 
     @classmethod
     def of(cls, strings: Sequence[str]) -> StringColumn:
-        encoded = [s.encode() for s in strings]
+        return cls.of_bytes([s.encode() for s in strings])
+
+    @classmethod
+    def of_bytes(cls, encoded: Sequence[bytes]) -> StringColumn:
+        """From strings already encoded as UTF-8."""
         widths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
         return cls(b"".join(encoded), np.concatenate(([0], np.cumsum(widths))))
 
@@ -73,6 +78,11 @@ class StringColumn:
 
     def tolist(self) -> list[str]:
         return [self[i] for i in range(len(self))]
+
+    def raw_list(self) -> list[bytes]:
+        """Every string's UTF-8 bytes (one read of the blob, then slices of it)."""
+        data, bounds = self.blob(), self.bounds().tolist()
+        return [data[start:end] for start, end in pairwise(bounds)]
 
     def blob(self) -> bytes:
         """Every string's bytes, back to back."""
@@ -205,7 +215,7 @@ class Postings:
         ~+100 MB). 15k chunks, 1.5M tokens: ~0.3 s, all of it holding the GIL that hover and
         search threads need."""
         keys: list[object] = []
-        vocab: dict[str, int] = {}
+        vocab = new_vocab()
         weight_of = np.asarray(weights, dtype=np.float64)
         terms: list[np.ndarray] = []
         places: list[np.ndarray] = []
@@ -287,27 +297,36 @@ class Postings:
 def _batch_postings(
     chunk: list[Sequence[object]], vocab: dict[str, int], weight_of: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(term id, row in the batch, weighted tf) of one batch's postings, and its row lengths."""
-    local = np.arange(len(chunk), dtype=np.int64)
-    ids: list[np.ndarray] = []
-    at: list[np.ndarray] = []
-    columns: list[np.ndarray] = []
-    total = np.zeros(len(chunk), dtype=np.int64)
-    for column in range(1, len(weight_of) + 1):
-        split = [str(row[column] or "").split() for row in chunk]
-        counts = np.fromiter(map(len, split), dtype=np.int64, count=len(chunk))
+    """(term id, row in the batch, weighted tf) of one batch's postings, and its row lengths.
+
+    Every token becomes one int64 key (term, row, column) and the keys are sorted once (a
+    plain sort, no argsort); `bincount` then adds each (term, row)'s column weights in the
+    order one pass over the columns would (column 0's tokens first), so the sums are the same
+    bit for bit. Term ids come from `vocab` (a `new_vocab()`: unseen tokens numbered in C)."""
+    columns = len(weight_of)
+    rows = len(chunk)
+    spread = np.arange(rows, dtype=np.int64) * columns
+    keys: list[np.ndarray] = []
+    total = np.zeros(rows, dtype=np.int64)
+    for column in range(columns):
+        split = [str(row[column + 1] or "").split() for row in chunk]
+        counts = np.fromiter(map(len, split), dtype=np.int64, count=rows)
         flat = list(chain.from_iterable(split))
-        for token in dict.fromkeys(flat):
-            vocab.setdefault(token, len(vocab))
-        ids.append(np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat)))
-        at.append(np.repeat(local, counts))
-        columns.append(np.full(len(flat), column - 1, dtype=np.int8))
+        ids = np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat))
+        keys.append(ids * (rows * columns) + np.repeat(spread, counts) + column)
         total += counts
-    pair = np.concatenate(ids) * len(chunk) + np.concatenate(at)
-    unique, inverse = np.unique(pair, return_inverse=True)
-    freq = np.bincount(inverse, weights=weight_of[np.concatenate(columns)])
-    term, place = np.divmod(unique, len(chunk))
-    return term.astype(np.int32), place.astype(np.int64), freq, total
+    key = np.sort(np.concatenate(keys))
+    pair = key // columns
+    first = np.ones(len(pair), dtype=bool)
+    np.not_equal(pair[1:], pair[:-1], out=first[1:])
+    freq = np.bincount(np.cumsum(first) - 1, weights=weight_of[key - pair * columns])
+    term, place = np.divmod(pair[first], rows)
+    return term.astype(np.int32), place, freq, total
+
+
+def new_vocab() -> dict[str, int]:
+    """token → term id, an unseen token getting the next id on lookup (no Python loop)."""
+    return defaultdict(count().__next__)
 
 
 @dataclass(eq=False)
@@ -535,16 +554,16 @@ def _keys(parts: list[Segment], alive: list[np.ndarray]) -> StringColumn | np.nd
 def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     """(postings, tie order) of the live rows of `parts`, in their order."""
     alive = [_live_rows(p) for p in parts]
-    vocab = sorted({t for p in parts for t in p.postings.slices.terms()})
-    number = {t: i for i, t in enumerate(vocab)}
+    # terms as UTF-8 bytes, never decoded: their byte order is the code point order of str
+    names = [p.postings.slices.names.raw_list() for p in parts]
+    vocab = sorted(set().union(*names))
+    number = dict(zip(vocab, range(len(vocab)), strict=True))
     wide = any(np.asarray(p.postings.freqs).dtype != np.float32 for p in parts)
     terms, rows, freqs = [], [], []
     offset = 0
-    for part, live in zip(parts, alive, strict=True):
+    for part, live, terms_of in zip(parts, alive, names, strict=True):
         postings = part.postings
-        ids = np.fromiter(
-            (number[t] for t in postings.slices.terms()), np.int32, len(postings.slices)
-        )
+        ids = np.fromiter(map(number.__getitem__, terms_of), np.int32, len(terms_of))
         row_of = np.asarray(postings.rows)
         keep = live[row_of]
         terms.append(np.repeat(ids, np.diff(np.asarray(postings.slices.starts)))[keep])
@@ -573,7 +592,7 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
         _keys(parts, alive),
         compact_lengths(widths),
         average,
-        TermSlices.of(vocab, starts),
+        TermSlices(StringColumn.of_bytes(vocab), starts),
         row_of,
         freq,
     )
