@@ -104,6 +104,9 @@ class ChunkFileWriter:
                 sym_ids[sym_order].tobytes(),
             )
         )
+        pad = -self._at % 8  # the tables 8-byte aligned: mapped, they are bisected in place
+        self._out.write(bytes(pad))
+        self._at += pad
         self._out.write(arrays)
         footer = (len(ids), len(sym_ids), self._at, zlib.crc32(arrays), MAGIC)
         self._out.write(_FOOTER.pack(*footer))
