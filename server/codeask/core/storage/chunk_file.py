@@ -4,7 +4,8 @@ Opening costs a footer and the index arrays (ids, offsets, lengths, crc32s, the 
 never the records: on the Linux kernel decoding every chunk at open took seconds and gigabytes
 (issue 42). Layout, little-endian:
 
-    MAGIC · records (each `msgspec.msgpack.encode(chunk)`, any order) · ids int64[n] (sorted)
+    MAGIC · records (each `msgspec.msgpack.encode(chunk)`, any order) · zero bytes up to an
+    8-byte boundary (files written before had none) · ids int64[n] (sorted)
     · offsets int64[n] · lengths uint32[n] · crcs uint32[n] · symbol hashes uint64[m] (sorted)
     · symbol ids int64[m] · footer (n, m, where the arrays start, crc32 of the arrays, MAGIC)
 
