@@ -12,7 +12,14 @@ from tests.unit.test_lexical import make_chunk
 
 from codeask.core.records import Chunk
 from codeask.core.storage.lexical import disk
-from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, LiveTable, Postings
+from codeask.core.storage.lexical.bm25 import (
+    CHUNK_WEIGHTS,
+    FILE_WEIGHTS,
+    LiveTable,
+    Postings,
+    StringColumn,
+    TermSlices,
+)
 from codeask.core.storage.lexical.index import LexicalIndex, informative_terms, table_rows
 
 WORDS = [f"w{i}" for i in range(60)] + ["parse", "request", "cookie", "session", "embed"]
@@ -315,3 +322,32 @@ def test_a_segment_mostly_replaced_is_rewritten_and_an_empty_one_dropped(tmp_pat
     assert index.search("parse request", 5) == []
     reader = LexicalIndex.open_snapshot(folder, 3, 0)
     assert reader is not None and reader.search("parse request", 5) == []
+
+
+class _CountingColumn(StringColumn):
+    """A term dictionary that counts the term bytes read (each bisection step reads one)."""
+
+    reads = 0
+
+    def raw(self, index: int) -> bytes:
+        _CountingColumn.reads += 1
+        return super().raw(index)
+
+
+def test_a_segment_bisects_for_a_term_once_then_remembers_it() -> None:
+    """One query asks every segment about the same terms three times (document frequency,
+    chunk scores, file scores), and a big tree has dozens of segments: the second lookup of a
+    term, present or not, reads no term bytes, and answers as the first did."""
+    terms = sorted(WORDS)
+    plain = StringColumn.of(terms)
+    names = _CountingColumn(plain.blob(), plain.bounds())
+    slices = TermSlices(names, np.arange(len(terms) + 1, dtype=np.int64) * 3)
+    first = [slices.get(t) for t in ("parse", "w7", "absent")]
+    read = _CountingColumn.reads
+    assert read > 0 and first == [
+        (3 * terms.index("parse"), 3 * terms.index("parse") + 3),
+        (3 * terms.index("w7"), 3 * terms.index("w7") + 3),
+        (0, 0),
+    ]
+    assert [slices.get(t) for t in ("parse", "w7", "absent")] == first
+    assert _CountingColumn.reads == read

@@ -279,3 +279,56 @@ def test_damaged_big_vector_tier_is_found_after_the_open_and_dropped(
     assert not loaded.vectors.live and "vectors" in loaded.tiers.changed
     assert loaded.chunks.keys() == store.chunks.keys()
     assert sorted(loaded.pending_ids()) == sorted(store.chunks.keys())  # embedded again
+
+
+@pytest.mark.parametrize("pad", range(8))
+def test_a_chunk_base_bisects_an_aligned_id_table_wherever_its_records_end(
+    tmp_path: Path, pad: int
+) -> None:
+    """The id and symbol tables follow variable-length records, so they start at any byte; numpy
+    copies an unaligned table whole on every bisection (a search's ~400 chunk reads were 0.3-0.6 s
+    through the daemon on 158,812 chunks, issue 42). Whatever the records' length, the tables a
+    lookup bisects are aligned (written so, or copied once from a file written before), and
+    every chunk and symbol is found."""
+    from codeask.core.storage.chunk_file import ChunkFile, ChunkFileWriter
+
+    chunks = [
+        Chunk(
+            id=3 * i + 1,
+            path=f"m{i}.py",
+            language="python",
+            kind="function",
+            start_line=1,
+            end_line=2,
+            text="def f():\n    pass" + "#" * (pad if i == 0 else 0),
+            symbol=f"name{i}",
+        )
+        for i in range(40)
+    ]
+    path = tmp_path / "chunks.rec"
+    with path.open("wb") as handle:
+        writer = ChunkFileWriter(handle)
+        for chunk in chunks:
+            writer.add(chunk)
+        writer.finish()
+    assert ChunkFile(path).ids.flags.aligned, "a new file's tables are written aligned"
+    for base in (ChunkFile(path), ChunkFile(_unpadded(path))):
+        assert [base.get(c.id) for c in chunks] == chunks and base.get(2) is None
+        assert [base.symbol_ids(c.symbol).tolist() for c in chunks] == [[c.id] for c in chunks]
+        assert base._id_keys is not None and base._id_keys.flags.aligned
+        assert base._sym_keys is not None and base._sym_keys.flags.aligned
+
+
+def _unpadded(path: Path) -> Path:
+    """The chunk file as written before its tables were aligned: right after the last record."""
+    from codeask.core.storage.chunk_file import _FOOTER
+
+    data = path.read_bytes()
+    n, m, start, crc, magic = _FOOTER.unpack_from(data, len(data) - _FOOTER.size)
+    offsets = np.frombuffer(data, "<i8", count=n, offset=start + 8 * n)
+    lengths = np.frombuffer(data, "<u4", count=n, offset=start + 16 * n)
+    end = int((offsets + lengths).max())
+    tables = data[start : len(data) - _FOOTER.size]
+    old = path.with_name("old-" + path.name)
+    old.write_bytes(data[:end] + tables + _FOOTER.pack(n, m, end, crc, magic))
+    return old

@@ -39,6 +39,8 @@ CHUNK_WEIGHTS = (1.0, 4.0, 2.0)
 #: The whole-file table's: body 2.0, path 1.0 (as FTS5's `bm25(files_fts, 1.0, 2.0)` applied
 #: them when the first weight went to its unindexed `file` column).
 FILE_WEIGHTS = (2.0, 1.0)
+#: Term lookups a segment's dictionary remembers (~100 B each): a few dozen queries' terms.
+MEMO_TERMS = 2048
 
 
 class StringColumn:
@@ -100,16 +102,20 @@ class StringColumn:
 
 class TermSlices:
     """term → (start, end) of its postings: the sorted terms (a `StringColumn`) and where each
-    one's postings start; a term is found by bisection (~17 byte-string slices, a few
-    microseconds a query term, memory-mapped or not)."""
+    one's postings start; a term is found by bisection (~17 byte-string slices, ~16 µs in
+    Python, memory-mapped or not), then remembered: one query asks each segment about the same
+    terms several times (document frequencies, chunk scores, file scores), and a big tree has
+    dozens of segments (issue 42)."""
 
-    __slots__ = ("names", "starts")
+    __slots__ = ("_memo", "names", "starts")
 
     def __init__(self, names: StringColumn, starts: np.ndarray) -> None:
         """`names` sorted (byte order of UTF-8 = code point order, as Python compares
         strings); `starts[i]` where the postings of term i start, `starts[-1]` the end."""
         self.names = names
         self.starts = starts
+        #: Terms looked up lately → their slice ((0, 0): absent); cleared past MEMO_TERMS.
+        self._memo: dict[str, tuple[int, int]] = {}
 
     @classmethod
     def of(cls, terms: Sequence[str], starts: np.ndarray) -> TermSlices:
@@ -129,10 +135,14 @@ class TermSlices:
         return None
 
     def get(self, term: str, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-        found = self._find(term)
+        found = self._memo.get(term)
         if found is None:
-            return default
-        return int(self.starts[found]), int(self.starts[found + 1])
+            at = self._find(term)
+            found = (0, 0) if at is None else (int(self.starts[at]), int(self.starts[at + 1]))
+            if len(self._memo) >= MEMO_TERMS:
+                self._memo.clear()
+            self._memo[term] = found
+        return default if found == (0, 0) else found
 
     def terms(self) -> Iterator[str]:
         """Every term, in sorted order."""
@@ -485,46 +495,68 @@ class LiveTable:
         return merged
 
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[object, float]]:
-        """(key, score) of the best `limit` live rows matching any term, best first."""
+        """(key, score) of the best `limit` live rows matching any term, best first.
+
+        The segments are scored as one row space (segment i's rows after those before it): a
+        term costs a few numpy calls per segment to gather its postings and one computation
+        over all of them, where a big tree's dozens of segments made it dozens (issue 42).
+        Each row's score is the same sum in the same term order as scoring segment by segment."""
         self.settle()
         count = self.row_count()
         if not count or limit <= 0:
             return []
         live_length = sum(s.postings.total - s.masked_length for s in self.segments)
         average = max(live_length / count, 1e-9)
-        scores: dict[int, np.ndarray] = {}
+        sizes = [len(s.postings.keys) for s in self.segments]
+        starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        scores: np.ndarray | None = None
         for term in dict.fromkeys(terms):
-            hits = [(i, *s.matches(term)) for i, s in enumerate(self.segments)]
-            found = sum(len(rows) for _, rows, _ in hits)
-            if not found:
+            rows, freq, lengths = self._postings(term, starts)
+            if not len(rows):
                 continue
+            found = len(rows)
             idf = max(math.log((count - found + 0.5) / (found + 0.5)), MIN_IDF)
-            for i, rows, freq in hits:
-                if not len(rows):
-                    continue
-                postings = self.segments[i].postings
-                if i not in scores:
-                    scores[i] = np.zeros(len(postings.keys), dtype=np.float64)
-                lengths = np.asarray(postings.lengths[rows], dtype=np.float64)
-                norm = K1 * (1 - B + B * lengths / average)
-                scores[i][rows] += idf * (freq * (K1 + 1)) / (freq + norm)
-        return self._best(scores, limit)
+            if scores is None:
+                scores = np.zeros(int(starts[-1]), dtype=np.float64)
+            norm = K1 * (1 - B + B * lengths / average)
+            scores[rows] += idf * (freq * (K1 + 1)) / (freq + norm)
+        return [] if scores is None else self._best(scores, starts, limit)
 
-    def _best(self, scores: dict[int, np.ndarray], limit: int) -> list[tuple[object, float]]:
-        """The top rows of every segment's scores (a matching row scores > 0), ties in FTS5's
-        rowid order."""
-        parts = [(i, np.flatnonzero(s)) for i, s in scores.items()]
-        if not parts:
-            return []
-        value = np.concatenate([scores[i][rows] for i, rows in parts])
-        order = np.concatenate([self.segments[i].order[rows] for i, rows in parts])
-        segment_of = np.concatenate([np.full(len(rows), i) for i, rows in parts])
-        row_of = np.concatenate([rows for _, rows in parts])
-        picked = np.arange(len(value))
+    def _postings(self, term: str, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The term's live postings in every segment: (row in the joined row space, weighted
+        tf, the row's length), all float64 but the rows."""
+        rows: list[np.ndarray] = []
+        freqs: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        for segment, start in zip(self.segments, starts.tolist(), strict=False):
+            found, freq = segment.matches(term)
+            if len(found):
+                rows.append(found.astype(np.int64) + start)
+                freqs.append(freq)
+                lengths.append(np.asarray(segment.postings.lengths[found], dtype=np.float64))
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+        return np.concatenate(rows), np.concatenate(freqs), np.concatenate(lengths)
+
+    def _best(
+        self, scores: np.ndarray, starts: np.ndarray, limit: int
+    ) -> list[tuple[object, float]]:
+        """The top rows of the joined scores (a matching row scores > 0), ties in FTS5's rowid
+        order (each segment's `order`, looked up for the rows that made the cut only)."""
+        picked = np.flatnonzero(scores)
+        value = scores[picked]
         if picked.size > limit:  # keep every row tied with the last place, then cut
             cut = np.partition(-value, limit - 1)[limit - 1]
-            picked = picked[-value <= cut]
-        ordered = picked[np.lexsort((order[picked], -value[picked]))][:limit]
+            keep = -value <= cut
+            picked, value = picked[keep], value[keep]
+        segment_of = np.searchsorted(starts, picked, side="right") - 1
+        row_of = picked - starts[segment_of]
+        order = np.empty(len(picked), dtype=np.int64)
+        for i, segment in enumerate(self.segments):
+            here = segment_of == i
+            if here.any():
+                order[here] = segment.order[row_of[here]]
+        ordered = np.lexsort((order, -value))[:limit]
         postings = [segment.postings for segment in self.segments]
         return [(postings[segment_of[k]].key(row_of[k]), float(value[k])) for k in ordered]
 
