@@ -34,12 +34,18 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
     answer with now)."""
     rows: list[FolderState] = []
     opened: list[tuple[FolderIndex, IndexCounts]] = []
+    #: Each busy worker's percent, read with its state: a worker that finishes while this
+    #: runs must not be busy in `rows` and missing here.
+    busy_percents: list[int] = []
     for worker in list(folders.workers.values()):
+        phase = worker.state  # read once: the worker's thread may change it meanwhile
+        if phase in ("loading", "indexing"):
+            busy_percents.append(worker.percent)
         folder = worker.folder
         if folder is None:
             rows.append(
                 FolderState(
-                    str(worker.root), worker.state, 0, 0, 0, "", "", worker.message, worker.updates
+                    str(worker.root), phase, 0, 0, 0, "", "", worker.message, worker.updates
                 )
             )
             continue
@@ -49,7 +55,7 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
         rows.append(
             FolderState(
                 root=str(worker.root),
-                state=worker.state,
+                state=phase,
                 files=counts.files,
                 chunks=counts.chunks,
                 embedded=counts.embedded,
@@ -77,8 +83,7 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
     else:
         state = "ready"
     if busy:
-        workers = [w for w in folders.workers.values() if w.state in ("loading", "indexing")]
-        percent = min(w.percent for w in workers)
+        percent = min(busy_percents, default=0)
     else:
         percent = int(100 * embedded / chunks) if chunks else (0 if state == "empty" else 100)
     ready = [folder for folder, counts in opened if counts.chunks]
