@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from test_model_gate import JAVASCRIPT, PYTHON, REPORT
 
-from support import codeask
-from support import in_process_env
+from support import codeask, in_process_env
 from support.gitrepo import ALICE, EPOCH, commit, make_repo
 from support.mcp_harness import call, mcp_session
 
