@@ -5,6 +5,8 @@ summed, over the largest such sum: the file where the answer lives usually match
 places (a big module such as `SqlMapper.cs` or `_client.py`), which the per-file cap of a
 result list and `rank_files`' three chunks no longer show. Not for a dense-only search: a
 nearest-neighbour list asks for the closest chunks as they are.
+
+Measured (benchmarks/README.md, Round 9, 20c6f98): see FILE_COHERENCE.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Tests and prose rank lower for code questions, never when the question asks for 
 only slightly when its test words name code ("how does the test client handle cookies" means
 the client, which its tests mention far more often than it does). Vendored copies and minified
 bundles always rank lower: the project's own code is what a question is about.
+
+Measured (benchmarks/README.md): prose, files without a grammar and vendored copies demoted
+(the first table's "kept" rows), code under docs/examples demoted (Round 3: pasted reports R@5
+.686, MRR .488), Go's `_examples/` +.008 (Round 10).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ right after the first pass; the query costs ~0.1 ms) and MiniLM (fills in behind
 without a MiniLM vector yet is still found densely through the static tier. Which tiers a
 search may use comes as data (`tiers.Tiers`): while MiniLM's query path loads, the static tier
 answers for every chunk.
+
+Measured (benchmarks/README.md): without the static tier eval-search .8481 vs .8643 (Round 12
+ablations); lexical + MiniLM on pasted reports R@5 .857 vs the first pass's .843 (Round 4).
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The last step, `diversify`: best first, at most `retrieve.per_file_cap` hits per file, the
-same lines of one file shown once (an outline beside the members it elides)."""
+same lines of one file shown once (an outline beside the members it elides).
+
+Not a score change: what a result list shows (`rank_files` reads the fused candidates).
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,9 @@
 
 Each list adds `weight / (RRF_K + rank)` to each chunk it holds, so a chunk found by several
 retrievers outranks one found by a single list, without comparing their raw scores.
+
+Measured (benchmarks/README.md, Round 12): RRF_K 30 lifted eval-search .8643 → .8681 but cost
+pasted reports R@5 .858 → .831; 60 kept.
 """
 
 from __future__ import annotations

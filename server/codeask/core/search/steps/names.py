@@ -4,6 +4,10 @@ Files named by its words, and the definitions of the symbol it is (or of camelCa
 inside it), are lifted by a share of the best candidate's score so that they win ties with
 chunks that merely mention them (`retrieve.file_name_weight`, `retrieve.definition_weight`).
 A pasted report is mostly context: its words name too much, so reports skip this step.
+
+Measured (benchmarks/README.md): eval-search .791 → .838 (Round 9, df7e6bd); without the
+file-name lift .8318 vs .8643 (Round 12 ablations); re-exports as definitions Rust .837 → .896
+(Round 14).
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Collect steps on the question's words: BM25 over chunks, a report's lead line, and the
-symbol table (an identifier the question names, defined in at most 20 places)."""
+symbol table (an identifier the question names, defined in at most 20 places).
+
+Measured (benchmarks/README.md, Round 12 ablations, eval-search file NDCG@10 .8643): without
+the BM25 chunk list .8562, without the symbol list .8641; the lead line was the largest single
+gain on pasted reports (Round 3, "the title drowned by the body")."""
 
 from __future__ import annotations
 
