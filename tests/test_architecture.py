@@ -912,5 +912,18 @@ def test_the_doc_lists_the_ranking_pipeline_in_order() -> None:
     assert re.findall(r"`(\w+)`", line.group(1)) == step_names()
 
 
+def test_every_ranking_step_is_a_module_that_cites_its_measurement() -> None:
+    """Each collect and adjust step lives in its own module under core/search/steps/, whose
+    docstring says what it was measured to do (a benchmarks/README.md round)."""
+    import sys
+
+    from codeask.core.search.pipeline import ADJUST, COLLECT
+
+    for step in (*COLLECT, *ADJUST):
+        assert step.__module__.startswith("codeask.core.search.steps."), step.__name__
+        doc = sys.modules[step.__module__].__doc__ or ""
+        assert "benchmarks/README.md" in doc, f"{step.__module__}: no measured effect cited"
+
+
 if __name__ == "__main__":  # the circles of today's tree, for notes and reviews
     print(describe(circles(GRAPH)) or "no circles")
