@@ -249,7 +249,7 @@ class LocalStorage:
 
     def pending_ids(self, tier: Tier) -> list[int]:
         with self._store.lock:
-            return self._store.tiers.pending(_TIER[tier], self._store.catalog.chunks)
+            return self._store.tiers.pending(_TIER[tier], self._store.catalog.chunks.id_array())
 
     def has_vector(self, tier: Tier, chunk_id: int) -> bool:
         return chunk_id in self._tier(tier).live

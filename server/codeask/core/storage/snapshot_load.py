@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from codeask.core.records import HISTORY_KINDS, FileRecord
 from codeask.core.storage.catalog import Catalog, HistoryState
@@ -65,7 +66,7 @@ class SnapshotLoader:
         self._check_manifest(manifest)
         files, chunks = self._load_code(live, manifest)
         history = self._load_history(live, manifest, chunks)
-        known = set(chunks.id_array().tolist())
+        known = chunks.id_array()
         vectors = self._load_vectors(live, manifest, known)
         static = self._load_static(live, manifest, known)
         tiers = VectorTiers(self.dim, self.static_dim, vectors, static)
@@ -111,7 +112,7 @@ class SnapshotLoader:
             return HistoryState()
         return history
 
-    def _load_vectors(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
+    def _load_vectors(self, live: Path, manifest: Manifest, known: np.ndarray) -> VectorIndex:
         """Damaged vectors: keep the chunks; they embed again (from the content-hash cache).
 
         An index saved while its embedding server had never answered holds no model vectors
@@ -127,7 +128,7 @@ class SnapshotLoader:
             self._lost("vectors", f"{exc}; kept the chunks, they are embedded again")
             return empty_tier("vectors", self.dim)
 
-    def _load_static(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
+    def _load_static(self, live: Path, manifest: Manifest, known: np.ndarray) -> VectorIndex:
         """The static tier: damaged, missing or from another model costs only this tier."""
         if not self.static_model:  # the tier is off: nothing to load or check
             return empty_tier("static", 1)
@@ -143,7 +144,7 @@ class SnapshotLoader:
             return empty_tier("static", self.static_dim)
 
     def _tier(
-        self, live: Path, manifest: Manifest, name: str, dim: int, known: set[int]
+        self, live: Path, manifest: Manifest, name: str, dim: int, known: np.ndarray
     ) -> VectorIndex:
         """A tier's base and its delta, each checked; a snapshot from before deltas has none."""
         base = self.snapshots.verify(live, name, manifest, self.later)

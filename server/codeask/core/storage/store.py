@@ -225,7 +225,7 @@ class IndexStore:
     def pending_ids(self) -> list[int]:
         """Chunks without a vector yet."""
         with self.lock:
-            return self.tiers.pending("vectors", self.catalog.chunks)
+            return self.tiers.pending("vectors", self.catalog.chunks.id_array())
 
     def size_model_tier(self, dim: int) -> bool:
         """A model tier of no size (dim 0: its server had not answered, so it holds no vector)
