@@ -1,5 +1,5 @@
-"""Single-file updates (editor saves, watcher events): the named files are re-checked and
-their chunks get both tiers' vectors at once, so the snapshot saved right after has them.
+"""Single-file updates (editor saves, watcher events): the named files are re-checked, their
+chunks get static vectors and are saved (searchable), then their MiniLM vectors and a second save.
 
 Runs while a long MiniLM backlog embeds: the backlog takes its own lock, not the run lock.
 """
@@ -42,6 +42,9 @@ def update_paths(index: FolderState, rels: Iterable[str], *, embed: bool) -> Ind
         if embed and embedding.minilm_tier:
             fresh = embedding.without_vector(rels, "minilm")
             if fresh:
+                # searchable (lexical + static) before the model answers: its vectors take
+                # seconds, or never come (a server down), and readers wait on the save
+                index.checkpoint()
                 embedding.embed_ids(fresh, embedding.embedder, report)
         index.checkpoint()
     report.seconds_total = time.perf_counter() - started
