@@ -112,7 +112,7 @@ class LocalStorage:
         """Without the lock (a save holds it while writing): each count is one atomic read."""
         store = self._store
         return IndexCounts(
-            files=sum(1 for record in list(store.files.values()) if not record.skipped),
+            files=store.files.indexed_count(),
             chunks=len(store.chunks),
             embedded=len(store.vectors.live),
             static_embedded=len(store.static_vectors.live),

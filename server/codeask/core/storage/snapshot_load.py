@@ -14,10 +14,11 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from codeask.core.records import HISTORY_KINDS, FileRecord
+from codeask.core.records import HISTORY_KINDS
 from codeask.core.storage.catalog import Catalog, HistoryState
 from codeask.core.storage.chunk_file import ChunkFile
 from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
+from codeask.core.storage.file_table import FileTable
 from codeask.core.storage.snapshot import (
     SCHEMA_VERSION,
     Deferred,
@@ -75,7 +76,7 @@ class SnapshotLoader:
         tiers.changed = self.lost & tiers.changed
         return live.name, manifest, catalog, tiers
 
-    def _load_code(self, live: Path, manifest: Manifest) -> tuple[dict[str, FileRecord], ChunkMap]:
+    def _load_code(self, live: Path, manifest: Manifest) -> tuple[FileTable, ChunkMap]:
         """files + chunks: each file names its chunks, so one without the other is no use.
 
         The chunk base is mapped, not decoded: its records are checked and decoded when read.
@@ -83,14 +84,14 @@ class SnapshotLoader:
         try:
             paths = [self.snapshots.verify(live, n, manifest) for n in ("files", "chunks")]
             delta_path = self.snapshots.verify(live, "chunks_delta", manifest)
-            files = msgspec.msgpack.decode(paths[0].read_bytes(), type=dict[str, FileRecord])
+            files = FileTable.decode(paths[0].read_bytes())
             delta = msgspec.msgpack.decode(delta_path.read_bytes(), type=ChunkDelta)
             chunks = ChunkMap(ChunkFile(paths[1]), delta)
         except StoreError as exc:
             raise StoreError(f"{exc}; rebuilding the file index") from exc
         except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             raise StoreError(f"index metadata unreadable ({exc}); rebuilding") from exc
-        return _share_paths(files), chunks
+        return files, chunks
 
     def _load_history(self, live: Path, manifest: Manifest, chunks: ChunkMap) -> HistoryState:
         """A damaged history drops only the commit chunks; the next pass syncs them again."""
@@ -174,10 +175,3 @@ class SnapshotLoader:
                 f"index was built with model '{manifest.model}' (dim {manifest.dim}), "
                 f"configured is '{self.model}' (dim {self.dim}); rebuilding"
             )
-
-
-def _share_paths(files: dict[str, FileRecord]) -> dict[str, FileRecord]:
-    """One string object per path (key and record): decoding gives each its own copy."""
-    for path, record in files.items():
-        record.path = path
-    return files
