@@ -28,6 +28,7 @@ class FileTable(MutableMapping[str, FileRecord]):
     def __init__(self, records: dict[str, FileRecord] | None = None) -> None:
         self._items: dict[str, FileRecord | msgspec.Raw] = dict(records or {})
         self._indexed: int | None = None
+        self._version = 0  # changes counted, so a count taken meanwhile is not kept
 
     @classmethod
     def decode(cls, data: bytes) -> FileTable:
@@ -47,11 +48,11 @@ class FileTable(MutableMapping[str, FileRecord]):
 
     def __setitem__(self, path: str, record: FileRecord) -> None:
         self._items[path] = record
-        self._indexed = None
+        self.touched()
 
     def __delitem__(self, path: str) -> None:
         del self._items[path]
-        self._indexed = None
+        self.touched()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
@@ -63,18 +64,22 @@ class FileTable(MutableMapping[str, FileRecord]):
         return path in self._items
 
     def touched(self) -> None:
-        """A record read from here was changed in place (its size or skip reason)."""
+        """A record changed (or one read from here was changed in place)."""
+        self._version += 1
         self._indexed = None
 
     def indexed_count(self) -> int:
         """Files with chunks (not skipped); raw records are decoded for the count, not kept."""
-        if self._indexed is None:
-            count = 0
-            for value in list(self._items.values()):
-                record = _RECORD.decode(value) if isinstance(value, msgspec.Raw) else value
-                count += not record.skipped
+        known = self._indexed
+        if known is not None:
+            return known
+        version, count = self._version, 0
+        for value in list(self._items.values()):  # a writer's thread may change the table
+            record = _RECORD.decode(value) if isinstance(value, msgspec.Raw) else value
+            count += not record.skipped
+        if version == self._version:
             self._indexed = count
-        return self._indexed
+        return count
 
     def encode(self) -> bytes:
         """files.msgpack: raw records as read, the others encoded (the same format)."""
