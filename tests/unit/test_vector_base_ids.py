@@ -75,3 +75,18 @@ def test_lookups_agree_with_a_dict_over_random_bases() -> None:
         assert {i: base.row(i) for i in probe.tolist() if base.row(i) >= 0} == expected
         assert base.rows(probe).tolist() == [expected.get(i, -1) for i in probe.tolist()]
         assert base.count == len(expected) and sorted(base.live().tolist()) == sorted(expected)
+
+
+def test_live_ids_answer_for_the_base_and_the_tail_at_once(tmp_path: Path) -> None:
+    """`contains` (what a search that fills one tier's gaps from the other asks of every hit)
+    agrees with one lookup at a time, over a base with holes and a tail."""
+    path = tmp_path / "static.npz"
+    rows = _base(path, np.arange(1, 101, dtype=np.int64))
+    index = VectorIndex.load(path, DIM, 0, np.arange(1, 91, dtype=np.int64))  # 91-100 gone
+    index.remove([5, 6])
+    index.add([200, 7], rows[:2])  # a new chunk, and a base chunk's new vector
+    probe = np.arange(0, 210, dtype=np.int64)
+    expected = [int(i) in index.live for i in probe.tolist()]
+    assert index.live.contains(probe).tolist() == expected
+    assert sum(expected) == len(index.live) == 89
+    assert sorted(index.live) == sorted({*range(1, 91), 200} - {5, 6})

@@ -184,7 +184,9 @@ class LocalStorage:
             covered = self._tier(missing_from).live
             if len(covered) >= len(self._store.chunks):
                 return []  # the other tier covers everything: nothing left to fill
-            return [hit for hit in index.query(vector, 2 * k) if hit[0] not in covered][:k]
+            hits = index.query(vector, 2 * k)
+            inside = covered.contains(np.fromiter((h[0] for h in hits), np.int64, len(hits)))
+            return [hit for hit, held in zip(hits, inside.tolist(), strict=True) if not held][:k]
 
     def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
         return []  # in-process: nothing to batch
