@@ -204,12 +204,11 @@ def _vector_sizes(store: Any) -> dict[str, float]:
         sizes[f"{name} matrix in memory (capacity) MB"] = rows.nbytes / 2**20
         sizes[f"{name} rows mapped from the file MB"] = mapped / 2**20
         sizes[f"{name} live rows MB"] = len(index.live) * index.dim * rows.itemsize / 2**20
-        sizes[f"{name} ids+slot dicts+live set MB"] = (
+        base_ids = index._base_ids
+        sizes[f"{name} ids+slot dict+base id arrays MB"] = (
             index._ids.nbytes
-            + index._base_ids.nbytes
             + sys.getsizeof(index._slot)
-            + sys.getsizeof(index._base_slot)
-            + sys.getsizeof(index.live)
+            + (0 if base_ids is None else 3 * base_ids.ids.nbytes)
         ) / 2**20
     return sizes
 

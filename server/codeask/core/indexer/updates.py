@@ -1,5 +1,5 @@
-"""Single-file updates (editor saves, watcher events): the named files are re-checked and
-their chunks get both tiers' vectors at once, so the snapshot saved right after has them.
+"""Single-file updates (editor saves, watcher events): the named files are re-checked, their
+chunks get static vectors and are saved (searchable), then their MiniLM vectors and a second save.
 
 Runs while a long MiniLM backlog embeds: the backlog takes its own lock, not the run lock.
 """
@@ -36,13 +36,17 @@ def update_paths(index: FolderState, rels: Iterable[str], *, embed: bool) -> Ind
                     report.skipped.append(found)
                 files.remove_file(index, rel, report)
         report.seconds_lexical = time.perf_counter() - started
-        history.refresh_uncommitted(index)
         missing_static = embedding.without_vector(rels, "static")
         embedding.embed_static(missing_static, report, no_progress, CancelToken())
+        # searchable now (lexical + static): readers wait on this save, not on `git status`
+        # (seconds on a kernel checkout) nor on the model, whose vectors take seconds or never
+        # come (its server down)
+        index.checkpoint()
+        history.refresh_uncommitted(index)
         if embed and embedding.minilm_tier:
             fresh = embedding.without_vector(rels, "minilm")
             if fresh:
                 embedding.embed_ids(fresh, embedding.embedder, report)
-        index.checkpoint()
+                index.checkpoint()
     report.seconds_total = time.perf_counter() - started
     return report

@@ -470,15 +470,30 @@ class IgnoreRules:
         return layers
 
 
+#: Every rule's names, prefixes and suffixes at once: most files match none, and say so in three
+#: calls instead of ~35 (a pass stats every file; 78k on the Linux kernel, issue 42).
+_ANY_EXACT = frozenset().union(*(rule[0] for rule in SECRET_RULES))
+_ANY_PREFIX = tuple(prefix for rule in SECRET_RULES for prefix in rule[1])
+_ANY_SUFFIX = tuple(suffix for rule in SECRET_RULES for suffix in rule[2])
+
+
 def _secret_label(lower_rel: str) -> str | None:
-    lower = lower_rel.rpartition("/")[2]
+    label = _name_label(lower_rel.rpartition("/")[2])
+    if label is None and lower_rel.endswith(SECRET_PATHS):
+        for path in SECRET_PATHS:
+            if lower_rel == path or lower_rel.endswith("/" + path):
+                return path
+    return label
+
+
+def _name_label(lower: str) -> str | None:
+    """The label of the first rule matching a (lower-case) file name."""
+    if not (lower in _ANY_EXACT or lower.startswith(_ANY_PREFIX) or lower.endswith(_ANY_SUFFIX)):
+        return None
     for exact, prefixes, suffixes, label in SECRET_RULES:
         # str.startswith(()) is False, so an empty tuple simply never matches.
         if lower in exact or lower.startswith(prefixes) or lower.endswith(suffixes):
             return label
-    for path in SECRET_PATHS:
-        if lower_rel == path or lower_rel.endswith("/" + path):
-            return path
     return None
 
 

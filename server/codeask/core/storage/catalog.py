@@ -17,6 +17,7 @@ import msgspec
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage.chunk_file import ChunkFile
 from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
+from codeask.core.storage.file_table import FileTable
 from codeask.core.storage.snapshot import component_path, fsync_write
 
 #: The snapshot components this module owns, in the order they are written.
@@ -39,11 +40,12 @@ class Catalog:
 
     def __init__(
         self,
-        files: dict[str, FileRecord] | None = None,
+        files: FileTable | dict[str, FileRecord] | None = None,
         chunks: ChunkMap | dict[int, Chunk] | None = None,
         history: HistoryState | None = None,
     ) -> None:
-        self.files: dict[str, FileRecord] = {} if files is None else files
+        #: Records by path, decoded from the snapshot one at a time (file_table.py).
+        self.files = files if isinstance(files, FileTable) else FileTable(files)
         self.chunks = chunks if isinstance(chunks, ChunkMap) else ChunkMap.of(chunks or {})
         self.chunks.on_damage = self.heal
         self.history = HistoryState() if history is None else history
@@ -66,6 +68,7 @@ class Catalog:
         """Same content, new stat (a checkout or `touch`): keep chunks and vectors."""
         record = self.files[rel]
         record.size, record.mtime_ns = size, mtime_ns
+        self.files.touched()
         self.changed.add("files")
 
     def remove_file(self, rel: str) -> list[int]:
@@ -121,6 +124,7 @@ class Catalog:
         for record in self.files.values():
             if chunk_id in record.chunk_ids:
                 record.size, record.sha256 = -1, ""  # the next pass reads it again
+                self.files.touched()
                 self.changed.add("files")
         self.remove_history([s for s, ids in self.history.commits.items() if chunk_id in ids])
         self.changed.add("chunks")
@@ -135,7 +139,7 @@ class Catalog:
         elif name == "chunks_delta":
             data = msgspec.msgpack.encode(self.chunks.delta())
         elif name == "files":
-            data = msgspec.msgpack.encode(self.files)
+            data = self.files.encode()
         elif name == "history":
             data = msgspec.msgpack.encode(self.history)
         else:

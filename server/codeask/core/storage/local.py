@@ -112,7 +112,7 @@ class LocalStorage:
         """Without the lock (a save holds it while writing): each count is one atomic read."""
         store = self._store
         return IndexCounts(
-            files=sum(1 for record in list(store.files.values()) if not record.skipped),
+            files=store.files.indexed_count(),
             chunks=len(store.chunks),
             embedded=len(store.vectors.live),
             static_embedded=len(store.static_vectors.live),
@@ -184,7 +184,9 @@ class LocalStorage:
             covered = self._tier(missing_from).live
             if len(covered) >= len(self._store.chunks):
                 return []  # the other tier covers everything: nothing left to fill
-            return [hit for hit in index.query(vector, 2 * k) if hit[0] not in covered][:k]
+            hits = index.query(vector, 2 * k)
+            inside = covered.contains(np.fromiter((h[0] for h in hits), np.int64, len(hits)))
+            return [hit for hit, held in zip(hits, inside.tolist(), strict=True) if not held][:k]
 
     def dense_asks(self, tier: Tier, k: int, *, missing_from: Tier | None = None) -> list[DenseAsk]:
         return []  # in-process: nothing to batch
@@ -249,7 +251,7 @@ class LocalStorage:
 
     def pending_ids(self, tier: Tier) -> list[int]:
         with self._store.lock:
-            return self._store.tiers.pending(_TIER[tier], self._store.catalog.chunks)
+            return self._store.tiers.pending(_TIER[tier], self._store.catalog.chunks.id_array())
 
     def has_vector(self, tier: Tier, chunk_id: int) -> bool:
         return chunk_id in self._tier(tier).live

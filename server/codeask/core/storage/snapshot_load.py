@@ -12,11 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
-from codeask.core.records import HISTORY_KINDS, FileRecord
+from codeask.core.records import HISTORY_KINDS
 from codeask.core.storage.catalog import Catalog, HistoryState
 from codeask.core.storage.chunk_file import ChunkFile
 from codeask.core.storage.chunk_map import ChunkDelta, ChunkMap
+from codeask.core.storage.file_table import FileTable
 from codeask.core.storage.snapshot import (
     SCHEMA_VERSION,
     Deferred,
@@ -65,7 +67,7 @@ class SnapshotLoader:
         self._check_manifest(manifest)
         files, chunks = self._load_code(live, manifest)
         history = self._load_history(live, manifest, chunks)
-        known = set(chunks.id_array().tolist())
+        known = chunks.id_array()
         vectors = self._load_vectors(live, manifest, known)
         static = self._load_static(live, manifest, known)
         tiers = VectorTiers(self.dim, self.static_dim, vectors, static)
@@ -74,7 +76,7 @@ class SnapshotLoader:
         tiers.changed = self.lost & tiers.changed
         return live.name, manifest, catalog, tiers
 
-    def _load_code(self, live: Path, manifest: Manifest) -> tuple[dict[str, FileRecord], ChunkMap]:
+    def _load_code(self, live: Path, manifest: Manifest) -> tuple[FileTable, ChunkMap]:
         """files + chunks: each file names its chunks, so one without the other is no use.
 
         The chunk base is mapped, not decoded: its records are checked and decoded when read.
@@ -82,14 +84,14 @@ class SnapshotLoader:
         try:
             paths = [self.snapshots.verify(live, n, manifest) for n in ("files", "chunks")]
             delta_path = self.snapshots.verify(live, "chunks_delta", manifest)
-            files = msgspec.msgpack.decode(paths[0].read_bytes(), type=dict[str, FileRecord])
+            files = FileTable.decode(paths[0].read_bytes())
             delta = msgspec.msgpack.decode(delta_path.read_bytes(), type=ChunkDelta)
             chunks = ChunkMap(ChunkFile(paths[1]), delta)
         except StoreError as exc:
             raise StoreError(f"{exc}; rebuilding the file index") from exc
         except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             raise StoreError(f"index metadata unreadable ({exc}); rebuilding") from exc
-        return _share_paths(files), chunks
+        return files, chunks
 
     def _load_history(self, live: Path, manifest: Manifest, chunks: ChunkMap) -> HistoryState:
         """A damaged history drops only the commit chunks; the next pass syncs them again."""
@@ -111,7 +113,7 @@ class SnapshotLoader:
             return HistoryState()
         return history
 
-    def _load_vectors(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
+    def _load_vectors(self, live: Path, manifest: Manifest, known: np.ndarray) -> VectorIndex:
         """Damaged vectors: keep the chunks; they embed again (from the content-hash cache).
 
         An index saved while its embedding server had never answered holds no model vectors
@@ -127,7 +129,7 @@ class SnapshotLoader:
             self._lost("vectors", f"{exc}; kept the chunks, they are embedded again")
             return empty_tier("vectors", self.dim)
 
-    def _load_static(self, live: Path, manifest: Manifest, known: set[int]) -> VectorIndex:
+    def _load_static(self, live: Path, manifest: Manifest, known: np.ndarray) -> VectorIndex:
         """The static tier: damaged, missing or from another model costs only this tier."""
         if not self.static_model:  # the tier is off: nothing to load or check
             return empty_tier("static", 1)
@@ -143,7 +145,7 @@ class SnapshotLoader:
             return empty_tier("static", self.static_dim)
 
     def _tier(
-        self, live: Path, manifest: Manifest, name: str, dim: int, known: set[int]
+        self, live: Path, manifest: Manifest, name: str, dim: int, known: np.ndarray
     ) -> VectorIndex:
         """A tier's base and its delta, each checked; a snapshot from before deltas has none."""
         base = self.snapshots.verify(live, name, manifest, self.later)
@@ -173,10 +175,3 @@ class SnapshotLoader:
                 f"index was built with model '{manifest.model}' (dim {manifest.dim}), "
                 f"configured is '{self.model}' (dim {self.dim}); rebuilding"
             )
-
-
-def _share_paths(files: dict[str, FileRecord]) -> dict[str, FileRecord]:
-    """One string object per path (key and record): decoding gives each its own copy."""
-    for path, record in files.items():
-        record.path = path
-    return files

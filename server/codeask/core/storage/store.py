@@ -25,6 +25,7 @@ from codeask.core.records import Chunk, FileRecord
 from codeask.core.runtime import background
 from codeask.core.storage.catalog import Catalog, HistoryState
 from codeask.core.storage.chunk_map import ChunkMap
+from codeask.core.storage.file_table import FileTable
 from codeask.core.storage.snapshot import (
     COMPONENTS,
     SCHEMA_VERSION,
@@ -86,8 +87,8 @@ class IndexStore:
 
     # ---- the parts, under the names callers use -------------------------------------------
     @property
-    def files(self) -> dict[str, FileRecord]:
-        """Indexed files by workspace-relative path."""
+    def files(self) -> FileTable:
+        """Indexed files by workspace-relative path (records decoded when read)."""
         return self.catalog.files
 
     @property
@@ -225,7 +226,7 @@ class IndexStore:
     def pending_ids(self) -> list[int]:
         """Chunks without a vector yet."""
         with self.lock:
-            return self.tiers.pending("vectors", self.catalog.chunks)
+            return self.tiers.pending("vectors", self.catalog.chunks.id_array())
 
     def size_model_tier(self, dim: int) -> bool:
         """A model tier of no size (dim 0: its server had not answered, so it holds no vector)

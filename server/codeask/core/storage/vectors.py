@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from codeask.core.storage.base_ids import BaseIds, LiveIds, as_id_array
 from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, add_to, scan
 from codeask.core.storage.mapped_rows import MappedRows
 from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, quantize, scores
@@ -75,11 +76,14 @@ class VectorIndex:
         self._used = 0
         self._slot: dict[int, int] = {}
         self._base: MappedRows | None = None
-        self._base_ids = np.zeros(0, dtype=np.int64)
-        self._base_slot: dict[int, int] = {}
+        self._base_ids: BaseIds | None = None  # which id each base row holds (-1: a hole)
         self._lists: CoarseLists | None = None  # a large base's candidate lists
-        self.live: set[int] = set()
         self.deleted = 0
+
+    @property
+    def live(self) -> LiveIds:
+        """The ids with a vector here, read like a set (a view: it follows later changes)."""
+        return LiveIds(self._base_ids, self._slot)
 
     @classmethod
     def load(
@@ -87,17 +91,19 @@ class VectorIndex:
         path: Path,
         dim: int,
         capacity: int,
-        known_ids: set[int],
+        known_ids: Iterable[int] | np.ndarray,
         *,
         quantized: bool = False,
         delta: Path | None = None,
     ) -> VectorIndex:
         """Load a saved tier (already verified) and its `delta`; rows of ids outside
         `known_ids` are dropped and counted as deleted. The base's rows stay in the file,
-        mapped; a file whose rows cannot be mapped (compressed) is read into the tail."""
+        mapped; a file whose rows cannot be mapped (compressed) is read into the tail.
+        Vectorised (numpy), never a Python loop over the base's rows (issue 42)."""
         ids, base, lists = read_base(path, dim)
         changes = read_delta(delta, dim) if delta is not None else None
-        keep = np.fromiter((int(i) in known_ids for i in ids), dtype=bool, count=len(ids))
+        known_array = as_id_array(known_ids)
+        keep = np.isin(ids, known_array)
         if changes is not None:
             _check_delta(changes, len(ids), delta)
             keep[changes.removed] = False
@@ -110,7 +116,7 @@ class VectorIndex:
             vectors._put_stored(Stored(ids[keep], base.rows[keep], _part(base.scales, keep)))
             vectors.deleted = len(ids) - int(keep.sum())
         if changes is not None:
-            known = np.fromiter((int(i) in known_ids for i in changes.ids), bool, len(changes.ids))
+            known = np.isin(changes.ids, known_array)
             rows = Stored(changes.ids[known], changes.rows[known], _part(changes.scales, known))
             vectors._put_stored(as_layout(quantized, *astuple(rows)), counted=False)
         return vectors
@@ -118,9 +124,8 @@ class VectorIndex:
     def _set_base(self, base: MappedRows, ids: np.ndarray, keep: np.ndarray) -> None:
         """Take the mapped `base`: dropped and repeated ids become holes."""
         self._base = base
-        self._base_ids, self._base_slot = _base_slots(ids, keep)
-        self.live = set(self._base_slot)
-        self.deleted = len(ids) - len(self._base_slot)
+        self._base_ids = BaseIds(ids, keep)
+        self.deleted = len(ids) - self._base_ids.count
 
     def add(self, ids: list[int], rows: np.ndarray) -> None:
         """Insert (or replace) vectors; rows are L2-normalised here, so scores are cosines."""
@@ -138,11 +143,11 @@ class VectorIndex:
     def _put_stored(self, stored: Stored, *, counted: bool = True) -> None:
         """Put rows as stored into the tail; a base row of the same id becomes a hole."""
         ids = stored.ids.tolist()
-        for chunk_id in ids:  # a base row is never written: it becomes a hole
-            row = self._base_slot.pop(chunk_id, None)
-            if row is not None:
-                self._base_ids[row] = -1
-                self.deleted += counted
+        if self._base_ids is not None:  # a base row is never written: it becomes a hole
+            for row in self._base_ids.rows(as_id_array(stored.ids)).tolist():
+                if row >= 0:
+                    self._base_ids.punch(row)
+                    self.deleted += counted
         fresh = {chunk_id for chunk_id in ids if chunk_id not in self._slot}
         self._grow(self._used + len(fresh))
         for i, chunk_id in enumerate(ids):
@@ -153,7 +158,6 @@ class VectorIndex:
                 self._used += 1
             self._rows[slot] = stored.rows[i]
             self._scales[slot] = 1.0 if stored.scales is None else stored.scales[i]
-        self.live.update(ids)
 
     def _grow(self, needed: int) -> None:
         if needed <= len(self._ids):
@@ -170,17 +174,15 @@ class VectorIndex:
     def remove(self, ids: Iterable[int]) -> None:
         """Forget vectors (their rows become holes)."""
         for label in ids:
-            row = self._base_slot.pop(label, None)
-            if row is not None:
-                self._base_ids[row] = -1
-                self.live.discard(label)
+            row = self._base_ids.row(label) if self._base_ids is not None else -1
+            if row >= 0 and self._base_ids is not None:
+                self._base_ids.punch(row)
                 self.deleted += 1
                 continue
             slot = self._slot.pop(label, None)
             if slot is not None:
                 self._ids[slot] = -1
                 self._rows[slot] = 0
-                self.live.discard(label)
                 self.deleted += 1
 
     def needs_compaction(self) -> bool:
@@ -190,9 +192,9 @@ class VectorIndex:
     def needs_fold(self) -> bool:
         """A save writes a new base (not a delta): there is none yet, or the delta (the tail
         and the base's holes) passed `FOLD_FRACTION` of the base's rows."""
-        if self._base is None:
+        if self._base is None or self._base_ids is None:
             return self._used > 0 or self.deleted > 0
-        holes = len(self._base_ids) - len(self._base_slot)
+        holes = len(self._base_ids) - self._base_ids.count
         return self._used + holes > len(self._base_ids) * FOLD_FRACTION
 
     def compacted(self) -> VectorIndex:
@@ -205,10 +207,10 @@ class VectorIndex:
     def live_blocks(self) -> Iterator[Stored]:
         """The live rows as stored (int8 for a quantized tier, whatever the base holds), the
         base's first, `BLOCK_ROWS` at a time: a base is written without a second copy."""
-        if self._base is not None:
+        if self._base is not None and self._base_ids is not None:
             base, scales = self._base.rows, self._base.scales
             for start in range(0, len(self._base_ids), BLOCK_ROWS):
-                ids = self._base_ids[start : start + BLOCK_ROWS]
+                ids = self._base_ids.ids[start : start + BLOCK_ROWS]
                 mask = ids >= 0
                 rows = base[start : start + BLOCK_ROWS][mask]
                 part = None if scales is None else scales[start : start + BLOCK_ROWS][mask]
@@ -234,8 +236,9 @@ class VectorIndex:
     def delta(self) -> Delta:
         """What changed since the mapped base (everything, when there is none)."""
         tail = self._tail()
-        removed = np.flatnonzero(self._base_ids < 0).astype(np.int64)
-        return Delta(tail.ids, tail.rows, tail.scales, removed, len(self._base_ids))
+        base_ids = self._base_ids.ids if self._base_ids is not None else np.zeros(0, np.int64)
+        removed = np.flatnonzero(base_ids < 0).astype(np.int64)
+        return Delta(tail.ids, tail.rows, tail.scales, removed, len(base_ids))
 
     def write_base(self, path: Path) -> None:
         """Write the live vectors as a base file (streamed, fsynced); a large one gets coarse
@@ -248,8 +251,8 @@ class VectorIndex:
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
         """A chunk's stored vector (None without one): a neighbour query that needs no model."""
-        row = self._base_slot.get(chunk_id)
-        if row is not None and self._base is not None:
+        row = self._base_ids.row(chunk_id) if self._base_ids is not None else -1
+        if row >= 0 and self._base is not None:
             scales = self._base.scales
             return dequantize(self._base.rows[row : row + 1], _cut(scales, row))[0]
         slot = self._slot.get(chunk_id)
@@ -280,9 +283,9 @@ class VectorIndex:
         """Every row's score and id: the mapped base's rows first, then the tail's."""
         used = self._used
         tail = scores(self._rows[:used], self._tail_scales(0, used), unit)
-        if self._base is None:
+        if self._base is None or self._base_ids is None:
             return tail, self._ids[:used]
-        base, base_ids = self._base, self._base_ids
+        base, base_ids = self._base, self._base_ids.ids
         if self._lists is not None:  # a large base: its candidate lists' rows only
             base_scores, picked = scan(self._lists, base.rows, base.scales, unit)
             base_ids = base_ids[picked]
@@ -302,22 +305,6 @@ class VectorIndex:
 
 #: A save writes a new base once the delta (tail rows and base holes) passes this share of it.
 FOLD_FRACTION = 0.125
-
-
-def _base_slots(ids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, dict[int, int]]:
-    """(ids with holes, id -> row) of a base: rows not kept, and a repeated id's earlier rows
-    (the later row holds its vector), become holes."""
-    base_ids = ids.copy()
-    slots: dict[int, int] = {}
-    for row, chunk_id in enumerate(ids.tolist()):
-        if not keep[row]:
-            base_ids[row] = -1
-            continue
-        earlier = slots.get(chunk_id)
-        if earlier is not None:
-            base_ids[earlier] = -1
-        slots[chunk_id] = row
-    return base_ids, slots
 
 
 def _check_delta(delta: Delta, base_rows: int, path: Path | None) -> None:
@@ -394,10 +381,11 @@ class VectorTiers:
         self.changed.add(name)
         self._edits[name] += 1
 
-    def pending(self, name: str, chunk_ids: Iterable[int]) -> list[int]:
-        """The chunk ids without a vector in tier `name`."""
-        live = self.tier(name).live
-        return [i for i in chunk_ids if i not in live]
+    def pending(self, name: str, chunk_ids: Iterable[int] | np.ndarray) -> list[int]:
+        """The chunk ids without a vector in tier `name` (in their order; one vectorised test,
+        not a set lookup per chunk: every pass asks it of every chunk)."""
+        ids = as_id_array(chunk_ids)
+        return ids[~self.tier(name).live.contains(ids)].tolist()
 
     def plan_save(self) -> set[str]:
         """The components the next save writes: a changed tier's delta only, or its base and
@@ -434,6 +422,7 @@ class VectorTiers:
                 continue
             index = self.tier(name)
             path = component_path(live, name)
-            loaded = VectorIndex.load(path, index.dim, 0, index.live, quantized=index.quantized)
+            held = index.live.array()
+            loaded = VectorIndex.load(path, index.dim, 0, held, quantized=index.quantized)
             self.set_tier(name, loaded)
         self.folding = {}

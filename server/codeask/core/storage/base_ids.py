@@ -1,0 +1,145 @@
+"""Which chunk id each row of a mapped vector base holds, found by bisection, never by a dict.
+
+Why (issue 42): a loaded tier kept `{id: row}` and a set of its live ids as Python objects, built
+row by row at every open: on the Linux kernel's 1.3M static rows that was ~3 s and ~200 MB
+before a process could answer (and again in a reader after every save). Here the same facts
+are three int64 arrays (the ids by row with holes, the ids sorted, the rows in that order),
+built by numpy in milliseconds; a lookup is one `np.searchsorted`.
+
+`LiveIds` reads a tier's live ids (base and in-memory tail) like the set it replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+
+def as_id_array(ids: Iterable[int] | np.ndarray) -> np.ndarray:
+    """`ids` as an int64 array (a set, list or array: no copy of an int64 array)."""
+    if isinstance(ids, np.ndarray):
+        return np.asarray(ids, dtype=np.int64)
+    if isinstance(ids, LiveIds):
+        return ids.array()
+    listed = ids if isinstance(ids, (list, tuple)) else list(ids)
+    return np.asarray(listed, dtype=np.int64).reshape(-1)
+
+
+class BaseIds:
+    """The ids of a base's rows (`ids`, -1 for a hole) and the id -> row lookup.
+
+    Rows not kept, and the earlier rows of a repeated id (the later row holds its vector),
+    are holes from the start; `punch` makes more (a chunk removed or its vector replaced).
+    """
+
+    def __init__(self, ids: np.ndarray, keep: np.ndarray) -> None:
+        ids = np.asarray(ids, dtype=np.int64)
+        held = np.where(keep, ids, -1)
+        order: np.ndarray | None = None
+        ranked = ids  # ascending ids (the usual base): no order array, no repeats
+        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+            order = np.argsort(held, kind="stable")
+            ranked = held[order]
+            repeated = np.zeros(len(held), dtype=bool)
+            repeated[:-1] = (ranked[:-1] == ranked[1:]) & (ranked[:-1] >= 0)
+            held[order[repeated]] = -1  # a repeated id: its last row holds the vector
+        #: The id in each row of the base, -1 where the row no longer counts.
+        self.ids = held
+        self._sorted = ranked
+        self._order = order
+        #: Rows that still count.
+        self.count = int(np.count_nonzero(held >= 0))
+
+    def __len__(self) -> int:
+        """Rows in the base, holes included."""
+        return len(self.ids)
+
+    def row(self, chunk_id: int) -> int:
+        """The row holding `chunk_id`, or -1."""
+        at = int(np.searchsorted(self._sorted, chunk_id, side="right")) - 1
+        if at < 0 or int(self._sorted[at]) != chunk_id:
+            return -1
+        row = at if self._order is None else int(self._order[at])
+        return row if int(self.ids[row]) == chunk_id else -1
+
+    def rows(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The row of each of `chunk_ids` (-1 where it has none), in one vectorised lookup."""
+        if not len(self._sorted) or not len(chunk_ids):
+            return np.full(len(chunk_ids), -1, dtype=np.int64)
+        at = np.searchsorted(self._sorted, chunk_ids, side="right") - 1
+        safe = np.maximum(at, 0)
+        rows = safe if self._order is None else self._order[safe]
+        found = (at >= 0) & (self._sorted[safe] == chunk_ids) & (self.ids[rows] == chunk_ids)
+        return np.where(found, rows, -1)
+
+    def punch(self, row: int) -> None:
+        """Row `row` no longer counts (its chunk was removed or has a newer vector)."""
+        if int(self.ids[row]) >= 0:
+            self.ids[row] = -1
+            self.count -= 1
+
+    def live(self) -> np.ndarray:
+        """The ids that still count, in row order."""
+        return self.ids[self.ids >= 0]
+
+
+class LiveIds:
+    """The ids of a tier that have a vector, read like a set: the base's by bisection
+    (`BaseIds`), the in-memory tail's from its id -> slot dict. A view: it follows the tier."""
+
+    def __init__(self, base: BaseIds | None, tail: Mapping[int, int]) -> None:
+        self._base = base
+        self._tail = tail
+
+    def __contains__(self, chunk_id: object) -> bool:
+        if not isinstance(chunk_id, (int, np.integer)):
+            return False
+        if chunk_id in self._tail:
+            return True
+        return self._base is not None and self._base.row(int(chunk_id)) >= 0
+
+    def __len__(self) -> int:
+        return (self._base.count if self._base is not None else 0) + len(self._tail)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Iterator[int]:
+        if self._base is not None:
+            yield from self._base.live().tolist()
+        yield from list(self._tail)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (set, frozenset, LiveIds)):
+            return len(self) == len(other) and set(self) == set(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a set
+
+    def __repr__(self) -> str:
+        return f"LiveIds({len(self)} ids)"
+
+    def array(self) -> np.ndarray:
+        """Every live id as an int64 array (the base's in row order, then the tail's)."""
+        tail = np.fromiter(self._tail, dtype=np.int64, count=len(self._tail))
+        if self._base is None:
+            return tail
+        return np.concatenate((self._base.live(), tail))
+
+    def contains(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """Whether each of `chunk_ids` is live (a bool array, vectorised over the base)."""
+        chunk_ids = as_id_array(chunk_ids)
+        found = np.zeros(len(chunk_ids), dtype=bool)
+        if self._base is not None:
+            found = self._base.rows(chunk_ids) >= 0
+        if self._tail:
+            tail = np.fromiter(self._tail, dtype=np.int64, count=len(self._tail))
+            found |= np.isin(chunk_ids, tail)
+        return found
+
+    def intersection(self, chunk_ids: Iterable[Any]) -> set[int]:
+        """The live ones among `chunk_ids`."""
+        ids = as_id_array(chunk_ids)
+        return set(ids[self.contains(ids)].tolist())

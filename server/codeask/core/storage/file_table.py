@@ -1,0 +1,86 @@
+"""The catalog's files (path -> FileRecord), read from files.msgpack one record at a time.
+
+Why (issue 42): every open decoded all of files.msgpack into FileRecord structs and their
+chunk-id lists (78k files and 1.3M ids on the Linux kernel: ~60 MB of Python objects and a few
+hundred ms) though a search or a one-file edit reads a handful of records. Here the open splits
+the file into its keys and each record's raw bytes (no copy: views of the file's bytes); a
+record is decoded when first read and kept. A save encodes raw records as they are, so the
+file's format and order do not change. The count of indexed files, asked by every search, is
+computed once (without keeping the records) and again only after a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+
+import msgspec
+
+from codeask.core.records import FileRecord
+
+_RECORD = msgspec.msgpack.Decoder(FileRecord)
+_RAW_TABLE = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
+
+
+class FileTable(MutableMapping[str, FileRecord]):
+    """A dict of FileRecords whose values may still be raw msgpack (decoded on first read);
+    in the same order as a dict: an assignment to a known path keeps its place."""
+
+    def __init__(self, records: dict[str, FileRecord] | None = None) -> None:
+        self._items: dict[str, FileRecord | msgspec.Raw] = dict(records or {})
+        self._indexed: int | None = None
+        self._version = 0  # changes counted, so a count taken meanwhile is not kept
+
+    @classmethod
+    def decode(cls, data: bytes) -> FileTable:
+        """The table of an encoded files.msgpack (msgspec errors when it is not one); each
+        record is checked when it is first read, and a bad one raises then."""
+        table = cls()
+        table._items = dict(_RAW_TABLE.decode(data))
+        return table
+
+    def __getitem__(self, path: str) -> FileRecord:
+        value = self._items[path]
+        if isinstance(value, msgspec.Raw):
+            value = _RECORD.decode(value)
+            value.path = path
+            self._items[path] = value
+        return value
+
+    def __setitem__(self, path: str, record: FileRecord) -> None:
+        self._items[path] = record
+        self.touched()
+
+    def __delitem__(self, path: str) -> None:
+        del self._items[path]
+        self.touched()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._items
+
+    def touched(self) -> None:
+        """A record changed (or one read from here was changed in place)."""
+        self._version += 1
+        self._indexed = None
+
+    def indexed_count(self) -> int:
+        """Files with chunks (not skipped); raw records are decoded for the count, not kept."""
+        known = self._indexed
+        if known is not None:
+            return known
+        version, count = self._version, 0
+        for value in list(self._items.values()):  # a writer's thread may change the table
+            record = _RECORD.decode(value) if isinstance(value, msgspec.Raw) else value
+            count += not record.skipped
+        if version == self._version:
+            self._indexed = count
+        return count
+
+    def encode(self) -> bytes:
+        """files.msgpack: raw records as read, the others encoded (the same format)."""
+        return msgspec.msgpack.encode(self._items)
