@@ -125,6 +125,12 @@ def _shared_letters(a: str, b: str) -> int:
     return count
 
 
+def matches_any(word: str, names: frozenset[str]) -> bool:
+    """The word matches one of `names` as a file-name word: exactly, by a common prefix of
+    MIN_PREFIX letters or more, one last letter apart, or sharing a stem."""
+    return _matches_any(word, names)
+
+
 def _matches_any(word: str, names: frozenset[str]) -> bool:
     if word in names:
         return True

@@ -30,6 +30,7 @@ from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedde
 from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
 from codeask.core.search import model_gate
 from codeask.core.search.central import lift_central_files
+from codeask.core.search.name_cover import cover_factor, question_parts
 from codeask.core.search.name_match import (
     defines,
     file_stems_for,
@@ -562,11 +563,11 @@ def _name_boosts(folder: Searchable, found: _Candidates, signals: QuerySignals) 
     top = max(found.fused.values())
     names, whole = queried_symbols(signals.text)
     if settings.file_name_weight > 0 and not whole:
-        words = question_words(signals.text)
+        words, said = question_words(signals.text), question_parts(signals.text)
         for path, chunks in found.by_path.items():
             share = name_match_share(words, path)
             if share >= MIN_NAME_SHARE:
-                bonus = top * settings.file_name_weight * share
+                bonus = top * settings.file_name_weight * share * cover_factor(said, path)
                 for chunk in chunks:
                     if chunk.kind not in HISTORY_KINDS:
                         found.fused[chunk.id] += bonus
