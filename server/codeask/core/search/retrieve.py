@@ -30,6 +30,7 @@ from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedde
 from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
 from codeask.core.search import model_gate
 from codeask.core.search.central import lift_central_files
+from codeask.core.search.kind_named import kind_named_symbols
 from codeask.core.search.name_cover import cover_factor, question_parts
 from codeask.core.search.name_match import (
     defines,
@@ -562,6 +563,8 @@ def _name_boosts(folder: Searchable, found: _Candidates, signals: QuerySignals) 
     settings = folder.settings.retrieve
     top = max(found.fused.values())
     names, whole = queried_symbols(signals.text)
+    if not whole:
+        names |= kind_named_symbols(signals.text, folder.storage)
     if settings.file_name_weight > 0 and not whole:
         words, said = question_words(signals.text), question_parts(signals.text)
         for path, chunks in found.by_path.items():

@@ -1,0 +1,52 @@
+"""core/search/kind_named.py: "the Job interface" names the definition of `Job`.
+
+The end-to-end case is the real CLI as processes (`codeask index`, `codeask search --json`) on a
+git repository the test makes: "Job interface and its lifecycle" asked of `Api.kt` (which
+defines `interface Job`) and `Scope.kt` (which says job, lifecycle and interface more often);
+before the rule `Scope.kt` ranked first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from codeask.core.search.kind_named import KIND_NAMED
+from support import codeask, in_process_env
+from support.gitrepo import ALICE, EPOCH, commit, make_repo
+
+FILES = {
+    "src/Api.kt": "interface Job {\n    fun cancel()\n    fun join()\n}\n",
+    "src/Scope.kt": "/** The interface to a job's lifecycle: each job is started, tracked and ended"
+    " here. */\nclass Scope {\n"
+    "    /** Starts a job, then tracks the job's lifecycle until the job ends. */\n"
+    "    fun launch(block: () -> Unit): Job = StandaloneJob(block).also { it.start() }\n\n"
+    "    /** Ends a job's lifecycle: the job's interface to its children is closed. */\n"
+    "    fun end(job: Job) = job.cancel()\n}\n",
+    **{
+        f"src/Util{i}.kt": f"fun helper{i}(value: Int): String = value.toString()\n"
+        for i in range(1, 5)
+    },
+}
+
+
+def test_a_capitalised_word_before_a_definition_kind_is_a_name() -> None:
+    assert KIND_NAMED.findall("Job interface and coroutine lifecycle management") == ["Job"]
+    assert KIND_NAMED.findall("how Key type is used as object field identifier") == ["Key"]
+    assert KIND_NAMED.findall("Content protocol for encoding request bodies") == ["Content"]
+    assert KIND_NAMED.findall("the job interface of a scope") == []  # not capitalised
+    assert KIND_NAMED.findall("Job lifecycle management") == []  # no kind after it
+
+
+def test_codeask_search_ranks_the_named_definition_first(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    commit(make_repo(root), FILES, "code", ALICE, EPOCH)
+    homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
+    env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes)
+    codeask("index", str(root), cwd=root, env=env, timeout=600, check=True)
+    question = "Job interface and its lifecycle"
+    done = codeask("search", question, "--json", "--root", str(root), cwd=root, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    hits = json.loads(done.stdout)["results"]
+    assert hits[0]["relative_path"] == "src/Api.kt"
+    assert "definition" in hits[0]["retrievers"]
