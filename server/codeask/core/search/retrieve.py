@@ -31,6 +31,7 @@ from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
 from codeask.core.search import model_gate
 from codeask.core.search.central import lift_central_files
 from codeask.core.search.kind_named import kind_named_symbols
+from codeask.core.search.lead_word import lead_factor, lead_word
 from codeask.core.search.name_cover import cover_factor, question_parts
 from codeask.core.search.name_match import (
     defines,
@@ -567,10 +568,12 @@ def _name_boosts(folder: Searchable, found: _Candidates, signals: QuerySignals) 
         names |= kind_named_symbols(signals.text, folder.storage)
     if settings.file_name_weight > 0 and not whole:
         words, said = question_words(signals.text), question_parts(signals.text)
+        lead = lead_word(signals.text, words)
         for path, chunks in found.by_path.items():
             share = name_match_share(words, path)
             if share >= MIN_NAME_SHARE:
                 bonus = top * settings.file_name_weight * share * cover_factor(said, path)
+                bonus *= lead_factor(lead, path)
                 for chunk in chunks:
                     if chunk.kind not in HISTORY_KINDS:
                         found.fused[chunk.id] += bonus
