@@ -51,5 +51,6 @@ def test_codeask_search_ranks_the_file_named_first_first(tmp_path: Path) -> None
     question = "Mutex and Semaphore for synchronization"
     done = codeask("search", question, "--json", "--root", str(root), cwd=root, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    files = [hit["relative_path"] for hit in json.loads(done.stdout)["results"]]
+    hits = json.loads(done.stdout)["results"]
+    files = list(dict.fromkeys(hit["relative_path"] for hit in hits))  # each file once, best first
     assert files[:2] == ["sync/Mutex.kt", "sync/Semaphore.kt"]

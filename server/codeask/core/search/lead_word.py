@@ -9,7 +9,7 @@ word ties with (or beats, matching more words) the file named for the subject.
 
 from __future__ import annotations
 
-from codeask.core.search.name_match import WORD, matches_any, path_words
+from codeask.core.search.name_match import MIN_PREFIX, WORD, matches_any, name_heads, path_words
 
 #: The file-name lift of a file whose name or folder the lead word matches is 1 + LEAD_LIFT
 #: times as large. eval-search dev NDCG@10 .8981 → .9005 at 0.2 (13 questions up in 11
@@ -28,4 +28,8 @@ def lead_word(question: str, words: frozenset[str]) -> str:
 def lead_factor(lead: str, path: str) -> float:
     """**Lead word**: the file-name lift × (1 + LEAD_LIFT) when the question's lead word
     matches the file's name or folder (as the file-name lift matches words)."""
-    return 1.0 + LEAD_LIFT if lead and matches_any(lead, path_words(path)) else 1.0
+    if not lead:
+        return 1.0
+    names = path_words(path)
+    said = lead[:MIN_PREFIX] in name_heads(names) and matches_any(lead, names)
+    return 1.0 + LEAD_LIFT if said else 1.0

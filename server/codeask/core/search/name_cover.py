@@ -15,7 +15,7 @@ import functools
 import re
 from pathlib import PurePosixPath
 
-from codeask.core.search.name_match import MIN_WORD, WORD, matches_any, question_words
+from codeask.core.search.name_match import MIN_PREFIX, MIN_WORD, WORD, matches_any, question_words
 from codeask.core.storage.lexical.index import STOPWORDS, identifier_parts
 
 #: The lift a file keeps when its name's parts are all unsaid: 1 − NAME_COVER_WEIGHT.
@@ -48,7 +48,16 @@ def name_cover(said: frozenset[str], path: str) -> float:
     """The share of the file's name parts that a word of the question matches (as the
     file-name lift matches: exactly, by a common prefix, one ending apart, one stem)."""
     parts = name_parts(path)
-    return sum(1 for part in parts if matches_any(part, said)) / len(parts)
+    heads = said_heads(said)
+    return sum(1 for p in parts if p[:MIN_PREFIX] in heads and matches_any(p, said)) / len(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def said_heads(said: frozenset[str]) -> frozenset[str]:
+    """The said words' first MIN_PREFIX letters: every way a name part matches a word starts
+    with them, so a part that starts otherwise is unsaid without comparing it to each word
+    (cached per question: a frozenset keeps its hash)."""
+    return frozenset(word[:MIN_PREFIX] for word in said)
 
 
 def cover_factor(said: frozenset[str], path: str) -> float:
