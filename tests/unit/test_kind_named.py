@@ -8,12 +8,10 @@ before the rule `Scope.kt` ranked first.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from codeask.core.search.kind_named import KIND_NAMED
-from support import codeask, in_process_env
-from support.gitrepo import ALICE, EPOCH, commit, make_repo
+from support.search_cli import search_hits
 
 FILES = {
     "src/Api.kt": "interface Job {\n    fun cancel()\n    fun join()\n}\n",
@@ -39,14 +37,6 @@ def test_a_capitalised_word_before_a_definition_kind_is_a_name() -> None:
 
 
 def test_codeask_search_ranks_the_named_definition_first(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    commit(make_repo(root), FILES, "code", ALICE, EPOCH)
-    homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
-    env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes)
-    codeask("index", str(root), cwd=root, env=env, timeout=600, check=True)
-    question = "Job interface and its lifecycle"
-    done = codeask("search", question, "--json", "--root", str(root), cwd=root, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    hits = json.loads(done.stdout)["results"]
+    hits = search_hits(tmp_path, FILES, "Job interface and its lifecycle")
     assert hits[0]["relative_path"] == "src/Api.kt"
     assert "definition" in hits[0]["retrievers"]

@@ -9,13 +9,11 @@ ranked first.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from codeask.core.search.lead_word import LEAD_LIFT, lead_factor, lead_word
 from codeask.core.search.name_match import question_words
-from support import codeask, in_process_env
-from support.gitrepo import ALICE, EPOCH, commit, make_repo
+from support.search_cli import ranked_files, search_hits
 
 FILES = {
     "sync/Mutex.kt": "/** One owner at a time. */\nclass Mutex {\n"
@@ -43,14 +41,5 @@ def test_a_file_named_for_the_lead_word_gains_the_lift() -> None:
 
 
 def test_codeask_search_ranks_the_file_named_first_first(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    commit(make_repo(root), FILES, "code", ALICE, EPOCH)
-    homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
-    env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes)
-    codeask("index", str(root), cwd=root, env=env, timeout=600, check=True)
-    question = "Mutex and Semaphore for synchronization"
-    done = codeask("search", question, "--json", "--root", str(root), cwd=root, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    hits = json.loads(done.stdout)["results"]
-    files = list(dict.fromkeys(hit["relative_path"] for hit in hits))  # each file once, best first
-    assert files[:2] == ["sync/Mutex.kt", "sync/Semaphore.kt"]
+    hits = search_hits(tmp_path, FILES, "Mutex and Semaphore for synchronization")
+    assert ranked_files(hits)[:2] == ["sync/Mutex.kt", "sync/Semaphore.kt"]

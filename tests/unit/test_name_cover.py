@@ -9,12 +9,10 @@ file ranked first.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from codeask.core.search.name_cover import cover_factor, name_cover, name_parts, question_parts
-from support import codeask, in_process_env
-from support.gitrepo import ALICE, EPOCH, commit, make_repo
+from support.search_cli import ranked_files, search_hits
 
 FILES = {
     "pkg/job_queue.py": "class JobQueue:\n"
@@ -60,13 +58,5 @@ def test_the_unsaid_share_of_a_name_scales_its_lift() -> None:
 
 
 def test_codeask_search_ranks_the_file_the_question_names_whole_first(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    commit(make_repo(root), FILES, "code", ALICE, EPOCH)
-    homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
-    env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes)
-    codeask("index", str(root), cwd=root, env=env, timeout=600, check=True)
-    done = codeask("search", "the job queue", "--json", "--root", str(root), cwd=root, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    hits = json.loads(done.stdout)["results"]
-    files = list(dict.fromkeys(hit["relative_path"] for hit in hits))  # each file once, best first
+    files = ranked_files(search_hits(tmp_path, FILES, "the job queue"))
     assert files[:2] == ["pkg/job_queue.py", "pkg/job_queue_metrics.py"]
