@@ -30,7 +30,6 @@ from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedde
 from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
 from codeask.core.search import model_gate
 from codeask.core.search.central import lift_central_files
-from codeask.core.search.kind_named import kind_named_symbols
 from codeask.core.search.lead_word import lead_factor, lead_word
 from codeask.core.search.name_cover import cover_factor, question_parts
 from codeask.core.search.name_match import (
@@ -42,6 +41,7 @@ from codeask.core.search.name_match import (
     question_words,
     reexports,
 )
+from codeask.core.search.prose_names import named_definitions
 from codeask.core.search.query import QuerySignals, query_signals
 from codeask.core.search.rerank import subjects_of_test
 from codeask.core.search.tiers import answered as answered_tiers
@@ -565,7 +565,7 @@ def _name_boosts(folder: Searchable, found: _Candidates, signals: QuerySignals) 
     top = max(found.fused.values())
     names, whole = queried_symbols(signals.text)
     if not whole:
-        names |= kind_named_symbols(signals.text, folder.storage)
+        names |= named_definitions(signals.text, folder.storage)
     if settings.file_name_weight > 0 and not whole:
         words, said = question_words(signals.text), question_parts(signals.text)
         lead = lead_word(signals.text, words)

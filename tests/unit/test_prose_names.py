@@ -1,16 +1,19 @@
-"""core/search/kind_named.py: "the Job interface" names the definition of `Job`.
+"""core/search/prose_names.py: "the Job interface", or "Job" opening a question, names the
+definition of `Job` when the folder defines it.
 
-The end-to-end case is the real CLI as processes (`codeask index`, `codeask search --json`) on a
-git repository the test makes: "Job interface and its lifecycle" asked of `Api.kt` (which
-defines `interface Job`) and `Scope.kt` (which says job, lifecycle and interface more often);
-before the rule `Scope.kt` ranked first.
+The end-to-end cases are the real CLI as processes (`codeask index`, `codeask search --json`) on
+a git repository the test makes: "Job interface and its lifecycle" and "Job scheduling and its
+lifecycle" asked of `Api.kt` (which defines `interface Job`) and `Scope.kt` (which says job,
+lifecycle and interface more often); before the rules `Scope.kt` ranked first for both.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from codeask.core.search.kind_named import KIND_NAMED
+import pytest
+
+from codeask.core.search.prose_names import KIND_NAMED, LEAD_NAME
 from support.search_cli import search_hits
 
 FILES = {
@@ -36,7 +39,16 @@ def test_a_capitalised_word_before_a_definition_kind_is_a_name() -> None:
     assert KIND_NAMED.findall("Job lifecycle management") == []  # no kind after it
 
 
-def test_codeask_search_ranks_the_named_definition_first(tmp_path: Path) -> None:
-    hits = search_hits(tmp_path, FILES, "Job interface and its lifecycle")
+def test_a_capitalised_first_word_may_be_a_name() -> None:
+    assert LEAD_NAME.match("Mutex and Semaphore for synchronization").group(1) == "Mutex"
+    assert LEAD_NAME.match("HTTP response construction") is None  # an acronym
+    assert LEAD_NAME.match("how the Mutex works") is None  # not the first word
+
+
+@pytest.mark.parametrize(
+    "question", ["Job interface and its lifecycle", "Job scheduling and its lifecycle"]
+)
+def test_codeask_search_ranks_the_named_definition_first(tmp_path: Path, question: str) -> None:
+    hits = search_hits(tmp_path, FILES, question)
     assert hits[0]["relative_path"] == "src/Api.kt"
     assert "definition" in hits[0]["retrievers"]
