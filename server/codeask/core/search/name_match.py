@@ -80,7 +80,7 @@ def name_match_share(words: frozenset[str], path: str) -> float:
     if not words:
         return 0.0
     names = path_words(path)
-    if not _heads(names) & {word[:MIN_PREFIX] for word in words}:
+    if not name_heads(names) & {word[:MIN_PREFIX] for word in words}:
         return 0.0  # no name starts like any word: most files, rejected in one set operation
     whole_name = PurePosixPath(path).name.split(".")[0].lower()
     matched = sum(
@@ -103,7 +103,7 @@ def names_a_file(words: frozenset[str], paths: Iterable[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=65536)
-def _heads(names: frozenset[str]) -> frozenset[str]:
+def name_heads(names: frozenset[str]) -> frozenset[str]:
     """The names' first MIN_PREFIX letters: any match (exact or by prefix) shares them."""
     return frozenset(name[:MIN_PREFIX] for name in names)
 
@@ -123,6 +123,12 @@ def _shared_letters(a: str, b: str) -> int:
             break
         count += 1
     return count
+
+
+def matches_any(word: str, names: frozenset[str]) -> bool:
+    """The word matches one of `names` as a file-name word: exactly, by a common prefix of
+    MIN_PREFIX letters or more, one last letter apart, or sharing a stem."""
+    return _matches_any(word, names)
 
 
 def _matches_any(word: str, names: frozenset[str]) -> bool:

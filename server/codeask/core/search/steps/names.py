@@ -7,12 +7,16 @@ A pasted report is mostly context: its words name too much, so reports skip this
 
 Measured (benchmarks/README.md): eval-search .791 → .838 (Round 9, df7e6bd); without the
 file-name lift .8318 vs .8643 (Round 12 ablations); re-exports as definitions Rust .837 → .896
-(Round 14).
+(Round 14). Its lift is shaped by three rules, each its own module with its measured effect
+(eval-search dev .8918 → .9021 together): name cover (core/search/name_cover.py), lead word
+(lead_word.py) and capitalised prose names (prose_names.py).
 """
 
 from __future__ import annotations
 
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.search.lead_word import lead_factor, lead_word
+from codeask.core.search.name_cover import cover_factor, question_parts
 from codeask.core.search.name_match import (
     defines,
     file_stems_for,
@@ -21,6 +25,7 @@ from codeask.core.search.name_match import (
     question_words,
     reexports,
 )
+from codeask.core.search.prose_names import named_definitions
 from codeask.core.search.steps.state import Candidates, Ranking, Searchable
 
 #: A file name matching fewer of a question's words than this share is a coincidence.
@@ -39,12 +44,16 @@ def lift_named(ranking: Ranking) -> None:
     settings = ranking.folder.settings.retrieve
     top = max(found.fused.values())
     names, whole = queried_symbols(signals.text)
+    if not whole:
+        names |= named_definitions(signals.text, ranking.folder.storage)
     if settings.file_name_weight > 0 and not whole:
-        words = question_words(signals.text)
+        words, said = question_words(signals.text), question_parts(signals.text)
+        lead = lead_word(signals.text, words)
         for path, chunks in found.by_path.items():
             share = name_match_share(words, path)
             if share >= MIN_NAME_SHARE:
-                bonus = top * settings.file_name_weight * share
+                bonus = top * settings.file_name_weight * share * cover_factor(said, path)
+                bonus *= lead_factor(lead, path)
                 for chunk in chunks:
                     if chunk.kind not in HISTORY_KINDS:
                         found.fused[chunk.id] += bonus
