@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 
 from codeask import __version__
+from codeask.core.runtime.flock_probe import held_note
 from codeask.daemon import protocol
 from codeask.daemon.answers import CALLS as CALLS  # re-exported: the daemon's operations
 from codeask.daemon.answers import Answers, Operation, Session, tell
@@ -309,21 +310,14 @@ def _take_lock(path: Path) -> int | None:
 
 
 def lock_holder(path: Path) -> int | None:
-    """The pid of the daemon holding the lock at `path`, or None when no daemon holds it."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else 0
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    """The pid of the daemon holding the lock at `path`, or None when no daemon holds it
+    (0: one holds it and has not written its pid yet)."""
+    return held_note(path, _read_pid)
+
+
+def _read_pid(fd: int) -> int:
+    text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    return int(text) if text.isdigit() else 0
 
 
 def _bind(path: Path) -> socket.socket:
