@@ -24,7 +24,8 @@ from codeask.config import EmbedSettings, Settings
 from codeask.core.embedding import embed as embed_module
 from codeask.core.embedding.embed import CachedEmbedder, load_embedder, tier_dim
 from codeask.core.embedding.remote import RemoteEmbedder, cache_stem, remote_spec
-from llama_server import LlamaServer, ServerError, unavailable
+from llama_for_tests import llama_for_tests
+from llama_server import LlamaServer
 from llama_server import llama_server as start_server
 from support import codeask, private_env
 from support.gitrepo import ALICE, EPOCH, commit, make_repo
@@ -50,14 +51,8 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama.cpp's server in embedding mode for this module."""
-    reason = unavailable(opt_in=True)
-    if reason:
-        pytest.skip(reason)
-    try:
-        with start_server(tmp_path_factory.mktemp("llama-embed"), embedding=True) as server:
-            yield server
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    with llama_for_tests(tmp_path_factory.mktemp("llama-embed"), embedding=True) as server:
+        yield server
 
 
 def settings_for(url: str, cache: Path, provider: str = "openai", **embed: Any) -> Settings:
