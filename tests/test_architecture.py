@@ -39,6 +39,9 @@ What the tests prove:
 - A module imports another room's module only when that room lists it in `__all__` (its
   public names), and a room imports only rooms drawn below it (ROOMS, top to bottom: no circle
   between rooms).
+- No function over 60 lines and no class over 250 lines in the package (AST: end_lineno -
+  lineno + 1) unless docs/architecture.md's "Size" table lists it with its reason; a listed one
+  that is no longer over the limit fails too (the table only shrinks).
 - The counts of docs/architecture.md's "What adding each kind of thing touches" hold: each
   row's count is the files it names (they exist), the walk-throughs agree, the operation on all
   faces is derived from the faces' rows, and every file that lists every existing tool,
@@ -927,3 +930,81 @@ def test_every_ranking_step_is_a_module_that_cites_its_measurement() -> None:
 
 if __name__ == "__main__":  # the circles of today's tree, for notes and reviews
     print(describe(circles(GRAPH)) or "no circles")
+
+
+# ---- size: no function over 60 lines, no class over 250 (docs/architecture.md, issue 43) -----
+SIZE = "## Size"
+#: The longest a function and a class may be, in lines (a decorator's lines not counted).
+FUNCTION_LINES = 60
+CLASS_LINES = 250
+
+
+def oversized(tree: ast.AST, relative: str) -> dict[str, int]:
+    """`relative: Qualified.name` → its lines, for each function over FUNCTION_LINES and each
+    class over CLASS_LINES in `tree` (nested ones too)."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                limit = CLASS_LINES if isinstance(child, ast.ClassDef) else FUNCTION_LINES
+                if lines > limit:
+                    found[f"{relative}: {name}"] = lines
+                visit(child, f"{name}.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return found
+
+
+def size_exceptions(text: str) -> dict[str, str]:
+    """The Size table: `file: name` (as `oversized` names it) → the reason it stays whole."""
+    section = text.split(SIZE + "\n", 1)[1].split("\n## ", 1)[0]
+    listed = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        named = re.fullmatch(r"`([^`]+\.py): ([\w.]+)`", cells[0]) if len(cells) == 3 else None
+        if named:
+            listed[f"{named.group(1)}: {named.group(2)}"] = cells[2]
+    return listed
+
+
+def test_no_function_or_class_over_the_size_limit_without_a_reason() -> None:
+    """Each function over 60 lines and class over 250 in server/codeask is in the Size table
+    with a reason; each listed one is still over (else it leaves the table)."""
+    found: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found |= oversized(tree, path.relative_to(PACKAGE).as_posix())
+    listed = size_exceptions(ARCHITECTURE.read_text(encoding="utf-8"))
+    unlisted = {name: lines for name, lines in found.items() if name not in listed}
+    assert not unlisted, (
+        f"over {FUNCTION_LINES} lines (a function) or {CLASS_LINES} (a class): split it, or list "
+        f"it with its reason in docs/architecture.md's Size table: {unlisted}"
+    )
+    assert all(reason for reason in listed.values()), f"a listed one without a reason: {listed}"
+    gone = sorted(set(listed) - set(found))
+    assert not gone, f"listed in the Size table but no longer over the limit: {gone}"
+
+
+def test_the_size_rule_catches_a_long_method_and_reads_the_table() -> None:
+    """The walk finds a long method inside a class by its qualified name, a long class, and
+    not a short function; the table's rows are read by the name the walk gives."""
+    body = "\n".join(f"        x{i} = {i}" for i in range(FUNCTION_LINES))
+    source = f"class Big:\n    def long(self) -> None:\n{body}\n" + "    y = 1\n" * CLASS_LINES
+    source += "def short() -> None:\n    pass\n"
+    found = oversized(ast.parse(source), "room/mod.py")
+    assert found == {
+        "room/mod.py: Big.long": FUNCTION_LINES + 1,
+        "room/mod.py: Big": FUNCTION_LINES + 2 + CLASS_LINES,
+    }
+    table = (
+        f"{SIZE}\n\n| over the limit (file: name) | lines | why it stays whole |\n|---|---|---|\n"
+        "| `room/mod.py: Big.long` | 61 | one match over the protocol's cases |\n\n## Next\n"
+    )
+    assert size_exceptions(table) == {
+        "room/mod.py: Big.long": "one match over the protocol's cases"
+    }

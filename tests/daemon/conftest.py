@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import ENABLED, codeask, processes_run_in, stop_daemon, wait_until
+from mcp_agents import Agents
 
 
 @pytest.fixture()
@@ -52,3 +53,9 @@ def daemon_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert left == [], "a process of this test outlived it (killed now)"
+
+
+@pytest.fixture()
+def agents(daemon_env: dict[str, str], tmp_path: Path) -> Agents:
+    """The agents of this test's daemon (mcp_agents.Agents: `agents.two(a, b)` opens two)."""
+    return Agents(daemon_env, tmp_path / "agents.log")

@@ -3,6 +3,8 @@ client from tests/mcp (real `codeask mcp` processes), and a look at a process fr
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from support.mcp_harness import (
 
 __all__ = [
     "TOOLS",
+    "Agents",
     "RawPipe",
     "agent_env",
     "build_other_project",
@@ -56,6 +59,30 @@ def agent_env(daemon_env: dict[str, str], *, enabled: bool = True) -> dict[str, 
     env = dict(daemon_env, CODEASK_EMBED__TIERS=STATIC_ONLY, PYTHONUNBUFFERED="1")
     env[ENABLED] = "true" if enabled else "false"
     return env
+
+
+class Agents:
+    """Agents of one test's daemon: their environment (`agent_env`), the log their forwarders
+    write to, and `two`, the two-session set-up the daemon's MCP tests share."""
+
+    def __init__(self, daemon_env: dict[str, str], log: Path) -> None:
+        self.env = agent_env(daemon_env)
+        self.log = log
+
+    @asynccontextmanager
+    async def two(self, first_root: Path, second_root: Path) -> AsyncIterator[tuple[Any, Any, int]]:
+        """Two agents (real `codeask mcp` processes, the SDK's stdio client) on these folders,
+        each folder's index complete, both served by one daemon: (first, second, its pid)."""
+        async with (
+            mcp_session(first_root, env=self.env, stderr=self.log) as first,
+            mcp_session(second_root, env=self.env, stderr=self.log) as second,
+        ):
+            await complete(first)
+            if second_root != first_root:
+                await complete(second)
+            pid = daemon_pid(self.env)
+            assert pid, "the agents run through the daemon"
+            yield first, second, pid
 
 
 def build_other_project(root: Path) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from daemon_helpers import codeask, daemon_pid
-from mcp_agents import agent_env, build_project, call, complete, mcp_session
+from mcp_agents import Agents, build_project, call
 
 pytestmark = pytest.mark.slow
 
@@ -47,18 +47,9 @@ def _cli_search(project: Path, env: dict[str, str], *extra: str) -> tuple[dict[s
     return json.loads(found.stdout), seconds
 
 
-async def test_hostile_glob_does_not_stall_other_sessions(
-    project: Path, daemon_env: dict[str, str], tmp_path: Path
-) -> None:
-    env = agent_env(daemon_env)
-    log = tmp_path / "agents.log"
-    async with (
-        mcp_session(project, env=env, stderr=log) as hostile,
-        mcp_session(project, env=env, stderr=log) as other,
-    ):
-        await complete(hostile)
-        pid = daemon_pid(env)
-        assert pid, "the agents run through the daemon"
+async def test_hostile_glob_does_not_stall_other_sessions(project: Path, agents: Agents) -> None:
+    env = agents.env
+    async with agents.two(project, project) as (hostile, other, pid):
         warm = await call(other, "search_code", query="expiring cache eviction")
         assert str(project / LONG_NAME) in {h["path"] for h in warm["results"]}, "a candidate"
         answers: dict[str, Any] = {}

@@ -18,6 +18,7 @@ import pytest
 from daemon_helpers import codeask, daemon_pid, wait_until
 from mcp_agents import (
     TOOLS,
+    Agents,
     RawPipe,
     agent_env,
     build_project,
@@ -49,18 +50,9 @@ def project(tmp_path: Path) -> Path:
     return build_project(tmp_path / "shop")
 
 
-async def test_two_forwarders_share_one_daemon(
-    project: Path, daemon_env: dict[str, str], tmp_path: Path
-) -> None:
-    env = agent_env(daemon_env)
-    log = tmp_path / "agents.log"
-    async with (
-        mcp_session(project, env=env, stderr=log) as first,
-        mcp_session(project, env=env, stderr=log) as second,
-    ):
-        await complete(first)
-        pid = daemon_pid(env)
-        assert pid, "the first forwarder started a daemon"
+async def test_two_forwarders_share_one_daemon(project: Path, agents: Agents) -> None:
+    env, log = agents.env, agents.log
+    async with agents.two(project, project) as (first, second, pid):
         status = json.loads(codeask("daemon", "--status", cwd=project, env=env).stdout)
         assert status["pid"] == pid and status["sessions"] == 2
         assert status["mcp_folders"] == [str(project)], "one driver for both agents"

@@ -15,7 +15,14 @@ from typing import Any
 import anyio
 import pytest
 from daemon_helpers import codeask, daemon_pid
-from mcp_agents import RawPipe, agent_env, build_project, call, complete, hit_lines, mcp_session
+from mcp_agents import (
+    Agents,
+    RawPipe,
+    agent_env,
+    build_project,
+    call,
+    hit_lines,
+)
 
 from codeask.daemon.forwarder import RESTARTED
 
@@ -26,19 +33,14 @@ KILLS = 2
 BETWEEN = 6
 
 
-async def test_kill_9_while_agents_call_tools(tmp_path: Path, daemon_env: dict[str, str]) -> None:
+async def test_kill_9_while_agents_call_tools(tmp_path: Path, agents: Agents) -> None:
     project = build_project(tmp_path / "shop")
-    env = agent_env(daemon_env)
-    log = tmp_path / "agents.log"
+    env, log = agents.env, agents.log
     answers: list[tuple[str, bool, str]] = []
     killed: list[int] = []
     stop = anyio.Event()
     with anyio.fail_after(400):  # a hang fails the test instead of blocking the run
-        async with (
-            mcp_session(project, env=env, stderr=log) as first,
-            mcp_session(project, env=env, stderr=log) as second,
-        ):
-            await complete(first)
+        async with agents.two(project, project) as (first, second, _):
             expected = {q: hit_lines(await call(first, "search_code", query=q)) for q in QUERIES}
             assert all(expected.values())
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import daemon_pid
 from mcp_agents import (
+    Agents,
     agent_env,
     build_other_project,
     build_project,
@@ -36,19 +36,12 @@ async def refusals_seen_by(client: Any, repo1: Path) -> dict[str, str]:
 
 
 async def test_one_agents_workspace_never_widens_anothers(
-    tmp_path: Path, daemon_env: dict[str, str]
+    tmp_path: Path, daemon_env: dict[str, str], agents: Agents
 ) -> None:
     repo1 = build_project(tmp_path / "shop")
     repo2 = build_other_project(tmp_path / "ledger")
-    env = agent_env(daemon_env)
-    log = tmp_path / "agents.log"
-    async with (
-        mcp_session(repo1, env=env, stderr=log) as agent_a,
-        mcp_session(repo2, env=env, stderr=log) as agent_b,
-    ):
-        await complete(agent_a)
-        await complete(agent_b)
-        assert daemon_pid(env), "both agents are served by the daemon"
+    log = agents.log
+    async with agents.two(repo1, repo2) as (agent_a, agent_b, _):
         # A reads repo1: the files B will try to name exist and are served
         mine = await call(agent_a, "find_related", path=str(repo1 / "src/shop/cache.py"), line=10)
         assert mine["at"]["symbol"]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from support.loopback import serving
 
 
 class Recorder:
@@ -44,12 +45,5 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
 def fake_llm() -> Iterator[Recorder]:
     """Serve until the block ends."""
     recorder = Recorder()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(recorder))
-    recorder.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(recorder)) as recorder.port:
         yield recorder
-    finally:
-        server.shutdown()
-        server.server_close()

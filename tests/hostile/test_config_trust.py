@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from codeask.config import (
 )
 from support import codeask as run_codeask
 from support import in_process_env
+from support.loopback import serving
 from support.lsp_harness import session, wait_for
 
 SECRET = "aws-secret-value-0123456789abcdef"
@@ -87,28 +88,24 @@ def _handler(state: Endpoint) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _serve() -> tuple[Endpoint, ThreadingHTTPServer]:
+@contextmanager
+def _serve() -> Iterator[Endpoint]:
     state = Endpoint()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return state, server
+    with serving(_handler(state)) as port:
+        state.url = f"http://127.0.0.1:{port}"
+        yield state
 
 
 @pytest.fixture
 def attacker() -> Iterator[Endpoint]:
-    state, server = _serve()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with _serve() as state:
+        yield state
 
 
 @pytest.fixture
 def users_endpoint() -> Iterator[Endpoint]:
-    state, server = _serve()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with _serve() as state:
+        yield state
 
 
 # ---- the hostile repository and the user's own config ----------------------------------------

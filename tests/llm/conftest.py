@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from llama_server import LlamaServer, ServerError, unavailable
-from llama_server import llama_server as start_server
+from llama_for_tests import llama_for_tests
+from llama_server import LlamaServer, unavailable
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,11 +34,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """The server on a free loopback port for the whole session."""
-    reason = unavailable(opt_in=True)
-    if reason:
-        pytest.skip(reason)
-    try:
-        with start_server(tmp_path_factory.mktemp("llama")) as server:
-            yield server
-    except ServerError as exc:  # it died or hung while starting: fail with its log tail
-        pytest.fail(str(exc))
+    with llama_for_tests(tmp_path_factory.mktemp("llama")) as server:
+        yield server

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +24,12 @@ from codeask.config import EmbedSettings, Settings
 from codeask.core.embedding import embed as embed_module
 from codeask.core.embedding.embed import CachedEmbedder, load_embedder, tier_dim
 from codeask.core.embedding.remote import RemoteEmbedder, cache_stem, remote_spec
-from llama_server import LlamaServer, ServerError, unavailable
+from llama_for_tests import llama_for_tests
+from llama_server import LlamaServer
 from llama_server import llama_server as start_server
 from support import codeask, private_env
 from support.gitrepo import ALICE, EPOCH, commit, make_repo
+from support.loopback import send_json, serving
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -50,14 +51,8 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama.cpp's server in embedding mode for this module."""
-    reason = unavailable(opt_in=True)
-    if reason:
-        pytest.skip(reason)
-    try:
-        with start_server(tmp_path_factory.mktemp("llama-embed"), embedding=True) as server:
-            yield server
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    with llama_for_tests(tmp_path_factory.mktemp("llama-embed"), embedding=True) as server:
+        yield server
 
 
 def settings_for(url: str, cache: Path, provider: str = "openai", **embed: Any) -> Settings:
@@ -144,12 +139,7 @@ def _ollama_handler(upstream: str, seen: list[dict[str, Any]]) -> type[BaseHTTPR
             self._answer(200, {"model": body["model"], "embeddings": rows})
 
         def _answer(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, payload, status)
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -161,11 +151,8 @@ def _ollama_handler(upstream: str, seen: list[dict[str, Any]]) -> type[BaseHTTPR
 def ollama_stand_in(embed_server: LlamaServer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A real loopback server speaking Ollama's /api/embed, answered by llama.cpp."""
     seen: list[dict[str, Any]] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ollama_handler(embed_server.base_url, seen))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
-    server.server_close()
+    with serving(_ollama_handler(embed_server.base_url, seen)) as port:
+        yield f"http://127.0.0.1:{port}", seen
 
 
 def test_ollama_provider_via_stand_in_translating_to_llama_cpp(

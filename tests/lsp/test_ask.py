@@ -17,7 +17,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from llama_server import LlamaServer, ServerError, llama_server, unavailable
+from llama_for_tests import llama_for_tests
+from llama_server import LlamaServer
 from support.llm_stub import fake_llm, llm_options
 from support.lsp_harness import session
 
@@ -32,14 +33,8 @@ pytestmark = [
 def real_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama.cpp's server with SmolLM2-135M on loopback (tests/llama_server.py), for this
     module's `llm` tests; skipped with the reason unless CODEASK_LLM_TESTS=1 and installed."""
-    reason = unavailable(opt_in=True)
-    if reason:
-        pytest.skip(reason)
-    try:
-        with llama_server(tmp_path_factory.mktemp("llama-lsp")) as server:
-            yield server
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    with llama_for_tests(tmp_path_factory.mktemp("llama-lsp")) as server:
+        yield server
 
 
 def _free_port() -> int:

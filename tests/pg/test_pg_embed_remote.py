@@ -20,8 +20,8 @@ from codeask.config import EmbedSettings, Settings
 from codeask.core.storage.factory import load_embedder
 from codeask.core.storage.postgres.layered import LayeredCache
 from codeask.core.storage.postgres.schema import MODEL_TABLE
-from llama_server import LlamaServer, ServerError, unavailable
-from llama_server import llama_server as start_server
+from llama_for_tests import llama_for_tests
+from llama_server import LlamaServer
 
 pytestmark = [pytest.mark.slow]
 
@@ -31,14 +31,8 @@ TEXTS = [f"def handler_{i}(request):\n    return route(request, {i})" for i in r
 
 @pytest.fixture(scope="module")
 def embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    reason = unavailable(opt_in=True)
-    if reason:
-        pytest.skip(reason)
-    try:
-        with start_server(tmp_path_factory.mktemp("llama-embed"), embedding=True) as server:
-            yield server
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    with llama_for_tests(tmp_path_factory.mktemp("llama-embed"), embedding=True) as server:
+        yield server
 
 
 def machine(cache: Path, endpoint: str) -> Settings:

@@ -49,7 +49,12 @@ def _workdir(repo: pygit2.Repository) -> Path:
 
 def write_files(repo: pygit2.Repository, files: Files) -> None:
     """Change the working tree only (for uncommitted-change tests)."""
-    root = _workdir(repo)
+    write_tree(_workdir(repo), files)
+
+
+def write_tree(root: Path, files: Files) -> None:
+    """Write `files` under `root` (str as UTF-8, bytes as they are; None deletes the file or
+    folder), with their folders: a tree for a test, in a repository or not."""
     for rel, content in files.items():
         target = root / rel
         if content is None:

@@ -3,13 +3,13 @@ accepts connections and never answers, and a port nothing listens on."""
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import send_json, serving
 
 
 class Seen:
@@ -33,12 +33,7 @@ def _handler(models: list[str], seen: Seen) -> type[BaseHTTPRequestHandler]:
             else:
                 self.send_error(404)
                 return
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, body)
 
         def log_message(self, *args: Any) -> None:
             return
@@ -51,15 +46,8 @@ def models_endpoint(models: list[str]) -> Iterator[Seen]:
     """An OpenAI-compatible (`/v1/models`) and Ollama (`/api/tags`) model list until the block
     ends."""
     seen = Seen()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(models, seen))
-    seen.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(models, seen)) as seen.port:
         yield seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @contextmanager

@@ -33,6 +33,7 @@ from codeask.core.source.discover import (
     discover,
     load_source,
 )
+from support.gitrepo import write_tree
 
 NOBODY = 65534
 needs_symlinks = pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges")
@@ -41,13 +42,7 @@ needs_posix_modes = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pe
 
 def write(root: Path, files: Mapping[str, str | bytes]) -> None:
     """Create files (str as UTF-8, bytes as is), with their folders."""
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
+    write_tree(root, files)
 
 
 def rels(found: Discovery) -> list[str]:

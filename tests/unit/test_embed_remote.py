@@ -29,17 +29,9 @@ from codeask.core.embedding.remote import (
     cache_stem,
     remote_spec,
 )
+from support.loopback import send_json
 
 Reply = Callable[[BaseHTTPRequestHandler, dict[str, Any]], None]
-
-
-def _json(handler: BaseHTTPRequestHandler, status: int, payload: object) -> None:
-    data = json.dumps(payload).encode()
-    handler.send_response(status)
-    handler.send_header("content-type", "application/json")
-    handler.send_header("content-length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
 
 
 def vectors_of(dim: int) -> Reply:
@@ -47,7 +39,7 @@ def vectors_of(dim: int) -> Reply:
 
     def reply(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         rows = [{"index": i, "embedding": [float(i + 1)] * dim} for i in range(len(body["input"]))]
-        _json(handler, 200, {"data": rows})
+        send_json(handler, status=200, payload={"data": rows})
 
     return reply
 
@@ -183,7 +175,9 @@ def test_a_refusal_is_one_line_with_the_servers_words_and_a_hint(
     serve: Callable[[Reply], StandIn],
 ) -> None:
     def refuse(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-        _json(handler, 401, {"error": {"message": "bad key\x1b[31m\nforged line"}})
+        send_json(
+            handler, status=401, payload={"error": {"message": "bad key\x1b[31m\nforged line"}}
+        )
 
     server = serve(refuse)
     with pytest.raises(RemoteError) as refused:
@@ -205,7 +199,7 @@ def test_a_refusal_is_one_line_with_the_servers_words_and_a_hint(
 def test_a_malformed_answer_is_refused(
     serve: Callable[[Reply], StandIn], answer: dict[str, Any], why: str
 ) -> None:
-    server = serve(lambda handler, body: _json(handler, 200, answer))
+    server = serve(lambda handler, body: send_json(handler, status=200, payload=answer))
     with pytest.raises(RemoteError, match=why):
         embedder(server.url).embed(["a", "b"])
 

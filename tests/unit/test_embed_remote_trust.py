@@ -14,10 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ import pytest
 from support import codeask as run_codeask
 from support import in_process_env
 from support.gitrepo import ALICE, EPOCH, commit, make_repo
+from support.loopback import send_json, serving
 
 SECRET = "aws-secret-value-0123456789abcdef"
 SOURCE = '''"""Billing."""
@@ -65,12 +65,7 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             state.requests.append({"path": self.path, "headers": headers, "body": body})
             texts = body.get("input") or []
             data = [{"index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
-            payload = json.dumps({"data": data, "model": body.get("model")}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            send_json(self, {"data": data, "model": body.get("model")})
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -81,12 +76,9 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def stand_in() -> Iterator[StandIn]:
     state = StandIn()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield state
-    server.shutdown()
-    server.server_close()
+    with serving(_handler(state)) as port:
+        state.url = f"http://127.0.0.1:{port}"
+        yield state
 
 
 @dataclass

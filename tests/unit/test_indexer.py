@@ -16,6 +16,7 @@ from codeask.core.indexer import CancelToken, FolderIndex, Progress, Workspace
 from codeask.core.search.retrieve import Filters, search
 from codeask.core.storage.local import LocalStorage
 from support import PYTHON_M
+from support.gitrepo import write_tree
 
 FILES = {
     "src/shop/cart.py": '''"""Shopping cart."""
@@ -63,13 +64,7 @@ func RetryWithBackoff(fn func() error, attempts int) error {
 
 
 def make_tree(root: Path, files: dict[str, str | bytes] = FILES) -> Path:
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
+    write_tree(root, files)
     return root
 
 

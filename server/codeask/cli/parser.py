@@ -7,10 +7,15 @@ module named after the chosen subcommand.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TypeAlias
 
 from codeask import __version__
 from codeask.cli.common import EXIT_BUSY
 from codeask.core.source.names import input_text
+
+#: What `add_subparsers` returns: each `_add_*` adds one subcommand to it.
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +28,43 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in _SUBCOMMANDS:
+        add(sub)
+    return parser
 
+
+def _add_no_daemon(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer in this process even when `daemon.enabled` is on",
+    )
+
+
+def _add_query_options(parser: argparse.ArgumentParser) -> None:
+    """Options `search` and `ask` share. The filters' dests are `Filters` field names, so
+    `Filters.from_options(args)` reads them."""
+    parser.add_argument("-k", type=int, default=None, help="number of results")
+    parser.add_argument(
+        "--lang",
+        dest="language",
+        metavar="LANG",
+        type=input_text,
+        help="only this language (python, go, ...)",
+    )
+    parser.add_argument(
+        "--path",
+        dest="path_glob",
+        metavar="PATH",
+        type=input_text,
+        help="only paths matching this glob (gitignore syntax)",
+    )
+    parser.add_argument("--root", action="append", help="workspace folder (repeatable)")
+    parser.add_argument("--json", action="store_true")
+
+
+def _add_index(sub: Subcommands) -> None:
+    """`codeask index`: first pass, --full, backends."""
     index = sub.add_parser(
         "index",
         help="index (or update) workspace folders",
@@ -73,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index.add_argument("--json", action="store_true")
 
+
+def _add_search(sub: Subcommands) -> None:
+    """`codeask search` (the daemon's forwarded search reads its line with this too)."""
     search = sub.add_parser("search", help="hybrid semantic + lexical search")
     search.add_argument("query", type=input_text)
     _add_query_options(search)
@@ -95,11 +139,17 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--until", help="history: on or before this date (YYYY-MM-DD)")
     _add_no_daemon(search)
 
+
+def _add_status(sub: Subcommands) -> None:
+    """`codeask status`."""
     status = sub.add_parser("status", help="what is indexed")
     status.add_argument("--root", action="append", help="workspace folder (repeatable)")
     status.add_argument("--json", action="store_true")
     _add_no_daemon(status)
 
+
+def _add_daemon(sub: Subcommands) -> None:
+    """`codeask daemon`: run, --stop or --status."""
     daemon = sub.add_parser(
         "daemon",
         help="run the per-user daemon that serve, mcp and search forward to (foreground)",
@@ -108,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     control.add_argument("--stop", action="store_true", help="stop the running daemon")
     control.add_argument("--status", action="store_true", help="is one running, and what it holds")
 
+
+def _add_health(sub: Subcommands) -> None:
+    """`codeask health`: what the editors check."""
     health = sub.add_parser(
         "health", help="LLM endpoint, model, embedding tiers and index: what the editors check"
     )
@@ -117,12 +170,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     health.add_argument("--json", action="store_true")
 
+
+def _add_ask(sub: Subcommands) -> None:
+    """`codeask ask`."""
     ask = sub.add_parser("ask", help="ask a question; the answer streams from the configured LLM")
     ask.add_argument("question", type=input_text)
     _add_query_options(ask)
     ask.add_argument("--prompt-only", action="store_true", help="print the prompt, call no model")
     _add_no_daemon(ask)
 
+
+def _add_eval(sub: Subcommands) -> None:
+    """`codeask eval`: the retrieval self-check from git history."""
     selfcheck = sub.add_parser(
         "eval",
         help="retrieval self-check from this repository's git history: recent commit messages "
@@ -149,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     selfcheck.add_argument("--json", action="store_true")
 
+
+def _add_gc(sub: Subcommands) -> None:
+    """`codeask gc`: the team index's revisions."""
     gc = sub.add_parser(
         "gc", help="team index: delete all but the newest published revisions (writer role)"
     )
@@ -157,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gc.add_argument("--json", action="store_true")
 
+
+def _add_mcp(sub: Subcommands) -> None:
+    """`codeask mcp`."""
     mcp = sub.add_parser("mcp", help="run the MCP server for coding agents (stdio)")
     mcp.add_argument("paths", nargs="*", help="folders to serve (default: this project)")
     _add_no_daemon(mcp)
@@ -173,40 +238,27 @@ def build_parser() -> argparse.ArgumentParser:
         "gemini, vscode), its full path included, and exit",
     )
 
+
+def _add_serve(sub: Subcommands) -> None:
+    """`codeask serve`: the language server."""
     serve = sub.add_parser("serve", help="run the language server (stdio)")
     serve.add_argument("--tcp", type=int, metavar="PORT", help="listen on TCP instead (debugging)")
     serve.add_argument(
         "--stdio", action="store_true", help="use stdio (the default; accepted for LSP clients)"
     )
     _add_no_daemon(serve)
-    return parser
 
 
-def _add_no_daemon(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--no-daemon",
-        action="store_true",
-        help="answer in this process even when `daemon.enabled` is on",
-    )
-
-
-def _add_query_options(parser: argparse.ArgumentParser) -> None:
-    """Options `search` and `ask` share. The filters' dests are `Filters` field names, so
-    `Filters.from_options(args)` reads them."""
-    parser.add_argument("-k", type=int, default=None, help="number of results")
-    parser.add_argument(
-        "--lang",
-        dest="language",
-        metavar="LANG",
-        type=input_text,
-        help="only this language (python, go, ...)",
-    )
-    parser.add_argument(
-        "--path",
-        dest="path_glob",
-        metavar="PATH",
-        type=input_text,
-        help="only paths matching this glob (gitignore syntax)",
-    )
-    parser.add_argument("--root", action="append", help="workspace folder (repeatable)")
-    parser.add_argument("--json", action="store_true")
+#: The subcommands in `codeask --help` order.
+_SUBCOMMANDS: tuple[Callable[[Subcommands], None], ...] = (
+    _add_index,
+    _add_search,
+    _add_status,
+    _add_daemon,
+    _add_health,
+    _add_ask,
+    _add_eval,
+    _add_gc,
+    _add_mcp,
+    _add_serve,
+)

@@ -16,6 +16,7 @@ costs a descriptor and a thread; each request frame its bytes and what JSON make
 from __future__ import annotations
 
 import contextlib
+import queue
 import resource
 import socket
 import threading
@@ -28,6 +29,10 @@ MAX_CONNECTIONS = 256
 REQUEST_LIMIT = 1 << 20
 #: Request bytes read, decoded and answered at once, over all connections.
 REQUEST_BUDGET = 8 << 20
+#: Seconds a refused connection is given to send its request (so it reads the reply), and
+#: refused connections queued for that at most (past it they are closed at once).
+REFUSE_SECONDS = 1.0
+REFUSALS = 32
 
 
 def connection_limit(descriptors: int | None = None) -> int:
@@ -135,3 +140,30 @@ class Share:
         size, self._size = self._size, 0
         if size:
             self._budget._give(size)
+
+
+class Overflow:
+    """The connections past the cap, each answered why by one thread of their own once its
+    request is in (a reply written before it would be lost to the client's failed write)."""
+
+    def __init__(self, limit: int, tell: Callable[[socket.socket, str], None]) -> None:
+        self._limit = limit
+        self._tell = tell
+        self._queue: queue.Queue[socket.socket] = queue.Queue(REFUSALS)
+
+    def refuse(self, conn: socket.socket) -> None:
+        """Queue `conn` to be told why; closed at once when REFUSALS already wait."""
+        try:
+            self._queue.put_nowait(conn)
+        except queue.Full:
+            conn.close()
+
+    def run(self) -> None:
+        """Tell each queued connection why, for the daemon's life (a daemon thread)."""
+        while True:
+            conn = self._queue.get()
+            with conn:
+                self._tell(conn, f"the daemon has {self._limit} connections open, its limit")
+                conn.settimeout(REFUSE_SECONDS)
+                with contextlib.suppress(OSError):
+                    conn.recv(1 << 16)

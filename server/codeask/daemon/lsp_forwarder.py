@@ -317,6 +317,43 @@ class ServerState:
         self.registered: set[str] = set()
         """Registration ids the editor holds (from any server: the editor keeps them)."""
 
+    def stale_answer(self, message: dict[str, Any]) -> bool:
+        """An answer to a request of a server that died (the next one never asked it)."""
+        if "method" in message or "id" not in message:
+            return False
+        key = request_key(message["id"])
+        if key in self.requests:
+            self.requests.discard(key)
+            return False
+        return True
+
+    def note(self, message: dict[str, Any], method: str) -> bytes | None:
+        """Remember what the server asked or showed; the answer when answered here instead."""
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "$/progress":
+            value = params.get("value")
+            kind = value.get("kind") if isinstance(value, dict) else None
+            token = params.get("token")
+            if kind == "begin":
+                self.progress[request_key(token)] = token
+            elif kind == "end":
+                self.progress.pop(request_key(token), None)
+            return None
+        if "id" not in message:
+            return None
+        if method == "client/registerCapability":
+            ids = {r.get("id") for r in params.get("registrations", []) if isinstance(r, dict)}
+            if ids and ids <= self.registered:  # the editor holds these already
+                return frame({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            self.registered |= {i for i in ids if isinstance(i, str)}
+        elif method == "client/unregisterCapability":
+            for gone in params.get("unregisterations", []):
+                if isinstance(gone, dict):
+                    self.registered.discard(gone.get("id"))
+        self.requests.add(request_key(message["id"]))
+        return None
+
 
 class Proxy(Relay):
     """The editor's stdin → upstream, upstream → the editor's stdout, surviving upstream deaths."""
@@ -363,7 +400,7 @@ class Proxy(Relay):
                     pass
             for data, message in self._frames.feed(chunk):
                 with self._state:
-                    stale = message is not None and self._stale_answer(message)
+                    stale = message is not None and self.server.stale_answer(message)
                     if message is not None and not stale:
                         self.editor.from_editor(message, data)
                         if self.editor.exit:  # the session ends now: no reconnection after it
@@ -377,16 +414,6 @@ class Proxy(Relay):
                     self._up.send(data)  # an answer to the new server's request
                 except OSError:
                     pass
-
-    def _stale_answer(self, message: dict[str, Any]) -> bool:
-        """An answer to a request of a server that died (the next one never asked it)."""
-        if "method" in message or "id" not in message:
-            return False
-        key = request_key(message["id"])
-        if key in self.server.requests:
-            self.server.requests.discard(key)
-            return False
-        return True
 
     # ---- the upstream's side -----------------------------------------------------------------
     def _upstream_reader(self, upstream: Upstream) -> Callable[[bytes], None]:
@@ -414,7 +441,7 @@ class Proxy(Relay):
                     return
                 self.editor.answered(key)
             elif isinstance(method, str):
-                reply = self._note_server(message, method)
+                reply = self.server.note(message, method)
         if reply is None:
             self._write_out(data)
             return
@@ -423,33 +450,6 @@ class Proxy(Relay):
                 upstream.send(reply)
             except OSError:
                 pass
-
-    def _note_server(self, message: dict[str, Any], method: str) -> bytes | None:
-        """Remember what the server asked or showed; the answer when answered here instead."""
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
-        if method == "$/progress":
-            value = params.get("value")
-            kind = value.get("kind") if isinstance(value, dict) else None
-            token = params.get("token")
-            if kind == "begin":
-                self.server.progress[request_key(token)] = token
-            elif kind == "end":
-                self.server.progress.pop(request_key(token), None)
-            return None
-        if "id" not in message:
-            return None
-        if method == "client/registerCapability":
-            ids = {r.get("id") for r in params.get("registrations", []) if isinstance(r, dict)}
-            if ids and ids <= self.server.registered:  # the editor holds these already
-                return frame({"jsonrpc": "2.0", "id": message["id"], "result": None})
-            self.server.registered |= {i for i in ids if isinstance(i, str)}
-        elif method == "client/unregisterCapability":
-            for gone in params.get("unregisterations", []):
-                if isinstance(gone, dict):
-                    self.server.registered.discard(gone.get("id"))
-        self.server.requests.add(request_key(message["id"]))
-        return None
 
     # ---- a dropped upstream ------------------------------------------------------------------
     def _recover(self, generation: int) -> None:

@@ -15,16 +15,13 @@ descriptors are bounded in limits.py: none of them ends the daemon."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
 import fcntl
 import logging
 import os
-import queue
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,26 +31,27 @@ from typing import Any
 import msgspec
 
 from codeask import __version__
+from codeask.core.runtime.flock_probe import held_note
 from codeask.daemon import protocol
-from codeask.daemon.limits import REQUEST_BUDGET, REQUEST_LIMIT, Admission, Budget, Share
+from codeask.daemon.answers import CALLS as CALLS  # re-exported: the daemon's operations
+from codeask.daemon.answers import Answers, Operation, Session, tell
+from codeask.daemon.answers import CodeWatch as CodeWatch
+from codeask.daemon.answers import CommandError as CommandError
+from codeask.daemon.limits import (
+    REQUEST_BUDGET,
+    REQUEST_LIMIT,
+    Admission,
+    Budget,
+    Overflow,
+    Share,
+)
 from codeask.daemon.limits import connection_limit as connection_limit
-from codeask.daemon.messages import AskCall, Reply, Request, SearchCall, Status, StatusCall
+from codeask.daemon.messages import Request
 from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
-from codeask.daemon.protocol import PROTOCOL
+from codeask.daemon.sessions import LiveSessions
 
 log = logging.getLogger("codeask.daemon")
 
-#: An operation: its call struct (messages.py) and the client's cwd in; out, its answer (a
-#: msgspec Struct or plain data) and the notes for the client's stderr. A CommandError refuses
-#: it as a user error.
-Operation = Callable[[Any, str], tuple[Any, str]]
-#: Each operation's call struct.
-CALLS: dict[str, type] = {"search": SearchCall, "status": StatusCall, "ask": AskCall}
-#: A session (`codeask mcp`): the parsed arguments and the client's cwd in (a CommandError
-#: refuses it as a user error); out, what serves the connection once "ok" is sent, until the
-#: client leaves. Sessions run concurrently, each in its own thread (they take absolute paths
-#: only).
-Session = Callable[[argparse.Namespace, str], Callable[[socket.socket], None]]
 #: Seconds a client may take to send its request once connected.
 REQUEST_SECONDS = 30.0
 #: Seconds a stopping daemon waits for the requests it accepted.
@@ -62,20 +60,6 @@ DRAIN_SECONDS = 30.0
 TICK_SECONDS = 0.25
 #: accept()'s errors that mean "out of descriptors or memory for now", never "stop".
 STARVED = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
-#: Seconds a refused connection is given to send its request (so it reads the reply), and
-#: refused connections queued for that at most (past it they are closed at once).
-REFUSE_SECONDS = 1.0
-REFUSALS = 32
-
-
-class CommandError(Exception):
-    """A user error an operation raised: its one line, exit code and the notes written
-    before it go back to the client."""
-
-    def __init__(self, message: str, code: int, notes: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.notes = notes
 
 
 class Daemon:
@@ -92,12 +76,7 @@ class Daemon:
         sessions: Mapping[str, Session] | None = None,
     ) -> None:
         self.run_dir = run_dir
-        self.operations = dict(operations)
-        self.sessions = dict(sessions or {})
-        self._live: set[socket.socket] = set()
-        """The connections of running sessions (shut down when the daemon stops)."""
         self.idle_seconds = idle_seconds
-        self.environment = environment
         self.on_exit = on_exit
         self.started = time.time()
         self.served = 0
@@ -105,11 +84,19 @@ class Daemon:
         self._count = threading.Lock()
         self._last = time.monotonic()
         self._stop = threading.Event()
+        self._sessions = LiveSessions(self._stop)
         self._info: Callable[[], dict[str, Any]] = dict
-        self._code = CodeWatch()
-        self._admission = Admission(connection_limit(), self._tell)
+        self._answers = Answers(
+            operations,
+            sessions or {},
+            environment,
+            stop=self._stop,
+            info=self.info,
+            counted=self._counted,
+        )
+        self._admission = Admission(connection_limit(), tell)
         self._budget = Budget(REQUEST_BUDGET)
-        self._refusals: queue.Queue[socket.socket] = queue.Queue(REFUSALS)
+        self._overflow = Overflow(self._admission.limit, tell)
         self._starved = False
 
     def describe_with(self, info: Callable[[], dict[str, Any]]) -> None:
@@ -127,7 +114,7 @@ class Daemon:
         listener = _bind(path)
         bound = os.stat(path).st_ino
         signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
-        self._code.changed()  # what is loaded now is the code this daemon runs
+        self._answers.code.changed()  # what is loaded now is the code this daemon runs
         log.info("codeask daemon %s (pid %d) listening on %s", __version__, os.getpid(), path)
         try:
             self._accept_loop(listener)
@@ -136,7 +123,7 @@ class Daemon:
                 if os.stat(path).st_ino == bound:  # never remove a successor's socket
                     path.unlink()
             listener.close()
-            self._end_sessions()
+            self._sessions.hang_up()
             self._drain()
             self.on_exit()
             log.info("codeask daemon (pid %d) exits after %d requests", os.getpid(), self.served)
@@ -145,7 +132,7 @@ class Daemon:
 
     def _accept_loop(self, listener: socket.socket) -> None:
         listener.settimeout(TICK_SECONDS)
-        threading.Thread(target=self._refuser, daemon=True).start()
+        threading.Thread(target=self._overflow.run, daemon=True).start()
         while not self._stop.is_set():
             if self._idle():
                 log.info("idle for %.0f s: exiting", self.idle_seconds)
@@ -175,10 +162,7 @@ class Daemon:
     def _start(self, conn: socket.socket) -> None:
         """A thread for `conn`, when the connection cap (limits.py) lets it in."""
         if not self._admission.admit(conn):
-            try:
-                self._refusals.put_nowait(conn)
-            except queue.Full:
-                conn.close()
+            self._overflow.refuse(conn)
             return
         with self._count:
             self._in_flight += 1
@@ -191,25 +175,6 @@ class Daemon:
             with self._count:
                 self._in_flight -= 1
 
-    def _refuser(self) -> None:
-        """Answer the connections past the cap: why, once their request is in (a reply
-        written before it would be lost to the client's failed write)."""
-        while True:
-            conn = self._refusals.get()
-            with conn:
-                self._tell(
-                    conn, f"the daemon has {self._admission.limit} connections open, its limit"
-                )
-                conn.settimeout(REFUSE_SECONDS)
-                with contextlib.suppress(OSError):
-                    conn.recv(1 << 16)
-
-    def _tell(self, conn: socket.socket, message: str) -> None:
-        """A refused reply saying `message`, written only if it fits without waiting."""
-        data = protocol.encode(msgspec.to_builtins(self._reply("refused", message=message)))
-        with contextlib.suppress(OSError):
-            conn.send(len(data).to_bytes(protocol.HEADER_BYTES, "big") + data, socket.MSG_DONTWAIT)
-
     def _drain(self) -> None:
         """Let requests already accepted finish (a stop asked mid-search must not close the
         folders under it), for at most DRAIN_SECONDS."""
@@ -219,14 +184,6 @@ class Daemon:
                 if not self._in_flight:
                     return
             time.sleep(0.05)
-
-    def _end_sessions(self) -> None:
-        """Hang up on every session: its forwarder reconnects to the next daemon."""
-        with self._count:
-            live = list(self._live)
-        for conn in live:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
 
     def _idle(self) -> bool:
         with self._count:
@@ -261,7 +218,7 @@ class Daemon:
         except protocol.TooLarge as exc:
             if self._admission.started(conn):
                 log.warning("refused a request: %s", exc)
-                self._tell(
+                tell(
                     conn,
                     f"a request of {exc.size} bytes is over the daemon's {exc.limit}-byte limit",
                 )
@@ -273,7 +230,7 @@ class Daemon:
         share = self._budget.take(size, max(0.0, deadline - time.monotonic()))
         if share is None:
             if self._admission.started(conn):
-                self._tell(conn, "the daemon has too many requests in flight")
+                tell(conn, "the daemon has too many requests in flight")
             return
         try:
             self._request(conn, size, deadline, share)
@@ -291,18 +248,19 @@ class Daemon:
             return
         if not self._admission.started(conn):
             return  # shed while its last bytes arrived: it was told so
-        if request.command in self.sessions:
+        if request.command in self._answers.sessions:
             command = request.command
             serve = self._session(conn, request)
             del request  # the request's bytes leave the budget: nothing keeps them now
             share.give()
             if serve is not None:
-                self._serve(conn, command, serve)
+                self._counted()
+                self._sessions.serve(conn, command, serve)
             return
-        reply = self._answer(request)
+        answer = self._answers.answer(request)
         conn.settimeout(None)
         try:
-            protocol.send(conn, msgspec.to_builtins(reply))
+            protocol.send(conn, msgspec.to_builtins(answer))
         except (protocol.ProtocolError, OSError, ValueError) as exc:
             log.warning("could not send the reply: %s", exc)
 
@@ -311,101 +269,19 @@ class Daemon:
     ) -> Callable[[socket.socket], None] | None:
         """A long-lived connection: the same checks as a command, then "ok" and what serves
         the session's own bytes (None: refused, failed, or the reply could not be sent)."""
-        reply = self._refusal(request)
-        serve: Callable[[socket.socket], None] | None = None
-        if reply is None:
-            try:
-                serve = self.sessions[request.command](
-                    argparse.Namespace(**request.args), request.cwd
-                )
-                reply = self._reply("ok")
-            except CommandError as exc:
-                reply = self._reply("user_error", code=exc.code, message=str(exc))
-            except Exception as exc:  # the client serves in-process (and shows the error)
-                log.exception("%s session failed to start", request.command)
-                reply = self._reply("failed", message=f"{type(exc).__name__}: {exc}")
+        answer, serve = self._answers.open_session(request)
         conn.settimeout(None)
         try:
-            protocol.send(conn, msgspec.to_builtins(reply))
+            protocol.send(conn, msgspec.to_builtins(answer))
         except (protocol.ProtocolError, OSError, ValueError) as exc:
             log.warning("could not send the reply: %s", exc)
             return None
         return serve
 
-    def _serve(
-        self, conn: socket.socket, command: str, serve: Callable[[socket.socket], None]
-    ) -> None:
-        """A session's own bytes, until the client leaves or the daemon stops."""
+    def _counted(self) -> None:
+        """One more request answered (`codeask daemon --status`)."""
         with self._count:
             self.served += 1
-            self._live.add(conn)
-        try:
-            if not self._stop.is_set():
-                serve(conn)
-        except Exception:
-            log.exception("a %s session ended in error", command)
-        finally:
-            with self._count:
-                self._live.discard(conn)
-
-    def _reply(self, status: Status, **fields: Any) -> Reply:
-        return Reply(protocol=PROTOCOL, version=__version__, status=status, **fields)
-
-    def _answer(self, request: Request) -> Reply:
-        if request.protocol == PROTOCOL and request.command == "ping":  # any version may ask
-            return self._reply("ok", info=self.info())  # (`codeask daemon --status`)
-        if request.protocol == PROTOCOL and request.command == "stop":  # and stop it (upgrades)
-            self._stop.set()
-            return self._reply("ok", message="stopping")
-        refused = self._refusal(request)
-        if refused is not None:
-            return refused
-        operation = self.operations.get(request.command)
-        if operation is None or request.command not in CALLS:
-            return self._reply("refused", message=f"unknown command {request.command!r}")
-        with self._count:
-            self.served += 1
-        return self._run(operation, request)
-
-    def _refusal(self, request: Request) -> Reply | None:
-        """Why this daemon must not answer `request` (None: it may): another protocol or
-        version, codeask's code changed on disk, another environment."""
-        mismatch = (
-            f"version mismatch: the daemon is codeask {__version__} (protocol {PROTOCOL}), "
-            f"the client {request.version} (protocol {request.protocol})"
-        )
-        if request.protocol != PROTOCOL or request.version != __version__:
-            return self._reply("refused", message=mismatch)
-        stale = self._code.changed()
-        if stale:
-            self._stop.set()  # the next command starts a daemon with the code on disk
-            return self._reply(
-                "refused",
-                message=f"codeask's code changed since the daemon started ({stale}); "
-                "it exits, the next command starts a new one",
-            )
-        if request.environment != self.environment:
-            return self._reply(
-                "refused",
-                message="the daemon was started under another environment (CODEASK_*, HOME, "
-                "XDG_* or GIT_* differ)",
-            )
-        return None
-
-    def _run(self, operation: Operation, request: Request) -> Reply:
-        """The operation on its typed arguments: its answer as data, or the user error."""
-        try:
-            call: Any = msgspec.convert(request.args, CALLS[request.command])
-        except msgspec.ValidationError as exc:
-            return self._reply("refused", message=f"bad {request.command} arguments: {exc}")
-        try:
-            answer, notes = operation(call, request.cwd)
-        except CommandError as exc:
-            return self._reply("user_error", notes=exc.notes, code=exc.code, message=str(exc))
-        except Exception as exc:  # the client answers in-process (and shows the real error)
-            log.exception("%s failed", request.command)
-            return self._reply("failed", message=f"{type(exc).__name__}: {exc}")
-        return self._reply("ok", answer=answer, notes=notes)
 
     def info(self) -> dict[str, Any]:
         return {
@@ -414,33 +290,10 @@ class Daemon:
             "socket": str(self.run_dir / SOCKET_NAME),
             "uptime_seconds": round(time.time() - self.started, 1),
             "requests": self.served,
-            "sessions": len(self._live),
+            "sessions": len(self._sessions),
             "idle_seconds": self.idle_seconds,
             **self._info(),
         }
-
-
-class CodeWatch:
-    """codeask's source files as this process loaded them. A newer one on disk (an upgrade,
-    a `git pull` in a checkout: the version string need not change) means the daemon would
-    answer with old code: it refuses and exits instead. ~150 stats per request."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, float] = {}
-
-    def changed(self) -> str:
-        """The first loaded codeask file whose mtime moved since first seen ('' when none)."""
-        for name, module in list(sys.modules.items()):
-            path = getattr(module, "__file__", None) if name.startswith("codeask") else None
-            if not path:
-                continue
-            try:
-                mtime = os.stat(path).st_mtime
-            except OSError:
-                return str(path)
-            if self._seen.setdefault(path, mtime) != mtime:
-                return str(path)
-        return ""
 
 
 def _take_lock(path: Path) -> int | None:
@@ -457,21 +310,14 @@ def _take_lock(path: Path) -> int | None:
 
 
 def lock_holder(path: Path) -> int | None:
-    """The pid of the daemon holding the lock at `path`, or None when no daemon holds it."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else 0
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    """The pid of the daemon holding the lock at `path`, or None when no daemon holds it
+    (0: one holds it and has not written its pid yet)."""
+    return held_note(path, _read_pid)
+
+
+def _read_pid(fd: int) -> int:
+    text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    return int(text) if text.isdigit() else 0
 
 
 def _bind(path: Path) -> socket.socket:

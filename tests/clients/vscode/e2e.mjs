@@ -372,13 +372,65 @@ const QUIET_WORKBENCH = {
   "window.restoreWindows": "none",
 };
 
+/**
+ * One scenario's VS Code: a fresh profile (`<prefix>user-data`, `<prefix>extensions`) with the
+ * .vsix installed and the given Machine and User settings, code-server started in the workspace
+ * (as after `cd repo && code-server .`), and headless Chromium showing its workbench. Written
+ * once for every scenario; stopAll() ends code-server, the caller closes the browser.
+ */
+async function openWorkbench({ label, prefix, work, workspace, env, machineSettings, userSettings }) {
+  const userData = join(work, `${prefix}user-data`);
+  const profile = ["--user-data-dir", userData, "--extensions-dir", join(work, `${prefix}extensions`)];
+  mkdirSync(join(userData, "User"), { recursive: true });
+  mkdirSync(join(userData, "Machine"), { recursive: true });
+  execFileSync(NODE24, [CODE_SERVER, ...profile, "--install-extension", VSIX], { env, stdio: "pipe" });
+  log(`${label}: extension installed`);
+  // code-server runs extensions on the "remote" side: machine-scoped settings (the server
+  // paths) are read from the remote (Machine) settings, everything else from User settings.
+  writeFileSync(join(userData, "Machine/settings.json"), `${JSON.stringify(machineSettings, null, 2)}\n`);
+  writeFileSync(join(userData, "User/settings.json"), JSON.stringify(userSettings, null, 2));
+  const port = await freePort();
+  const name = prefix ? `code-server-${prefix.slice(0, -1)}` : "code-server";
+  const codeServer = start(
+    `code-server (${label})`,
+    NODE24,
+    [
+      CODE_SERVER,
+      ...profile,
+      "--config", join(work, `${name}.yaml`),
+      "--auth", "none",
+      "--bind-addr", `127.0.0.1:${port}`,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      workspace,
+    ],
+    env,
+    join(ARTIFACTS, `${name}.log`),
+    workspace,
+  );
+  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
+  log(`${label}: code-server on port ${port}`);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  try {
+    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    currentPage = page;
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
+    log(`${label}: workbench loaded`);
+    return { userData, codeServer, browser, page };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
+}
+
 /** Ask, cancel, search and hover with the repo venv's server (codeask.pythonPath). */
 async function mainScenario(work) {
   const workspace = join(work, "shop-workspace");
   const markers = join(work, "markers-main");
-  const userData = join(work, "user-data");
-  const extensions = join(work, "extensions");
-  mkdirSync(join(userData, "User"), { recursive: true });
   makeWorkspace(workspace, markers);
   log(`workspace ${workspace}`);
 
@@ -404,62 +456,23 @@ async function mainScenario(work) {
     PYTHONUNBUFFERED: "1",
   };
   delete env.VSCODE_IPC_HOOK_CLI;
-  const profile = ["--user-data-dir", userData, "--extensions-dir", extensions];
-  execFileSync(NODE24, [CODE_SERVER, ...profile, "--install-extension", VSIX], { env, stdio: "pipe" });
-  log("extension installed");
-
-  // code-server runs extensions on the "remote" side: machine-scoped settings (the server
-  // paths) are read from the remote (Machine) settings, everything else from User settings.
-  mkdirSync(join(userData, "Machine"), { recursive: true });
-  writeFileSync(join(userData, "Machine/settings.json"), JSON.stringify({ "codeask.pythonPath": PYTHON }, null, 2));
-  writeFileSync(
-    join(userData, "User/settings.json"),
-    JSON.stringify(
-      {
-        ...QUIET_WORKBENCH,
-        "codeask.llm.provider": "openai",
-        "codeask.llm.baseUrl": llmUrl,
-        "codeask.llm.model": "smollm2",
-        "codeask.llm.contextTokens": 1024,
-        "codeask.llm.maxTokens": 48,
-        "codeask.llm.temperature": 0,
-      },
-      null,
-      2,
-    ),
-  );
-
-  const port = await freePort();
-  const codeServer = start(
-    "code-server",
-    NODE24,
-    [
-      CODE_SERVER,
-      ...profile,
-      "--config", join(work, "code-server.yaml"),
-      "--auth", "none",
-      "--bind-addr", `127.0.0.1:${port}`,
-      "--disable-telemetry",
-      "--disable-update-check",
-      "--disable-workspace-trust",
-      "--disable-getting-started-override",
-      "--ignore-last-opened",
-      workspace,
-    ],
-    env,
-    join(ARTIFACTS, "code-server.log"),
+  const { userData, codeServer, browser, page } = await openWorkbench({
+    label: "main",
+    prefix: "",
+    work,
     workspace,
-  );
-  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
-  log(`code-server on port ${port}`);
-
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-  const page = await context.newPage();
-  currentPage = page;
-  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-  await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
-  log("workbench loaded");
+    env,
+    machineSettings: { "codeask.pythonPath": PYTHON },
+    userSettings: {
+      ...QUIET_WORKBENCH,
+      "codeask.llm.provider": "openai",
+      "codeask.llm.baseUrl": llmUrl,
+      "codeask.llm.model": "smollm2",
+      "codeask.llm.contextTokens": 1024,
+      "codeask.llm.maxTokens": 48,
+      "codeask.llm.temperature": 0,
+    },
+  });
 
   const status = page.locator(".statusbar-item").filter({ hasText: "codeask:" }).first();
 
@@ -717,10 +730,6 @@ function serverProcessesUnder(rootPid) {
 async function bootstrapScenario(work) {
   const workspace = join(work, "bootstrap-workspace");
   const markers = join(work, "markers-bootstrap");
-  const userData = join(work, "bootstrap-user-data");
-  const extensions = join(work, "bootstrap-extensions");
-  mkdirSync(join(userData, "User"), { recursive: true });
-  mkdirSync(join(userData, "Machine"), { recursive: true });
   makeWorkspace(workspace, markers);
   const path = (process.env.PATH ?? "").split(":").filter((d) => d && !existsSync(join(d, "codeask")));
   const env = {
@@ -736,41 +745,17 @@ async function bootstrapScenario(work) {
   delete env.VSCODE_IPC_HOOK_CLI;
   delete env.VIRTUAL_ENV;
   log(`bootstrap: PATH without codeask (${path.length} dirs), pip cache ${env.PIP_CACHE_DIR}`);
-  const profile = ["--user-data-dir", userData, "--extensions-dir", extensions];
-  execFileSync(NODE24, [CODE_SERVER, ...profile, "--install-extension", VSIX], { env, stdio: "pipe" });
-  writeFileSync(join(userData, "Machine/settings.json"), "{}\n");
-  writeFileSync(join(userData, "User/settings.json"), JSON.stringify(QUIET_WORKBENCH, null, 2));
-
-  const port = await freePort();
-  const codeServer = start(
-    "code-server (bootstrap)",
-    NODE24,
-    [
-      CODE_SERVER,
-      ...profile,
-      "--config", join(work, "code-server-bootstrap.yaml"),
-      "--auth", "none",
-      "--bind-addr", `127.0.0.1:${port}`,
-      "--disable-telemetry",
-      "--disable-update-check",
-      "--disable-workspace-trust",
-      "--disable-getting-started-override",
-      "--ignore-last-opened",
-      workspace,
-    ],
-    env,
-    join(ARTIFACTS, "code-server-bootstrap.log"),
+  const { userData, codeServer, browser, page } = await openWorkbench({
+    label: "bootstrap",
+    prefix: "bootstrap-",
+    work,
     workspace,
-  );
-  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    env,
+    machineSettings: {},
+    userSettings: QUIET_WORKBENCH,
+  });
   let privatePython = "";
   try {
-    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-    currentPage = page;
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
-    log("bootstrap: workbench loaded");
     const status = page.locator(".statusbar-item").filter({ hasText: "codeask:" }).first();
     const offer = page.locator(".notification-toast").filter({ hasText: "no codeask server found" }).first();
 
@@ -871,10 +856,6 @@ async function bootstrapScenario(work) {
 async function mcpScenario(work) {
   const workspace = join(work, "mcp-workspace");
   const markers = join(work, "markers-mcp");
-  const userData = join(work, "mcp-user-data");
-  const extensions = join(work, "mcp-extensions");
-  mkdirSync(join(userData, "User"), { recursive: true });
-  mkdirSync(join(userData, "Machine"), { recursive: true });
   makeWorkspace(workspace, markers);
   const env = {
     ...process.env,
@@ -885,39 +866,16 @@ async function mcpScenario(work) {
     PYTHONUNBUFFERED: "1",
   };
   delete env.VSCODE_IPC_HOOK_CLI;
-  const profile = ["--user-data-dir", userData, "--extensions-dir", extensions];
-  execFileSync(NODE24, [CODE_SERVER, ...profile, "--install-extension", VSIX], { env, stdio: "pipe" });
-  writeFileSync(join(userData, "Machine/settings.json"), JSON.stringify({ "codeask.pythonPath": PYTHON }, null, 2));
-  writeFileSync(join(userData, "User/settings.json"), JSON.stringify({ ...QUIET_WORKBENCH, "chat.disableAIFeatures": false }, null, 2));
-  const port = await freePort();
-  const codeServer = start(
-    "code-server (mcp)",
-    NODE24,
-    [
-      CODE_SERVER,
-      ...profile,
-      "--config", join(work, "code-server-mcp.yaml"),
-      "--auth", "none",
-      "--bind-addr", `127.0.0.1:${port}`,
-      "--disable-telemetry",
-      "--disable-update-check",
-      "--disable-workspace-trust",
-      "--disable-getting-started-override",
-      "--ignore-last-opened",
-      workspace,
-    ],
-    env,
-    join(ARTIFACTS, "code-server-mcp.log"),
+  const { userData, codeServer, browser, page } = await openWorkbench({
+    label: "mcp",
+    prefix: "mcp-",
+    work,
     workspace,
-  );
-  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60_000, codeServer, "code-server");
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    env,
+    machineSettings: { "codeask.pythonPath": PYTHON },
+    userSettings: { ...QUIET_WORKBENCH, "chat.disableAIFeatures": false },
+  });
   try {
-    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-    currentPage = page;
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 90_000 });
-    log("mcp: workbench loaded");
     const status = page.locator(".statusbar-item").filter({ hasText: "codeask: ready" }).first();
     await status.waitFor({ state: "visible", timeout: INDEX_TIMEOUT });
 

@@ -1,6 +1,7 @@
 """How this process runs, whatever it does: background threads yield the CPU to the
-editor's requests (`background`), glibc's heap gives big freed blocks back (`heap`), and
-every folder and file written for an index or a cache is owner-only (`private_files`).
+editor's requests (`background`), glibc's heap gives big freed blocks back (`heap`),
+every folder and file written for an index or a cache is owner-only (`private_files`), and a
+lock's holder is asked without taking the lock (`flock_probe`).
 Imports nothing of ours.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
@@ -9,6 +10,7 @@ checks it); the others are this room's own.
 
 __all__ = [
     "background",
+    "flock_probe",
     "heap",
     "private_files",
 ]

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeask.config import Settings
 from codeask.core.embedding import embed
@@ -28,7 +28,11 @@ from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.storage.local import LocalStorage
 from codeask.core.storage.overlay import overlay_paths
 from codeask.core.storage.protocol import Storage
-from codeask.core.storage.team import TeamBase, TeamStorage, ancestors
+from codeask.core.storage.team import PublishedBase, TeamBase, TeamStorage, ancestors
+
+if TYPE_CHECKING:
+    from codeask.core.storage.postgres.naming import RepositoryName
+    from codeask.core.storage.postgres.revision import RevisionInfo
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -165,8 +169,20 @@ def open_base(root: Path, settings: Settings) -> TeamBase:
             reason=f"team index unusable ({first_line(exc)}): indexing locally",
             kind="unreachable" if _unreachable(exc) else "unusable",
         )
+    return _found_base(root, wanted, shas, found, shadowed, reader)
+
+
+def _found_base(
+    root: Path,
+    wanted: RepositoryName,
+    shas: list[str],
+    found: RevisionInfo,
+    shadowed: set[str],
+    reader: PublishedBase,
+) -> TeamBase:
+    """The base read from the revision found (said in the log: where, how far behind HEAD)."""
     behind = shas.index(found.sha)
-    if found.repository != name:
+    if found.repository != wanted.name:
         log.info(
             "%s: published as '%s', found by commit (this folder's name is %s)",
             root,

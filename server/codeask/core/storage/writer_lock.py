@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from codeask.core.runtime import private_files
+from codeask.core.runtime.flock_probe import held_note
 
 LOCK_NAME = "writer.lock"
 #: Requests other processes leave for the writer (`codeask index --rebuild` under a server).
@@ -96,20 +97,7 @@ def holder(folder: Path) -> LockInfo | None:
 
     Opens the file read-only and never creates it, so readers stay write-free.
     """
-    path = folder / LOCK_NAME
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_info(fd)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    return held_note(folder / LOCK_NAME, _read_info)
 
 
 def _read_info(fd: int) -> LockInfo:

@@ -14,7 +14,7 @@ from codeask.core.operations import (
 from codeask.core.operations.status import TeamStatus, ignore_note_of, team_status
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request, workspace_path
-from codeask.lsp.folders import Folders
+from codeask.lsp.folders import Folders, FolderWorker
 from codeask.lsp.messages import (
     CMD_CANCEL,
     CMD_REINDEX,
@@ -41,47 +41,10 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
         phase = worker.state  # read once: the worker's thread may change it meanwhile
         if phase in ("loading", "indexing"):
             busy_percents.append(worker.percent)
-        folder = worker.folder
-        if folder is None:
-            rows.append(
-                FolderState(
-                    str(worker.root), phase, 0, 0, 0, "", "", worker.message, worker.updates
-                )
-            )
-            continue
-        storage = folder.storage
-        counts = storage.counts()
-        opened.append((folder, counts))
-        rows.append(
-            FolderState(
-                root=str(worker.root),
-                state=phase,
-                files=counts.files,
-                chunks=counts.chunks,
-                embedded=counts.embedded,
-                model=storage.model,
-                index_dir=str(folder.folder),
-                message=worker.message,
-                updates=worker.updates,
-                static_embedded=counts.static_embedded,
-                tiers=list(folder.settings.embed.tiers),
-                team=team_state(team_status(folder)),
-                ignore_note=ignore_note_of(folder),
-            )
-        )
+        rows.append(_folder_row(worker, phase, opened))
     chunks = sum(r.chunks for r in rows)
     embedded = sum(r.dense_done for r in rows)
-    states = {r.state for r in rows}
-    busy = bool(states & {"loading", "indexing"})
-    state: IndexPhase
-    if busy:
-        state = "indexing"
-    elif "error" in states:
-        state = "error"
-    elif chunks == 0:
-        state = "empty"
-    else:
-        state = "ready"
+    state, busy = _overall({r.state for r in rows}, chunks)
     if busy:
         percent = min(busy_percents, default=0)
     else:
@@ -94,6 +57,44 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
     note = tiers_line(answered, said) if ready else ""
     files = sum(r.files for r in rows)
     return IndexState(state, warming, percent, files, chunks, embedded, rows, answered, note)
+
+
+def _folder_row(
+    worker: FolderWorker, phase: str, opened: list[tuple[FolderIndex, IndexCounts]]
+) -> FolderState:
+    """One folder's row from its worker (`phase` read once by the caller); an open index's
+    counts are appended to `opened` for the tier line."""
+    folder = worker.folder
+    if folder is None:
+        return FolderState(str(worker.root), phase, 0, 0, 0, "", "", worker.message, worker.updates)
+    storage = folder.storage
+    counts = storage.counts()
+    opened.append((folder, counts))
+    return FolderState(
+        root=str(worker.root),
+        state=phase,
+        files=counts.files,
+        chunks=counts.chunks,
+        embedded=counts.embedded,
+        model=storage.model,
+        index_dir=str(folder.folder),
+        message=worker.message,
+        updates=worker.updates,
+        static_embedded=counts.static_embedded,
+        tiers=list(folder.settings.embed.tiers),
+        team=team_state(team_status(folder)),
+        ignore_note=ignore_note_of(folder),
+    )
+
+
+def _overall(states: set[str], chunks: int) -> tuple[IndexPhase, bool]:
+    """(the phase the status bar shows for all folders, whether any is busy)."""
+    busy = bool(states & {"loading", "indexing"})
+    if busy:
+        return "indexing", busy
+    if "error" in states:
+        return "error", busy
+    return ("empty" if chunks == 0 else "ready"), busy
 
 
 def team_state(team: TeamStatus) -> TeamState:

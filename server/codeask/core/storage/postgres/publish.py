@@ -221,13 +221,7 @@ def publish(
     where = describe(dsn) if dsn else "database"
     chunk_list = list(chunks)
     file_list = list(files)
-    for chunk in chunk_list:
-        vec = vectors_by_chunk_id.get(chunk.id)
-        if vec is not None and np.shape(vec) != (dim,):
-            raise ValueError(
-                f"chunk {chunk.id} ({chunk.path}) has a vector of shape {np.shape(vec)}, "
-                f"the revision is published with dimension {dim}"
-            )
+    _check_shapes(chunk_list, vectors_by_chunk_id, dim)
     try:
         if own:
             migrate(conn)
@@ -252,7 +246,24 @@ def publish(
     finally:
         if own:
             conn.close()
-    seconds = time.monotonic() - started
+    return _timed(result, repo_name, sha, model, time.monotonic() - started)
+
+
+def _check_shapes(chunks: list[Chunk], vectors: Mapping[int, np.ndarray], dim: int) -> None:
+    """Refuse a vector of another shape before anything is written (a revision is one dim)."""
+    for chunk in chunks:
+        vec = vectors.get(chunk.id)
+        if vec is not None and np.shape(vec) != (dim,):
+            raise ValueError(
+                f"chunk {chunk.id} ({chunk.path}) has a vector of shape {np.shape(vec)}, "
+                f"the revision is published with dimension {dim}"
+            )
+
+
+def _timed(
+    result: PublishResult, repo_name: str, sha: str, model: str, seconds: float
+) -> PublishResult:
+    """The transaction's result with the publish's wall time and name (logged when written)."""
     if result.created:
         log.info(
             "published %s@%s (%s): %d chunks, %d files in %.2f s",
@@ -290,50 +301,13 @@ def _publish(
     halfvec = TypeInfo.fetch(conn, "halfvec")
     assert halfvec is not None  # register_halfvec checked it
     with conn.transaction():
-        key = f"codeask-publish\x1f{repo_name}\x1f{sha}\x1f{model}"
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
-        repo_row = conn.execute(
-            f"INSERT INTO {REPOSITORY_TABLE} (name) VALUES (%s) ON CONFLICT (name) "
-            "DO UPDATE SET name = EXCLUDED.name RETURNING id",
-            (repo_name,),
-        ).fetchone()
-        assert repo_row is not None
-        repo_id = int(repo_row[0])
-        existing = conn.execute(
-            f"SELECT id, complete, chunk_count, file_count FROM {REVISION_TABLE} "
-            "WHERE repository_id = %s AND sha = %s AND model = %s",
-            (repo_id, sha, model),
-        ).fetchone()
-        if existing is not None:
-            if existing[1] and not replace:
-                return PublishResult(
-                    int(existing[0]), repo_id, False, int(existing[2]), int(existing[3]), 0.0
-                )
-            conn.execute(f"DELETE FROM {REVISION_TABLE} WHERE id = %s", (existing[0],))
-        rev_row = conn.execute(
-            f"INSERT INTO {REVISION_TABLE} (repository_id, sha, model, dim) "
-            "VALUES (%s, %s, %s, %s) RETURNING id",
-            (repo_id, sha, model, dim),
-        ).fetchone()
-        assert rev_row is not None
-        rev_id = int(rev_row[0])
+        claimed = _claim_revision(conn, repo_name, sha, model, dim, replace)
+        if isinstance(claimed, PublishResult):
+            return claimed
+        repo_id, rev_id = claimed
         cur = conn.cursor()
-        with cur.copy(
-            f"COPY {FILE_TABLE} (revision_id, path, sha256, language) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["int8", "text", "text", "text"])
-            for record in files:
-                copy.write_row((rev_id, _clean(record.path), record.sha256, record.language))
-        cur.execute(
-            f"CREATE TEMPORARY TABLE {_STAGE} ("
-            + ", ".join(f"{name} {kind}" for name, kind in _STAGE_COLUMNS)
-            + ") ON COMMIT DROP"
-        )
-        names = ", ".join(name for name, _ in _STAGE_COLUMNS)
-        with cur.copy(f"COPY {_STAGE} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types([halfvec.oid if t == "halfvec" else t for _, t in _STAGE_COLUMNS])
-            for chunk in chunks:
-                copy.write_row(_chunk_row(chunk, vectors.get(chunk.id)))
+        _copy_files(cur, rev_id, files)
+        _stage_chunks(cur, halfvec.oid, chunks, vectors)
         # One pass builds the weighted tsvector (symbol A, path B, body C) from the tokens
         # storage/lexical/index.py made, so PostgreSQL's parser never splits an identifier its own
         # way.
@@ -366,6 +340,67 @@ def _publish(
             (inserted, len(files), rev_id),
         )
     return PublishResult(rev_id, repo_id, True, inserted, len(files), 0.0)
+
+
+def _claim_revision(
+    conn: psycopg.Connection, repo_name: str, sha: str, model: str, dim: int, replace: bool
+) -> PublishResult | tuple[int, int]:
+    """(repository id, new revision id) under the revision's advisory lock, or the complete
+    revision already published (nothing to write unless `replace`, which deletes it first)."""
+    key = f"codeask-publish\x1f{repo_name}\x1f{sha}\x1f{model}"
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+    repo_row = conn.execute(
+        f"INSERT INTO {REPOSITORY_TABLE} (name) VALUES (%s) ON CONFLICT (name) "
+        "DO UPDATE SET name = EXCLUDED.name RETURNING id",
+        (repo_name,),
+    ).fetchone()
+    assert repo_row is not None
+    repo_id = int(repo_row[0])
+    existing = conn.execute(
+        f"SELECT id, complete, chunk_count, file_count FROM {REVISION_TABLE} "
+        "WHERE repository_id = %s AND sha = %s AND model = %s",
+        (repo_id, sha, model),
+    ).fetchone()
+    if existing is not None:
+        if existing[1] and not replace:
+            return PublishResult(
+                int(existing[0]), repo_id, False, int(existing[2]), int(existing[3]), 0.0
+            )
+        conn.execute(f"DELETE FROM {REVISION_TABLE} WHERE id = %s", (existing[0],))
+    rev_row = conn.execute(
+        f"INSERT INTO {REVISION_TABLE} (repository_id, sha, model, dim) "
+        "VALUES (%s, %s, %s, %s) RETURNING id",
+        (repo_id, sha, model, dim),
+    ).fetchone()
+    assert rev_row is not None
+    return repo_id, int(rev_row[0])
+
+
+def _copy_files(cur: psycopg.Cursor, rev_id: int, files: list[FileRecord]) -> None:
+    """The revision's file rows, by binary COPY."""
+    with cur.copy(
+        f"COPY {FILE_TABLE} (revision_id, path, sha256, language) FROM STDIN (FORMAT BINARY)"
+    ) as copy:
+        copy.set_types(["int8", "text", "text", "text"])
+        for record in files:
+            copy.write_row((rev_id, _clean(record.path), record.sha256, record.language))
+
+
+def _stage_chunks(
+    cur: psycopg.Cursor, halfvec_oid: int, chunks: list[Chunk], vectors: Mapping[int, np.ndarray]
+) -> None:
+    """The chunks into a temporary staging table (binary COPY), dropped at commit: one
+    INSERT ... SELECT then builds the tsvector and the cache rows from it."""
+    cur.execute(
+        f"CREATE TEMPORARY TABLE {_STAGE} ("
+        + ", ".join(f"{name} {kind}" for name, kind in _STAGE_COLUMNS)
+        + ") ON COMMIT DROP"
+    )
+    names = ", ".join(name for name, _ in _STAGE_COLUMNS)
+    with cur.copy(f"COPY {_STAGE} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types([halfvec_oid if t == "halfvec" else t for _, t in _STAGE_COLUMNS])
+        for chunk in chunks:
+            copy.write_row(_chunk_row(chunk, vectors.get(chunk.id)))
 
 
 # ---- publishing a local folder index ---------------------------------------------------------
