@@ -50,18 +50,7 @@ class LocalStorage:
     ) -> tuple[LocalStorage, str]:
         """The index in `folder` (writer: repairing it; reader: as it is), and why its snapshot
         was (partly) unreadable ("" when it was intact)."""
-        store, reason = _open_store(folder, root, settings, read_only=read_only)
-        if reason:
-            action = "kept the rest" if store.recovered else "starting empty"
-            if read_only:
-                action += "; the writer rebuilds what is missing"
-            log.warning("index at %s: %s (%s)", folder, reason, action)
-        lexical = _open_lexical(
-            store,
-            folder,
-            read_only=read_only,
-            fallback=lambda: _memory_lexical(store),  # the snapshot loaded by then
-        )
+        store, lexical, reason = _open_parts(folder, root, settings, read_only=read_only)
         return cls(store, lexical), reason
 
     # ---- what the loaded snapshot is (a reader's reload, tests, benchmarks) ------------------
@@ -290,6 +279,25 @@ class LocalStorage:
 
 
 # ---- opening the local parts --------------------------------------------------------------------
+def _open_parts(
+    folder: Path, root: Path, settings: Settings, *, read_only: bool
+) -> tuple[IndexStore, LexicalIndex, str]:
+    """The store and lexical table in `folder`, and why the snapshot was (partly) unreadable."""
+    store, reason = _open_store(folder, root, settings, read_only=read_only)
+    if reason:
+        action = "kept the rest" if store.recovered else "starting empty"
+        if read_only:
+            action += "; the writer rebuilds what is missing"
+        log.warning("index at %s: %s (%s)", folder, reason, action)
+    lexical = _open_lexical(
+        store,
+        folder,
+        read_only=read_only,
+        fallback=lambda: _memory_lexical(store),  # the snapshot loaded by then
+    )
+    return store, lexical, reason
+
+
 def _open_store(
     folder: Path, root: Path, settings: Settings, *, read_only: bool
 ) -> tuple[IndexStore, str]:
