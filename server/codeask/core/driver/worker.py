@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from codeask.config import load_settings
+from codeask.core.driver.actions import Action, Full, Poll, Reopen, Update
+from codeask.core.driver.backlog import Backlog
+from codeask.core.driver.common import INDEX_SECTIONS, FullKind, serving
+from codeask.core.driver.indexing import Indexing
+from codeask.core.driver.listener import Listener
+from codeask.core.driver.poll import Poller
+from codeask.core.driver.schedule import Schedule
+from codeask.core.driver.slot import IndexSlot
+from codeask.core.driver.status import FolderStatus
 from codeask.core.indexer import Workspace
-from codeask.lsp.folders.actions import Action, Full, Poll, Reopen, Update
-from codeask.lsp.folders.backlog import Backlog
-from codeask.lsp.folders.common import INDEX_SECTIONS, FullKind, Host, serving
-from codeask.lsp.folders.indexing import Indexing
-from codeask.lsp.folders.poll import Poller
-from codeask.lsp.folders.schedule import Schedule
-from codeask.lsp.folders.slot import IndexSlot
-from codeask.lsp.folders.status import FolderStatus
 
-log = logging.getLogger("codeask.lsp")
+log = logging.getLogger("codeask.driver")
 
 
 class FolderWorker(FolderStatus):
@@ -41,7 +42,7 @@ class FolderWorker(FolderStatus):
         root: Path,
         editor: dict[str, Any],
         workspace: Workspace,
-        host: Host,
+        listener: Listener,
         *,
         watched: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -49,9 +50,9 @@ class FolderWorker(FolderStatus):
         self._workspace = workspace
         self._schedule = Schedule()
         self._backlog = Backlog(self, self._schedule)
-        self._slot = IndexSlot(self, workspace, host, self._backlog)
+        self._slot = IndexSlot(self, workspace, listener, self._backlog)
         self._indexing = Indexing(
-            self, self._slot, self._schedule, self._backlog, host, self.cancel_indexing
+            self, self._slot, self._schedule, self._backlog, listener, self.cancel_indexing
         )
         self._poller = Poller(self, self._slot, self._schedule, watched)
         self.thread = threading.Thread(
