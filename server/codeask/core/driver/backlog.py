@@ -100,6 +100,7 @@ class Backlog:
                     progress=lambda event: reporting.report(event, bar, self._status, schedule),
                     cancel=token,
                 )
+                self._status.count(outcome)
                 with self._cond:
                     if outcome.cancelled and not self._restart:
                         self._thread = None

@@ -63,6 +63,8 @@ class Indexing:
             report = folder.update_paths(rels)
         status = self._status
         status.updates += 1
+        status.last_update = tuple(rels)
+        status.count(report)
         changed = report.files_indexed or report.files_removed
         log.log(
             logging.INFO if changed else logging.DEBUG,
@@ -139,6 +141,8 @@ class Indexing:
                 cancel=token,
                 embed=False,
             )
+            self._status.count(report)
+            self._status.skipped, self._status.last_pass = report.skipped, report
             if not report.cancelled:
                 return True
             due = self._schedule.resume_after_cancel()

@@ -28,6 +28,7 @@ def describe(event: Progress) -> tuple[str, int | None] | None:
 
 def report(event: Progress, bar: Bar, status: FolderStatus, schedule: Schedule) -> None:
     """Show the event; in the lexical phase, cancel the pass if an update is due."""
+    status.progress = event
     shown = describe(event)
     if shown is None:
         return

@@ -83,6 +83,10 @@ class Schedule:
                 self._token.cancel()
             self.cond.notify()
 
+    def full_pending(self) -> bool:
+        """A full pass is queued (not started yet)."""
+        return self._full is not None
+
     # ---- the worker's thread ---------------------------------------------------------------
     def next_action(self, last_poll: float) -> Action | None:
         """Block until something is due; None once stopped. Reopen > updates > full > poll."""

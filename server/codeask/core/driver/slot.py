@@ -25,8 +25,14 @@ class IndexSlot:
     """Holds `status.folder`: None until opened, and again once released or set aside."""
 
     def __init__(
-        self, status: FolderStatus, workspace: Workspace, listener: Listener, backlog: Backlog
+        self,
+        status: FolderStatus,
+        workspace: Workspace,
+        listener: Listener,
+        backlog: Backlog,
+        kind: str = "serve",
     ) -> None:
+        self._kind = kind  # who writes, as other processes see it in the writer lock
         self._status = status
         self._workspace = workspace
         self._listener = listener
@@ -39,7 +45,7 @@ class IndexSlot:
             self.missing()
             return
         try:
-            folder = self._workspace.add(status.root, status.editor, mode="auto", kind="serve")
+            folder = self._workspace.add(status.root, status.editor, mode="auto", kind=self._kind)
         except RootRefused as exc:
             log.warning("%s", exc)
             self._listener.warn(f"codeask: {exc}")
