@@ -10,21 +10,14 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from support.mcp_harness import (
-    FILES,
-    build_project,
-    call,
-    complete,
-    gitrepo,
-    mcp_session,
-    server_env,
-    wait_for,
-)
+from support import gitrepo
+from support import mcp_harness as mcp
+from support.mcp_harness import call, wait_for
 
 pytestmark = pytest.mark.slow
 
 MOVED = {
-    "src/shop/cache.py": FILES["src/shop/cache.py"] + "\n\ndef sweep_stale_entries(cache):\n"
+    "src/shop/cache.py": mcp.FILES["src/shop/cache.py"] + "\n\ndef sweep_stale_entries(cache):\n"
     '    """Drop every entry whose time to live ran out."""\n'
     "    return [key for key in list(cache.entries) if cache.get(key) is None]\n",
     "src/shop/invoice.py": '"""Invoices."""\n\n\ndef total_with_vat(amount, rate):\n'
@@ -33,10 +26,10 @@ MOVED = {
 
 
 async def test_a_head_move_rereads_only_the_files_git_says_changed(tmp_path: Path) -> None:
-    root = build_project(tmp_path / "shop")
+    root = mcp.build_project(tmp_path / "shop")
     repo = pygit2.Repository(str(root))
-    async with mcp_session(root, env=server_env(), stderr=tmp_path / "mcp.log") as client:
-        first = (await complete(client))["folders"][0]
+    async with mcp.mcp_session(root, env=mcp.server_env(), stderr=tmp_path / "mcp.log") as client:
+        first = (await mcp.complete(client))["folders"][0]
         assert "last_files_reindexed" not in first  # no update yet: only the first pass ran
 
         gitrepo.commit(repo, MOVED, "Sweep stale cache entries; invoices", gitrepo.CAROL)

@@ -42,12 +42,7 @@ class QuietBar:
     def __enter__(self) -> QuietBar:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None
 
     def report(self, message: str, percent: int | None = None) -> None:
