@@ -1,9 +1,12 @@
 """A question → ranked chunks: the stage that reads the index.
 
 - `retrieve`: hybrid retrieval (dense + BM25 + symbol and path evidence, fused).
+- `pipeline`: the ranking's named steps in order (collect, fuse, adjust); each step is a module
+  of `steps/` (docs/architecture.md, "Ranking").
 - `query`: what a question says before any index is asked.
 - `name_match`: files and symbols a typed question names; `rerank`: ranking rules.
-- `tiers`: which retrievers answered and each vector tier's count, said one way everywhere.
+- `tiers`: which tiers a search may use (`Tiers`, data), which answered and each vector tier's
+  count, said one way everywhere.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
 checks it); the others are this room's own.
