@@ -34,7 +34,7 @@ What the tests prove:
   importing itself) are exactly `KNOWN_CIRCLES`: a new circle fails and is named; a known one
   that is gone fails too, so the list only shrinks (docs/architecture.md, "Circles left").
 - Every engine module lives in a room (a package under `codeask.core` named for its stage:
-  runtime, source, git, embedding, storage, indexer, search, ask, llm, checks, operations;
+  runtime, source, git, embedding, storage, indexer, search, ask, llm, checks, operations, driver;
   `records` is the ground floor); the light rooms' `__init__` imports nothing.
 - A module imports another room's module only when that room lists it in `__all__` (its
   public names), and a room imports only rooms drawn below it (ROOMS, top to bottom: no circle
@@ -553,8 +553,8 @@ def test_circle_finder_finds_a_circle_and_a_self_import() -> None:
 #: pipeline, top to bottom as docs/architecture.md draws them: a room imports only rooms below
 #: it. `records` is the ground floor beside `config`.
 ROOMS = (
-    "operations", "checks", "ask", "search", "indexer", "storage", "embedding", "git", "llm",
-    "source", "runtime",
+    "driver", "operations", "checks", "ask", "search", "indexer", "storage", "embedding", "git",
+    "llm", "source", "runtime",
 )  # fmt: skip
 GROUND_FLOOR = ("codeask.core.records",)
 #: Rooms whose `__init__` only says what the room is for and lists `__all__`: importing one of

@@ -7,6 +7,9 @@
   by itself (`check_file`, `safe_read`): each goes through the guard.
 - A folder's MiniLM query path is loaded one way (`core/operations/query_model.py`): nothing
   else outside the embedding room calls `prepare_queries`.
+- The long-running index loop is one driver per folder (`core/driver/`): nothing else calls what
+  only such a loop needs (the embedding backlog, following or taking over the writer lock,
+  another process's rebuild request, the team-base retry, a HEAD move's changed files).
 """
 
 from __future__ import annotations
@@ -188,3 +191,63 @@ def test_a_second_query_model_loading_is_caught() -> None:
     assert query_path_loads("def _load(folder):\n    folder.embedder.prepare_queries()\n") == [2]
     assert query_path_loads("self._guarded(folder.embedder.prepare_queries)\n") == [1]
     assert query_path_loads("def prepare_queries(self):\n    return None\n") == []
+
+
+DRIVER = PACKAGE / "core" / "driver"
+#: What only a long-running index loop calls, and the rooms that define them (they may call
+#: their own): `embed_pending` (the backlog), `try_promote` / `reload_if_changed` (follow or
+#: take over the writer lock), `take_request` (a rebuild another process asked for),
+#: `retry_base` (the team database back), `changed_between` (a HEAD move's files).
+LOOP_CALLS = frozenset(
+    {"embed_pending", "try_promote", "reload_if_changed", "take_request", "retry_base",
+     "changed_between"}
+)  # fmt: skip
+DEFINING_ROOMS = tuple(PACKAGE / "core" / room for room in ("indexer", "storage", "git"))
+
+
+def loop_calls(source: str) -> list[str]:
+    """`line: name` of each call in `source` to what only an index loop calls."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in LOOP_CALLS:
+            found.append((node.lineno, name))
+    return [f"{line}: {name}" for line, name in sorted(found)]
+
+
+def test_one_index_loop_for_every_face() -> None:
+    found = [
+        f"{path.relative_to(PACKAGE)}:{call}"
+        for path in modules()
+        if DRIVER not in path.parents and not any(room in path.parents for room in DEFINING_ROOMS)
+        for call in loop_calls(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "a second index loop (use core/driver's FolderWorker):\n" + "\n".join(found)
+    in_driver = {
+        call.split(": ")[1]
+        for path in DRIVER.glob("*.py")
+        for call in loop_calls(path.read_text(encoding="utf-8"))
+    }
+    assert in_driver == LOOP_CALLS  # the rule sees the calls it looks for
+
+
+def test_a_second_index_loop_is_caught() -> None:
+    """The check on the loop that was (mcp/folders.py's FolderDriver: its poll and backlog)."""
+    mcp_like = (
+        "def _poll(self):\n"
+        "    if not folder.try_promote():\n"
+        "        folder.reload_if_changed()\n"
+        "    rebuild = take_request(folder.folder, 'rebuild')\n"
+        "def _embed(self, folder):\n"
+        "    report = folder.embed_pending(progress=self._progress, cancel=self._token)\n"
+    )
+    assert loop_calls(mcp_like) == [
+        "2: try_promote",
+        "3: reload_if_changed",
+        "4: take_request",
+        "6: embed_pending",
+    ]
+    assert not loop_calls("folder.refresh(embed=False)\nembed_pending = 1\n")

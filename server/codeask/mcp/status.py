@@ -102,6 +102,10 @@ def folder_status(driver: FolderDriver) -> dict[str, Any]:
     missing = _missing(driver, folder, tiers, status.chunks)
     if missing:
         out["missing"] = missing
+    if driver.last_update:  # a HEAD move re-reads only what git says changed
+        out["last_files_reindexed"] = list(driver.last_update)
+    if status.team.backend != "local":  # the team base, or why none and when it is retried
+        out["team"] = status.team.summary()
     if folder.warnings:
         out["settings_refused"] = list(folder.warnings)
     if status.ignore_note:

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from codeask.config import Settings
+from codeask.core.driver import FolderWorker, Listener
 from codeask.core.indexer import FolderIndex, SharedIndexes, Workspace
 from codeask.core.operations.paths import innermost
-from codeask.lsp.folders.common import Host
-from codeask.lsp.folders.worker import FolderWorker
 
 log = logging.getLogger("codeask.lsp")
 #: How long a search or ask waits for the folders' indexes to open (a snapshot load, seconds on
@@ -26,7 +25,7 @@ class Folders:
 
     def __init__(
         self,
-        host: Host,
+        host: Listener,
         *,
         watched: Callable[[], bool] = lambda: False,
         shared: SharedIndexes | None = None,

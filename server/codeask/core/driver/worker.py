@@ -13,20 +13,21 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 from codeask.config import load_settings
-from codeask.core.indexer import Workspace
-from codeask.lsp.folders.actions import Action, Full, Poll, Reopen, Update
-from codeask.lsp.folders.backlog import Backlog
-from codeask.lsp.folders.common import INDEX_SECTIONS, FullKind, Host, serving
-from codeask.lsp.folders.indexing import Indexing
-from codeask.lsp.folders.poll import Poller
-from codeask.lsp.folders.schedule import Schedule
-from codeask.lsp.folders.slot import IndexSlot
-from codeask.lsp.folders.status import FolderStatus
+from codeask.core.driver.actions import Action, Full, Poll, Reopen, Update
+from codeask.core.driver.backlog import Backlog
+from codeask.core.driver.common import INDEX_SECTIONS, FullKind, serving
+from codeask.core.driver.indexing import Indexing
+from codeask.core.driver.listener import Listener
+from codeask.core.driver.poll import Poller
+from codeask.core.driver.schedule import Schedule
+from codeask.core.driver.slot import IndexSlot
+from codeask.core.driver.status import FolderStatus
+from codeask.core.indexer import FolderIndex, Workspace
 
-log = logging.getLogger("codeask.lsp")
+log = logging.getLogger("codeask.driver")
 
 
 class FolderWorker(FolderStatus):
@@ -41,17 +42,20 @@ class FolderWorker(FolderStatus):
         root: Path,
         editor: dict[str, Any],
         workspace: Workspace,
-        host: Host,
+        listener: Listener,
         *,
         watched: Callable[[], bool] = lambda: False,
+        kind: str = "serve",
+        on_open: Callable[[FolderIndex], None] | None = None,
     ) -> None:
         super().__init__(root, editor)
         self._workspace = workspace
+        self._on_open = on_open  # on this thread, after the open (MCP: the static model)
         self._schedule = Schedule()
         self._backlog = Backlog(self, self._schedule)
-        self._slot = IndexSlot(self, workspace, host, self._backlog)
+        self._slot = IndexSlot(self, workspace, listener, self._backlog, kind)
         self._indexing = Indexing(
-            self, self._slot, self._schedule, self._backlog, host, self.cancel_indexing
+            self, self._slot, self._schedule, self._backlog, listener, self.cancel_indexing
         )
         self._poller = Poller(self, self._slot, self._schedule, watched)
         self.thread = threading.Thread(
@@ -101,6 +105,17 @@ class FolderWorker(FolderStatus):
             self._schedule.stop()
             self._backlog.cancel()
 
+    def activity(self) -> Literal["indexing", "embedding", "idle"]:
+        """What runs now: a lexical pass (or one queued), the embedding backlog, or nothing."""
+        if self._schedule.lexical_running or self._schedule.full_pending():
+            return "indexing"
+        alive = any(thread.is_alive() for thread in self._backlog.threads)
+        return "embedding" if alive else "idle"  # alive: till the query model is loaded too
+
+    def running(self) -> bool:
+        """Whether the index thread still runs (after `stop` + `join`: it did not stop)."""
+        return self.thread.is_alive()
+
     def threads(self) -> list[threading.Thread]:
         """The folder's index thread and its embedding threads (a daemon session routes their
         log records to its own editor by them)."""
@@ -126,6 +141,9 @@ class FolderWorker(FolderStatus):
             self._guarded(self._slot.open)
         finally:
             self.opened.set()
+        on_open, folder = self._on_open, self.folder
+        if on_open is not None and folder is not None:
+            self._guarded(lambda: on_open(folder))
         last_poll = time.monotonic()
         while (action := self._schedule.next_action(last_poll)) is not None:
             if isinstance(action, Poll):

@@ -1,12 +1,10 @@
-"""What every part of a folder's worker shares: the tunables, the host, the settings rule."""
+"""What every part of a folder's driver shares: the tunables and the settings rule."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Literal
 
 from codeask.config import Settings
-from codeask.lsp.progress import WorkDone
 
 #: Idle poll: is the folder still there, did HEAD move (branch switch, commit, pull)?
 POLL_SECONDS = 2.0
@@ -31,18 +29,6 @@ def serving(settings: Settings) -> Settings:
     if settings.embed.threads == 0:
         settings.embed.threads = SERVER_EMBED_THREADS
     return settings
-
-
-class Host(Protocol):
-    """What a worker needs from the server (all thread-safe)."""
-
-    def work_done(self, title: str, on_cancel: Callable[[], None] | None) -> WorkDone:
-        """A `$/progress` session (a no-op when the client has no progress support)."""
-        ...
-
-    def warn(self, message: str) -> None:
-        """Tell the user (window/showMessage, once per distinct text)."""
-        ...
 
 
 def summary(rels: list[str], limit: int = 3) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from codeask.lsp.folders.common import FullKind
+from codeask.core.driver.common import FullKind
 
 
 @dataclass(frozen=True)

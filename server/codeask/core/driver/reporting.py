@@ -1,4 +1,4 @@
-"""Engine progress → the `$/progress` bar and the folder's percent.
+"""Engine progress → the listener's bar (`$/progress` in the editor) and the folder's percent.
 
 Progress events arrive between files, which is also where the lexical phase can give way:
 a report is the moment to let a due save in (`Schedule.preempt`).
@@ -6,10 +6,10 @@ a report is the moment to let a due save in (`Schedule.preempt`).
 
 from __future__ import annotations
 
+from codeask.core.driver.listener import Bar
+from codeask.core.driver.schedule import Schedule
+from codeask.core.driver.status import FolderStatus
 from codeask.core.indexer import Progress
-from codeask.lsp.folders.schedule import Schedule
-from codeask.lsp.folders.status import FolderStatus
-from codeask.lsp.progress import WorkDone
 
 
 def describe(event: Progress) -> tuple[str, int | None] | None:
@@ -26,8 +26,9 @@ def describe(event: Progress) -> tuple[str, int | None] | None:
     return None
 
 
-def report(event: Progress, bar: WorkDone, status: FolderStatus, schedule: Schedule) -> None:
+def report(event: Progress, bar: Bar, status: FolderStatus, schedule: Schedule) -> None:
     """Show the event; in the lexical phase, cancel the pass if an update is due."""
+    status.progress = event
     shown = describe(event)
     if shown is None:
         return

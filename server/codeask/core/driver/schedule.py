@@ -13,10 +13,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from codeask.core.driver import common
+from codeask.core.driver.actions import Action, Full, Poll, Reopen, Update
+from codeask.core.driver.common import FullKind
 from codeask.core.indexer import CancelToken
-from codeask.lsp.folders import common
-from codeask.lsp.folders.actions import Action, Full, Poll, Reopen, Update
-from codeask.lsp.folders.common import FullKind
 
 #: rescan < initial < rebuild: a stronger pending pass absorbs a weaker one.
 _STRENGTH: dict[FullKind, int] = {"rescan": 0, "initial": 1, "rebuild": 2}
@@ -82,6 +82,10 @@ class Schedule:
             if self._token is not None:
                 self._token.cancel()
             self.cond.notify()
+
+    def full_pending(self) -> bool:
+        """A full pass is queued (not started yet)."""
+        return self._full is not None
 
     # ---- the worker's thread ---------------------------------------------------------------
     def next_action(self, last_poll: float) -> Action | None:

@@ -12,15 +12,15 @@ import logging
 import time
 from collections.abc import Callable
 
+from codeask.core.driver import common
+from codeask.core.driver.schedule import Schedule
+from codeask.core.driver.slot import IndexSlot
+from codeask.core.driver.status import FolderStatus
+from codeask.core.driver.writer import follow_or_own
 from codeask.core.git.repo import changed_between, head_sha
 from codeask.core.operations.index import retry_base
-from codeask.lsp.folders import common
-from codeask.lsp.folders.schedule import Schedule
-from codeask.lsp.folders.slot import IndexSlot
-from codeask.lsp.folders.status import FolderStatus
-from codeask.lsp.folders.writer import follow_or_own
 
-log = logging.getLogger("codeask.lsp")
+log = logging.getLogger("codeask.driver")
 
 
 class Poller:

@@ -11,18 +11,18 @@ import logging
 import time
 from collections.abc import Callable
 
+from codeask.core.driver import reporting
+from codeask.core.driver.backlog import Backlog
+from codeask.core.driver.common import FullKind, summary
+from codeask.core.driver.listener import Bar, Listener, QuietBar
+from codeask.core.driver.schedule import Schedule
+from codeask.core.driver.slot import IndexSlot
+from codeask.core.driver.status import FolderStatus
+from codeask.core.driver.writer import writable
 from codeask.core.indexer import FolderIndex, IndexReport
 from codeask.core.runtime import background
-from codeask.lsp.folders import reporting
-from codeask.lsp.folders.backlog import Backlog
-from codeask.lsp.folders.common import FullKind, Host, summary
-from codeask.lsp.folders.schedule import Schedule
-from codeask.lsp.folders.slot import IndexSlot
-from codeask.lsp.folders.status import FolderStatus
-from codeask.lsp.folders.writer import writable
-from codeask.lsp.progress import WorkDone
 
-log = logging.getLogger("codeask.lsp")
+log = logging.getLogger("codeask.driver")
 
 
 class Indexing:
@@ -34,14 +34,14 @@ class Indexing:
         slot: IndexSlot,
         schedule: Schedule,
         backlog: Backlog,
-        host: Host,
+        listener: Listener,
         on_cancel: Callable[[], None],
     ) -> None:
         self._status = status
         self._slot = slot
         self._schedule = schedule
         self._backlog = backlog
-        self._host = host
+        self._listener = listener
         self._on_cancel = on_cancel  # the progress bar's cancel button
 
     def update(self, rels: list[str]) -> None:
@@ -63,6 +63,8 @@ class Indexing:
             report = folder.update_paths(rels)
         status = self._status
         status.updates += 1
+        status.last_update = tuple(rels)
+        status.count(report)
         changed = report.files_indexed or report.files_removed
         log.log(
             logging.INFO if changed else logging.DEBUG,
@@ -106,7 +108,7 @@ class Indexing:
         status.state, status.percent = "indexing", 0
         quiet = kind == "rescan"
         title = f"codeask: indexing {status.root.name}"
-        bar = WorkDone(None, title) if quiet else self._host.work_done(title, self._on_cancel)
+        bar = QuietBar(title) if quiet else self._listener.work_done(title, self._on_cancel)
         bar.__enter__()
         try:
             completed = self._lexical_pass(folder, bar, rebuild=kind == "rebuild")
@@ -127,7 +129,7 @@ class Indexing:
         background.start(folder.storage.warm_up, name="codeask-bm25")
         self._backlog.start(folder, bar, quiet=quiet)
 
-    def _lexical_pass(self, folder: FolderIndex, bar: WorkDone, *, rebuild: bool) -> bool:
+    def _lexical_pass(self, folder: FolderIndex, bar: Bar, *, rebuild: bool) -> bool:
         """Files → chunks → lexical index (searchable at once); False if stopped."""
         first = True
         while True:
@@ -139,6 +141,8 @@ class Indexing:
                 cancel=token,
                 embed=False,
             )
+            self._status.count(report)
+            self._status.skipped, self._status.last_pass = report.skipped, report
             if not report.cancelled:
                 return True
             due = self._schedule.resume_after_cancel()

@@ -9,26 +9,33 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from codeask.core.driver import common
+from codeask.core.driver.backlog import Backlog
+from codeask.core.driver.common import serving
+from codeask.core.driver.listener import Listener
+from codeask.core.driver.status import FolderStatus
+from codeask.core.driver.writer import note_read_only
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import FolderIndex, RootRefused, Workspace
-from codeask.lsp.folders import common
-from codeask.lsp.folders.backlog import Backlog
-from codeask.lsp.folders.common import Host, serving
-from codeask.lsp.folders.status import FolderStatus
-from codeask.lsp.folders.writer import note_read_only
 
-log = logging.getLogger("codeask.lsp")
+log = logging.getLogger("codeask.driver")
 
 
 class IndexSlot:
     """Holds `status.folder`: None until opened, and again once released or set aside."""
 
     def __init__(
-        self, status: FolderStatus, workspace: Workspace, host: Host, backlog: Backlog
+        self,
+        status: FolderStatus,
+        workspace: Workspace,
+        listener: Listener,
+        backlog: Backlog,
+        kind: str = "serve",
     ) -> None:
+        self._kind = kind  # who writes, as other processes see it in the writer lock
         self._status = status
         self._workspace = workspace
-        self._host = host
+        self._listener = listener
         self._backlog = backlog
 
     def open(self) -> None:
@@ -38,15 +45,15 @@ class IndexSlot:
             self.missing()
             return
         try:
-            folder = self._workspace.add(status.root, status.editor, mode="auto", kind="serve")
+            folder = self._workspace.add(status.root, status.editor, mode="auto", kind=self._kind)
         except RootRefused as exc:
             log.warning("%s", exc)
-            self._host.warn(f"codeask: {exc}")
+            self._listener.warn(f"codeask: {exc}")
             status.state, status.message = "error", str(exc)
             return
         folder.settings = serving(folder.settings)  # before the model loads (lazily)
         for warning in folder.warnings:
-            self._host.warn(f"codeask: {warning}")
+            self._listener.warn(f"codeask: {warning}")
         status.folder = folder
         status.head = head_sha(status.root)
         chunks = folder.storage.chunk_count()
@@ -79,7 +86,7 @@ class IndexSlot:
         status = self._status
         if status.message != common.MISSING:
             log.warning("workspace folder %s disappeared; its index is set aside", status.root)
-            self._host.warn(f"codeask: workspace folder {status.root} no longer exists")
+            self._listener.warn(f"codeask: workspace folder {status.root} no longer exists")
         self.release()
         status.state, status.message, status.percent = "error", common.MISSING, 0
 

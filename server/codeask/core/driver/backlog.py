@@ -8,15 +8,15 @@ import logging
 import threading
 import time
 
+from codeask.core.driver import reporting
+from codeask.core.driver.listener import Bar
+from codeask.core.driver.schedule import Schedule
+from codeask.core.driver.status import FolderStatus
 from codeask.core.indexer import CancelToken, FolderIndex
 from codeask.core.operations import query_model
 from codeask.core.runtime import background
-from codeask.lsp.folders import reporting
-from codeask.lsp.folders.schedule import Schedule
-from codeask.lsp.folders.status import FolderStatus
-from codeask.lsp.progress import WorkDone
 
-log = logging.getLogger("codeask.lsp")
+log = logging.getLogger("codeask.driver")
 
 
 class Backlog:
@@ -44,7 +44,7 @@ class Backlog:
             if self._token is not None:
                 self._token.cancel()
 
-    def start(self, folder: FolderIndex, bar: WorkDone, *, quiet: bool) -> None:
+    def start(self, folder: FolderIndex, bar: Bar, *, quiet: bool) -> None:
         """Hand the vectors to the embedding thread (or to the one already running)."""
         with self._cond:
             running = self.running()
@@ -81,7 +81,7 @@ class Backlog:
             if thread is not threading.current_thread():
                 thread.join(timeout)
 
-    def _loop(self, folder: FolderIndex, bar: WorkDone, quiet: bool) -> None:
+    def _loop(self, folder: FolderIndex, bar: Bar, quiet: bool) -> None:
         """Embed until nothing is pending (new chunks may arrive meanwhile), then load the model.
         At background priority: the editor's requests win the cores (core/runtime/background.py)."""
         background.lower_this_thread()
@@ -100,6 +100,7 @@ class Backlog:
                     progress=lambda event: reporting.report(event, bar, self._status, schedule),
                     cancel=token,
                 )
+                self._status.count(outcome)
                 with self._cond:
                     if outcome.cancelled and not self._restart:
                         self._thread = None

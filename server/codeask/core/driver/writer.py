@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 
+from codeask.core.driver.schedule import Schedule
+from codeask.core.driver.status import FolderStatus
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import FolderIndex
 from codeask.core.storage.writer_lock import holder, take_request
-from codeask.lsp.folders.schedule import Schedule
-from codeask.lsp.folders.status import FolderStatus
 
-log = logging.getLogger("codeask.lsp")
+log = logging.getLogger("codeask.driver")
 
 
 def writable(folder: FolderIndex) -> bool:
