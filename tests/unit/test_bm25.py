@@ -302,6 +302,26 @@ def test_a_first_pass_never_holds_more_than_a_segment_of_rows(tmp_path: Path, mo
         assert index.search(query, 30) == same.search(query, 30)
 
 
+def test_new_ids_skip_the_segment_lookup_and_old_ids_are_still_replaced(tmp_path: Path) -> None:
+    """A write of ids above every segment's largest key looks none of them up (a first pass's
+    writes), while a write of an id a segment holds still masks that row."""
+    index = LexicalIndex(tmp_path / "lexical")
+    chunks = corpus(40)
+    index.upsert(chunks[:20])
+    index.stamp(1)
+    table = index.tables.chunks
+    assert [s.postings.highest_key() for s in table.segments] == [20]
+    index.upsert(chunks[20:])  # ids 21..40: above 20, nothing to mask
+    assert all(s.masked_count == 0 for s in table.segments)
+    replaced = make_chunk(7, "pkg/new.py", "fresh_name", "def fresh_name():\n    cookie\n")
+    index.upsert([replaced])
+    assert table.segments[0].masked_count == 1 and table.row_count() == 40
+    same = LexicalIndex(None)
+    same.rebuild([*chunks[:6], replaced, *chunks[7:]])
+    for query in ("parse request", "cookie fresh name", "w3 w17 session"):
+        assert index.search(query, 30) == same.search(query, 30)
+
+
 def test_a_segment_mostly_replaced_is_rewritten_and_an_empty_one_dropped(tmp_path: Path) -> None:
     """Masks never outgrow their segment: past half its rows dead, a save rewrites it with the
     live ones; a segment with none left is dropped (and its file removed)."""

@@ -287,12 +287,23 @@ class Postings:
             return keys.find(str(key)) if isinstance(key, str) else None
         if type(key) is not int or not len(keys):
             return None
-        if self.key_sort is None:
-            self.key_sort = np.argsort(keys, kind="stable")
+        if key > self.highest_key():
+            return None
+        assert self.key_sort is not None
         at = int(np.searchsorted(keys, key, sorter=self.key_sort))
         if at < len(keys) and int(keys[self.key_sort[at]]) == key:
             return int(self.key_sort[at])
         return None
+
+    def highest_key(self) -> int:
+        """The largest int key (-1: none, or path keys): a first pass's new chunk ids are all
+        above it, so its writes skip the lookup (`LiveTable.apply`)."""
+        keys = self.keys
+        if isinstance(keys, StringColumn) or not len(keys):
+            return -1
+        if self.key_sort is None:
+            self.key_sort = np.argsort(keys, kind="stable")
+        return int(keys[self.key_sort[-1]])
 
     def doc_frequency(self, term: str) -> int:
         """Rows containing the term (FTS5's fts5vocab `doc`)."""
@@ -459,9 +470,12 @@ class LiveTable:
     def apply(self, added: Sequence[tuple[object, ...]], removed: Iterable[object] = ()) -> None:
         """A write: `removed` keys and the keys of `added` rows lose their old row, `added` rows
         (key, column texts...) are pending until the next read."""
+        ceiling = max((s.postings.highest_key() for s in self.segments), default=-1)
         for key in [*removed, *(row[0] for row in added)]:
             if self.pending.pop(key, None) is not None:
                 continue
+            if type(key) is int and key > ceiling:
+                continue  # a new chunk id: in no segment (one comparison, not one per segment)
             for segment in reversed(self.segments):
                 found = segment.locate(key)
                 if found is not None:
