@@ -5,12 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codeask.core.records import Chunk
-from codeask.core.storage.lexical.index import (
-    LexicalIndex,
-    code_tokens,
-    query_terms,
-    token_text,
-)
+from codeask.core.storage.lexical.index import LexicalIndex, code_tokens, query_terms
 
 
 def make_chunk(chunk_id: int, path: str, symbol: str, text: str) -> Chunk:
@@ -33,20 +28,6 @@ def test_identifiers_keep_whole_and_parts() -> None:
     assert {"parse", "http", "request"} <= set(tokens)
     assert {"maxretrycount", "max", "retry", "count"} <= set(tokens)
     assert {"httpserver", "server"} <= set(tokens)
-
-
-def test_token_text_is_the_joined_tokens_without_the_list() -> None:
-    """The first pass's column text (token_text) is exactly the space-joined code tokens, so
-    every table indexes the same terms as before (underscore-only words, digits, non-ASCII)."""
-    texts = [
-        "parseHttpRequest(max_retry_count) HTTPServer",
-        "__init__ _ __ x_1 9lives 0x1F a_b_c ABCDef",
-        "naïve café_Au_lait ünïcode\tTabs\nnew_lines  ",
-        "",
-        "___",
-    ]
-    for text in texts:
-        assert token_text(text) == " ".join(code_tokens(text))
 
 
 def test_query_terms_drop_stopwords_and_duplicates() -> None:
