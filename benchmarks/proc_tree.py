@@ -41,6 +41,9 @@ class Cost:
     returncode: int
     stdout: str
     stderr: str
+    #: The command's own process (last sample before it ended; -1: not sampled): the rest of
+    #: `cpu_s` is its children's (a first pass's chunk workers).
+    main_cpu_s: float = -1.0
 
 
 def _stat(pid: str) -> tuple[int, float, int] | None:
@@ -99,7 +102,7 @@ class Tree:
         """Run `command` to its end while sampling the tree; raise on a timeout."""
         before = self.members()
         load_before = os.getloadavg()[0]
-        peaks = [0.0, 0.0]  # tree sum, largest single
+        peaks = [0.0, 0.0, -1.0]  # tree sum, largest single, the root's own CPU
         done = threading.Event()
         started = time.perf_counter()
         child = subprocess.Popen(
@@ -139,8 +142,9 @@ class Tree:
         return Cost(
             wall_s=wall,
             cpu_s=usage.ru_utime + usage.ru_stime + max(lasting, 0.0),
-            peak_tree_mb=max(peaks),  # a spike between two samples: at least the largest HWM
+            peak_tree_mb=max(peaks[:2]),  # a spike between two samples: at least the largest HWM
             peak_single_mb=peaks[1],
+            main_cpu_s=peaks[2],
             load_before=load_before,
             load_after=os.getloadavg()[0],
             returncode=child.returncode,
@@ -151,6 +155,9 @@ class Tree:
     def _sample(self, root: int, peaks: list[float], done: threading.Event) -> None:
         while True:
             total = 0.0
+            own = _stat(str(root))
+            if own is not None:
+                peaks[2] = own[1]
             for pid in self.members(root):
                 rss, hwm = status_mb(pid)
                 total += rss

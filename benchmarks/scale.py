@@ -244,7 +244,8 @@ class Run:
         index = disk_bytes(self.index_root, allocated=True)
         figure = (
             f"{status['files']:,} files, {status['chunks']:,} chunks; index {mb(index)} = "
-            f"{index / max(source, 1):.2f}x source {mb(source)}"
+            f"{index / max(source, 1):.2f}x source {mb(source)}; CPU-s: main process "
+            f"{cost.main_cpu_s:.1f}, chunk workers {cost.cpu_s - cost.main_cpu_s:.1f}"
         )
         self.rows.append(Row("1 index cold (first pass)", cost, figure, TARGETS["index"]))
 

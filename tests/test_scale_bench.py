@@ -93,6 +93,7 @@ def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
         assert len(rows) == 1, (step, run.stdout)
         assert re.search(cells, rows[0]), rows[0]
     assert re.search(r"\b3 files, [0-9]+ chunks; index", run.stdout), run.stdout
+    assert re.search(rf"CPU-s: main process {number}, chunk workers -?{number}", run.stdout)
     assert re.search(r"R@5 [01]\.[0-9]{2}, MRR [01]\.[0-9]{2} \(3 q\)", run.stdout), run.stdout
     assert "searchable:" in run.stdout, run.stdout
     # the work folder is removed, the source tree untouched, and no process of the run is left
@@ -105,6 +106,16 @@ def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
         if entry.name.isdigit() and _runs_in(entry, str(work))
     ]
     assert left == [], f"processes of the run outlived it: {left}"
+
+
+def test_a_steps_cost_splits_its_own_cpu_from_its_childrens(tmp_path: Path) -> None:
+    """The command's own CPU is sampled apart from what its children (chunk workers) spent."""
+    from benchmarks.proc_tree import Tree
+
+    child = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'sum(range(10**8))'])"
+    cost = Tree("split-test").run([sys.executable, "-c", child], dict(os.environ), tmp_path)
+    assert cost.returncode == 0
+    assert 0 <= cost.main_cpu_s < cost.cpu_s
 
 
 def _runs_in(entry: Path, folder: str) -> bool:

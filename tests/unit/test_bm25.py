@@ -11,7 +11,7 @@ import numpy as np
 from tests.unit.test_lexical import make_chunk
 
 from codeask.core.records import Chunk
-from codeask.core.storage.lexical import disk
+from codeask.core.storage.lexical import bm25, disk
 from codeask.core.storage.lexical.bm25 import (
     CHUNK_WEIGHTS,
     FILE_WEIGHTS,
@@ -20,7 +20,14 @@ from codeask.core.storage.lexical.bm25 import (
     StringColumn,
     TermSlices,
 )
-from codeask.core.storage.lexical.index import LexicalIndex, informative_terms, table_rows
+from codeask.core.storage.lexical.file_postings import build_pair
+from codeask.core.storage.lexical.index import (
+    LexicalIndex,
+    doc_columns,
+    file_row,
+    informative_terms,
+    table_rows,
+)
 
 WORDS = [f"w{i}" for i in range(60)] + ["parse", "request", "cookie", "session", "embed"]
 _TOP_K = {
@@ -172,8 +179,6 @@ def test_a_build_in_small_batches_holds_the_same_postings(monkeypatch) -> None: 
     """Rows are read in batches bounded by count and by text (whole files are ~100x a chunk),
     each batch's counts summed at once: every term's rows and weighted frequencies, the row
     lengths and every search are those of a build in one batch."""
-    from codeask.core.storage.lexical import bm25
-
     rows, _ = table_rows(corpus(300))
     whole = Postings.build(rows, LexicalIndex.WEIGHTS, batch=10_000)
     monkeypatch.setattr(bm25, "BUILD_CHARS", 500)  # a few rows per batch
@@ -299,6 +304,96 @@ def test_a_first_pass_never_holds_more_than_a_segment_of_rows(tmp_path: Path, mo
     same = LexicalIndex(None)
     same.rebuild(chunks)
     for query in ("parse request", "w3 w17 cookie", "session embed w40"):
+        assert index.search(query, 30) == same.search(query, 30)
+
+
+def same_postings(mine: Postings, built: Postings) -> None:
+    """Bit for bit: keys, term dictionary, postings, weighted tf (and dtypes), lengths."""
+    assert mine.key_list() == built.key_list()
+    assert list(mine.slices.terms()) == list(built.slices.terms())
+    assert np.array_equal(mine.slices.starts, built.slices.starts)
+    for field in ("rows", "freqs", "lengths"):
+        ours, theirs = getattr(mine, field), getattr(built, field)
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), field
+    assert (mine.average, mine.total) == (built.average, built.total)
+
+
+def test_file_postings_derived_from_the_chunk_build_are_the_file_build_bit_for_bit(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """The whole-file table summed from the chunk build's body groups (files of many chunks,
+    batches cut inside a file, one file tokenized as usual, one file-only term) is exactly what
+    tokenizing the joined file rows builds; the chunk table is unchanged."""
+    monkeypatch.setattr(bm25, "BUILD_CHARS", 900)  # a few rows per batch, files cut across
+    chunks = corpus(300)
+    by_path: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_path.setdefault(chunk.path, []).append(chunk)
+    chunk_rows: list[tuple[object, ...]] = []
+    file_rows: list[tuple[object, ...]] = []
+    parts: list[list[int] | None] = []
+    for path, mine in by_path.items():
+        columns = [doc_columns(c) for c in mine]
+        parts.append(list(range(len(chunk_rows), len(chunk_rows) + len(mine))))
+        chunk_rows.extend((c.id, *cols) for c, cols in zip(mine, columns, strict=True))
+        row = file_row(path, columns)
+        assert row is not None
+        file_rows.append((path, *row))
+    parts[1] = None
+    file_rows[1] = (file_rows[1][0], file_rows[1][1] + " onlyinafile", file_rows[1][2])
+    derived_chunks, derived_files = build_pair(chunk_rows, file_rows, parts)
+    same_postings(derived_chunks, Postings.build(chunk_rows, CHUNK_WEIGHTS))
+    same_postings(derived_files, Postings.build(file_rows, FILE_WEIGHTS))
+    assert derived_files.doc_frequency("onlyinafile") == 1
+
+
+def test_a_first_pass_with_searches_and_rewrites_between_its_files_ranks_as_fts5(
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A first pass's file rows take their postings from their chunk rows' build, unless those
+    rows were indexed already (a search in between) or written again since: then the file
+    row's own text is tokenized. Either way both tables rank as FTS5 over the rows written."""
+    monkeypatch.setattr(disk, "SEGMENT_CHARS", 15_000)
+    index = LexicalIndex(tmp_path / "lexical")
+    chunks = corpus(240, seed=11)
+    by_path: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_path.setdefault(chunk.path, []).append(chunk)
+    written: dict[str, tuple[object, ...]] = {}
+    current: dict[int, Chunk] = {}
+    for n, (path, mine) in enumerate(by_path.items()):
+        index.replace_file(path, [], mine)
+        current.update({c.id: c for c in mine})
+        written[path] = table_rows(mine)[1][0]
+        if n % 5 == 2:
+            index.search("parse request", 5)  # the chunk rows are indexed on their own
+        if n % 7 == 3:  # a chunk of this file written again: the file row keeps its text
+            again = make_chunk(mine[0].id, path, "again_name", "def again_name():\n    cookie\n")
+            index.upsert([again])
+            current[again.id] = again
+    index.stamp(1)
+    chunk_rows, _ = table_rows(sorted(current.values(), key=lambda c: c.id))
+    check_against_fts5(index, chunk_rows, list(written.values()), seed=4)
+
+
+def test_new_ids_skip_the_segment_lookup_and_old_ids_are_still_replaced(tmp_path: Path) -> None:
+    """A write of ids above every segment's largest key looks none of them up (a first pass's
+    writes), while a write of an id a segment holds still masks that row."""
+    index = LexicalIndex(tmp_path / "lexical")
+    chunks = corpus(40)
+    index.upsert(chunks[:20])
+    index.stamp(1)
+    table = index.tables.chunks
+    assert [s.postings.highest_key() for s in table.segments] == [20]
+    index.upsert(chunks[20:])  # ids 21..40: above 20, nothing to mask
+    assert all(s.masked_count == 0 for s in table.segments)
+    replaced = make_chunk(7, "pkg/new.py", "fresh_name", "def fresh_name():\n    cookie\n")
+    index.upsert([replaced])
+    assert table.segments[0].masked_count == 1 and table.row_count() == 40
+    same = LexicalIndex(None)
+    same.rebuild([*chunks[:6], replaced, *chunks[7:]])
+    for query in ("parse request", "cookie fresh name", "w3 w17 session"):
         assert index.search(query, 30) == same.search(query, 30)
 
 

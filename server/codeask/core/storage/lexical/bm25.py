@@ -39,6 +39,9 @@ CHUNK_WEIGHTS = (1.0, 4.0, 2.0)
 #: The whole-file table's: body 2.0, path 1.0 (as FTS5's `bm25(files_fts, 1.0, 2.0)` applied
 #: them when the first weight went to its unindexed `file` column).
 FILE_WEIGHTS = (2.0, 1.0)
+_Arrays = list[np.ndarray]
+#: What `collect` gathers: keys, vocabulary, term ids, rows, weighted tf, row lengths.
+Collected = tuple[list[object], dict[str, int], _Arrays, _Arrays, _Arrays, _Arrays]
 #: Term lookups a segment's dictionary remembers (~100 B each): a few dozen queries' terms.
 MEMO_TERMS = 2048
 
@@ -214,7 +217,13 @@ class Postings:
 
     @classmethod
     def build(
-        cls, rows: Iterable[Sequence[object]], weights: Sequence[float], batch: int = BUILD_BATCH
+        cls,
+        rows: Iterable[Sequence[object]],
+        weights: Sequence[float],
+        batch: int = BUILD_BATCH,
+        *,
+        vocab: dict[str, int] | None = None,
+        bodies: Bodies | None = None,
     ) -> Postings:
         """`rows`: (key, column text, column text, ...); each text is space-separated tokens.
 
@@ -223,26 +232,13 @@ class Postings:
         lives in one batch, so the sums and their order are those of one pass over all rows),
         and only the postings are kept: the peak follows postings, not tokens (sphinx: +365 →
         ~+100 MB). 15k chunks, 1.5M tokens: ~0.3 s, all of it holding the GIL that hover and
-        search threads need."""
-        keys: list[object] = []
-        vocab = new_vocab()
-        weight_of = np.asarray(weights, dtype=np.float64)
-        terms: list[np.ndarray] = []
-        places: list[np.ndarray] = []
-        freqs: list[np.ndarray] = []
-        lengths: list[np.ndarray] = []
-        for chunk in _batches(rows, batch, len(weights)):
-            first = len(keys)
-            keys.extend(row[0] for row in chunk)
-            term, place, freq, total = _batch_postings(chunk, vocab, weight_of)
-            terms.append(term)
-            places.append(place + first)
-            freqs.append(freq)
-            lengths.append(total)
-        return cls._assemble(keys, vocab, terms, places, freqs, lengths)
+        search threads need. `vocab` (a `new_vocab()`, empty) is left holding the terms;
+        `bodies` collects the first column's (term, row, count) (lexical/file_postings.py)."""
+        vocab = new_vocab() if vocab is None else vocab
+        return cls.assemble(*collect(rows, weights, vocab, batch, bodies))
 
     @classmethod
-    def _assemble(
+    def assemble(
         cls,
         keys: list[object],
         vocab: dict[str, int],
@@ -287,12 +283,23 @@ class Postings:
             return keys.find(str(key)) if isinstance(key, str) else None
         if type(key) is not int or not len(keys):
             return None
-        if self.key_sort is None:
-            self.key_sort = np.argsort(keys, kind="stable")
+        if key > self.highest_key():
+            return None
+        assert self.key_sort is not None
         at = int(np.searchsorted(keys, key, sorter=self.key_sort))
         if at < len(keys) and int(keys[self.key_sort[at]]) == key:
             return int(self.key_sort[at])
         return None
+
+    def highest_key(self) -> int:
+        """The largest int key (-1: none, or path keys): a first pass's new chunk ids are all
+        above it, so its writes skip the lookup (`LiveTable.apply`)."""
+        keys = self.keys
+        if isinstance(keys, StringColumn) or not len(keys):
+            return -1
+        if self.key_sort is None:
+            self.key_sort = np.argsort(keys, kind="stable")
+        return int(keys[self.key_sort[-1]])
 
     def doc_frequency(self, term: str) -> int:
         """Rows containing the term (FTS5's fts5vocab `doc`)."""
@@ -304,8 +311,64 @@ class Postings:
         return LiveTable(self).search(terms, limit)
 
 
+def collect(
+    rows: Iterable[Sequence[object]],
+    weights: Sequence[float],
+    vocab: dict[str, int],
+    batch: int = BUILD_BATCH,
+    bodies: Bodies | None = None,
+) -> Collected:
+    """(keys, vocab, term ids, rows, weighted tf, row lengths) of `rows`, batch by batch (see
+    `Postings.build`), before they are assembled into one table."""
+    keys: list[object] = []
+    weight_of = np.asarray(weights, dtype=np.float64)
+    terms: list[np.ndarray] = []
+    places: list[np.ndarray] = []
+    freqs: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    for chunk in _batches(rows, batch, len(weights)):
+        first = len(keys)
+        keys.extend(row[0] for row in chunk)
+        term, place, freq, total = _batch_postings(chunk, vocab, weight_of, bodies, first)
+        terms.append(term)
+        places.append(place + first)
+        freqs.append(freq)
+        lengths.append(total)
+    return keys, vocab, terms, places, freqs, lengths
+
+
+@dataclass
+class Bodies:
+    """The first column's postings of a build, as the batches found them: (term id, row,
+    token count) arrays and each row's token count in that column."""
+
+    terms: list[np.ndarray]
+    rows: list[np.ndarray]
+    counts: list[np.ndarray]
+    lengths: list[np.ndarray]
+
+    @classmethod
+    def empty(cls) -> Bodies:
+        return cls([], [], [], [])
+
+    def add(self, key: np.ndarray, rows: int, columns: int, first: int, length: np.ndarray) -> None:
+        """From a batch's sorted (term, row, column) keys: the column-0 groups and their sizes."""
+        edge = np.flatnonzero(np.diff(key, prepend=-1, append=key[-1:] + 1 if len(key) else 0))
+        triple, size = key[edge[:-1]], np.diff(edge)
+        body = triple % columns == 0
+        term, place = np.divmod(triple[body] // columns, rows)
+        self.terms.append(term)
+        self.rows.append(place + first)
+        self.counts.append(size[body])
+        self.lengths.append(length)
+
+
 def _batch_postings(
-    chunk: list[Sequence[object]], vocab: dict[str, int], weight_of: np.ndarray
+    chunk: list[Sequence[object]],
+    vocab: dict[str, int],
+    weight_of: np.ndarray,
+    bodies: Bodies | None = None,
+    offset: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(term id, row in the batch, weighted tf) of one batch's postings, and its row lengths.
 
@@ -318,6 +381,7 @@ def _batch_postings(
     spread = np.arange(rows, dtype=np.int64) * columns
     keys: list[np.ndarray] = []
     total = np.zeros(rows, dtype=np.int64)
+    per_column: list[np.ndarray] = []
     for column in range(columns):
         split = [str(row[column + 1] or "").split() for row in chunk]
         counts = np.fromiter(map(len, split), dtype=np.int64, count=rows)
@@ -325,7 +389,10 @@ def _batch_postings(
         ids = np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat))
         keys.append(ids * (rows * columns) + np.repeat(spread, counts) + column)
         total += counts
+        per_column.append(counts)
     key = np.sort(np.concatenate(keys))
+    if bodies is not None:
+        bodies.add(key, rows, columns, offset, per_column[0])
     pair = key // columns
     first = np.ones(len(pair), dtype=bool)
     np.not_equal(pair[1:], pair[:-1], out=first[1:])
@@ -459,9 +526,12 @@ class LiveTable:
     def apply(self, added: Sequence[tuple[object, ...]], removed: Iterable[object] = ()) -> None:
         """A write: `removed` keys and the keys of `added` rows lose their old row, `added` rows
         (key, column texts...) are pending until the next read."""
+        ceiling = max((s.postings.highest_key() for s in self.segments), default=-1)
         for key in [*removed, *(row[0] for row in added)]:
             if self.pending.pop(key, None) is not None:
                 continue
+            if type(key) is int and key > ceiling:
+                continue  # a new chunk id: in no segment (one comparison, not one per segment)
             for segment in reversed(self.segments):
                 found = segment.locate(key)
                 if found is not None:
@@ -478,7 +548,11 @@ class LiveTable:
             return None
         rows = list(self.pending.values())
         self.pending, self.pending_chars = {}, 0
-        postings = Postings.build(rows, self.weights)
+        return self.add_built(Postings.build(rows, self.weights))
+
+    def add_built(self, postings: Postings) -> Segment:
+        """The pending rows, built into `postings` by the caller, as a small segment."""
+        self.pending, self.pending_chars = {}, 0
         segment = Segment(postings, self.order_of(postings), small=True)
         self.segments.append(segment)
         if sum(s.small and s.name is None for s in self.segments) > MAX_SEGMENTS:

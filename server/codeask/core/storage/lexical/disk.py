@@ -30,6 +30,7 @@ import numpy as np
 
 from codeask.core.runtime import private_files
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, LiveTable, Segment
+from codeask.core.storage.lexical.file_postings import build_pair
 from codeask.core.storage.lexical.segment_file import SegmentFileError, open_segment, write_segment
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ class TableWrite:
     file: str | None = None
     """The file whose whole-file row was replaced (or dropped when `file_row` is None)."""
     file_row: tuple[str, str] | None = None
+    file_from_chunks: bool = False
+    """`file_row`'s body is `chunk_rows`' bodies joined: its postings come from theirs."""
 
 
 def read_manifest(folder: Path) -> dict[str, object] | None:
@@ -104,6 +107,8 @@ class DiskTables:
         self.stamped = -1
         #: The files the manifest on disk names (a reader may map them).
         self._published: set[str] = set()
+        #: Pending whole-file rows made of pending chunk rows: path -> those rows.
+        self._derived: dict[str, tuple[tuple[object, ...], ...]] = {}
 
     @classmethod
     def open(cls, folder: Path | None) -> DiskTables:
@@ -176,15 +181,40 @@ class DiskTables:
             if write.file is not None:
                 row = [] if write.file_row is None else [(write.file, *write.file_row)]
                 self.files.apply(row, [write.file])
-            for table in (self.chunks, self.files):
-                if self.folder is not None and table.pending_chars >= SEGMENT_CHARS:
+                self._derived.pop(write.file, None)
+                if write.file_from_chunks and row:
+                    self._derived[write.file] = write.chunk_rows
+            full = max(self.chunks.pending_chars, self.files.pending_chars) >= SEGMENT_CHARS
+            if self.folder is not None and full:
+                self._settle_pair()
+                for table in (self.chunks, self.files):
                     self._spill(table)
+
+    def _settle_pair(self) -> None:
+        """Both tables' pending rows indexed in one build: a whole-file row made of pending
+        chunk rows (the very rows written with it) gets its postings from theirs."""
+        derived, self._derived = self._derived, {}
+        chunks, files = self.chunks, self.files
+        if not chunks.pending or not files.pending:
+            chunks.settle()
+            files.settle()
+            return
+        position = {key: at for at, key in enumerate(chunks.pending)}
+        parts: list[list[int] | None] = []
+        for path in files.pending:
+            rows = derived.get(str(path), ())
+            ok = bool(rows) and all(chunks.pending.get(r[0]) is r for r in rows)
+            parts.append([position[r[0]] for r in rows] if ok else None)
+        built = build_pair(list(chunks.pending.values()), list(files.pending.values()), parts)
+        chunks.add_built(built[0])
+        files.add_built(built[1])
 
     def clear(self) -> None:
         """Empty both tables (their files go at the next save)."""
         with self.lock:
             self.chunks = LiveTable(None, CHUNK_WEIGHTS, tie_by_key=True)
             self.files = LiveTable(None, FILE_WEIGHTS)
+            self._derived = {}
             self.stamped = -1
 
     def _spill(self, table: LiveTable) -> None:
@@ -239,6 +269,7 @@ class DiskTables:
         """Save what changed and record that the tables match store `generation`."""
         with self.lock:
             if self.folder is not None and not self.readonly:
+                self._settle_pair()
                 for table in (self.chunks, self.files):
                     self._save_table(table)
                 self._publish(generation)
@@ -304,5 +335,4 @@ class DiskTables:
     def settle(self) -> None:
         """Index pending rows now (a server after a pass: the next query does not pay)."""
         with self.lock:
-            self.chunks.settle()
-            self.files.settle()
+            self._settle_pair()

@@ -228,7 +228,7 @@ class LexicalIndex:
             columns = [doc_columns(c) for c in chunks]
         rows = tuple((c.id, *cols) for c, cols in zip(chunks, columns, strict=True))
         row = file_row(path, [tuple(cols) for cols in columns])  # type: ignore[misc]
-        write = TableWrite(rows, tuple(removed), path, row)
+        write = TableWrite(rows, tuple(removed), path, row, file_from_chunks=True)
         self.tables.write(write)
 
     def upsert_file(self, path: str, chunks: Iterable[Chunk]) -> None:

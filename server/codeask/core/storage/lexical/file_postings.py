@@ -1,0 +1,87 @@
+"""Whole-file postings derived from the chunk postings' build, not from the files' text again.
+
+A whole-file row's body is its chunks' bodies joined (index.file_row), so its body terms are
+the union of its chunks' body terms and each count the sum of theirs. Tokenizing that joined
+text again (split, a dictionary lookup per token, a sort of every token) was ~40 % of a first
+pass's lexical build (kernel,mm,lib). Here the chunk build hands over its first column's
+(term, row, count) groups (`Bodies`), they are summed per file, and only the files' path
+column (and the body of any file row not made of these chunks) is tokenized. Every weighted
+frequency and length is a sum of small integers, so the table is the one `Postings.build` of
+the file rows gives, bit for bit (tests/unit/test_bm25.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from codeask.core.storage.lexical.bm25 import (
+    CHUNK_WEIGHTS,
+    FILE_WEIGHTS,
+    Bodies,
+    Postings,
+    collect,
+    new_vocab,
+)
+
+
+def build_pair(
+    chunk_rows: Sequence[Sequence[object]],
+    file_rows: Sequence[Sequence[object]],
+    parts: Sequence[Sequence[int] | None],
+) -> tuple[Postings, Postings]:
+    """(chunk postings, file postings): `chunk_rows` (id, body, symbol, path), `file_rows`
+    (path, body, path tokens); `parts[i]` the positions in `chunk_rows` of file i's chunks, in
+    order, whose bodies joined are its body (None: its body is tokenized as usual)."""
+    vocab = new_vocab()
+    bodies = Bodies.empty()
+    chunks = Postings.build(chunk_rows, CHUNK_WEIGHTS, vocab=vocab, bodies=bodies)
+    return chunks, _files(file_rows, parts, vocab, bodies, len(chunk_rows))
+
+
+def _files(
+    file_rows: Sequence[Sequence[object]],
+    parts: Sequence[Sequence[int] | None],
+    vocab: dict[str, int],
+    bodies: Bodies,
+    chunk_count: int,
+) -> Postings:
+    """The file table: the path column (and bodies not derived) tokenized in the chunks'
+    vocabulary, plus each derived file's summed chunk body counts."""
+    file_of = np.full(chunk_count, -1, dtype=np.int64)
+    for at, part in enumerate(parts):
+        if part is not None:
+            file_of[np.asarray(part, dtype=np.int64)] = at
+    derived = [part is not None for part in parts]
+    rows = [(r[0], "" if d else r[1], r[2]) for r, d in zip(file_rows, derived, strict=True)]
+    keys, _, terms, places, freqs, lengths = collect(rows, FILE_WEIGHTS, vocab)
+    chunk_term, chunk_row, count, body_length = _joined(bodies)
+    owner = file_of[chunk_row]
+    mine = owner >= 0
+    files = len(file_rows)
+    term = np.concatenate([*[t.astype(np.int64) for t in terms], chunk_term[mine]])
+    place = np.concatenate([*places, owner[mine]])
+    freq = np.concatenate([*freqs, count[mine] * FILE_WEIGHTS[0]])
+    pair, inverse = np.unique(term * files + place, return_inverse=True)
+    summed = np.bincount(inverse.reshape(-1), weights=freq, minlength=len(pair))
+    length = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(files)
+    has_body = file_of >= 0
+    length += np.bincount(file_of[has_body], weights=body_length[has_body], minlength=files)
+    used, dense = np.unique(pair // files, return_inverse=True)
+    by_id = list(vocab)  # a new_vocab's ids are its insertion order
+    names = {by_id[i]: n for n, i in enumerate(used.tolist())}
+    return Postings.assemble(keys, names, [dense.reshape(-1)], [pair % files], [summed], [length])
+
+
+def _joined(bodies: Bodies) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(term, chunk row, count) of every chunk's body groups, and each chunk's body length."""
+    if not bodies.terms:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    return (
+        np.concatenate(bodies.terms).astype(np.int64),
+        np.concatenate(bodies.rows).astype(np.int64),
+        np.concatenate(bodies.counts).astype(np.float64),
+        np.concatenate(bodies.lengths).astype(np.float64),
+    )
