@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from codeask.core.storage.base_ids import BaseIds, LiveIds, as_id_array
-from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, add_to, scan
+from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, scan
+from codeask.core.storage.list_order import write_in_list_order
 from codeask.core.storage.mapped_rows import MappedRows
 from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, quantize, scores
 from codeask.core.storage.snapshot import component_path, fsync_write
@@ -242,12 +243,11 @@ class VectorIndex:
 
     def write_base(self, path: Path) -> None:
         """Write the live vectors as a base file (streamed, fsynced); a large one gets coarse
-        lists (coarse_lists.py), trained over the rows just written (mapped, not copied)."""
-        write_base(path, len(self.live), self.dim, self._dtype, self.live_blocks())
+        lists (coarse_lists.py) and its rows written grouped by list (list_order.py)."""
         if len(self.live) >= MIN_ROWS:
-            _, written, _ = read_base(path, self.dim)
-            assert isinstance(written, MappedRows)  # written uncompressed just now
-            add_to(path, written.rows, written.scales)
+            write_in_list_order(path, len(self.live), self.dim, self._dtype, self.live_blocks())
+            return
+        write_base(path, len(self.live), self.dim, self._dtype, self.live_blocks())
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
         """A chunk's stored vector (None without one): a neighbour query that needs no model."""
