@@ -3,6 +3,7 @@ id table in the same order, and every answer exactly the one the scattered layou
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from test_vector_delta import DIM, _assert_rows_match_chunks, _put_file, _store
 
 from codeask.core.storage import coarse_lists
 from codeask.core.storage.base_ids import BaseIds
+from codeask.core.storage.list_order import ID_ORDER, read_id_order
 from codeask.core.storage.snapshot import current_name
 from codeask.core.storage.store import IndexStore
 from codeask.core.storage.vector_file import read_base, write_base
@@ -136,11 +138,46 @@ def test_a_store_saves_edits_and_reopens_a_listed_base(
 
 
 def test_the_id_table_of_a_listed_base_finds_every_row() -> None:
-    """Ids not ascending (list order): every id is found at its row, holes are not."""
+    """Ids not ascending (list order): every id is found at its row, holes are not, with the
+    stored id order, without it, and with a stored order that does not sort the ids."""
     ids = np.random.default_rng(1).permutation(5000).astype(np.int64) * 3
     keep = np.ones(len(ids), dtype=bool)
     keep[::11] = False
-    table = BaseIds(ids, keep)
-    rows = table.rows(ids)
-    assert np.array_equal(rows[keep], np.flatnonzero(keep))
-    assert np.all(rows[~keep] == -1)
+    wrong = np.arange(len(ids))
+    for order in (None, np.argsort(ids).astype(np.int32), wrong):
+        table = BaseIds(ids, keep, order)
+        rows = table.rows(ids)
+        assert np.array_equal(rows[keep], np.flatnonzero(keep))
+        assert np.all(rows[~keep] == -1)
+        assert table.row(int(ids[1])) == 1 and table.row(int(ids[0])) == -1
+        table.punch(1)
+        assert table.row(int(ids[1])) == -1 and table.count == int(keep.sum()) - 1
+
+
+@pytest.mark.usefixtures("lowered")
+def test_a_listed_base_stores_its_id_order_and_a_damaged_one_is_refused(tmp_path: Path) -> None:
+    """The rows in id order are stored with the base (an open does not sort the ids again);
+    one that is not an order of the base's rows is refused naming the file."""
+    import zipfile
+
+    index = VectorIndex(DIM, quantized=True)
+    index.add(list(range(ROWS)), _clustered(ROWS))
+    path = tmp_path / "static.npz"
+    index.write_base(path)
+    ids, _, _ = read_base(path, DIM)
+    order = read_id_order(path, len(ids))
+    assert order is not None and ids[order].tolist() == list(range(ROWS))
+    loaded = VectorIndex.load(path, DIM, 0, set(range(ROWS)), quantized=True)
+    assert loaded._base_ids is not None
+    assert np.array_equal(loaded._base_ids._order, order)  # type: ignore[arg-type]
+    damaged = tmp_path / "damaged.npz"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(damaged, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == ID_ORDER:
+                bad = io.BytesIO()
+                np.save(bad, order + ROWS)
+                data = bad.getvalue()
+            target.writestr(name, data)
+    with pytest.raises(ValueError, match=r"damaged\.npz.*id_order"):
+        VectorIndex.load(damaged, DIM, 0, set(range(ROWS)), quantized=True)

@@ -7,12 +7,15 @@ page faults). Written in list order, a probe reads a few contiguous slices of th
 
 The lists are trained over the rows as first written (a scratch file beside the base, mapped,
 never copied into memory), then the rows, their scales and their ids are written again in list
-order; the row -> id table (base_ids.py) copes with ids that are not ascending. Deltas and masks
-address base rows by the positions of the base they were written against, so they follow.
+order; the row -> id table (base_ids.py) copes with ids that are not ascending, and the rows in
+ascending id order are stored beside them (`ID_ORDER`), so an open does not sort 1.3M ids again
+(~0.5 s at load 17). Deltas and masks address base rows by the positions of the base they
+were written against, so they follow.
 """
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -21,7 +24,10 @@ import numpy as np
 from codeask.core.storage import coarse_lists
 from codeask.core.storage.mapped_rows import MappedRows
 from codeask.core.storage.quantized_rows import BLOCK_ROWS
-from codeask.core.storage.vector_file import Stored, read_base, write_base
+from codeask.core.storage.vector_file import Stored, read_base, write_base, write_member
+
+#: The member holding the base's rows in ascending id order (absent: sorted at open).
+ID_ORDER = "id_order.npy"
 
 
 def write_in_list_order(
@@ -40,9 +46,18 @@ def write_in_list_order(
         assert lists.rows is not None  # trained lists hold row numbers
         write_base(path, count, dim, dtype, _listed(ids, written, lists.rows))
         del written  # the scratch mapping goes before its file
+        _append_id_order(path, ids[lists.rows])
         coarse_lists.append(path, coarse_lists.CoarseLists(lists.centroids, None, lists.starts))
     finally:
         scratch.unlink(missing_ok=True)
+
+
+def _append_id_order(path: Path, listed: np.ndarray) -> None:
+    """Store the rows in ascending id order (`listed`: the ids as written); the lists'
+    append, next, fsyncs the file."""
+    order = np.argsort(listed, kind="stable").astype(np.int32 if len(listed) < 2**31 else np.int64)
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        write_member(archive, ID_ORDER, order)
 
 
 def _listed(ids: np.ndarray, written: MappedRows, order: np.ndarray) -> Iterator[Stored]:
@@ -52,3 +67,20 @@ def _listed(ids: np.ndarray, written: MappedRows, order: np.ndarray) -> Iterator
         part = order[start : start + BLOCK_ROWS]
         scales = None if written.scales is None else written.scales[part]
         yield Stored(ids[part], written.rows[part], scales)
+
+
+def read_id_order(path: Path, count: int) -> np.ndarray | None:
+    """A base's rows in ascending id order, when it stored them (None: it did not).
+    ValueError (naming the file) when the member is not a row order of its `count` rows."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if ID_ORDER not in archive.namelist():
+                return None
+            with archive.open(ID_ORDER) as member:
+                order = np.asarray(np.lib.format.read_array(member, allow_pickle=False))
+    except (zipfile.BadZipFile, KeyError, EOFError, OSError) as exc:
+        raise ValueError(f"{path.name}: its {ID_ORDER} cannot be read ({exc})") from exc
+    ok = order.dtype.kind in "iu" and order.shape == (count,)
+    if not ok or (count and not 0 <= int(order.min()) <= int(order.max()) < count):
+        raise ValueError(f"{path.name}: its {ID_ORDER} is not an order of its {count} rows")
+    return order
