@@ -10,7 +10,8 @@ row count is written as a base file with the tier's own writer, loaded mapped as
 loads it, and queried `--queries` times (k = 200, `retrieve.CANDIDATES`). Prints p50/p95 scan
 time, the query's peak temporary memory (tracemalloc), bytes per row on disk, recall@50 /
 @200 of the answer against the exact float32 scan of the same rows, and the process's RSS growth
-over the first query and the first 30 on the freshly mapped base (`rss1_mb`, `rss30_mb`).
+over the first query and the first 30 on the freshly mapped base (`rss1_mb`, `rss30_mb`; the
+`_file_mb` figures are the mapped file pages among them).
 `--layouts scattered` writes a large base as before list_order.py (rows in id order, lists
 as row numbers) for a before/after on the same rows.
 """
@@ -103,21 +104,30 @@ def loaded(
 
 def rss_growth(index: VectorIndex, queries: np.ndarray, k: int) -> dict:
     """MB the process's RSS grew over the first query and the first 30 on a base just mapped
-    (its pages may be in the page cache, but none is in this process yet)."""
+    (its pages may be in the page cache, but none is in this process yet); `file` is the
+    share of it that is mapped file pages (the base's rows and scales)."""
     before = _rss_mb()
     index.query(queries[0], k)
     one = _rss_mb()
     for query in queries[1:30]:
         index.query(query, k)
-    return {"rss1_mb": one - before, "rss30_mb": _rss_mb() - before}
+    thirty = _rss_mb()
+    return {
+        "rss1_mb": one[0] - before[0],
+        "rss1_file_mb": one[1] - before[1],
+        "rss30_mb": thirty[0] - before[0],
+        "rss30_file_mb": thirty[1] - before[1],
+    }
 
 
-def _rss_mb() -> float:
-    """This process's resident set (VmRSS), in MB."""
+def _rss_mb() -> tuple[float, float]:
+    """This process's resident set (VmRSS) and its mapped file pages (RssFile), in MB."""
+    found = dict.fromkeys(("VmRSS:", "RssFile:"), 0.0)
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+        key = line.split(" ", 1)[0].split("\t", 1)[0]
+        if key in found:
+            found[key] = int(line.split()[1]) / 1024
+    return found["VmRSS:"], found["RssFile:"]
 
 
 def measure(index: VectorIndex, path: Path, rows: np.ndarray, queries: np.ndarray, k: int) -> dict:
