@@ -61,17 +61,18 @@ class CoarseLists:
 
     def check(self, base_rows: int, dim: int, name: str) -> None:
         """ValueError (naming the file) unless the lists cover `base_rows` rows of `dim`."""
-        lists = len(self.centroids)
-        rows = np.arange(base_rows) if self.rows is None else self.rows
+        lists, rows = len(self.centroids), self.rows
         ok = (
             self.centroids.shape == (lists, dim)
             and self.starts.shape == (lists + 1,)
-            and rows.shape == (base_rows,)
             and int(self.starts[0]) == 0
             and int(self.starts[-1]) == base_rows
             and bool(np.all(np.diff(self.starts) >= 0))
-            and (base_rows == 0 or 0 <= int(rows.min()) <= int(rows.max()) < base_rows)
         )
+        if ok and rows is not None:  # None: the lists are the base's own rows, in order
+            ok = rows.shape == (base_rows,) and (
+                base_rows == 0 or 0 <= int(rows.min()) <= int(rows.max()) < base_rows
+            )
         if not ok:
             raise ValueError(f"{name}: its coarse lists do not cover its {base_rows} rows")
 
