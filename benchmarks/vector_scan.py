@@ -1,15 +1,19 @@
 """A static-tier query's scan time and temporary memory at a given row count, on one core.
 
     python -m benchmarks.vector_scan --index-home DIR [--rows 160000,1300000] [--queries 100]
-        [--k 200] [--float32]
+        [--k 200] [--float32] [--layouts listed,scattered]
 
 The rows are real static-tier vectors (every `static.npz` under DIR, e.g. the indexes
 `benchmarks.search_eval --index-home DIR` kept), repeated with a little noise up to each row
 count; the queries are eval-search questions (`--eval-dir`) embedded by the static model. Each
 row count is written as a base file with the tier's own writer, loaded mapped as a search
 loads it, and queried `--queries` times (k = 200, `retrieve.CANDIDATES`). Prints p50/p95 scan
-time, the query's peak temporary memory (tracemalloc), bytes per row on disk, and recall@50 /
-@200 of the answer against the exact float32 scan of the same rows.
+time, the query's peak temporary memory (tracemalloc), bytes per row on disk, recall@50 /
+@200 of the answer against the exact float32 scan of the same rows, and the process's RSS growth
+over the first query and the first 30 on the freshly mapped base (`rss1_mb`, `rss30_mb`; the
+`_file_mb` figures are the mapped file pages among them).
+`--layouts scattered` writes a large base as before list_order.py (rows in id order, lists
+as row numbers) for a before/after on the same rows.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core, as the issue ask
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
+import itertools
 import json
 import statistics
 import tempfile
@@ -31,7 +36,7 @@ import numpy as np
 
 from codeask.core.storage import coarse_lists
 from codeask.core.storage.coarse_lists import PROBE_SHARE
-from codeask.core.storage.vector_file import read_base
+from codeask.core.storage.vector_file import read_base, write_base
 from codeask.core.storage.vectors import VectorIndex
 
 
@@ -70,21 +75,59 @@ def questions(eval_dir: Path, limit: int) -> np.ndarray:
     return np.asarray(load_static_embedder(Settings()).embed(texts), dtype=np.float32)
 
 
-def loaded(rows: np.ndarray, quantized: bool, work: Path) -> tuple[VectorIndex, Path, float]:
+def loaded(
+    rows: np.ndarray, quantized: bool, work: Path, layout: str = "listed"
+) -> tuple[VectorIndex, Path, float]:
     """`rows` written as a base by the tier's writer (with coarse lists from
-    `coarse_lists.MIN_ROWS` rows), then loaded mapped; and the seconds the write took."""
+    `coarse_lists.MIN_ROWS` rows; `layout` "scattered": rows in id order, as before
+    list_order.py), then loaded mapped; and the seconds the write took."""
     path = work / "static.npz"
     fresh = VectorIndex(rows.shape[1], quantized=quantized)
     step = 65536
     for start in range(0, len(rows), step):
         fresh.add(list(range(start, min(start + step, len(rows)))), rows[start : start + step])
     started = time.perf_counter()
-    fresh.write_base(path)
+    if layout == "scattered" and len(rows) >= coarse_lists.MIN_ROWS:
+        dtype = np.dtype(np.int8 if quantized else np.float32)
+        write_base(path, len(rows), rows.shape[1], dtype, fresh.live_blocks())
+        _, written, _ = read_base(path, rows.shape[1])
+        coarse_lists.add_to(path, written.rows, written.scales)  # type: ignore[union-attr]
+        del written
+    else:
+        fresh.write_base(path)
     took = time.perf_counter() - started
     del fresh
     ids, _, _ = read_base(path, rows.shape[1])
     index = VectorIndex.load(path, rows.shape[1], 0, set(ids.tolist()), quantized=quantized)
     return index, path, took
+
+
+def rss_growth(index: VectorIndex, queries: np.ndarray, k: int) -> dict:
+    """MB the process's RSS grew over the first query and the first 30 on a base just mapped
+    (its pages may be in the page cache, but none is in this process yet); `file` is the
+    share of it that is mapped file pages (the base's rows and scales)."""
+    before = _rss_mb()
+    index.query(queries[0], k)
+    one = _rss_mb()
+    for query in queries[1:30]:
+        index.query(query, k)
+    thirty = _rss_mb()
+    return {
+        "rss1_mb": one[0] - before[0],
+        "rss1_file_mb": one[1] - before[1],
+        "rss30_mb": thirty[0] - before[0],
+        "rss30_file_mb": thirty[1] - before[1],
+    }
+
+
+def _rss_mb() -> tuple[float, float]:
+    """This process's resident set (VmRSS) and its mapped file pages (RssFile), in MB."""
+    found = dict.fromkeys(("VmRSS:", "RssFile:"), 0.0)
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key = line.split(" ", 1)[0].split("\t", 1)[0]
+        if key in found:
+            found[key] = int(line.split()[1]) / 1024
+    return found["VmRSS:"], found["RssFile:"]
 
 
 def measure(index: VectorIndex, path: Path, rows: np.ndarray, queries: np.ndarray, k: int) -> dict:
@@ -124,6 +167,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=200)
     parser.add_argument("--float32", action="store_true", help="also the float32 layout")
     parser.add_argument(
+        "--layouts", default="listed", help="listed (list order) and/or scattered (before)"
+    )
+    parser.add_argument(
         "--probes", default="", help="coarse_lists.PROBE_SHARE values to try (0: exact scan)"
     )
     args = parser.parse_args()
@@ -133,16 +179,20 @@ def main() -> None:
     print(f"{len(seeds)} seed rows, {len(queries)} queries, load {os.getloadavg()}")
     for count in (int(c) for c in args.rows.split(",")):
         rows = grown(seeds, count, rng)
-        for quantized in (True, False) if args.float32 else (True,):
+        for quantized, layout in itertools.product(
+            (True, False) if args.float32 else (True,), args.layouts.split(",")
+        ):
             with tempfile.TemporaryDirectory() as work:
-                index, path, took = loaded(rows, quantized, Path(work))
+                index, path, took = loaded(rows, quantized, Path(work), layout)
+                cold = rss_growth(index, queries, args.k)
                 shares = [float(p) for p in args.probes.split(",") if p] or [PROBE_SHARE]
                 lists = index._lists
                 for share in shares:
                     coarse_lists.PROBE_SHARE = share
                     index._lists = lists if share > 0 else None  # 0: the exact scan
                     result = measure(index, path, rows, queries, args.k)
-                    result.update(probe_share=share, write_s=took, load=os.getloadavg()[0])
+                    result.update(cold, layout_on_disk=layout, probe_share=share, write_s=took)
+                    result.update(load=os.getloadavg()[0])
                     print(json.dumps({k: _round(v) for k, v in result.items()}), flush=True)
 
 

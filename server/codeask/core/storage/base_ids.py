@@ -34,12 +34,18 @@ class BaseIds:
     are holes from the start; `punch` makes more (a chunk removed or its vector replaced).
     """
 
-    def __init__(self, ids: np.ndarray, keep: np.ndarray) -> None:
+    def __init__(self, ids: np.ndarray, keep: np.ndarray, order: np.ndarray | None = None) -> None:
+        """`order`: the rows in ascending id order when the base stored it (list_order.py),
+        so a base whose ids are not ascending is not sorted again at every open; used only
+        when its ids hold no repeat (else they are sorted here)."""
         ids = np.asarray(ids, dtype=np.int64)
         held = np.where(keep, ids, -1)
-        order: np.ndarray | None = None
         ranked = ids  # ascending ids (the usual base): no order array, no repeats
-        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+        if order is not None:
+            ranked = ids[order]  # holes stay in it: a lookup checks `self.ids` at the row
+            if not bool(np.all(ranked[1:] > ranked[:-1])):
+                order, ranked = None, ids
+        if order is None and len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             order = np.argsort(held, kind="stable")
             ranked = held[order]
             repeated = np.zeros(len(held), dtype=bool)

@@ -34,33 +34,45 @@ MEMBERS = ("centroids.npy", "list_rows.npy", "list_starts.npy")
 
 @dataclass
 class CoarseLists:
-    """Centroids, and the base's row numbers grouped by list (`rows[starts[i]:starts[i+1]]`)."""
+    """Centroids, and the base's row numbers grouped by list (`rows[starts[i]:starts[i+1]]`).
+
+    `rows` None: the base was written in list order (list_order.py), so list i is the base's
+    rows `starts[i]:starts[i+1]` themselves and a probe reads contiguous slices of the map."""
 
     centroids: np.ndarray
-    rows: np.ndarray
+    rows: np.ndarray | None
     starts: np.ndarray
+
+    def probed(self, unit: np.ndarray) -> np.ndarray:
+        """The lists nearest `unit`, in ascending order (their rows are read in file order)."""
+        count = len(self.centroids)
+        probes = min(count, max(_MIN_PROBES, round(count * PROBE_SHARE)))
+        return np.sort(np.argpartition(-(self.centroids @ unit), probes - 1)[:probes])
 
     def candidates(self, unit: np.ndarray) -> np.ndarray:
         """The sorted row numbers of the lists nearest `unit` (sorted: the pages are read in
         file order)."""
-        count = len(self.centroids)
-        probes = min(count, max(_MIN_PROBES, round(count * PROBE_SHARE)))
-        nearest = np.argpartition(-(self.centroids @ unit), probes - 1)[:probes]
-        parts = [self.rows[self.starts[i] : self.starts[i + 1]] for i in nearest.tolist()]
+        parts = [self._members(i) for i in self.probed(unit).tolist()]
         return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+    def _members(self, at: int) -> np.ndarray:
+        start, end = int(self.starts[at]), int(self.starts[at + 1])
+        return np.arange(start, end) if self.rows is None else self.rows[start:end]
 
     def check(self, base_rows: int, dim: int, name: str) -> None:
         """ValueError (naming the file) unless the lists cover `base_rows` rows of `dim`."""
-        lists = len(self.centroids)
+        lists, rows = len(self.centroids), self.rows
         ok = (
             self.centroids.shape == (lists, dim)
             and self.starts.shape == (lists + 1,)
-            and self.rows.shape == (base_rows,)
             and int(self.starts[0]) == 0
             and int(self.starts[-1]) == base_rows
             and bool(np.all(np.diff(self.starts) >= 0))
-            and (base_rows == 0 or 0 <= int(self.rows.min()) <= int(self.rows.max()) < base_rows)
         )
+        if ok and rows is not None:  # None: the lists are the base's own rows, in order
+            ok = rows.shape == (base_rows,) and (
+                base_rows == 0 or 0 <= int(rows.min()) <= int(rows.max()) < base_rows
+            )
         if not ok:
             raise ValueError(f"{name}: its coarse lists do not cover its {base_rows} rows")
 
@@ -68,13 +80,28 @@ class CoarseLists:
 def scan(
     lists: CoarseLists, rows: np.ndarray, scales: np.ndarray | None, unit: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(scores, row numbers) of the candidate rows only, gathered a block at a time."""
-    picked = lists.candidates(unit)
+    """(scores, row numbers) of the candidate rows only: slices of the mapped rows when the
+    base is in list order (only their pages are read), else gathered a block at a time."""
+    if lists.rows is not None:
+        return _gather(lists.candidates(unit), rows, scales, unit)
+    bounds = [(int(lists.starts[i]), int(lists.starts[i + 1])) for i in lists.probed(unit)]
+    picked = np.concatenate([np.arange(a, b) for a, b in bounds] or [np.zeros(0, np.int64)])
+    out = np.empty(len(picked), dtype=np.float32)
+    at = 0
+    for start, end in bounds:
+        out[at : at + end - start] = scores(rows[start:end], _part(scales, slice(start, end)), unit)
+        at += end - start
+    return out, picked
+
+
+def _gather(
+    picked: np.ndarray, rows: np.ndarray, scales: np.ndarray | None, unit: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A scattered base's candidates, copied out `BLOCK_ROWS` rows at a time."""
     out = np.empty(len(picked), dtype=np.float32)
     for start in range(0, len(picked), BLOCK_ROWS):
         part = picked[start : start + BLOCK_ROWS]
-        block_scales = None if scales is None else scales[part]
-        out[start : start + len(part)] = scores(rows[part], block_scales, unit)
+        out[start : start + len(part)] = scores(rows[part], _part(scales, part), unit)
     return out, picked
 
 
@@ -86,16 +113,27 @@ def read(archive: zipfile.ZipFile, base_rows: int, dim: int, name: str) -> Coars
     for member in MEMBERS:
         with archive.open(member) as handle:
             arrays.append(np.asarray(np.lib.format.read_array(handle, allow_pickle=False)))
-    lists = CoarseLists(arrays[0].astype(np.float32), arrays[1], arrays[2].astype(np.int64))
+    order: np.ndarray | None = arrays[1]
+    if order is not None and np.array_equal(order, np.arange(len(order))):
+        order = None  # written in list order: each list is a slice of the base
+    lists = CoarseLists(arrays[0].astype(np.float32), order, arrays[2].astype(np.int64))
     lists.check(base_rows, dim, name)
     return lists
 
 
 def add_to(path: Path, rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> None:
     """Train lists over a written base's `rows` and append them to its file (then fsync)."""
-    lists = train(rows, scales, seed)
+    append(path, train(rows, scales, seed))
+
+
+def append(path: Path, lists: CoarseLists) -> None:
+    """Append `lists` to a written base file, then fsync it. Lists in list order (`rows` None)
+    store the identity as their row numbers, so a reader that predates them reads them too."""
+    count = int(lists.starts[-1])
+    order = np.arange(count, dtype=np.int32 if count < 2**31 else np.int64)
+    members = (lists.centroids, order if lists.rows is None else lists.rows, lists.starts)
     with zipfile.ZipFile(path, "a", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        for member, array in zip(MEMBERS, (lists.centroids, lists.rows, lists.starts), strict=True):
+        for member, array in zip(MEMBERS, members, strict=True):
             with archive.open(member, "w", force_zip64=True) as handle:
                 np.lib.format.write_array(handle, array, allow_pickle=False)
     with path.open("rb+") as handle:

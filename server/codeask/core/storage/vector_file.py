@@ -152,9 +152,9 @@ def write_base_to(
             filled = _stream_rows(member, blocks, ids, scales, dtype)
         if filled != count:
             raise ValueError(f"{filled} vector rows written, expected {count}")
-        _write_member(archive, "ids.npy", ids)
+        write_member(archive, "ids.npy", ids)
         if scales is not None:
-            _write_member(archive, "scales.npy", scales)
+            write_member(archive, "scales.npy", scales)
 
 
 def _stream_rows(
@@ -175,6 +175,7 @@ def _stream_rows(
     return filled
 
 
-def _write_member(archive: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
+def write_member(archive: zipfile.ZipFile, name: str, array: np.ndarray) -> None:
+    """One array as a stored .npy member of an archive open for writing or appending."""
     with archive.open(name, "w", force_zip64=True) as member:
         np.lib.format.write_array(member, array, allow_pickle=False)

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from codeask.core.storage.base_ids import BaseIds, LiveIds, as_id_array
-from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, add_to, scan
+from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, scan
+from codeask.core.storage.list_order import read_id_order, write_in_list_order
 from codeask.core.storage.mapped_rows import MappedRows
 from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, quantize, scores
 from codeask.core.storage.snapshot import component_path, fsync_write
@@ -110,7 +111,7 @@ class VectorIndex:
         mapped = isinstance(base, MappedRows)  # a mapped base needs only a small tail
         vectors = cls(dim, 1024 if mapped else capacity, quantized=quantized)
         if isinstance(base, MappedRows):
-            vectors._set_base(base, ids, keep)
+            vectors._set_base(base, ids, keep, read_id_order(path, len(ids)))
             vectors._lists = lists
         else:  # compressed: read into the tail (it is written as a base at the next save)
             vectors._put_stored(Stored(ids[keep], base.rows[keep], _part(base.scales, keep)))
@@ -121,10 +122,13 @@ class VectorIndex:
             vectors._put_stored(as_layout(quantized, *astuple(rows)), counted=False)
         return vectors
 
-    def _set_base(self, base: MappedRows, ids: np.ndarray, keep: np.ndarray) -> None:
-        """Take the mapped `base`: dropped and repeated ids become holes."""
+    def _set_base(
+        self, base: MappedRows, ids: np.ndarray, keep: np.ndarray, order: np.ndarray | None
+    ) -> None:
+        """Take the mapped `base` (`order`: its rows by ascending id, when it stored them):
+        dropped and repeated ids become holes."""
         self._base = base
-        self._base_ids = BaseIds(ids, keep)
+        self._base_ids = BaseIds(ids, keep, order)
         self.deleted = len(ids) - self._base_ids.count
 
     def add(self, ids: list[int], rows: np.ndarray) -> None:
@@ -242,12 +246,11 @@ class VectorIndex:
 
     def write_base(self, path: Path) -> None:
         """Write the live vectors as a base file (streamed, fsynced); a large one gets coarse
-        lists (coarse_lists.py), trained over the rows just written (mapped, not copied)."""
-        write_base(path, len(self.live), self.dim, self._dtype, self.live_blocks())
+        lists (coarse_lists.py) and its rows written grouped by list (list_order.py)."""
         if len(self.live) >= MIN_ROWS:
-            _, written, _ = read_base(path, self.dim)
-            assert isinstance(written, MappedRows)  # written uncompressed just now
-            add_to(path, written.rows, written.scales)
+            write_in_list_order(path, len(self.live), self.dim, self._dtype, self.live_blocks())
+            return
+        write_base(path, len(self.live), self.dim, self._dtype, self.live_blocks())
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
         """A chunk's stored vector (None without one): a neighbour query that needs no model."""
