@@ -9,6 +9,7 @@ Measured (benchmarks/README.md, Round 12 ablations): without it eval-search .860
 
 from __future__ import annotations
 
+from codeask.core.search.report_head import lexical_text
 from codeask.core.search.steps.demote import demoted
 from codeask.core.search.steps.fuse import RRF_K
 from codeask.core.search.steps.state import Ranking
@@ -21,7 +22,7 @@ def rank_files(ranking: Ranking) -> None:
     if not ranking.lexical:
         return
     folder, found, signals = ranking.folder, ranking.found, ranking.signals
-    files = folder.storage.lexical_files(signals.text, FILE_CANDIDATES)
+    files = folder.storage.lexical_files(lexical_text(signals), FILE_CANDIDATES)
     scored = [(path, score * demoted(folder, found, path, signals)) for path, score in files]
     scored.sort(key=lambda item: item[1], reverse=True)
     found.file_rank = {path: rank for rank, (path, _) in enumerate(scored)}

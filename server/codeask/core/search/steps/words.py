@@ -8,6 +8,7 @@ gain on pasted reports (Round 3, "the title drowned by the body")."""
 from __future__ import annotations
 
 from codeask.core.search.query import QuerySignals
+from codeask.core.search.report_head import lexical_text
 from codeask.core.search.steps.state import Ranked, Ranking, Searchable
 from codeask.core.storage.lexical.index import expand_query
 
@@ -21,7 +22,7 @@ def lexical(ranking: Ranking) -> list[Ranked]:
         return []
     ranking.answered.add("lexical")
     storage, weights = ranking.folder.storage, ranking.folder.settings.retrieve
-    text = expand_query(ranking.signals.text)
+    text = expand_query(lexical_text(ranking.signals))
     ranked = [i for i, _ in storage.lexical_top_k(text, ranking.limit)]
     return [Ranked("lexical", ranked, weights.lexical_weight)]
 
