@@ -39,13 +39,27 @@ def _role(pid: int) -> str:
     return "worker" if b"chunk_worker" in command else "main"
 
 
-def _sample(tree: Tree, peaks: dict[int, tuple[str, float]], done: threading.Event) -> None:
-    """Each marked process's largest RSS (VmHWM where the process still lives)."""
+def _sample(
+    tree: Tree,
+    peaks: dict[int, tuple[str, float]],
+    lives: dict[int, list[float]],
+    done: threading.Event,
+) -> None:
+    """Each marked process's largest RSS (VmHWM where the process still lives), and each
+    worker's RSS over its life (does it grow with the files it chunked, or jump?)."""
     while not done.wait(SAMPLE_S):
         for pid in tree.members():
             rss, hwm = status_mb(pid)
             role = peaks[pid][0] if pid in peaks else _role(pid)
             peaks[pid] = (role, max(peaks.get(pid, (role, 0.0))[1], rss, hwm))
+            if role == "worker" and rss:
+                lives.setdefault(pid, []).append(rss)
+
+
+def _life(samples: list[float]) -> str:
+    """RSS at a quarter, half, three quarters and the end of a worker's life."""
+    n = len(samples)
+    return "/".join(f"{samples[min(n - 1, n * q // 4)]:.0f}" for q in (1, 2, 3, 4))
 
 
 def measure(source: Path, subset: list[str], parent: Path) -> str:
@@ -63,8 +77,9 @@ def measure(source: Path, subset: list[str], parent: Path) -> str:
         )
         tree = Tree(secrets.token_hex(6))
         peaks: dict[int, tuple[str, float]] = {}
+        lives: dict[int, list[float]] = {}
         done = threading.Event()
-        sampler = threading.Thread(target=_sample, args=(tree, peaks, done), daemon=True)
+        sampler = threading.Thread(target=_sample, args=(tree, peaks, lives, done), daemon=True)
         sampler.start()
         cost = tree.run([sys.executable, "-m", "codeask", "index", str(target)], env, target)
         done.set()
@@ -78,7 +93,9 @@ def measure(source: Path, subset: list[str], parent: Path) -> str:
         return (
             f"{','.join(subset) or 'all'}: source {size:,.0f} MB; wall {cost.wall_s:.1f} s, "
             f"CPU {cost.cpu_s:.1f} s; peak tree {cost.peak_tree_mb:,.0f} MB, main "
-            f"{main:,.0f} MB, workers {', '.join(f'{w:,.0f}' for w in workers) or '-'} MB; "
+            f"{main:,.0f} MB, workers {', '.join(f'{w:,.0f}' for w in workers) or '-'} MB "
+            f"({len(workers)} processes; over the first two's lives "
+            f"{', '.join(_life(v) for v in list(lives.values())[:2])} MB); "
             f"load {cost.load_before:.2f} -> {cost.load_after:.2f}"
         )
     finally:

@@ -4,6 +4,7 @@ a cancel stops the workers, and a caller's unguarded script is never run again i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -344,3 +345,42 @@ def test_static_vectors_of_the_wrong_size_are_not_used() -> None:
     assert prepared.static_rows(8) is None  # a row per chunk of this model's width, or none
     assert chunk_pool.PreparedFile("a.py", chunks=[chunk]).static_rows(4) is None
     assert chunk_pool.PreparedFile("a.py", static_vectors=b"").static_rows(4) is None
+
+
+def worker_commands() -> list[bytes]:
+    """The command lines of this process's chunking workers alive now."""
+    found = []
+    for pid in worker_processes():
+        with contextlib.suppress(OSError):
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+    return found
+
+
+@pytest.mark.usefixtures("pool_for_small_passes")
+def test_workers_past_their_memory_bound_start_afresh_and_build_the_same_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: a worker grew with what it had parsed (~840 MB on the kernel); past
+    RECYCLE_RSS_BYTES it replaces itself between two frames (here: after every frame) with a
+    fresh interpreter on the same pipes, and the pass loses nothing."""
+    monkeypatch.setattr(chunk_pool, "RECYCLE_RSS_BYTES", 1)
+    recycled = make_tree(tmp_path / "a")
+    serial = make_tree(tmp_path / "b")
+    one, two = open_index(recycled, 2), open_index(serial, 0)
+    seen: list[list[bytes]] = []
+
+    def progress(event: Progress) -> None:
+        if event.phase == "chunk" and 0 < event.files_done < event.files_total:
+            seen.append(worker_commands())  # each worker answered two frames or more by then
+
+    try:
+        report = one.refresh(embed=False, progress=progress)
+        two.refresh(embed=False)
+        assert report.files_indexed == 61
+        assert seen and seen[0]  # a worker still running (the other may be done)
+        assert all(b"--resume" in command for command in seen[0])
+        assert snapshot(one) == snapshot(two)
+    finally:
+        one.close()
+        two.close()
+    assert worker_processes() == []

@@ -52,6 +52,12 @@ FILES_PER_TASK = 8
 FRAMES_AHEAD = 8
 #: The worker's module, run with this interpreter.
 WORKER_MODULE = "codeask.core.indexer.chunk_worker"
+#: Resident bytes past which a worker starts afresh between two frames (the same process id
+#: and pipes, a new interpreter: `recycle`). py-tree-sitter 0.26 keeps every bytes object a
+#: parse's read callable returned (parse_bound.py; 20 parses of a 293 KB C file held 15.9 MB
+#: more), so a worker grew with what it had parsed: ~840 MB each on the whole kernel. A fresh
+#: worker starts at ~100 MB and costs ~0.3 s of CPU; its caches fill again as it goes.
+RECYCLE_RSS_BYTES = 320 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
 
 
@@ -111,6 +117,8 @@ class WorkerSettings(msgspec.Struct, array_like=True):
     static_cache: str = ""
     """The cache folder of the static tier when workers embed it too ('' when they do not):
     its model files are verified there once per machine (static.py)."""
+    recycle_bytes: int = RECYCLE_RSS_BYTES
+    """The worker's resident bytes past which it starts afresh (0: never)."""
 
 
 def prepare(job: Job, index: IndexSettings, chunk: ChunkSettings) -> PreparedFile:
@@ -163,7 +171,7 @@ def prepared_files(
         yield _in_process(jobs, index, chunk)
         return
     try:
-        pool = _Workers(workers, WorkerSettings(index, chunk, static_cache))
+        pool = _Workers(workers, WorkerSettings(index, chunk, static_cache, RECYCLE_RSS_BYTES))
     except OSError as exc:  # no process could start (a limit, a missing interpreter)
         log.warning("chunking in-process: no worker could start (%s)", exc)
         yield _in_process(jobs, index, chunk)
@@ -298,21 +306,40 @@ def _write_frame(pipe: IO[bytes] | None, payload: bytes) -> None:
     pipe.flush()
 
 
+def _read_exact(pipe: IO[bytes], size: int) -> bytes:
+    """`size` bytes, fewer only at end of file (an unbuffered pipe returns what is there)."""
+    parts: list[bytes] = []
+    left = size
+    while left:
+        part = pipe.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def _read_frame(pipe: IO[bytes]) -> bytes:
     """One length-prefixed frame; WorkerStopped at end of file."""
-    head = pipe.read(_LENGTH.size)
+    head = _read_exact(pipe, _LENGTH.size)
     if len(head) < _LENGTH.size:
         raise WorkerStopped("the process ended")
     (length,) = _LENGTH.unpack(head)
-    payload = pipe.read(length)
+    payload = _read_exact(pipe, length)
     if len(payload) < length:
         raise WorkerStopped("the process ended mid-answer")
     return payload
 
 
-def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """The worker's side: settings, then a batch of jobs per frame until stdin closes."""
-    settings = msgspec.msgpack.decode(_read_frame(stdin), type=WorkerSettings)
+def read_settings(stdin: IO[bytes]) -> WorkerSettings:
+    """The first frame a worker reads."""
+    return msgspec.msgpack.decode(_read_frame(stdin), type=WorkerSettings)
+
+
+def serve(stdin: IO[bytes], stdout: IO[bytes], settings: WorkerSettings) -> WorkerSettings | None:
+    """The worker's side: a batch of jobs per frame until stdin closes (None), or until the
+    worker passed `settings.recycle_bytes` (the settings returned: start afresh with them).
+    `stdin` must not read ahead (unbuffered): a fresh worker reads on where this one left."""
     decoder = msgspec.msgpack.Decoder(list[Job])
     encoder = msgspec.msgpack.Encoder()
     with _static_model(settings.static_cache) as model:
@@ -320,12 +347,23 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             try:
                 frame = _read_frame(stdin)
             except WorkerStopped:
-                return
+                return None
             jobs = decoder.decode(frame)
             answers = [prepare(job, settings.index, settings.chunk) for job in jobs]
             if model is not None:
                 _embed_static(model, answers)
             _write_frame(stdout, encoder.encode(answers))
+            if 0 < settings.recycle_bytes < resident_bytes():
+                return settings
+
+
+def resident_bytes() -> int:
+    """This process's resident set now (0 where /proc is not there: never recycled)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 @contextmanager
