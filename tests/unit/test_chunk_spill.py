@@ -12,8 +12,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+from codeask.core.records import Chunk
+from codeask.core.storage.chunk_file import ChunkFile
+from codeask.core.storage.chunk_map import ChunkMap
 from codeask.core.storage.chunk_spill import SPILL_PREFIX, SPILL_SUFFIX
 from support import codeask
 from support.env import in_process_env
@@ -139,3 +143,66 @@ def test_a_pass_killed_while_spilling_leaves_the_last_snapshot_loading(tmp_path:
     assert spill_files(index_folder) == []
     names = {record[1] for record in records(index_folder).values()}
     assert any(b"task_5_2_v1" in r for r in names) and not any(b"_v0" in r for r in names)
+
+
+def chunk(chunk_id: int) -> Chunk:
+    return Chunk(
+        path=f"pkg/m{chunk_id % 7}.py",
+        language="python",
+        kind="function",
+        start_line=chunk_id,
+        end_line=chunk_id + 1,
+        text=f"def f{chunk_id}():\n    return {chunk_id}\n",
+        symbol=f"f{chunk_id % 50}",
+        id=chunk_id,
+    )
+
+
+def test_a_spilled_map_reads_like_one_in_memory_while_searches_read_it(tmp_path: Path) -> None:
+    """Every read of the chunk map (by id, by symbol, counts, iteration, the delta) answers
+    the same with the delta spilled, while other threads read as a pass writes (as searches
+    do beside an indexing thread)."""
+    spilled, kept = ChunkMap(), ChunkMap()
+    spilled.spill_dir, spilled.spill_at = tmp_path, 64
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                for chunk_id in (1, 70, 500):
+                    found = spilled.get(chunk_id)
+                    assert found is None or found.id == chunk_id
+                spilled.symbol_ids("f3")
+                len(spilled)
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+
+    readers = [threading.Thread(target=search) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for chunk_id in range(1, 2001):
+            spilled[chunk_id] = kept[chunk_id] = chunk(chunk_id)
+        for chunk_id in (5, 70, 1999):  # a file indexed again in the same pass
+            assert spilled.pop(chunk_id) == kept.pop(chunk_id)
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert failures == []
+    assert spilled.spill is not None and len(spilled.added) < 64  # the rest is on disk
+    assert len(spilled) == len(kept) == 1997
+    assert sorted(spilled) == sorted(kept)
+    assert all(spilled.get(i) == kept.get(i) for i in range(1, 2002))
+    assert spilled.symbol_ids("f20") == kept.symbol_ids("f20") != []
+    assert sorted(c.id for c in spilled.values()) == sorted(c.id for c in kept.values())
+    assert sorted(c.id for c in spilled.delta().added) == sorted(kept.added)
+    spilled.write_base(tmp_path / "spilled.rec")
+    kept.write_base(tmp_path / "kept.rec")
+    ours, theirs = ChunkFile(tmp_path / "spilled.rec"), ChunkFile(tmp_path / "kept.rec")
+    assert ours.ids.tolist() == theirs.ids.tolist()
+    assert all(ours.raw(r) == theirs.raw(r) for r in range(len(ours)))
+    assert ours.symbol_ids("f20").tolist() == theirs.symbol_ids("f20").tolist()
+    spilled.close()
+    assert spill_files(tmp_path) == []

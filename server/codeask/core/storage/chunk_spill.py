@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
@@ -64,9 +65,16 @@ class ChunkSpill:
         #: Whether ids were appended ascending (a pass's fresh ids are): then no sort is needed.
         self._ascending = True
         self._sorted: tuple[np.ndarray, np.ndarray | None] | None = None
+        #: Held while the typed arrays grow or are copied: a copy exports their buffer, and an
+        #: array exporting its buffer cannot grow (searches read while the pass writes).
+        self._lock = threading.Lock()
 
     def add(self, chunks: Iterable[Chunk]) -> None:
         """Append the records of `chunks` (one write)."""
+        with self._lock:
+            self._add(chunks)
+
+    def _add(self, chunks: Iterable[Chunk]) -> None:
         records: list[bytes] = []
         for chunk in chunks:
             if self._ids and chunk.id <= self._ids[-1]:
@@ -82,7 +90,9 @@ class ChunkSpill:
             if name:
                 self._sym_hash.append(symbol_hash(name))
                 self._sym_ids.append(chunk.id)
-        os.write(self._fd, b"".join(records))
+        data = memoryview(b"".join(records))
+        while data:  # a write may take fewer bytes than asked
+            data = data[os.write(self._fd, data) :]
         self._sorted = None
 
     def __len__(self) -> int:
@@ -91,6 +101,10 @@ class ChunkSpill:
     def _lookup(self) -> tuple[np.ndarray, np.ndarray | None]:
         """(ids ascending, their rows or None when row = position): a copy, so the typed
         arrays can still grow (numpy's view of one would forbid it)."""
+        with self._lock:
+            return self._sorted or self._sort()
+
+    def _sort(self) -> tuple[np.ndarray, np.ndarray | None]:
         if self._sorted is None:
             ids = np.array(self._ids, dtype=np.int64)
             if self._ascending:
@@ -128,7 +142,8 @@ class ChunkSpill:
 
     def live_ids(self) -> np.ndarray:
         """Ids not gone, in the order they were spilled."""
-        ids = np.array(self._ids, dtype=np.int64)
+        with self._lock:
+            ids = np.array(self._ids, dtype=np.int64)
         if not self.gone:
             return ids
         return ids[~np.isin(ids, np.fromiter(self.gone, np.int64, len(self.gone)))]
@@ -137,8 +152,9 @@ class ChunkSpill:
         """Ids of the spilled chunks (not gone) defining `name`."""
         if not self._sym_hash:
             return []
-        hashes = np.array(self._sym_hash, dtype=np.uint64)
-        ids = np.array(self._sym_ids, dtype=np.int64)
+        with self._lock:
+            hashes = np.array(self._sym_hash, dtype=np.uint64)
+            ids = np.array(self._sym_ids, dtype=np.int64)
         found = ids[hashes == np.uint64(symbol_hash(name))].tolist()
         return [i for i in found if i not in self.gone]
 
