@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +251,7 @@ def test_cancel_stops_the_workers_and_the_next_pass_completes(tmp_path: Path) ->
 
 UNGUARDED = """
 import sys
+import threading
 from pathlib import Path
 
 with open(sys.argv[1], "a") as marker:  # top-level code, no `if __name__ == "__main__"`
@@ -384,3 +386,17 @@ def test_workers_past_their_memory_bound_start_afresh_and_build_the_same_index(
         one.close()
         two.close()
     assert worker_processes() == []
+
+
+def test_answers_read_ahead_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: the indexing process held up to FRAMES_AHEAD frames per worker whatever their
+    size (frames of large headers: hundreds of MB); now also BYTES_AHEAD, one frame at least."""
+    monkeypatch.setattr(chunk_pool, "BYTES_AHEAD", 10)
+    ahead, stopping = chunk_pool._Ahead(), threading.Event()
+    assert ahead.put(b"x" * 64, stopping)  # one frame always fits, whatever its size
+    stopping.set()  # from here a put that must wait gives up instead
+    assert not ahead.put(b"y" * 4, stopping)  # over the bytes: it would have waited
+    assert ahead.get() == b"x" * 64
+    assert ahead.put(b"y" * 4, stopping) and ahead.put(b"z" * 4, stopping)
+    assert not ahead.put(b"w" * 4, stopping)  # 12 bytes > 10
+    assert [ahead.get(), ahead.get()] == [b"y" * 4, b"z" * 4]

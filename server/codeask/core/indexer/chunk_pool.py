@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import struct
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -48,8 +48,12 @@ POOL_FROM_BYTES = 1_000_000
 #: per-frame cost (encoding, a pipe round trip) stays small beside chunking.
 FILES_PER_TASK = 8
 #: Answers a worker may have ready before the pass takes them (read by a thread per worker, so
-#: a worker with a slow file does not leave the others waiting to hand theirs over).
+#: a worker with a slow file does not leave the others waiting to hand theirs over) ...
 FRAMES_AHEAD = 8
+#: ... and their bytes at most (one frame whatever its size): a frame of eight large headers
+#: carries tens of thousands of chunks with their columns and 1 KB vectors each, and eight such
+#: frames read ahead per worker held hundreds of MB in the indexing process (issue 42).
+BYTES_AHEAD = 16 * 1024 * 1024
 #: The worker's module, run with this interpreter.
 WORKER_MODULE = "codeask.core.indexer.chunk_worker"
 #: Resident bytes past which a worker starts afresh between two frames (the same process id
@@ -186,9 +190,44 @@ class WorkerStopped(Exception):
     """A worker closed its pipe before answering (it crashed or was killed)."""
 
 
+class _Ahead:
+    """One worker's answers read ahead of the pass: FRAMES_AHEAD frames and BYTES_AHEAD bytes
+    at most, and always room for one."""
+
+    def __init__(self) -> None:
+        self._items: deque[bytes | Exception] = deque()
+        self._bytes = 0
+        self._changed = threading.Condition()
+
+    def put(self, item: bytes | Exception, stopping: threading.Event) -> bool:
+        """Queue `item` once there is room; False when the pool stopped meanwhile."""
+        size = len(item) if isinstance(item, bytes) else 0
+        with self._changed:
+            while self._items and (
+                len(self._items) >= FRAMES_AHEAD or self._bytes + size > BYTES_AHEAD
+            ):
+                if stopping.is_set():
+                    return False
+                self._changed.wait(0.1)
+            self._items.append(item)
+            self._bytes += size
+            self._changed.notify_all()
+        return True
+
+    def get(self) -> bytes | Exception:
+        """The next answer, waiting for it."""
+        with self._changed:
+            while not self._items:
+                self._changed.wait()
+            item = self._items.popleft()
+            self._bytes -= len(item) if isinstance(item, bytes) else 0
+            self._changed.notify_all()
+            return item
+
+
 class _Workers:
     """Worker processes fed round-robin by a thread; each one's answers are read by a thread of
-    its own into a short queue (FRAMES_AHEAD), which the caller takes in job order."""
+    its own into a short queue (`_Ahead`), which the caller takes in job order."""
 
     def __init__(self, count: int, settings: WorkerSettings) -> None:
         self._settings = settings
@@ -208,7 +247,7 @@ class _Workers:
         ]
         self._feeder: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._answers: list[queue.Queue[bytes | Exception]] = []
+        self._answers: list[_Ahead] = []
         self._readers: list[threading.Thread] = []
 
     def prepare_all(self, jobs: list[Job]) -> Iterator[PreparedFile]:
@@ -220,7 +259,7 @@ class _Workers:
         )
         self._feeder.start()
         for proc in self._procs:
-            answers: queue.Queue[bytes | Exception] = queue.Queue(maxsize=FRAMES_AHEAD)
+            answers = _Ahead()
             reader = threading.Thread(
                 target=self._read, args=(proc, answers), name="codeask-chunk-reader", daemon=True
             )
@@ -262,7 +301,7 @@ class _Workers:
         except (OSError, ValueError):  # a worker stopped or was stopped: the reader says why
             pass
 
-    def _read(self, proc: subprocess.Popen[bytes], answers: queue.Queue[bytes | Exception]) -> None:
+    def _read(self, proc: subprocess.Popen[bytes], answers: _Ahead) -> None:
         """One worker's frames into its queue until it ends (the end is queued as an error)."""
         while not self._stopping.is_set():
             item: bytes | Exception
@@ -272,12 +311,8 @@ class _Workers:
                 item = _read_frame(proc.stdout)
             except (WorkerStopped, OSError, ValueError) as exc:
                 item = exc
-            while not self._stopping.is_set():
-                try:
-                    answers.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
+            if not answers.put(item, self._stopping):
+                return
             if isinstance(item, Exception):
                 return
 
