@@ -18,7 +18,6 @@ import os
 import tempfile
 import threading
 import zlib
-from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -26,7 +25,13 @@ import msgspec
 import numpy as np
 
 from codeask.core.records import Chunk
-from codeask.core.storage.chunk_file import ChunkDamaged, ChunkFileWriter, symbol_hash, symbol_of
+from codeask.core.storage.chunk_file import (
+    ChunkDamaged,
+    ChunkFileWriter,
+    RecordTable,
+    symbol_hash,
+    symbol_of,
+)
 
 #: Chunks the map's in-memory delta may hold before it is spilled: ~1.4 KB a decoded chunk on
 #: the kernel, so ~20 MB; a pass of fewer chunks (an edit, a branch switch) never spills.
@@ -54,12 +59,7 @@ class ChunkSpill:
         self.path = Path(name)
         self._fd = fd
         self._at = 0
-        self._ids = array("q")
-        self._offsets = array("q")
-        self._lengths = array("I")
-        self._crcs = array("I")
-        self._sym_hash = array("Q")
-        self._sym_ids = array("q")
+        self._table = RecordTable()
         #: Spilled ids removed since (a file indexed twice in one pass): read as absent.
         self.gone: set[int] = set()
         #: Whether ids were appended ascending (a pass's fresh ids are): then no sort is needed.
@@ -77,26 +77,21 @@ class ChunkSpill:
     def _add(self, chunks: Iterable[Chunk]) -> None:
         records: list[bytes] = []
         for chunk in chunks:
-            if self._ids and chunk.id <= self._ids[-1]:
+            if self._table.ids and chunk.id <= self._table.ids[-1]:
                 self._ascending = False
             record = _ENCODE.encode(chunk)
             records.append(record)
-            self._ids.append(chunk.id)
-            self._offsets.append(self._at)
-            self._lengths.append(len(record))
-            self._crcs.append(zlib.crc32(record))
-            self._at += len(record)
             name = symbol_of(chunk)
-            if name:
-                self._sym_hash.append(symbol_hash(name))
-                self._sym_ids.append(chunk.id)
+            sym = symbol_hash(name) if name else None
+            self._table.append(chunk.id, self._at, len(record), zlib.crc32(record), sym)
+            self._at += len(record)
         data = memoryview(b"".join(records))
         while data:  # a write may take fewer bytes than asked
             data = data[os.write(self._fd, data) :]
         self._sorted = None
 
     def __len__(self) -> int:
-        return len(self._ids) - len(self.gone)
+        return len(self._table.ids) - len(self.gone)
 
     def _lookup(self) -> tuple[np.ndarray, np.ndarray | None]:
         """(ids ascending, their rows or None when row = position): a copy, so the typed
@@ -106,7 +101,7 @@ class ChunkSpill:
 
     def _sort(self) -> tuple[np.ndarray, np.ndarray | None]:
         if self._sorted is None:
-            ids = np.array(self._ids, dtype=np.int64)
+            ids = np.array(self._table.ids, dtype=np.int64)
             if self._ascending:
                 self._sorted = (ids, None)
             else:
@@ -126,9 +121,9 @@ class ChunkSpill:
 
     def raw(self, row: int) -> bytes:
         """The checked bytes of the record at `row`."""
-        data = os.pread(self._fd, self._lengths[row], self._offsets[row])
-        if zlib.crc32(data) != self._crcs[row]:
-            raise ChunkDamaged(f"{self.path.name}: chunk {self._ids[row]} fails its checksum")
+        data = os.pread(self._fd, self._table.lengths[row], self._table.offsets[row])
+        if zlib.crc32(data) != self._table.crcs[row]:
+            raise ChunkDamaged(f"{self.path.name}: chunk {self._table.ids[row]} fails its checksum")
         return data
 
     def decode(self, row: int) -> Chunk:
@@ -138,36 +133,36 @@ class ChunkSpill:
     def live_rows(self) -> Iterator[int]:
         """Rows not gone, in the order they were spilled."""
         gone = self.gone
-        return (row for row, i in enumerate(self._ids) if i not in gone)
+        return (row for row, i in enumerate(self._table.ids) if i not in gone)
 
     def live_ids(self) -> np.ndarray:
         """Ids not gone, in the order they were spilled."""
         with self._lock:
-            ids = np.array(self._ids, dtype=np.int64)
+            ids = np.array(self._table.ids, dtype=np.int64)
         if not self.gone:
             return ids
         return ids[~np.isin(ids, np.fromiter(self.gone, np.int64, len(self.gone)))]
 
     def symbol_ids(self, name: str) -> list[int]:
         """Ids of the spilled chunks (not gone) defining `name`."""
-        if not self._sym_hash:
+        if not self._table.sym_hash:
             return []
         with self._lock:
-            hashes = np.array(self._sym_hash, dtype=np.uint64)
-            ids = np.array(self._sym_ids, dtype=np.int64)
+            hashes = np.array(self._table.sym_hash, dtype=np.uint64)
+            ids = np.array(self._table.sym_ids, dtype=np.int64)
         found = ids[hashes == np.uint64(symbol_hash(name))].tolist()
         return [i for i in found if i not in self.gone]
 
     def copy_to(self, writer: ChunkFileWriter) -> None:
         """Every record not gone into `writer`, as encoded (no decode)."""
-        gone, sym_ids, sym_hash = self.gone, self._sym_ids, self._sym_hash
+        gone, sym_ids, sym_hash = self.gone, self._table.sym_ids, self._table.sym_hash
         at = 0  # symbol entries were appended in the order of the records
-        for row, chunk_id in enumerate(self._ids):
+        for row, chunk_id in enumerate(self._table.ids):
             sym = None
             if at < len(sym_ids) and sym_ids[at] == chunk_id:
                 sym, at = sym_hash[at], at + 1
             if chunk_id not in gone:
-                writer.add_raw(chunk_id, self.raw(row), sym, self._crcs[row])
+                writer.add_raw(chunk_id, self.raw(row), sym, self._table.crcs[row])
 
     def discard(self) -> None:
         """Delete the file. Its descriptor stays open until this object goes, so a search
