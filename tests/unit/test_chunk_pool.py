@@ -4,10 +4,12 @@ a cancel stops the workers, and a caller's unguarded script is never run again i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +251,7 @@ def test_cancel_stops_the_workers_and_the_next_pass_completes(tmp_path: Path) ->
 
 UNGUARDED = """
 import sys
+import threading
 from pathlib import Path
 
 with open(sys.argv[1], "a") as marker:  # top-level code, no `if __name__ == "__main__"`
@@ -344,3 +347,56 @@ def test_static_vectors_of_the_wrong_size_are_not_used() -> None:
     assert prepared.static_rows(8) is None  # a row per chunk of this model's width, or none
     assert chunk_pool.PreparedFile("a.py", chunks=[chunk]).static_rows(4) is None
     assert chunk_pool.PreparedFile("a.py", static_vectors=b"").static_rows(4) is None
+
+
+def worker_commands() -> list[bytes]:
+    """The command lines of this process's chunking workers alive now."""
+    found = []
+    for pid in worker_processes():
+        with contextlib.suppress(OSError):
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+    return found
+
+
+@pytest.mark.usefixtures("pool_for_small_passes")
+def test_workers_past_their_memory_bound_start_afresh_and_build_the_same_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: a worker grew with what it had parsed (~840 MB on the kernel); past
+    RECYCLE_RSS_BYTES it replaces itself between two frames (here: after every frame) with a
+    fresh interpreter on the same pipes, and the pass loses nothing."""
+    monkeypatch.setattr(chunk_pool, "RECYCLE_RSS_BYTES", 1)
+    recycled = make_tree(tmp_path / "a")
+    serial = make_tree(tmp_path / "b")
+    one, two = open_index(recycled, 2), open_index(serial, 0)
+    seen: list[list[bytes]] = []
+
+    def progress(event: Progress) -> None:
+        if event.phase == "chunk" and 0 < event.files_done < event.files_total:
+            seen.append(worker_commands())  # each worker answered two frames or more by then
+
+    try:
+        report = one.refresh(embed=False, progress=progress)
+        two.refresh(embed=False)
+        assert report.files_indexed == 61
+        assert seen and seen[0]  # a worker still running (the other may be done)
+        assert all(b"--resume" in command for command in seen[0])
+        assert snapshot(one) == snapshot(two)
+    finally:
+        one.close()
+        two.close()
+    assert worker_processes() == []
+
+
+def test_answers_read_ahead_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: the indexing process held up to FRAMES_AHEAD frames per worker whatever their
+    size (frames of large headers: hundreds of MB); now also BYTES_AHEAD, one frame at least."""
+    monkeypatch.setattr(chunk_pool, "BYTES_AHEAD", 10)
+    ahead, stopping = chunk_pool._Ahead(), threading.Event()
+    assert ahead.put(b"x" * 64, stopping)  # one frame always fits, whatever its size
+    stopping.set()  # from here a put that must wait gives up instead
+    assert not ahead.put(b"y" * 4, stopping)  # over the bytes: it would have waited
+    assert ahead.get() == b"x" * 64
+    assert ahead.put(b"y" * 4, stopping) and ahead.put(b"z" * 4, stopping)
+    assert not ahead.put(b"w" * 4, stopping)  # 12 bytes > 10
+    assert [ahead.get(), ahead.get()] == [b"y" * 4, b"z" * 4]

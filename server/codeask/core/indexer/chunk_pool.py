@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import struct
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -48,10 +48,20 @@ POOL_FROM_BYTES = 1_000_000
 #: per-frame cost (encoding, a pipe round trip) stays small beside chunking.
 FILES_PER_TASK = 8
 #: Answers a worker may have ready before the pass takes them (read by a thread per worker, so
-#: a worker with a slow file does not leave the others waiting to hand theirs over).
+#: a worker with a slow file does not leave the others waiting to hand theirs over) ...
 FRAMES_AHEAD = 8
+#: ... and their bytes at most (one frame whatever its size): a frame of eight large headers
+#: carries tens of thousands of chunks with their columns and 1 KB vectors each, and eight such
+#: frames read ahead per worker held hundreds of MB in the indexing process (issue 42).
+BYTES_AHEAD = 16 * 1024 * 1024
 #: The worker's module, run with this interpreter.
 WORKER_MODULE = "codeask.core.indexer.chunk_worker"
+#: Resident bytes past which a worker starts afresh between two frames (the same process id
+#: and pipes, a new interpreter: `recycle`). py-tree-sitter 0.26 keeps every bytes object a
+#: parse's read callable returned (parse_bound.py; 20 parses of a 293 KB C file held 15.9 MB
+#: more), so a worker grew with what it had parsed: ~840 MB each on the whole kernel. A fresh
+#: worker starts at ~100 MB and costs ~0.3 s of CPU; its caches fill again as it goes.
+RECYCLE_RSS_BYTES = 320 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
 
 
@@ -111,6 +121,8 @@ class WorkerSettings(msgspec.Struct, array_like=True):
     static_cache: str = ""
     """The cache folder of the static tier when workers embed it too ('' when they do not):
     its model files are verified there once per machine (static.py)."""
+    recycle_bytes: int = RECYCLE_RSS_BYTES
+    """The worker's resident bytes past which it starts afresh (0: never)."""
 
 
 def prepare(job: Job, index: IndexSettings, chunk: ChunkSettings) -> PreparedFile:
@@ -163,7 +175,7 @@ def prepared_files(
         yield _in_process(jobs, index, chunk)
         return
     try:
-        pool = _Workers(workers, WorkerSettings(index, chunk, static_cache))
+        pool = _Workers(workers, WorkerSettings(index, chunk, static_cache, RECYCLE_RSS_BYTES))
     except OSError as exc:  # no process could start (a limit, a missing interpreter)
         log.warning("chunking in-process: no worker could start (%s)", exc)
         yield _in_process(jobs, index, chunk)
@@ -178,9 +190,44 @@ class WorkerStopped(Exception):
     """A worker closed its pipe before answering (it crashed or was killed)."""
 
 
+class _Ahead:
+    """One worker's answers read ahead of the pass: FRAMES_AHEAD frames and BYTES_AHEAD bytes
+    at most, and always room for one."""
+
+    def __init__(self) -> None:
+        self._items: deque[bytes | Exception] = deque()
+        self._bytes = 0
+        self._changed = threading.Condition()
+
+    def put(self, item: bytes | Exception, stopping: threading.Event) -> bool:
+        """Queue `item` once there is room; False when the pool stopped meanwhile."""
+        size = len(item) if isinstance(item, bytes) else 0
+        with self._changed:
+            while self._items and (
+                len(self._items) >= FRAMES_AHEAD or self._bytes + size > BYTES_AHEAD
+            ):
+                if stopping.is_set():
+                    return False
+                self._changed.wait(0.1)
+            self._items.append(item)
+            self._bytes += size
+            self._changed.notify_all()
+        return True
+
+    def get(self) -> bytes | Exception:
+        """The next answer, waiting for it."""
+        with self._changed:
+            while not self._items:
+                self._changed.wait()
+            item = self._items.popleft()
+            self._bytes -= len(item) if isinstance(item, bytes) else 0
+            self._changed.notify_all()
+            return item
+
+
 class _Workers:
     """Worker processes fed round-robin by a thread; each one's answers are read by a thread of
-    its own into a short queue (FRAMES_AHEAD), which the caller takes in job order."""
+    its own into a short queue (`_Ahead`), which the caller takes in job order."""
 
     def __init__(self, count: int, settings: WorkerSettings) -> None:
         self._settings = settings
@@ -200,7 +247,7 @@ class _Workers:
         ]
         self._feeder: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._answers: list[queue.Queue[bytes | Exception]] = []
+        self._answers: list[_Ahead] = []
         self._readers: list[threading.Thread] = []
 
     def prepare_all(self, jobs: list[Job]) -> Iterator[PreparedFile]:
@@ -212,7 +259,7 @@ class _Workers:
         )
         self._feeder.start()
         for proc in self._procs:
-            answers: queue.Queue[bytes | Exception] = queue.Queue(maxsize=FRAMES_AHEAD)
+            answers = _Ahead()
             reader = threading.Thread(
                 target=self._read, args=(proc, answers), name="codeask-chunk-reader", daemon=True
             )
@@ -254,7 +301,7 @@ class _Workers:
         except (OSError, ValueError):  # a worker stopped or was stopped: the reader says why
             pass
 
-    def _read(self, proc: subprocess.Popen[bytes], answers: queue.Queue[bytes | Exception]) -> None:
+    def _read(self, proc: subprocess.Popen[bytes], answers: _Ahead) -> None:
         """One worker's frames into its queue until it ends (the end is queued as an error)."""
         while not self._stopping.is_set():
             item: bytes | Exception
@@ -264,12 +311,8 @@ class _Workers:
                 item = _read_frame(proc.stdout)
             except (WorkerStopped, OSError, ValueError) as exc:
                 item = exc
-            while not self._stopping.is_set():
-                try:
-                    answers.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
+            if not answers.put(item, self._stopping):
+                return
             if isinstance(item, Exception):
                 return
 
@@ -298,21 +341,40 @@ def _write_frame(pipe: IO[bytes] | None, payload: bytes) -> None:
     pipe.flush()
 
 
+def _read_exact(pipe: IO[bytes], size: int) -> bytes:
+    """`size` bytes, fewer only at end of file (an unbuffered pipe returns what is there)."""
+    parts: list[bytes] = []
+    left = size
+    while left:
+        part = pipe.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def _read_frame(pipe: IO[bytes]) -> bytes:
     """One length-prefixed frame; WorkerStopped at end of file."""
-    head = pipe.read(_LENGTH.size)
+    head = _read_exact(pipe, _LENGTH.size)
     if len(head) < _LENGTH.size:
         raise WorkerStopped("the process ended")
     (length,) = _LENGTH.unpack(head)
-    payload = pipe.read(length)
+    payload = _read_exact(pipe, length)
     if len(payload) < length:
         raise WorkerStopped("the process ended mid-answer")
     return payload
 
 
-def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """The worker's side: settings, then a batch of jobs per frame until stdin closes."""
-    settings = msgspec.msgpack.decode(_read_frame(stdin), type=WorkerSettings)
+def read_settings(stdin: IO[bytes]) -> WorkerSettings:
+    """The first frame a worker reads."""
+    return msgspec.msgpack.decode(_read_frame(stdin), type=WorkerSettings)
+
+
+def serve(stdin: IO[bytes], stdout: IO[bytes], settings: WorkerSettings) -> WorkerSettings | None:
+    """The worker's side: a batch of jobs per frame until stdin closes (None), or until the
+    worker passed `settings.recycle_bytes` (the settings returned: start afresh with them).
+    `stdin` must not read ahead (unbuffered): a fresh worker reads on where this one left."""
     decoder = msgspec.msgpack.Decoder(list[Job])
     encoder = msgspec.msgpack.Encoder()
     with _static_model(settings.static_cache) as model:
@@ -320,12 +382,23 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             try:
                 frame = _read_frame(stdin)
             except WorkerStopped:
-                return
+                return None
             jobs = decoder.decode(frame)
             answers = [prepare(job, settings.index, settings.chunk) for job in jobs]
             if model is not None:
                 _embed_static(model, answers)
             _write_frame(stdout, encoder.encode(answers))
+            if 0 < settings.recycle_bytes < resident_bytes():
+                return settings
+
+
+def resident_bytes() -> int:
+    """This process's resident set now (0 where /proc is not there: never recycled)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 @contextmanager

@@ -4,7 +4,7 @@ No vectors: the store pairs this with the vector tiers (vectors.py) and writes b
 snapshots (snapshot.py). The chunks are a mapped base plus a delta (chunk_map.py). Every change
 notes which component ("files", "chunks_delta", "history") must be written again, so a save
 rewrites only what moved; the base ("chunks") is rewritten only by a compaction: at a full pass,
-or once the delta passes a fraction of the base.
+once the delta passes a fraction of the base, or when it was spilled to disk (chunk_spill.py).
 """
 
 from __future__ import annotations
@@ -111,8 +111,10 @@ class Catalog:
     def plan_save(self) -> None:
         """Before a save: compact when the delta has grown (or a damaged record must go)."""
         base = len(self.chunks.base) if self.chunks.base is not None else 0
-        if self.chunks.damaged or self.chunks.delta_size() > max(
-            COMPACT_MIN, base * COMPACT_FRACTION
+        if (
+            self.chunks.spill is not None
+            or self.chunks.damaged
+            or self.chunks.delta_size() > max(COMPACT_MIN, base * COMPACT_FRACTION)
         ):
             self.changed.add("chunks")
         if "chunks" in self.changed:
@@ -150,5 +152,8 @@ class Catalog:
     def saved(self, folder: Path) -> None:
         """After the components were written to `folder`: a new base replaces base + delta."""
         if "chunks" in self.changed:
+            old = self.chunks
             self.chunks = ChunkMap(ChunkFile(component_path(folder, "chunks")))
             self.chunks.on_damage = self.heal
+            self.chunks.spill_dir = old.spill_dir
+            old.close()  # its spilled records are in the new base

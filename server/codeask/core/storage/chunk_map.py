@@ -2,7 +2,9 @@
 
 The base (chunk_file.py) is rewritten only by a compaction; every edit since lands in the delta
 (chunks added, base ids removed), which a save writes as one small component. So a one-file
-edit writes kilobytes, and reading a chunk decodes that chunk only.
+edit writes kilobytes, and reading a chunk decodes that chunk only. A long pass's delta does not
+stay in memory: past `SPILL_AT` chunks it goes to a spill file (chunk_spill.py) in `spill_dir`,
+and the next save folds it into a new base.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkDamaged, ChunkFile, ChunkFileWriter, symbol_of
+from codeask.core.storage.chunk_spill import SPILL_AT, ChunkSpill
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -32,6 +35,9 @@ class ChunkDelta(msgspec.Struct, kw_only=True):
 class ChunkMap:
     """Chunks by id over a base file and a delta; only what is asked for is decoded."""
 
+    #: Chunks the in-memory delta holds before it is spilled (a process may lower it: tests).
+    spill_at = SPILL_AT
+
     def __init__(self, base: ChunkFile | None = None, delta: ChunkDelta | None = None) -> None:
         self.base = base
         self.added: dict[int, Chunk] = {}
@@ -42,6 +48,9 @@ class ChunkMap:
         self._names: dict[str, list[int]] = defaultdict(list)
         #: Called when a damaged record is found (the catalog marks its file for indexing).
         self.on_damage: Callable[[int], None] | None = None
+        #: Where the delta is spilled once it grows (the index folder; None: kept in memory).
+        self.spill_dir: Path | None = None
+        self.spill: ChunkSpill | None = None
         if delta is not None:
             self.removed.update(i for i in delta.removed if self._in_base(i))
             for chunk in delta.added:
@@ -64,6 +73,8 @@ class ChunkMap:
         found = self.added.get(chunk_id)
         if found is not None:
             return found
+        if self.spill is not None and (row := self.spill.row(chunk_id)) >= 0:
+            return self.spill.decode(row)
         if self.base is None or chunk_id in self.removed or chunk_id in self.damaged:
             return default
         row = self.base.position(chunk_id)
@@ -94,14 +105,16 @@ class ChunkMap:
     def __contains__(self, chunk_id: object) -> bool:
         if not isinstance(chunk_id, int):
             return False
-        if chunk_id in self.added:
+        if chunk_id in self.added or (self.spill is not None and self.spill.row(chunk_id) >= 0):
             return True
         return chunk_id not in self.removed and self._in_base(chunk_id)
 
     def __len__(self) -> int:
-        return (
-            (len(self.base) if self.base is not None else 0) - len(self.removed) + len(self.added)
-        )
+        base = len(self.base) if self.base is not None else 0
+        return base - len(self.removed) + len(self.added) + self._spilled()
+
+    def _spilled(self) -> int:
+        return len(self.spill) if self.spill is not None else 0
 
     def base_rows(self) -> np.ndarray:
         """Rows of the base that still count, ascending by id."""
@@ -117,7 +130,8 @@ class ChunkMap:
         """Every id, base ones first (ascending), then the delta's."""
         base = self.base.ids[self.base_rows()] if self.base is not None else np.zeros(0, np.int64)
         added = np.fromiter(self.added, dtype=np.int64, count=len(self.added))
-        return np.concatenate((base, added))
+        spilled = self.spill.live_ids() if self.spill is not None else np.zeros(0, np.int64)
+        return np.concatenate((base, spilled, added))
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.id_array().tolist())
@@ -134,6 +148,9 @@ class ChunkMap:
                 chunk = self._decode(base, row)
                 if chunk is not None:
                     yield chunk
+        spill = self.spill
+        if spill is not None:
+            yield from (spill.decode(row) for row in list(spill.live_rows()))
         yield from list(self.added.values())
 
     def items(self) -> Iterator[tuple[int, Chunk]]:
@@ -151,6 +168,8 @@ class ChunkMap:
     def symbol_ids(self, name: str) -> list[int]:
         """Ids of the code chunks defining `name`, ascending."""
         found = set(self._names.get(name, ()))
+        if self.spill is not None:
+            found.update(self.spill.symbol_ids(name))
         if self.base is not None:
             found.update(i for i in self.base.symbol_ids(name).tolist() if i not in self.removed)
         return sorted(found)
@@ -164,6 +183,27 @@ class ChunkMap:
         name = symbol_of(chunk)
         if name:
             self._names[name].append(chunk_id)
+        if len(self.added) >= self.spill_at and self.spill_dir is not None:
+            self._spill_added(self.spill_dir)
+
+    def _spill_added(self, folder: Path) -> None:
+        """Move the in-memory delta to the spill file (a chunk whose id was spilled and
+        removed before stays here: the spill reads a gone id as absent)."""
+        if self.spill is None:
+            self.spill = ChunkSpill(folder)
+        gone = self.spill.gone
+        moving = [c for i, c in self.added.items() if i not in gone]
+        self.spill.add(moving)
+        self.added = {i: c for i, c in self.added.items() if i in gone}
+        self._names = defaultdict(list)
+        for chunk_id, chunk in self.added.items():
+            if name := symbol_of(chunk):
+                self._names[name].append(chunk_id)
+
+    def close(self) -> None:
+        """Delete the spill file, if any (the map is replaced by a saved base, or dropped)."""
+        if self.spill is not None:
+            self.spill.discard()
 
     def pop(self, chunk_id: int, default: Chunk | None = None) -> Chunk | None:
         """Forget `chunk_id`; returns the delta's chunk (a base chunk is only marked gone)."""
@@ -173,6 +213,10 @@ class ChunkMap:
             if name and chunk_id in self._names.get(name, ()):
                 self._names[name].remove(chunk_id)
             return chunk
+        spill = self.spill
+        if spill is not None and (row := spill.row(chunk_id)) >= 0:
+            spill.gone.add(chunk_id)
+            return spill.decode(row)
         if chunk_id not in self.removed and self._in_base(chunk_id):
             self.removed.add(chunk_id)
         return default
@@ -180,11 +224,12 @@ class ChunkMap:
     # ---- saving ------------------------------------------------------------------------------
     def delta(self) -> ChunkDelta:
         """The delta component as saved."""
-        return ChunkDelta(added=list(self.added.values()), removed=sorted(self.removed))
+        spilled = [self.spill.decode(r) for r in self.spill.live_rows()] if self.spill else []
+        return ChunkDelta(added=[*spilled, *self.added.values()], removed=sorted(self.removed))
 
     def delta_size(self) -> int:
         """Records in the delta: what a compaction would fold into the base."""
-        return len(self.added) + len(self.removed)
+        return len(self.added) + len(self.removed) + self._spilled()
 
     def write_base(self, path: Path) -> None:
         """A new base of every chunk (fsynced): base records copied as they are (a damaged one
@@ -194,6 +239,8 @@ class ChunkMap:
             if self.base is not None:
                 gone = self._copy_base(writer, self.base)
                 writer.add_symbols(*self.base.symbols_without(gone))
+            if self.spill is not None:
+                self.spill.copy_to(writer)
             for chunk in self.added.values():
                 writer.add(chunk)
             writer.finish()

@@ -72,7 +72,7 @@ class IndexStore:
         #: The static tier's (model, dim); its vectors live in `static_vectors`.
         self.static_model, self.static_dim = static
         self.lock = threading.RLock()
-        self.catalog = Catalog()
+        self.catalog = self._own(Catalog())
         self.tiers = VectorTiers(dim, self.static_dim)
         self.snapshots = SnapshotFolder(folder)
         self.generation = 0
@@ -84,6 +84,11 @@ class IndexStore:
         self.loaded_from = ""
         #: The thread hashing big tiers after the open (snapshot.Deferred), if any.
         self.verifier: threading.Thread | None = None
+
+    def _own(self, catalog: Catalog) -> Catalog:
+        """`catalog`, its chunk delta spilled into this index folder when a pass grows it."""
+        catalog.chunks.spill_dir = self.folder
+        return catalog
 
     # ---- the parts, under the names callers use -------------------------------------------
     @property
@@ -142,7 +147,8 @@ class IndexStore:
         static = (self.static_model, self.static_dim)
         loader = SnapshotLoader(self.snapshots, self.model, self.dim, static)
         try:
-            name, manifest, self.catalog, self.tiers = loader.load()
+            name, manifest, catalog, self.tiers = loader.load()
+            self.catalog = self._own(catalog)
         finally:  # counters read from a manifest survive a failed load (see `open`)
             self.generation, self.next_id = loader.generation, loader.next_id
             self.recovered = loader.recovered
@@ -242,7 +248,8 @@ class IndexStore:
     def clear(self) -> None:
         """Forget everything (a full rebuild)."""
         with self.lock:
-            self.catalog = Catalog()
+            self.catalog.chunks.close()
+            self.catalog = self._own(Catalog())
             self.tiers = VectorTiers(self.dim, self.static_dim)
 
     @property
