@@ -12,8 +12,9 @@ embedded, by the packaged MiniLM or the model the settings name), then every que
 through `codeask search`'s code path (scope code) in three tiers on that one index: the first
 pass (lexical + static, the model tier off), the model tier on every pasted report (`retrieve.
 model_tier_for = reports`) and the default as the settings resolve it. Prints R@5, MRR and
-Acc@5 per tier and language (a question's language: its `language` field, else its first
-answer file's) and per question shape; `--out` writes each question's first ranks and shape.
+Acc@5 per tier (`on_demand`: the model tier of a folder too big for a full pass) and
+language (a question's language: its `language` field, else its first answer file's) and
+per question shape; `--out` writes each question's first ranks and shape.
 """
 
 from __future__ import annotations
@@ -46,12 +47,16 @@ SHAPES = ((0.0, "prose < .5"), (0.5, "prose .5-.7"), (0.7, "prose >= .7"))
 
 
 def tiers(settings: Settings) -> dict[str, Settings]:
-    """first_pass, model (on every report) and default, as ranking settings on one index."""
+    """first_pass, model (on every report), on_demand (the model tier on every report, as a
+    folder past `embed.model_full_pass_chunks` has it: the first pass's best
+    `embed.model_candidates` ranked by it) and default, as ranking settings on one index."""
     first = msgspec.structs.replace(settings.retrieve, dense_weight=0.0, static_scope="all")
     model = msgspec.structs.replace(settings.retrieve, model_tier_for="reports")
+    scoped = msgspec.structs.replace(settings.embed, model_full_pass_chunks=0)
     return {
         "first_pass": msgspec.structs.replace(settings, retrieve=first),
         "model": msgspec.structs.replace(settings, retrieve=model),
+        "on_demand": msgspec.structs.replace(settings, retrieve=model, embed=scoped),
         "default": settings,
     }
 
@@ -116,7 +121,7 @@ def table(rows: Sequence[dict[str, Any]], key: str) -> list[str]:
         groups["all"].append(row)
     lines = [f"| {key} | n | tier | R@5 | MRR | Acc@5 |", "|---|---|---|---|---|---|"]
     for group, members in sorted(groups.items(), key=lambda g: (g[0] == "all", g[0])):
-        for tier in ("first_pass", "model", "default"):
+        for tier in ("first_pass", "model", "on_demand", "default"):
             means = [sum(m[tier][k] for m in members) / len(members) for k in METRICS]
             cells = " | ".join(f"{v:.3f}" for v in means)
             lines.append(f"| {group} | {len(members)} | {tier} | {cells} |")

@@ -210,7 +210,7 @@ class FolderDriver:
 
     # ---- the embedding thread ------------------------------------------------------------------
     def _start_embedding(self, folder: FolderIndex) -> None:
-        if not folder.minilm_tier or not folder.storage.pending_ids("minilm"):
+        if not folder.model_pending():
             self.phase = "ready"
             return
         with self._lock:
@@ -228,7 +228,7 @@ class FolderDriver:
             self._account(report)
             if report.cancelled:
                 return
-            if not folder.storage.pending_ids("minilm"):
+            if not folder.model_pending():
                 break
         self._guarded(lambda: query_model.load(folder))
         self.phase = "ready"

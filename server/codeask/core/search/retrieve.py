@@ -28,7 +28,7 @@ from codeask.config import DEFAULT_EMBED_MODEL, RetrieveSettings, Settings
 from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.records import ELISION, HISTORY_KINDS, Chunk
-from codeask.core.search import model_gate
+from codeask.core.search import model_gate, model_on_demand
 from codeask.core.search.central import lift_central_files
 from codeask.core.search.name_match import (
     defines,
@@ -327,7 +327,8 @@ def _dense_lists(folder: Searchable, vectors: dict[str, np.ndarray]) -> list[_De
     model = folder.settings.embed.model
     plan: list[_DenseList] = []
     # a size-0 vector: the model's server did not answer (core/embedding/remote.py)
-    if weights.dense_weight > 0 and model in vectors and vectors[model].size:
+    full = not model_on_demand.active(folder)  # else `_on_demand_list`
+    if weights.dense_weight > 0 and model in vectors and vectors[model].size and full:
         plan.append(_DenseList("dense", "minilm", model, weights.dense_weight))
     wants_static = weights.static_weight > 0 and STATIC_MODEL_NAME in vectors
     if wants_static and folder.storage.vector_count("static"):
@@ -402,6 +403,8 @@ def _collect(
         for dense in _dense_lists(folder, vectors):
             ranked = _dense_ranked(folder, dense, vectors[dense.vector], limit, mode)
             lists.append((dense.name, ranked, dense.weight))
+    if mode != "lexical":
+        lists += _on_demand_list(folder, vectors, lists)
     for name, ranked, weight in lists:
         _rrf(ranked, weight, found.fused)
         for chunk_id in ranked:
@@ -412,6 +415,20 @@ def _collect(
         demoted.sort(key=lambda item: item[1], reverse=True)
         found.file_rank = {path: rank for rank, (path, _) in enumerate(demoted)}
     return found
+
+
+def _on_demand_list(
+    folder: Searchable, vectors: dict[str, np.ndarray], lists: list[tuple[str, list[int], float]]
+) -> list[tuple[str, list[int], float]]:
+    """The model tier's list of a folder filled on demand: the other lists' best candidates
+    ranked by it (`model_on_demand`); none when it does not rank this question."""
+    model, weight = folder.settings.embed.model, folder.settings.retrieve.dense_weight
+    if weight <= 0 or model not in vectors or not model_on_demand.active(folder):
+        return []
+    first: dict[int, float] = {}
+    for _, ranked, each in lists:
+        _rrf(ranked, each, first)
+    return [("dense", model_on_demand.ranked(folder, vectors[model], first), weight)]
 
 
 @functools.lru_cache(maxsize=65536)
@@ -715,7 +732,7 @@ def embed_query(
         if (
             wanted
             and model not in vectors
-            and storage.vector_count("minilm")
+            and (storage.vector_count("minilm") or model_on_demand.active(folder))
             and weights.dense_weight > 0
         ):
             vectors[model] = _minilm_query(folder, query, lead)
@@ -842,6 +859,8 @@ def search(
 def _dense_done(folder: Searchable) -> int:
     """Chunks done by the slowest configured tier: MiniLM when it is on, else the static one."""
     on = "minilm" in folder.settings.embed.tiers
+    if on and model_on_demand.active(folder):  # on demand: complete for what it ranks
+        return folder.storage.chunk_count()
     return folder.storage.vector_count("minilm" if on else "static")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from codeask.config import DEFAULT_EMBED_MODEL, Settings
+from codeask.core.search import model_on_demand
 from codeask.core.storage.protocol import IndexCounts, IndexReader, Tier
 
 
@@ -64,9 +65,16 @@ def answered(
     if mode == "lexical":
         return tiers
     for tier in VECTOR_TIERS:
-        if any(f.storage.vector_count(tier) and _weight(f, tier) > 0 for f in folders):
+        if any(_filled(f, tier) and _weight(f, tier) > 0 for f in folders):
             tiers.append(tier)
     return tiers
+
+
+def _filled(folder: Searchable, tier: Tier) -> bool:
+    """The tier has vectors to rank with, or embeds them as a report asks (on demand)."""
+    if folder.storage.vector_count(tier):
+        return True
+    return tier == "minilm" and model_on_demand.active(folder)
 
 
 def _weight(folder: Searchable, tier: Tier) -> float:
@@ -81,6 +89,7 @@ def counts(
     build it. `read`: each folder's `storage.counts()` when the caller has them already (one
     read is ~0.4 ms on 9,000 chunks, and a status answer reads them anyway)."""
     done = dict.fromkeys(VECTOR_TIERS, 0)
+    on_demand = False
     total = dict.fromkeys(VECTOR_TIERS, 0)
     built: set[str] = set()
     models: set[str] = set()
@@ -90,12 +99,15 @@ def counts(
         have = {"static": sizes.static_embedded, "minilm": sizes.embedded}
         if "minilm" in folder.settings.embed.tiers:
             models.add(folder.settings.embed.model)
+            if model_on_demand.active(folder):  # it covers what it ranks: nothing fills in
+                have["minilm"], on_demand = sizes.chunks, True
         for tier in folder.settings.embed.tiers:
             built.add(tier)
             done[tier] += have[tier]
             total[tier] += sizes.chunks
+    label = model_label(models) + (" on demand" if on_demand else "")
     return [
-        TierCount(t, done[t], total[t], model_label(models) if t == "minilm" else "")
+        TierCount(t, done[t], total[t], label if t == "minilm" else "")
         for t in VECTOR_TIERS
         if t in built
     ]
@@ -130,7 +142,9 @@ def incomplete(coverage: Sequence[TierCount]) -> str:
 
 def _count_text(count: TierCount, tiers: Sequence[str]) -> str:
     label = count.name
-    if count.complete:
+    if label.endswith(" on demand"):
+        text = f"{label}: a report's first candidates, embedded as asked and cached"
+    elif count.complete:
         text = f"{label}: all {count.total} chunks"
     else:
         text = f"{label}: {count.done} of {count.total} chunks ({count.percent()}%), filling in"

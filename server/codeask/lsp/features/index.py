@@ -11,7 +11,12 @@ from codeask.core.operations import (
     tiers_line,
     tiers_while_loading,
 )
-from codeask.core.operations.status import TeamStatus, ignore_note_of, team_status
+from codeask.core.operations.status import (
+    TeamStatus,
+    ignore_note_of,
+    model_tier_of,
+    team_status,
+)
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request, workspace_path
 from codeask.lsp.folders import Folders
@@ -67,6 +72,7 @@ def index_state(folders: Folders, tiers: list[str] | None = None) -> IndexState:
                 tiers=list(folder.settings.embed.tiers),
                 team=team_state(team_status(folder)),
                 ignore_note=ignore_note_of(folder),
+                model_tier=model_tier_of(folder, counts.chunks, counts.embedded),
             )
         )
     chunks = sum(r.chunks for r in rows)
