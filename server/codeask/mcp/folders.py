@@ -33,7 +33,7 @@ from codeask.core.indexer import (
     RootRefused,
     SharedIndexes,
 )
-from codeask.core.operations import query_model
+from codeask.core.operations import has_model_tier, query_model
 from codeask.core.operations.index import load_static_embedder
 from codeask.core.runtime import background
 from codeask.core.source.discover import SkippedFile
@@ -130,7 +130,7 @@ class FolderDriver:
             return False
         if query_model.built(folder):
             return True
-        if folder.storage.vector_count("minilm"):
+        if has_model_tier(folder):
             query_model.start(folder)
         return False
 

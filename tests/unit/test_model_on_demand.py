@@ -1,0 +1,125 @@
+"""The model tier of a folder past `embed.model_full_pass_chunks` is filled on demand
+(core/embedding/on_demand.py, core/search/model_on_demand.py): no backlog pass embeds every
+chunk, a pasted report's first-pass candidates are embedded when it is asked and kept by
+content hash in the index folder, and `codeask status` says what the tier covers.
+
+The real CLI as processes (`codeask index --full`, `codeask search --json`, `codeask status
+--json`) on a git repository the test makes; the threshold is set to 0 (always on demand) so a
+tiny folder stands for the kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from codeask.config import build_settings
+from codeask.core.embedding.on_demand import ON_DEMAND_FILE, OnDemandCache, full_pass
+from support import codeask as run_codeask
+from support import in_process_env
+from support.gitrepo import ALICE, EPOCH, commit, make_repo
+
+REPORT = (
+    "Retry gives up after the first failure\n"
+    "When the remote call fails once, the retry loop returns the error at once instead of "
+    "waiting and trying again with a longer delay each time.\n"
+    "Expected: it keeps trying until the attempts run out, doubling the wait.\n"
+    "Seen on every request to the billing service since the last upgrade.\n"
+)
+PYTHON = {
+    "net/retry.py": "def retry(fn, attempts):\n"
+    '    """Call fn until it succeeds, doubling the delay."""\n'
+    "    for _ in range(attempts):\n        try:\n            return fn()\n"
+    "        except OSError:\n            continue\n",
+    "billing/invoice.py": 'def total(lines):\n    """Sum the invoice lines with tax."""\n'
+    "    return sum(lines) * 1.2\n",
+    "billing/tax.py": 'def rate(country):\n    """The tax rate of a country."""\n'
+    "    return {'fr': 0.2}.get(country, 0.0)\n",
+}
+
+
+class Folder:
+    """A repository of PYTHON and the environment of a user whose folders are all on demand."""
+
+    def __init__(self, tmp_path: Path, **settings: str) -> None:
+        self.root = tmp_path / "repo"
+        commit(make_repo(self.root), PYTHON, "code", ALICE, EPOCH)
+        homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
+        self.env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes, **settings)
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return run_codeask(*args, cwd=self.root, env=self.env, timeout=600, check=True)
+
+    def status(self) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = json.loads(self.run("status", "--json").stdout)
+        return rows[0]
+
+    def search(self) -> list[dict[str, Any]]:
+        found = json.loads(self.run("search", REPORT, "--json", "--root", str(self.root)).stdout)
+        hits: list[dict[str, Any]] = found["results"]
+        assert hits, found
+        return [{k: h[k] for k in ("relative_path", "start_line", "retrievers")} for h in hits]
+
+
+@pytest.mark.slow
+def test_a_folder_past_the_full_pass_size_gets_no_model_pass_and_says_so(tmp_path: Path) -> None:
+    folder = Folder(tmp_path, CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS="0")
+    folder.run("index", "--full", str(folder.root))
+    status = folder.status()
+    assert status["chunks"] > 0
+    assert status["embedded"] == 0  # `--full` embedded no chunk with the model
+    assert status["model_tier"] == "on demand: 0 chunks cached, 0 of opened or changed files"
+    assert "minilm on demand: 0 chunks cached" in folder.run("status").stdout
+
+
+@pytest.mark.slow
+def test_a_report_is_ranked_by_the_model_on_demand_and_its_vectors_are_kept(
+    tmp_path: Path,
+) -> None:
+    folder = Folder(tmp_path, CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS="0")
+    folder.run("index", "--full", str(folder.root))
+    cold = folder.search()
+    assert any("dense" in hit["retrievers"] for hit in cold)  # the model tier ranked
+    cached = folder.status()["model_tier"]
+    assert cached.startswith("on demand: ") and not cached.startswith("on demand: 0 ")
+    assert (folder.root / ".codeask" / ON_DEMAND_FILE).is_file()
+    # another process, the cache warm: the same answer, nothing new to keep
+    assert folder.search() == cold
+    assert folder.status()["model_tier"] == cached
+    assert folder.status()["embedded"] == 0  # the index itself is not written by a search
+
+
+@pytest.mark.slow
+def test_a_folder_under_the_size_keeps_its_full_pass(tmp_path: Path) -> None:
+    folder = Folder(tmp_path)
+    folder.run("index", "--full", str(folder.root))
+    status = folder.status()
+    assert status["model_tier"] == "full"
+    assert status["embedded"] == status["chunks"]
+    assert not (folder.root / ".codeask" / ON_DEMAND_FILE).exists()
+
+
+def test_the_on_demand_cache_keeps_the_newest_rows_up_to_its_bound(tmp_path: Path) -> None:
+    cache = OnDemandCache(tmp_path / ON_DEMAND_FILE, dim=4, max_rows=3)
+    rows = np.eye(4, dtype=np.float32)
+    for n in range(5):
+        cache.put_many([(f"h{n}", rows[n % 4])])
+        cache.trim()
+    assert cache.count() == 3
+    assert sorted(cache.get_many([f"h{n}" for n in range(5)])) == ["h2", "h3", "h4"]
+    cache.close()
+
+
+def test_the_policy_is_the_chunk_count_against_the_setting() -> None:
+    default, _ = build_settings({})
+    assert full_pass(90_000, default) and not full_pass(90_001, default)
+    never, _ = build_settings({"embed": {"model_full_pass_chunks": 0}})
+    assert not full_pass(1, never)
+    refused, warnings = build_settings({"embed": {"model_candidates": 0}})
+    assert refused.embed.model_candidates == 50  # the section's defaults, and a warning naming it
+    assert any("embed.model_candidates" in warning for warning in warnings)
