@@ -69,7 +69,8 @@ class Folder:
 @pytest.mark.slow
 def test_a_folder_past_the_full_pass_size_gets_no_model_pass_and_says_so(tmp_path: Path) -> None:
     folder = Folder(tmp_path, CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS="0")
-    folder.run("index", "--full", str(folder.root))
+    indexed = folder.run("index", "--full", str(folder.root))
+    assert "the model tier is filled on demand" in indexed.stderr
     status = folder.status()
     assert status["chunks"] > 0
     assert status["embedded"] == 0  # `--full` embedded no chunk with the model
