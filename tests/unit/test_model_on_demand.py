@@ -25,21 +25,20 @@ from support import in_process_env
 from support.gitrepo import ALICE, EPOCH, commit, make_repo
 
 REPORT = (
-    "Retry gives up after the first failure\n"
-    "When the remote call fails once, the retry loop returns the error at once instead of "
-    "waiting and trying again with a longer delay each time.\n"
-    "Expected: it keeps trying until the attempts run out, doubling the wait.\n"
-    "Seen on every request to the billing service since the last upgrade.\n"
+    "Shipping cost is charged twice for split orders\n"
+    "When an order is split into two parcels, the customer pays the delivery fee for each "
+    "parcel although the shop promises one fee per order.\n"
+    "Expected: one shipping charge for the whole order, whatever the number of parcels.\n"
+    "Seen at checkout since the warehouse started splitting large orders.\n"
 )
 PYTHON = {
-    "net/retry.py": "def retry(fn, attempts):\n"
-    '    """Call fn until it succeeds, doubling the delay."""\n'
-    "    for _ in range(attempts):\n        try:\n            return fn()\n"
-    "        except OSError:\n            continue\n",
-    "billing/invoice.py": 'def total(lines):\n    """Sum the invoice lines with tax."""\n'
-    "    return sum(lines) * 1.2\n",
-    "billing/tax.py": 'def rate(country):\n    """The tax rate of a country."""\n'
-    "    return {'fr': 0.2}.get(country, 0.0)\n",
+    "shop/shipping.py": "def shipping_fee(order):\n"
+    '    """The delivery fee of an order: one per parcel today."""\n'
+    "    return sum(5.0 for parcel in order.parcels)\n",
+    "shop/cart.py": 'def add_item(cart, item):\n    """Put an item in the cart."""\n'
+    "    cart.items.append(item)\n",
+    "shop/users.py": 'def display_name(user):\n    """A user\'s name as shown."""\n'
+    "    return user.first + ' ' + user.last\n",
 }
 
 
