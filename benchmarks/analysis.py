@@ -78,20 +78,21 @@ def chunk_paths(folder: FolderIndex, ids: Iterable[int]) -> list[str]:
 
 def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, int]]:
     """Each retriever alone: path → rank."""
-    from codeask.core.search import retrieve  # the private pieces, read-only
+    from codeask.core.search.steps.mentions import path_matches
+    from codeask.core.search.steps.words import symbol_ranked
 
     signals = query_signals(question)
     storage = folder.storage
     words = signals.text
     lexical = storage.lexical_top_k(expand_query(words), CANDIDATES)
-    named = retrieve._path_matches(folder.storage, signals)
+    named = path_matches(folder.storage, signals)
     lead = signals.lead
     by_lead = storage.lexical_top_k(expand_query(lead), CANDIDATES) if lead else []
     out = {
         "bm25": first_ranks(chunk_paths(folder, (i for i, _ in lexical))),
         "lead": first_ranks(chunk_paths(folder, (i for i, _ in by_lead))),
         "file": first_ranks(p for p, _ in storage.lexical_files(words, FILE_CANDIDATES)),
-        "symbol": first_ranks(chunk_paths(folder, retrieve._symbol_ranked(folder, signals))),
+        "symbol": first_ranks(chunk_paths(folder, symbol_ranked(folder, signals))),
         "path": first_ranks(sorted(named, key=lambda p: -named[p])),
     }
     vectors = embed_query([folder], words, lead)
@@ -110,11 +111,11 @@ def retriever_ranks(folder: FolderIndex, question: str) -> dict[str, dict[str, i
 
 def tags_for(folder: FolderIndex, question: str, gold: list[str], top: list[str]) -> list[str]:
     """Facts about a question that a general ranking rule could act on."""
-    from codeask.core.search import retrieve
+    from codeask.core.search.steps.mentions import path_matches
 
     signals = query_signals(question)
     tags = []
-    named = retrieve._path_matches(folder.storage, signals)
+    named = path_matches(folder.storage, signals)
     if any(g in named for g in gold):
         tags.append("names-gold-path")
     defined = {c.symbol for g in gold for c in folder.storage.chunks_of(g) if c.symbol}

@@ -91,6 +91,7 @@ ENGINE_INTERNALS = tuple(
     f"codeask.core.{name}"
     for name in (
         "search.retrieve", "search.query", "search.rerank", "search.name_match",
+        "search.pipeline", "search.steps",
         "storage.symbol_table", "storage.lexical.index", "storage.lexical.frozen",
         "storage.lexical.memory", "storage.lexical.bm25", "storage.lexical.fts", "source.chunk",
         "storage.store", "storage.catalog", "storage.snapshot", "storage.snapshot_load",
@@ -724,6 +725,7 @@ RECIPE_ROWS = (
     "an MCP tool",
     "a CLI command",
     "a storage backend",
+    "a ranking step",
     "an operation on all three faces",
 )
 STATED_ELSEWHERE = {
@@ -731,6 +733,7 @@ STATED_ELSEWHERE = {
     "an LLM provider": r"## Walk-through 2: [^\n]*\((\d+) files",
     "an LSP request": r"## Walk-through 3: [^\n]*\((\d+) files",
     "an operation on all three faces": r"\*\*Adding an operation to all three faces: (\d+) files",
+    "a ranking step": r"\*\*Adding a ranking step: (\d+) files",
 }
 #: Where a file that lists every thing of a kind may live: code, the editors' code and manifest,
 #: and the two reference documents tests keep equal to the code (docs/mcp.md, docs/protocol.md).
@@ -896,6 +899,30 @@ def test_an_operation_on_all_faces_is_the_faces_recipes_together() -> None:
     tests = [f for f in files if f.startswith("tests/")]
     assert len(tests) == 1 and set(files) - set(tests) == derived, sorted(derived ^ set(files))
     assert count == len(derived) + 1
+
+
+def test_the_doc_lists_the_ranking_pipeline_in_order() -> None:
+    """docs/architecture.md's Pipeline line names every ranking step, in the order
+    core/search/pipeline.py runs them: a step added or moved without the doc fails here."""
+    from codeask.core.search.pipeline import step_names
+
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    line = re.search(r"\*\*Pipeline:\*\*(.*?)\n\n", text, re.S)
+    assert line, "docs/architecture.md: no **Pipeline:** line"
+    assert re.findall(r"`(\w+)`", line.group(1)) == step_names()
+
+
+def test_every_ranking_step_is_a_module_that_cites_its_measurement() -> None:
+    """Each collect and adjust step lives in its own module under core/search/steps/, whose
+    docstring says what it was measured to do (a benchmarks/README.md round)."""
+    import sys
+
+    from codeask.core.search.pipeline import ADJUST, COLLECT
+
+    for step in (*COLLECT, *ADJUST):
+        assert step.__module__.startswith("codeask.core.search.steps."), step.__name__
+        doc = sys.modules[step.__module__].__doc__ or ""
+        assert "benchmarks/README.md" in doc, f"{step.__module__}: no measured effect cited"
 
 
 if __name__ == "__main__":  # the circles of today's tree, for notes and reviews

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from tests.unit.test_retrieve import make_folder
 
-from codeask.core.search import retrieve
 from codeask.core.search.name_match import (
     defines,
     file_stems_for,
@@ -18,6 +17,7 @@ from codeask.core.search.name_match import (
     reexports,
 )
 from codeask.core.search.retrieve import rank_files, search
+from codeask.core.search.steps import coherence
 
 
 def test_question_words_drop_stop_words_and_short_words() -> None:
@@ -182,8 +182,8 @@ def test_a_file_that_matches_in_many_places_outranks_one_lucky_chunk(
     misc = "def send_request_retry(request):\n    send(request); send(request); retry(request)\n"
     folder = make_folder(tmp_path, {"pkg/client.py": client, "pkg/misc.py": misc})
     first: dict[float, str] = {}
-    for lift in (0.0, retrieve.FILE_COHERENCE):
-        monkeypatch.setattr(retrieve, "FILE_COHERENCE", lift)
+    for lift in (0.0, coherence.FILE_COHERENCE):
+        monkeypatch.setattr(coherence, "FILE_COHERENCE", lift)
         first[lift] = search([folder], "send request retry", mode="lexical", k=30).hits[0].path
-    assert first == {0.0: "pkg/misc.py", retrieve.FILE_COHERENCE: "pkg/client.py"}
+    assert first == {0.0: "pkg/misc.py", coherence.FILE_COHERENCE: "pkg/client.py"}
     folder.close()

@@ -155,9 +155,9 @@ def test_the_minilm_query_blends_a_reports_lead_by_its_setting(tmp_path: Path) -
 def test_example_folders_are_illustrations_in_every_spelling() -> None:
     """`examples/`, `docs/`, `demo/` and Go's `_examples/` (a folder the go tool skips) hold code
     that shows the project rather than implements it; a name that merely starts alike does not."""
-    from codeask.core.search.retrieve import DEMOTION, _path_demotion
+    from codeask.core.search.steps.demote import DEMOTION, path_demotion
 
     for path in ("_examples/router-walk/main.go", "examples/app.py", "docs/conf.py", "demo/x.rs"):
-        assert _path_demotion(path, "", 1.0, True) == DEMOTION, path
+        assert path_demotion(path, "", 1.0, True) == DEMOTION, path
     for path in ("middleware/route_headers.go", "src/example_utils.py", "lib/_docs_helper.rb"):
-        assert _path_demotion(path, "", 1.0, True) == 1.0, path
+        assert path_demotion(path, "", 1.0, True) == 1.0, path

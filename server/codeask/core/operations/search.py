@@ -13,13 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations import query_model
 from codeask.core.search import model_on_demand, retrieve, tiers
-from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult, WithSettings
-from codeask.core.search.tiers import TierCount
+from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult
+from codeask.core.search.tiers import ALL_TIERS, STATIC_ONLY, TierCount
 from codeask.core.search.tiers import counts as tier_counts
 from codeask.core.search.tiers import describe as tiers_line
 from codeask.core.search.tiers import incomplete as tiers_incomplete
@@ -89,15 +87,6 @@ def search_while_loading(
     return retrieve.search(folders, query, k=k, filters=filters, mode=mode)
 
 
-def _static_only(folder: FolderIndex) -> WithSettings:
-    """A folder as retrieval sees it while the MiniLM model loads: its MiniLM list is left
-    out and the static tier answers for every chunk, so no search waits for the model."""
-    settings = msgspec.structs.replace(
-        folder.settings.retrieve, dense_weight=0.0, static_scope="all"
-    )
-    return WithSettings(folder, msgspec.structs.replace(folder.settings, retrieve=settings))
-
-
 def search_now(
     folders: Sequence[FolderIndex],
     query: str,
@@ -108,19 +97,18 @@ def search_now(
 ) -> TieredResult:
     """`codeask search`'s hybrid ranking with the tiers that can answer at once. `minilm`
     False (the caller is still loading the model's query path in the background): lexical +
-    the static tier over every chunk, so the search never waits for a model; True: exactly
-    the CLI's ranking."""
-    wants = minilm or not any(has_model_tier(f) for f in folders)
-    searched: Sequence[object] = folders if wants else [_static_only(f) for f in folders]
-    result = retrieve.search(searched, query, k=k, filters=filters, mode="hybrid")  # type: ignore[arg-type]
-    return TieredResult(result, answering_tiers(folders, minilm=minilm))
+    the static tier over every chunk (`tiers.STATIC_ONLY`), so the search never waits for a
+    model; True: exactly the CLI's ranking. The tiers said are the ones that ranked it."""
+    use = ALL_TIERS if minilm else STATIC_ONLY
+    result = retrieve.search(folders, query, k=k, filters=filters, mode="hybrid", tiers=use)
+    return TieredResult(result, result.tiers)
 
 
 def answering_tiers(folders: Sequence[FolderIndex], *, minilm: bool) -> list[str]:
-    """The retrievers a search over `folders` uses now (`minilm` False: its query path is
-    still loading, the static tier answers instead)."""
-    used = tiers.answered(folders, "hybrid")
-    return used if minilm else [t for t in used if t != MINILM]
+    """The retrievers that can rank a question over `folders` now, before one is asked
+    (`minilm` False: its query path is still loading, the static tier answers instead; the
+    model tier only where it would rank some question: `tiers.answered`)."""
+    return tiers.answered(folders, "hybrid", ALL_TIERS if minilm else STATIC_ONLY)
 
 
 def tiers_while_loading(folders: Sequence[FolderIndex]) -> list[str]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from codeask.core.records import HISTORY_KINDS, Chunk
 
-#: Calls read per chunk (as `retrieve._propagate_calls`): long chunks call everything.
+#: Calls read per chunk (as `steps/calls.propagate_calls`): long chunks call everything.
 CALLS_PER_CHUNK = 30
 #: A name defined in more candidate files than this is too common to point at one module.
 MAX_DEFINERS = 2

@@ -28,6 +28,10 @@ from codeask.core.storage.protocol import IndexReader
 #: not lose). Measured and left out: c (R@5 up, MRR down), java and javascript (both down),
 #: rust (R@5 down, MRR up). Never measured (ruby, php, tsx, ...): the first pass, the safe side.
 MODEL_LANGUAGES = frozenset({"cpp", "go", "python", "typescript"})
+#: The same rule for the model tier on demand (a folder past `embed.model_full_pass_chunks`:
+#: only the first pass's best `embed.model_candidates` are ranked by it), measured on its own
+#: (`benchmarks.reports_eval`, tier `on_demand`; benchmarks/README.md).
+ON_DEMAND_LANGUAGES = MODEL_LANGUAGES
 #: Each storage's language at the generation it was read (gone with the storage).
 _seen: weakref.WeakKeyDictionary[IndexReader, tuple[int, str]] = weakref.WeakKeyDictionary()
 
@@ -69,6 +73,7 @@ def folder_language(storage: IndexReader) -> str:
     return language
 
 
-def model_helps(language: str) -> bool:
-    """Whether the packaged model tier ranks a report on code mostly in `language`."""
-    return language in MODEL_LANGUAGES
+def model_helps(language: str, *, on_demand: bool = False) -> bool:
+    """Whether the packaged model tier ranks a report on code mostly in `language` (`on_demand`:
+    a folder whose model tier is filled on demand)."""
+    return language in (ON_DEMAND_LANGUAGES if on_demand else MODEL_LANGUAGES)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from codeask.config import DEFAULT_EMBED_MODEL, Settings
-from codeask.core.search import model_on_demand
+from codeask.core.search import model_gate, model_on_demand
 from codeask.core.storage.protocol import IndexCounts, IndexReader, Tier
 
 
@@ -26,6 +26,18 @@ class Searchable(Protocol):
     def storage(self) -> IndexReader: ...
 
 
+@dataclass(frozen=True)
+class Tiers:
+    """Which vector tiers a search may rank with, passed down the pipeline as data.
+
+    `minilm` False: the model tier's query path is still loading (the MCP tools never wait
+    for it), so its list is left out and the static tier ranks every chunk instead."""
+
+    minilm: bool = True
+
+
+ALL_TIERS = Tiers()
+STATIC_ONLY = Tiers(minilm=False)
 LEXICAL = "lexical"
 VECTOR_TIERS: tuple[Tier, ...] = ("static", "minilm")
 LABELS = {"lexical": "lexical", "static": "static", "minilm": "MiniLM"}
@@ -57,29 +69,65 @@ class TierCount:
 
 
 def answered(
-    folders: Sequence[Searchable], mode: Literal["lexical", "dense", "hybrid"]
+    folders: Sequence[Searchable],
+    mode: Literal["lexical", "dense", "hybrid"],
+    use: Tiers = ALL_TIERS,
 ) -> list[str]:
-    """The retrievers a search of `mode` over `folders` uses: `lexical` (BM25, symbols, paths)
-    unless dense only; a vector tier when some folder has its vectors and weighs it."""
+    """The retrievers that can rank a question of `mode` over `folders` now, said before any
+    question is asked (status, the ask prompt's note): `lexical` (BM25, symbols, paths) unless
+    dense only; a vector tier when some folder has its vectors, weighs it, and (the model
+    tier) would rank some question there (`ranks_with_model`: with the packaged MiniLM, only
+    reports in a language where it was measured to help). A search says what actually ranked
+    it (`SearchResult.tiers`)."""
     tiers = [LEXICAL] if mode != "dense" else []
     if mode == "lexical":
         return tiers
     for tier in VECTOR_TIERS:
-        if any(_filled(f, tier) and _weight(f, tier) > 0 for f in folders):
+        if any(_answers(f, tier, use) for f in folders):
             tiers.append(tier)
     return tiers
 
 
-def _filled(folder: Searchable, tier: Tier) -> bool:
-    """The tier has vectors to rank with, or embeds them as a report asks (on demand)."""
-    if folder.storage.vector_count(tier):
-        return True
-    return tier == "minilm" and model_on_demand.active(folder)
-
-
-def _weight(folder: Searchable, tier: Tier) -> float:
+def _answers(folder: Searchable, tier: Tier, use: Tiers) -> bool:
     weights = folder.settings.retrieve
-    return weights.static_weight if tier == "static" else weights.dense_weight
+    on_demand = tier == "minilm" and model_on_demand.active(folder)  # embeds as a report asks
+    if not folder.storage.vector_count(tier) and not on_demand:
+        return False
+    if tier == "static":
+        return weights.static_weight > 0
+    if not use.minilm or weights.dense_weight <= 0:
+        return False
+    return ranks_with_model(folder, report=True)
+
+
+def model_tier_for(settings: Settings) -> str:
+    """`retrieve.model_tier_for` with `auto` resolved: typed questions too for a model the
+    user chose; for the packaged MiniLM (it adds ~nothing to typed questions) `measured`:
+    reports on code in a language where it was measured to help (`model_gate`)."""
+    chosen = settings.retrieve.model_tier_for
+    if chosen != "auto":
+        return chosen
+    packaged = settings.embed.provider == "local" and settings.embed.model == DEFAULT_EMBED_MODEL
+    return "measured" if packaged else "all"
+
+
+def model_ranks(folder: Searchable, report: bool) -> bool:
+    """Whether `model_tier_for` lets the model tier rank this question in this folder."""
+    chosen = model_tier_for(folder.settings)
+    if chosen == "all" or not report:
+        return chosen == "all"
+    language = model_gate.folder_language(folder.storage)
+    on_demand = model_on_demand.active(folder)
+    return chosen == "reports" or model_gate.model_helps(language, on_demand=on_demand)
+
+
+def ranks_with_model(folder: Searchable, report: bool) -> bool:
+    """Whether a question is embedded by the model tier for this folder: when
+    `model_tier_for` lets it, or when no static tier can answer (`embed.tiers = ["minilm"]`,
+    a team revision that holds MiniLM only)."""
+    weights = folder.settings.retrieve
+    no_static = not folder.storage.vector_count("static") or weights.static_weight <= 0
+    return no_static or model_ranks(folder, report)
 
 
 def counts(
