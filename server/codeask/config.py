@@ -139,9 +139,11 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     (cached by content hash) and the files you open or change are embedded as they change.
     90,000 chunks is ~1 hour of the packaged MiniLM at ~25 chunks/s on 2 cores (the whole Linux
     kernel, 1.28M chunks, would take ~21 hours). 0: always on demand."""
-    model_candidates: int = 50
-    """On demand: how many of a report's first-pass candidates the model tier embeds and ranks
-    (a cold report embeds at most this many chunks: ~2 s at 25 chunks/s)."""
+    model_candidates: int = 25
+    """On demand: how many of a report's first-pass candidates the model tier embeds and ranks.
+    A cold report embeds at most this many: 25 kernel chunks took ~3 CPU-s (a cold `codeask
+    search` 4.7 CPU-s, 50 candidates 9 CPU-s); C++ reports ranked at or above the first pass
+    with 25, 50 and 100 (benchmarks/README.md)."""
 
     def __post_init__(self) -> None:
         if self.model_full_pass_chunks < 0 or self.model_candidates < 1:

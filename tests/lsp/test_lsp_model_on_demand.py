@@ -14,7 +14,11 @@ from support.lsp_harness import session, wait_for
 
 pytestmark = pytest.mark.slow
 
-ON_DEMAND = {"CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS": "0"}
+#: every report ranked by the model (the packaged model's gate on demand is C++ only)
+ON_DEMAND = {
+    "CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS": "0",
+    "CODEASK_RETRIEVE__MODEL_TIER_FOR": "reports",
+}
 REPORT = (
     "The retry helper gives up after the first failure\n"
     "When fetching a URL fails once, retry returns the error at once instead of waiting and "

@@ -25,8 +25,10 @@ REPORT = (
 
 async def test_index_status_says_the_model_tier_is_on_demand(tmp_path: Path) -> None:
     root = build_project(tmp_path / "shop")
-    env = server_env(
-        XDG_CACHE_HOME=str(tmp_path / "cache"), CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS="0"
+    env = server_env(  # every report ranked by the model (on demand the gate is C++ only)
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS="0",
+        CODEASK_RETRIEVE__MODEL_TIER_FOR="reports",
     )
     async with mcp_session(root, env=env, stderr=tmp_path / "mcp.log") as client:
 

@@ -20,6 +20,7 @@ import pytest
 
 from codeask.config import build_settings
 from codeask.core.embedding.on_demand import ON_DEMAND_FILE, OnDemandCache, full_pass
+from codeask.core.search.model_gate import model_helps
 from support import codeask as run_codeask
 from support import in_process_env
 from support.gitrepo import ALICE, EPOCH, commit, make_repo
@@ -40,6 +41,9 @@ PYTHON = {
     "shop/users.py": 'def display_name(user):\n    """A user\'s name as shown."""\n'
     "    return user.first + ' ' + user.last\n",
 }
+
+
+ON_DEMAND = {"CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS": "0"}
 
 
 class Folder:
@@ -67,7 +71,7 @@ class Folder:
 
 @pytest.mark.slow
 def test_a_folder_past_the_full_pass_size_gets_no_model_pass_and_says_so(tmp_path: Path) -> None:
-    folder = Folder(tmp_path, CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS="0")
+    folder = Folder(tmp_path, **ON_DEMAND)
     indexed = folder.run("index", "--full", str(folder.root))
     assert "the model tier is filled on demand" in indexed.stderr
     status = folder.status()
@@ -81,7 +85,7 @@ def test_a_folder_past_the_full_pass_size_gets_no_model_pass_and_says_so(tmp_pat
 def test_a_report_is_ranked_by_the_model_on_demand_and_its_vectors_are_kept(
     tmp_path: Path,
 ) -> None:
-    folder = Folder(tmp_path, CODEASK_EMBED__MODEL_FULL_PASS_CHUNKS="0")
+    folder = Folder(tmp_path, **ON_DEMAND, CODEASK_RETRIEVE__MODEL_TIER_FOR="reports")
     folder.run("index", "--full", str(folder.root))
     cold = folder.search()
     assert any("dense" in hit["retrievers"] for hit in cold)  # the model tier ranked
@@ -92,6 +96,16 @@ def test_a_report_is_ranked_by_the_model_on_demand_and_its_vectors_are_kept(
     assert folder.search() == cold
     assert folder.status()["model_tier"] == cached
     assert folder.status()["embedded"] == 0  # the index itself is not written by a search
+
+
+@pytest.mark.slow
+def test_on_demand_a_python_report_is_ranked_by_the_first_pass(tmp_path: Path) -> None:
+    """The packaged model on demand ranks reports only where that was measured to help
+    (`model_gate.ON_DEMAND_LANGUAGES`: C++; on Python reports it lowered R@5)."""
+    folder = Folder(tmp_path, **ON_DEMAND)
+    folder.run("index", "--full", str(folder.root))
+    assert not any("dense" in hit["retrievers"] for hit in folder.search())
+    assert folder.status()["model_tier"].startswith("on demand: 0 chunks cached")
 
 
 @pytest.mark.slow
@@ -120,6 +134,8 @@ def test_the_policy_is_the_chunk_count_against_the_setting() -> None:
     assert full_pass(90_000, default) and not full_pass(90_001, default)
     never, _ = build_settings({"embed": {"model_full_pass_chunks": 0}})
     assert not full_pass(1, never)
+    assert model_helps("cpp", on_demand=True) and model_helps("python")
+    assert not model_helps("python", on_demand=True)
     refused, warnings = build_settings({"embed": {"model_candidates": 0}})
-    assert refused.embed.model_candidates == 50  # the section's defaults, and a warning naming it
+    assert refused.embed.model_candidates == 25  # the section's defaults, and a warning naming it
     assert any("embed.model_candidates" in warning for warning in warnings)
