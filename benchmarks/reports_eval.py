@@ -12,8 +12,9 @@ embedded, by the packaged MiniLM or the model the settings name), then every que
 through `codeask search`'s code path (scope code) in three tiers on that one index: the first
 pass (lexical + static, the model tier off), the model tier on every pasted report (`retrieve.
 model_tier_for = reports`) and the default as the settings resolve it. Prints R@5, MRR and
-Acc@5 per tier and language (a question's language: its `language` field, else its first
-answer file's) and per question shape; `--out` writes each question's first ranks and shape.
+Acc@5 per tier (`on_demand`: the model tier of a folder too big for a full pass) and
+language (a question's language: its `language` field, else its first answer file's) and
+per question shape; `--out` writes each question's first ranks and shape.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,15 +45,22 @@ CACHE = Path.home() / ".cache" / "codeask-eval" / "reports"
 METRICS = ("R@5", "MRR", "Acc@5")
 #: Question shapes: how much of the report is English prose (`query.prose_share`).
 SHAPES = ((0.0, "prose < .5"), (0.5, "prose .5-.7"), (0.7, "prose >= .7"))
+TIERS = ("first_pass", "model", "on_demand", "default")
+#: The tiers `--on-demand-only` asks (no model pass: the on-demand tier embeds what it ranks).
+ON_DEMAND_TIERS = ("first_pass", "on_demand")
 
 
 def tiers(settings: Settings) -> dict[str, Settings]:
-    """first_pass, model (on every report) and default, as ranking settings on one index."""
+    """first_pass, model (on every report), on_demand (the model tier on every report, as a
+    folder past `embed.model_full_pass_chunks` has it: the first pass's best
+    `embed.model_candidates` ranked by it) and default, as ranking settings on one index."""
     first = msgspec.structs.replace(settings.retrieve, dense_weight=0.0, static_scope="all")
     model = msgspec.structs.replace(settings.retrieve, model_tier_for="reports")
+    scoped = msgspec.structs.replace(settings.embed, model_full_pass_chunks=0)
     return {
         "first_pass": msgspec.structs.replace(settings, retrieve=first),
         "model": msgspec.structs.replace(settings, retrieve=model),
+        "on_demand": msgspec.structs.replace(settings, retrieve=model, embed=scoped),
         "default": settings,
     }
 
@@ -78,15 +87,18 @@ def shape_of(question: str) -> str:
 def ask_corpus(
     root: Path, questions: list[dict[str, Any]], args: argparse.Namespace
 ) -> list[dict[str, Any]]:
-    """Index one corpus with every tier, then rank files for its questions in each tier."""
+    """Index one corpus with every tier (`--on-demand-only`: no model pass), then rank files
+    for its questions in each tier (`<tier>_seconds`: its wall per question)."""
     folder = open_corpus(root, args)
-    folder.refresh(embed=True)
+    full = not args.on_demand_only
+    folder.refresh(embed=full)
     folder.storage.warm_up()
     status = folder.status()
-    if status.embedded < status.chunks:
+    if full and status.embedded < status.chunks:
         raise SystemExit(f"{root}: model tier {status.embedded}/{status.chunks} chunks")
     rows = []
-    views = {name: WithSettings(folder, s) for name, s in tiers(folder.settings).items()}
+    chosen = {k: v for k, v in tiers(folder.settings).items() if full or k in ON_DEMAND_TIERS}
+    views = {name: WithSettings(folder, s) for name, s in chosen.items()}
     for instance in questions:
         row = {
             "id": instance["id"],
@@ -95,7 +107,9 @@ def ask_corpus(
             "prose": round(prose_of(instance["question"]), 3),
         }
         for name, view in views.items():
+            started = time.perf_counter()
             ranked = ranked_files(view, instance["question"])
+            row[f"{name}_seconds"] = round(time.perf_counter() - started, 3)
             row[name] = score_one(instance["gold_files"], ranked)
         rows.append(row)
     print(
@@ -116,7 +130,7 @@ def table(rows: Sequence[dict[str, Any]], key: str) -> list[str]:
         groups["all"].append(row)
     lines = [f"| {key} | n | tier | R@5 | MRR | Acc@5 |", "|---|---|---|---|---|---|"]
     for group, members in sorted(groups.items(), key=lambda g: (g[0] == "all", g[0])):
-        for tier in ("first_pass", "model", "default"):
+        for tier in [t for t in TIERS if t in members[0]]:
             means = [sum(m[tier][k] for m in members) / len(members) for k in METRICS]
             cells = " | ".join(f"{v:.3f}" for v in means)
             lines.append(f"| {group} | {len(members)} | {tier} | {cells} |")
@@ -137,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="ONNX threads (0: default)")
     parser.add_argument("--set", action="append", default=[], help="setting, e.g. embed.model=M")
     parser.add_argument("--no-fetch", action="store_true", help="use the corpora already there")
+    parser.add_argument(
+        "--on-demand-only",
+        action="store_true",
+        help="no model pass: score the first pass and the on-demand model tier only",
+    )
     args = parser.parse_args(argv)
     args.instances = require(args.instances or args.eval_dir / "dev.jsonl", "the questions file")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

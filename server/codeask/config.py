@@ -133,8 +133,23 @@ class EmbedSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pass) and `minilm` (the `model` above, ~25–55 chunks/s on 2 cores, fills in behind).
     `["static"]` suits a slow laptop; `["minilm"]` is the behaviour before the static tier
     existed."""
+    model_full_pass_chunks: int = 90_000
+    """A folder with more chunks than this fills its model tier on demand, never in one pass:
+    a pasted report's first `model_candidates` candidates are embedded when it is asked
+    (cached by content hash) and the files you open or change are embedded as they change.
+    90,000 chunks is ~1 hour of the packaged MiniLM at ~25 chunks/s on 2 cores (the whole Linux
+    kernel, 1.28M chunks, would take ~21 hours). 0: always on demand."""
+    model_candidates: int = 25
+    """On demand: how many of a report's first-pass candidates the model tier embeds and ranks.
+    A cold report embeds at most this many: 25 kernel chunks took ~3 CPU-s (a cold `codeask
+    search` 4.7 CPU-s, 50 candidates 9 CPU-s); C++ reports ranked at or above the first pass
+    with 25, 50 and 100 (benchmarks/README.md)."""
 
     def __post_init__(self) -> None:
+        if self.model_full_pass_chunks < 0 or self.model_candidates < 1:
+            raise ValueError(
+                "embed.model_full_pass_chunks must be 0 or more, embed.model_candidates 1 or more"
+            )
         if not self.tiers:
             raise ValueError("embed.tiers must name at least one of 'static', 'minilm'")
         if self.query_tokens < 0:
@@ -331,6 +346,8 @@ BOUNDED_FIELDS = frozenset(
         "embed.request_texts",
         "embed.request_timeout",
         "embed.max_input_chars",
+        "embed.model_full_pass_chunks",
+        "embed.model_candidates",
         "retrieve.k",
         "llm.max_tokens",
         "llm.context_tokens",

@@ -187,7 +187,8 @@ def _index_summary(root: Path, report: IndexReport, status: IndexStatus) -> dict
         "embedded": status.embedded,
         "static_embedded": status.static_embedded,
         "static_computed": report.static_computed,
-        "minilm_pending": status.chunks - status.embedded if "minilm" in status.tiers else 0,
+        "minilm_pending": status.chunks - status.embedded if status.model_tier == "full" else 0,
+        "model_tier": status.model_tier,
         "index_dir": status.index_dir,
     }
 
@@ -213,7 +214,13 @@ def _print_index_summary(
         err.write(f"  warning: {status.ignore_note}\n")
     if report.skipped and not verbose:  # with -v they were logged one by one above
         err.write("  skipped files are listed with -v\n")
-    if hint_full and "minilm" in status.tiers and status.embedded < status.chunks:
+    if status.model_tier.startswith("on demand"):
+        err.write(
+            f"  {status.chunks} chunks: the model tier is filled on demand (a pasted report's "
+            "first candidates, and the files you open or change), never in one pass "
+            "(`embed.model_full_pass_chunks`)\n"
+        )
+    elif hint_full and "minilm" in status.tiers and status.embedded < status.chunks:
         err.write(
             "  first pass done (lexical + static vectors): search away. "
             f"{_model_tier_note(status, embed)}, or an editor's codeask server fills it in "

@@ -227,10 +227,20 @@ class FolderState(msgspec.Struct, rename="camel"):
             " line, and how to override it (`index.gitignore = false`, a `!` line)."
         ),
     ] = ""
+    model_tier: Annotated[
+        str,
+        _doc(
+            "What the model tier covers: `full`, or `on demand: N chunks cached, M of opened or"
+            " changed files` (a folder past `embed.modelFullPassChunks`); empty without one."
+        ),
+    ] = ""
 
     @property
     def dense_done(self) -> int:
-        """Chunks done by the slowest configured tier (MiniLM when it is on)."""
+        """Chunks done by the slowest configured tier (MiniLM when it is on; on demand it
+        covers what it ranks, nothing fills in)."""
+        if self.model_tier.startswith("on demand"):
+            return self.chunks
         return self.embedded if "minilm" in self.tiers or not self.tiers else self.static_embedded
 
 

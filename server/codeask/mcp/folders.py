@@ -23,7 +23,7 @@ from pathlib import Path
 
 from codeask.core.driver import Bar, FolderWorker, QuietBar
 from codeask.core.indexer import FolderIndex, IndexReport, Progress, SharedIndexes, Workspace
-from codeask.core.operations import query_model
+from codeask.core.operations import has_model_tier, query_model
 from codeask.core.operations.index import load_static_embedder
 from codeask.core.source.discover import SkippedFile
 from codeask.core.storage.writer_lock import LockInfo, holder
@@ -158,6 +158,6 @@ class FolderDriver:
             return False
         if query_model.built(folder):
             return True
-        if folder.storage.vector_count("minilm"):
+        if has_model_tier(folder):
             query_model.start(folder)
         return False

@@ -92,6 +92,7 @@ def folder_status(driver: FolderDriver) -> dict[str, Any]:
         },
         "history_commits": status.history_commits,
         "model": status.model,
+        "model_tier": status.model_tier,
         "index_dir": status.index_dir,
         "last_indexed": _when(status.last_indexed),
         "role": _role(driver, folder),
@@ -99,6 +100,8 @@ def folder_status(driver: FolderDriver) -> dict[str, Any]:
     }
     if driver.progress is not None and driver.phase in ("indexing", "embedding"):
         out["progress"] = _progress(driver)
+    if status.model_tier.startswith("on demand"):  # it fills nothing in: never missing
+        tiers["minilm"] = status.chunks
     missing = _missing(driver, folder, tiers, status.chunks)
     if missing:
         out["missing"] = missing

@@ -62,6 +62,7 @@
 ---@field tiers? string[] The vector tiers this folder builds (`embed.tiers`).
 ---@field team? codeask.TeamState The team base (absent while loading, and from older servers).
 ---@field ignoreNote? string Set when the ignore rules leave (nearly) nothing of the folder: which file and line, and how to override it (`index.gitignore = false`, a `!` line).
+---@field modelTier? string What the model tier covers: `full`, or `on demand: N chunks cached, M of opened or changed files` (a folder past `embed.modelFullPassChunks`); empty without one.
 
 ---@class codeask.TeamState
 ---@field backend 'local'|'postgres' `index.backend`.

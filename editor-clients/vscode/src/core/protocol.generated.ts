@@ -95,6 +95,8 @@ export interface FolderState {
   team?: TeamState;
   /** Set when the ignore rules leave (nearly) nothing of the folder: which file and line, and how to override it (`index.gitignore = false`, a `!` line). */
   ignoreNote?: string;
+  /** What the model tier covers: `full`, or `on demand: N chunks cached, M of opened or changed files` (a folder past `embed.modelFullPassChunks`); empty without one. */
+  modelTier?: string;
 }
 
 /** A folder's team side (`index.backend`): the published revision it reads, or why none. */

@@ -107,7 +107,7 @@ class Backlog:
                         break
                     idle = not outcome.cancelled and not self._again
                     # no MiniLM tier: nothing is ever pending for it (its ids never empty)
-                    pending = folder.minilm_tier and folder.storage.pending_ids("minilm")
+                    pending = folder.model_pending()
                     if idle and not pending:
                         completed, self._thread = True, None
                         break

@@ -180,6 +180,10 @@ class FolderIndex:
         """Files the user is looking at: their chunks are embedded before the backlog."""
         self.embedding.prioritize(rels)
 
+    def model_pending(self) -> list[int]:
+        """The chunks the embedding backlog still has to embed (see `VectorTiers.model_pending`)."""
+        return self.embedding.model_pending()
+
     def embed_pending(
         self, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None
     ) -> IndexReport:

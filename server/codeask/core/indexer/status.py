@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from codeask.core.embedding import on_demand
 from codeask.core.storage.factory import cache_state
 from codeask.core.storage.team import BaseKind
 
@@ -108,6 +109,10 @@ class IndexStatus:
     """The team base and database (`index.backend = "postgres"`)."""
     ignore_note: str = ""
     """Which ignore line leaves (nearly) nothing of the folder to index, and the override."""
+    model_tier: str = ""
+    """What the model tier covers: `full` (a backlog pass embeds every chunk), or `on demand:
+    N chunks cached, M of opened or changed files` (past `embed.model_full_pass_chunks`); ''
+    without one."""
 
     @property
     def indexed(self) -> bool:
@@ -126,6 +131,9 @@ class IndexStatus:
         counts = {"static": self.static_embedded, "minilm": self.embedded}
         parts = []
         for tier in self.tiers:
+            if tier == "minilm" and self.model_tier.startswith("on demand"):
+                parts.append(f"minilm {self.model_tier}")
+                continue
             done = counts.get(tier, 0)
             state = "complete" if done >= self.chunks else f"({100.0 * done / self.chunks:.1f}%)"
             parts.append(f"{tier} {done}/{self.chunks} {state}")
@@ -151,7 +159,19 @@ def status_of(index: FolderState) -> IndexStatus:
         history_commits=counts.history_commits,
         team=team_status(index),
         ignore_note=ignore_note_of(index),
+        model_tier=model_tier_of(index, counts.chunks, counts.embedded),
     )
+
+
+def model_tier_of(index: FolderState, chunks: int, embedded: int) -> str:
+    """`IndexStatus.model_tier`: the on-demand count is read from its file (~1 ms)."""
+    settings = index.settings
+    if "minilm" not in settings.embed.tiers:
+        return ""
+    if on_demand.full_pass(chunks, settings):
+        return "full"
+    cached = on_demand.cached_count(index.folder)
+    return f"on demand: {cached} chunks cached, {embedded} of opened or changed files"
 
 
 def ignore_note_of(index: FolderState) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from codeask.core.embedding import on_demand
 from codeask.core.embedding.embed import CachedEmbedder, learned_dim
 from codeask.core.embedding.static import StaticEmbedder, load_static_embedder
 from codeask.core.indexer.run import (
@@ -216,10 +217,23 @@ class VectorTiers:
                 self._index.checkpoint()
                 last_save = time.monotonic()
 
+    def model_pending(self) -> list[int]:
+        """The chunks the backlog embeds: every one without a vector, or for a folder whose model
+        tier is filled on demand (`embedding.on_demand.full_pass`) only those of the files the
+        user opened or changed (a search embeds the rest it needs)."""
+        storage = self._storage
+        if not self.minilm_tier:
+            return []
+        if on_demand.full_pass(storage.chunk_count(), self._index.settings):
+            return storage.pending_ids("minilm")
+        records = (storage.file(path) for path in sorted(self._priority))
+        ids = (i for record in records if record is not None for i in record.chunk_ids)
+        return [i for i in ids if not storage.has_vector("minilm", i)]
+
     def _pending_in_order(self) -> list[int]:
         """Chunks without a vector: prioritized files, then code (short first), then history."""
         storage = self._storage
-        pending = storage.pending_ids("minilm")
+        pending = self.model_pending()
 
         def rank(chunk_id: int) -> tuple[int, int]:
             chunk = storage.chunk(chunk_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from codeask.core.indexer import FolderIndex
 from codeask.core.operations import query_model
-from codeask.core.search import retrieve, tiers
+from codeask.core.search import model_on_demand, retrieve, tiers
 from codeask.core.search.retrieve import Filters, Hit, Mode, SearchResult
 from codeask.core.search.tiers import ALL_TIERS, STATIC_ONLY, TierCount
 from codeask.core.search.tiers import counts as tier_counts
@@ -114,17 +114,22 @@ def answering_tiers(folders: Sequence[FolderIndex], *, minilm: bool) -> list[str
 def tiers_while_loading(folders: Sequence[FolderIndex]) -> list[str]:
     """The retrievers `search_while_loading` answers with now (lexical alone while a folder's
     MiniLM query path is not loaded), without starting that load."""
-    waiting = any(f.storage.vector_count(MINILM) and not f.embedder_loaded for f in folders)
+    waiting = any(has_model_tier(f) and not f.embedder_loaded for f in folders)
     return tiers.answered(folders, "lexical" if waiting else "hybrid")
 
 
 def query_model_ready(folders: Sequence[FolderIndex]) -> bool:
     """Whether MiniLM queries can run now (the model is in memory); if not, load it in the
     background (~1 s: query_model.start)."""
-    waiting = [f for f in folders if f.storage.vector_count(MINILM) and not f.embedder_loaded]
+    waiting = [f for f in folders if has_model_tier(f) and not f.embedder_loaded]
     for folder in waiting:
         query_model.start(folder)
     return not waiting
+
+
+def has_model_tier(folder: FolderIndex) -> bool:
+    """The folder's model tier has vectors, or embeds them as a report asks (on demand)."""
+    return bool(folder.storage.vector_count(MINILM)) or model_on_demand.active(folder)
 
 
 def searchable(folders: Sequence[FolderIndex]) -> bool:

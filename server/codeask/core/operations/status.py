@@ -7,12 +7,13 @@ from pathlib import Path
 
 from codeask.config import Settings
 from codeask.core.indexer import FolderIndex, IndexStatus
-from codeask.core.indexer.status import TeamStatus, ignore_note_of, team_status
+from codeask.core.indexer.status import TeamStatus, ignore_note_of, model_tier_of, team_status
 
 __all__ = [
     "IndexStatus",
     "TeamStatus",
     "ignore_note_of",
+    "model_tier_of",
     "open_for_reading",
     "read_statuses",
     "team_status",

@@ -28,6 +28,13 @@ from codeask.core.storage.protocol import IndexReader
 #: not lose). Measured and left out: c (R@5 up, MRR down), java and javascript (both down),
 #: rust (R@5 down, MRR up). Never measured (ruby, php, tsx, ...): the first pass, the safe side.
 MODEL_LANGUAGES = frozenset({"cpp", "go", "python", "typescript"})
+#: The same rule for the model tier on demand (a folder past `embed.model_full_pass_chunks`:
+#: only the first pass's best `embed.model_candidates` are ranked by it), measured on its own
+#: (`benchmarks.reports_eval --on-demand-only`, tier `on_demand`, 25 candidates): cpp R@5 .800
+#: = .800, MRR .686 → .712. Left out: go (R@5 .963 → 1.0, MRR .901 → .895), typescript (MRR
+#: .756 → .722), python (R@5 .875 → .838; 50 candidates .868), rust (R@5 .925 → .900), c, java
+#: and javascript (MRR down). A folder that large answers reports with its first pass there.
+ON_DEMAND_LANGUAGES = frozenset({"cpp"})
 #: Each storage's language at the generation it was read (gone with the storage).
 _seen: weakref.WeakKeyDictionary[IndexReader, tuple[int, str]] = weakref.WeakKeyDictionary()
 
@@ -69,6 +76,7 @@ def folder_language(storage: IndexReader) -> str:
     return language
 
 
-def model_helps(language: str) -> bool:
-    """Whether the packaged model tier ranks a report on code mostly in `language`."""
-    return language in MODEL_LANGUAGES
+def model_helps(language: str, *, on_demand: bool = False) -> bool:
+    """Whether the packaged model tier ranks a report on code mostly in `language` (`on_demand`:
+    a folder whose model tier is filled on demand)."""
+    return language in (ON_DEMAND_LANGUAGES if on_demand else MODEL_LANGUAGES)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from codeask.core.search.steps.calls import propagate_calls
 from codeask.core.search.steps.coherence import lift_coherent_files
 from codeask.core.search.steps.demote import demote_paths
-from codeask.core.search.steps.dense import dense
+from codeask.core.search.steps.dense import dense, dense_on_demand
 from codeask.core.search.steps.file_prior import lift_file_prior
 from codeask.core.search.steps.fuse import fuse
 from codeask.core.search.steps.hub import lift_hub
@@ -46,6 +46,7 @@ def rank(ranking: Ranking) -> Ranking:
     """Collect, fuse and adjust one folder's candidates for the question; every candidate's
     chunk read (in one call) for the merge across folders."""
     lists = [ranked for step in COLLECT for ranked in step(ranking)]
+    lists += dense_on_demand(ranking, lists)  # a folder past a full model pass: ranks the rest
     fuse(ranking, lists)
     for step in ADJUST:
         step(ranking)

@@ -25,7 +25,7 @@ from codeask.config import RetrieveSettings, Settings
 from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.records import HISTORY_KINDS, Chunk
-from codeask.core.search import pipeline
+from codeask.core.search import model_on_demand, pipeline
 from codeask.core.search.query import query_signals
 from codeask.core.search.steps.demote import DEMOTION as DEMOTION
 from codeask.core.search.steps.demote import PROSE_LANGUAGES as PROSE_LANGUAGES
@@ -188,7 +188,7 @@ def embed_query(
             tiers.minilm
             and ranks_with_model(folder, report)
             and model not in vectors
-            and storage.vector_count("minilm")
+            and (storage.vector_count("minilm") or model_on_demand.active(folder))
             and weights.dense_weight > 0
         ):
             vectors[model] = _minilm_query(folder, query, lead)
@@ -314,6 +314,8 @@ def search(
 def _dense_done(folder: Searchable) -> int:
     """Chunks done by the slowest configured tier: MiniLM when it is on, else the static one."""
     on = "minilm" in folder.settings.embed.tiers
+    if on and model_on_demand.active(folder):  # on demand: complete for what it ranks
+        return folder.storage.chunk_count()
     return folder.storage.vector_count("minilm" if on else "static")
 
 

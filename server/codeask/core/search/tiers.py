@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from codeask.config import DEFAULT_EMBED_MODEL, Settings
-from codeask.core.search import model_gate
+from codeask.core.search import model_gate, model_on_demand
 from codeask.core.storage.protocol import IndexCounts, IndexReader, Tier
 
 
@@ -90,7 +90,8 @@ def answered(
 
 def _answers(folder: Searchable, tier: Tier, use: Tiers) -> bool:
     weights = folder.settings.retrieve
-    if not folder.storage.vector_count(tier):
+    on_demand = tier == "minilm" and model_on_demand.active(folder)  # embeds as a report asks
+    if not folder.storage.vector_count(tier) and not on_demand:
         return False
     if tier == "static":
         return weights.static_weight > 0
@@ -115,7 +116,9 @@ def model_ranks(folder: Searchable, report: bool) -> bool:
     chosen = model_tier_for(folder.settings)
     if chosen == "all" or not report:
         return chosen == "all"
-    return chosen == "reports" or model_gate.model_helps(model_gate.folder_language(folder.storage))
+    language = model_gate.folder_language(folder.storage)
+    on_demand = model_on_demand.active(folder)
+    return chosen == "reports" or model_gate.model_helps(language, on_demand=on_demand)
 
 
 def ranks_with_model(folder: Searchable, report: bool) -> bool:
@@ -134,6 +137,7 @@ def counts(
     build it. `read`: each folder's `storage.counts()` when the caller has them already (one
     read is ~0.4 ms on 9,000 chunks, and a status answer reads them anyway)."""
     done = dict.fromkeys(VECTOR_TIERS, 0)
+    on_demand = False
     total = dict.fromkeys(VECTOR_TIERS, 0)
     built: set[str] = set()
     models: set[str] = set()
@@ -143,12 +147,15 @@ def counts(
         have = {"static": sizes.static_embedded, "minilm": sizes.embedded}
         if "minilm" in folder.settings.embed.tiers:
             models.add(folder.settings.embed.model)
+            if model_on_demand.active(folder):  # it covers what it ranks: nothing fills in
+                have["minilm"], on_demand = sizes.chunks, True
         for tier in folder.settings.embed.tiers:
             built.add(tier)
             done[tier] += have[tier]
             total[tier] += sizes.chunks
+    label = model_label(models) + (" on demand" if on_demand else "")
     return [
-        TierCount(t, done[t], total[t], model_label(models) if t == "minilm" else "")
+        TierCount(t, done[t], total[t], label if t == "minilm" else "")
         for t in VECTOR_TIERS
         if t in built
     ]
@@ -183,7 +190,9 @@ def incomplete(coverage: Sequence[TierCount]) -> str:
 
 def _count_text(count: TierCount, tiers: Sequence[str]) -> str:
     label = count.name
-    if count.complete:
+    if label.endswith(" on demand"):
+        text = f"{label}: a report's first candidates, embedded as asked and cached"
+    elif count.complete:
         text = f"{label}: all {count.total} chunks"
     else:
         text = f"{label}: {count.done} of {count.total} chunks ({count.percent()}%), filling in"

@@ -11,7 +11,12 @@ from codeask.core.operations import (
     tiers_line,
     tiers_while_loading,
 )
-from codeask.core.operations.status import TeamStatus, ignore_note_of, team_status
+from codeask.core.operations.status import (
+    TeamStatus,
+    ignore_note_of,
+    model_tier_of,
+    team_status,
+)
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features.common import custom_request, request, workspace_path
 from codeask.lsp.folders import Folders, FolderWorker
@@ -84,6 +89,7 @@ def _folder_row(
         tiers=list(folder.settings.embed.tiers),
         team=team_state(team_status(folder)),
         ignore_note=ignore_note_of(folder),
+        model_tier=model_tier_of(folder, counts.chunks, counts.embedded),
     )
 
 

@@ -20,6 +20,8 @@ from typing import NamedTuple
 import numpy as np
 
 from codeask.core.embedding.static import STATIC_MODEL_NAME
+from codeask.core.search import model_on_demand
+from codeask.core.search.steps.fuse import rrf
 from codeask.core.search.steps.state import Mode, Ranked, Ranking, Searchable
 from codeask.core.search.tiers import Tiers
 from codeask.core.storage.protocol import DenseAsk, StorageUnavailable, Tier, prefetch_dense
@@ -48,7 +50,8 @@ def dense_lists(
     plan: list[DenseList] = []
     # a size-0 vector: the model's server did not answer (core/embedding/remote.py)
     minilm = tiers.minilm and weights.dense_weight > 0
-    if minilm and model in vectors and vectors[model].size:
+    full = not model_on_demand.active(folder)  # else `dense_on_demand`
+    if minilm and model in vectors and vectors[model].size and full:
         plan.append(DenseList("dense", "minilm", model, weights.dense_weight))
     wants_static = weights.static_weight > 0 and STATIC_MODEL_NAME in vectors
     if wants_static and folder.storage.vector_count("static"):
@@ -105,3 +108,20 @@ def ranked_ids(
         log.warning("%s: %s search skipped (%s)", folder.root, plan.name, exc)
         return None
     return [i for i, _ in hits]
+
+
+def dense_on_demand(ranking: Ranking, lists: Sequence[Ranked]) -> list[Ranked]:
+    """The model tier's list of a folder filled on demand (`model_on_demand`): the other
+    lists' best candidates ranked by it; none when it does not rank this question. Measured
+    (`benchmarks.reports_eval`, its `on_demand` tier): see `model_gate.ON_DEMAND_LANGUAGES`."""
+    folder = ranking.folder
+    model, weight = folder.settings.embed.model, folder.settings.retrieve.dense_weight
+    vector = ranking.vectors.get(model)
+    usable = ranking.mode != "lexical" and ranking.tiers.minilm and weight > 0
+    if not usable or vector is None or not vector.size or not model_on_demand.active(folder):
+        return []
+    first: dict[int, float] = {}
+    for _, ranked, each in lists:
+        rrf(ranked, each, first)
+    ranking.answered.add("minilm")
+    return [Ranked("dense", model_on_demand.ranked(folder, vector, first), weight)]
