@@ -22,6 +22,7 @@ CORPORA = (TESTS / "data",)  # frozen copies of other code: data, not our tests
 BENCHMARK_TESTS = {
     "test_debian_history.py",
     "test_search_compare.py",
+    "test_scale_bench.py",
     "test_search_eval_smoke.py",
     "test_side_by_side.py",
 }
