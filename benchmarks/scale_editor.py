@@ -122,16 +122,9 @@ async def save_once(bench: Bench, path: Path, version: int) -> float:
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
         )
     )
-    saved = time.perf_counter()
-    bench.client.text_document_did_save(
-        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    return await bench.save_until_found(
+        uri, name, lambda hits: any(hit["uri"] == uri for hit in hits), SAVE_WAIT_S
     )
-    while time.perf_counter() - saved < SAVE_WAIT_S:
-        _, hits = await bench.search(name, k=10)
-        if any(hit["uri"] == uri for hit in hits):
-            return time.perf_counter() - saved
-        await asyncio.sleep(0.05)
-    return float("inf")
 
 
 async def wait_ready(bench: Bench) -> dict[str, Any]:
