@@ -69,6 +69,8 @@ class EditorSaves:
     peak_mb: float = 0.0
     peak_single_mb: float = 0.0
     after_mb: float = 0.0
+    #: The tree's RSS above resting after each save (a first save's lasting cost shows here).
+    steps_mb: list[float] = field(default_factory=list)
     cpu_s: float = 0.0
     status_before: dict[str, Any] = field(default_factory=dict)
     status_after: dict[str, Any] = field(default_factory=dict)
@@ -88,7 +90,8 @@ class EditorSaves:
             f"{f', {lost} NOT found' if lost else ''}; server (writer, daemon stopped, "
             f"embed.tiers {TIERS}) ready in "
             f"{self.ready_s:.1f} s; resting {self.resting_mb:.0f} MB, peak "
-            f"+{self.peak_mb - rest:.0f} MB, after +{self.after_mb - rest:.0f} MB; "
+            f"+{self.peak_mb - rest:.0f} MB, after +{self.after_mb - rest:.0f} MB (each save: "
+            f"{', '.join(f'{m:+.0f}' for m in self.steps_mb)}); "
             f"slowest tier {embedded}; server CPU {self.cpu_s:.2f} s"
         )
 
@@ -173,6 +176,7 @@ async def measure(tree: Path, target: Path, env: dict[str, str], saves: int) -> 
         sampling = asyncio.create_task(sampler.run())
         for version in range(2, saves + 2):
             result.seconds.append(await save_once(bench, target, version))
+            result.steps_mb.append(procs.rss_mb() - result.resting_mb)
         sampler.running = False
         await sampling
         result.cpu_s = sum(procs.members().values()) - cpu_before
