@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,14 +106,21 @@ class Bench:
         name = f"codeask_bench_probe_{n}_{os.getpid()}"
         with path.open("a", encoding="utf-8") as handle:
             handle.write(f'\n\ndef {name}():\n    """Probe {n} of the save benchmark."""\n')
-        uri = path.as_uri()
+        return await self.save_until_found(
+            path.as_uri(), name, lambda hits: any(h["symbol"] == name for h in hits), timeout
+        )
+
+    async def save_until_found(
+        self, uri: str, query: str, found: Callable[[list[dict[str, Any]]], bool], timeout: float
+    ) -> float:
+        """didSave `uri`, then search `query` until `found` says so: seconds, inf if never."""
         saved = time.perf_counter()
         self.client.text_document_did_save(
             types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
         while time.perf_counter() - saved < timeout:
-            _, hits = await self.search(name, k=5)
-            if any(h["symbol"] == name for h in hits):
+            _, hits = await self.search(query, k=10)
+            if found(hits):
                 return time.perf_counter() - saved
             await asyncio.sleep(0.05)
         return float("inf")

@@ -168,7 +168,11 @@ class Tree:
 
     def rss_mb(self) -> float:
         """The RSS of the run's live processes now (between steps: the resting daemon)."""
-        return sum(status_mb(pid)[0] for pid in self.members())
+        return sum(self.sizes_mb())
+
+    def sizes_mb(self) -> list[float]:
+        """The RSS of each of the run's live processes now."""
+        return [status_mb(pid)[0] for pid in self.members()]
 
 
 def _drain(stream: object, into: dict[str, bytes], key: str) -> None:

@@ -20,6 +20,10 @@ Each step is its own child process, measured with its whole process tree (benchm
 4. one file edited (a function appended, the file replaced so the source tree is never written),
    `codeask index` again, then searched through the daemon until the new function is found:
    edit to searchable, and memory above the resting daemon;
+4b. the same edit as an editor makes it (benchmarks.scale_editor): the daemon stopped, the real
+   language server (`codeask serve`, in-process, the index's writer) opened on the tree, then
+   `--editor-saves` saves (didChange + didSave) of a C file each adding a new function: didSave
+   to searchable (p50/max), the server tree's resting RSS and its peak above it;
 5. with `--semble`, semble 0.7.0 (the venv of ../shared/eval-search/semble/setup.sh) indexes the
    same copy and answers the same questions in one child, skipped when the free memory is below
    its peak in the issue scaled to the tree (17 GB per 1.5 GB of source).
@@ -54,6 +58,7 @@ from tests.support.env import in_process_env
 from benchmarks.cold_peak import fresh_cache
 from benchmarks.kernel_source import cache_root, kernel_tree
 from benchmarks.proc_tree import Cost, Tree
+from benchmarks.scale_editor import editor_saves
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE / "data" / "kernel_questions.jsonl"
@@ -74,6 +79,7 @@ TARGETS = {
     "daemon": "<= 2 s start to first answer",
     "warm": "p95 <= 200 ms",
     "edit": "<= 1 s, <= 100 MB above resting",
+    "editor": "<= 1 s, <= 100 MB above resting",
     "semble": "(issue: 448 s, 17 GB, p50 67 ms)",
 }
 
@@ -317,6 +323,27 @@ class Run:
         )
         self.rows.append(Row("4 edit one file -> searchable", total, figure, TARGETS["edit"]))
 
+    def editor_save(self, saves: int) -> None:
+        """Step 4b: the daemon stopped (the server is then the index's writer), the language
+        server started on the indexed tree, `saves` saves of the edited file timed."""
+        self.stop_daemon()
+        load_before = os.getloadavg()[0]
+        started = time.perf_counter()
+        result = editor_saves(self.tree, edit_target(self.tree), self.env, saves)
+        cost = Cost(
+            time.perf_counter() - started,
+            result.cpu_s,
+            result.peak_mb,
+            result.peak_single_mb,
+            load_before,
+            os.getloadavg()[0],
+            0,
+            "",
+            "",
+        )
+        step = "4b editor save -> searchable (language server)"
+        self.rows.append(Row(step, cost, result.figure(), TARGETS["editor"]))
+
     def semble(self, venv_python: Path) -> None:
         need = SEMBLE_BYTES_PER_SOURCE_BYTE * disk_bytes(self.tree, allocated=False)
         available = memory_available()
@@ -435,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
         "--eval-dir", type=Path, default=HERE.parent.parent / "shared" / "eval-search"
     )
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument(
+        "--editor-saves", type=int, default=5, help="saves in step 4b (0: skip the step)"
+    )
     args = parser.parse_args(argv)
     source = (args.tree or kernel_tree()).resolve()
     if not source.is_dir():
@@ -461,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         run = Run(work, tree, questions)
         steps: list[Callable[[], None]] = [run.index_cold, run.open_cold, run.warm, run.edit]
+        if args.editor_saves > 0:
+            steps.append(lambda: run.editor_save(args.editor_saves))
         try:
             for step in steps:
                 before = len(run.rows)

@@ -1,7 +1,8 @@
 """benchmarks/scale.py end to end on a tiny generated C tree: every step's row, with numbers.
 
 Real processes throughout (`codeask index`, `search --no-daemon`, a daemon in the run's private
-runtime dir); no kernel. The daemon the run starts must be gone when it ends.
+runtime dir, `codeask serve` driven over stdio); no kernel. The daemon the run starts must be
+gone when it ends.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
         "2b fresh daemon: first answer",
         "3 warm questions",
         "4 edit one file -> searchable",
+        "4b editor save -> searchable (language server)",
     ):
         rows = [line for line in run.stdout.splitlines() if line.startswith(f"| {step}")]
         assert len(rows) == 1, (step, run.stdout)
@@ -96,6 +98,11 @@ def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
     assert re.search(rf"CPU-s: main process {number}, chunk workers -?{number}", run.stdout)
     assert re.search(r"R@5 [01]\.[0-9]{2}, MRR [01]\.[0-9]{2} \(3 q\)", run.stdout), run.stdout
     assert "searchable:" in run.stdout, run.stdout
+    # step 4b: every save through the language server became searchable, with its memory
+    saves = rf"5 saves of kernel/sched\.c: p50 {number} s / max {number} s; server \(writer"
+    assert re.search(saves, run.stdout), run.stdout
+    assert re.search(rf"resting {number} MB, peak \+-?{number} MB", run.stdout), run.stdout
+    assert "NOT found" not in run.stdout, run.stdout
     # the work folder is removed, the source tree untouched, and no process of the run is left
     assert list(work.iterdir()) == []
     assert all((tree / rel).read_text().endswith("}\n") for rel in FILES)
