@@ -46,6 +46,8 @@ RAISED = {
     "embed.request_timeout": 1e9,
     "embed.max_input_chars": 100_000_000,
     "chunk.window_overlap": 10_000_000,
+    "embed.model_full_pass_chunks": 10_000_000_000,
+    "embed.model_candidates": 10_000_000,
 }
 
 
