@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import threading
 import zlib
 from collections.abc import Iterable, Iterator
@@ -55,6 +54,8 @@ class ChunkSpill:
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         remove_leftovers(folder)
+        import tempfile  # only a first pass past its spill size writes one: not on a search's path
+
         fd, name = tempfile.mkstemp(prefix=SPILL_PREFIX, suffix=SPILL_SUFFIX, dir=folder)
         self.path = Path(name)
         self._fd = fd
