@@ -90,3 +90,31 @@ def test_live_ids_answer_for_the_base_and_the_tail_at_once(tmp_path: Path) -> No
     assert index.live.contains(probe).tolist() == expected
     assert sum(expected) == len(index.live) == 89
     assert sorted(index.live) == sorted({*range(1, 91), 200} - {5, 6})
+
+
+class _CountingTail(dict[int, int]):
+    """A tail that counts how often it is walked whole."""
+
+    walks = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_a_few_ids_against_a_long_tail_never_walk_the_tail() -> None:
+    """A first pass asks the tiers about each file's few removed ids while the tail holds every
+    row so far: copying the whole tail per question made the kernel's pass quadratic (main
+    process 1,692 CPU-s, 65 % in LiveIds.contains). The answers are those of the whole-tail path."""
+    from codeask.core.storage.base_ids import TAIL_LOOKUP_RATIO, LiveIds
+
+    tail = _CountingTail({chunk_id: slot for slot, chunk_id in enumerate(range(0, 20_000, 2))})
+    live = LiveIds(None, tail)
+    asked = np.array([4, 5, 18_000, 19_999, 7], dtype=np.int64)
+    assert live.contains(asked).tolist() == [True, False, True, False, False]
+    assert live.intersection([4, 5, 6]) == {4, 6}
+    assert live.contains(np.array([], dtype=np.int64)).tolist() == []
+    assert _CountingTail.walks == 0
+    many = np.arange(0, len(tail) // TAIL_LOOKUP_RATIO + 10, dtype=np.int64)
+    assert live.contains(many).tolist() == [i % 2 == 0 for i in many.tolist()]
+    assert _CountingTail.walks == 1  # many ids: one vectorised isin over a copy of the tail

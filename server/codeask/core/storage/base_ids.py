@@ -91,6 +91,11 @@ class BaseIds:
         return self.ids[self.ids >= 0]
 
 
+#: `LiveIds.contains` looks ids up one by one in the tail's dict when the tail is longer than this
+#: many times the ids asked (else one vectorised `isin` over a copy of the tail is cheaper).
+TAIL_LOOKUP_RATIO = 8
+
+
 class LiveIds:
     """The ids of a tier that have a vector, read like a set: the base's by bisection
     (`BaseIds`), the in-memory tail's from its id -> slot dict. A view: it follows the tier."""
@@ -138,9 +143,19 @@ class LiveIds:
         """Whether each of `chunk_ids` is live (a bool array, vectorised over the base)."""
         chunk_ids = as_id_array(chunk_ids)
         found = np.zeros(len(chunk_ids), dtype=bool)
+        if not len(chunk_ids):
+            return found
         if self._base is not None:
             found = self._base.rows(chunk_ids) >= 0
-        if self._tail:
+        if not self._tail:
+            return found
+        if len(chunk_ids) * TAIL_LOOKUP_RATIO < len(self._tail):
+            # a few ids against a long tail (a first pass's replace_file: its tail is every row
+            # so far): look each up in the tail's set, never copy the tail (that was quadratic)
+            found |= np.fromiter(
+                (int(i) in self._tail for i in chunk_ids), dtype=bool, count=len(chunk_ids)
+            )
+        else:
             tail = np.fromiter(self._tail, dtype=np.int64, count=len(self._tail))
             found |= np.isin(chunk_ids, tail)
         return found
