@@ -368,8 +368,6 @@ class VectorTiers:
 
     def drop(self, ids: list[int]) -> None:
         """Forget the vectors of removed chunks (a tier without any of them stays unchanged)."""
-        if not ids:
-            return  # a new file (every file of a first pass): nothing to ask of the tiers
         for name in TIERS:
             index = self.tier(name)
             if index.live.intersection(ids):
