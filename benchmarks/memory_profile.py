@@ -199,15 +199,16 @@ def _vector_sizes(store: Any) -> dict[str, float]:
     sizes: dict[str, float] = {}
     for name in ("vectors", "static"):
         index = store.tiers.tier(name)
-        rows = index._rows
+        tail = index._tail
+        rows = tail._rows
         mapped = index._base.rows.nbytes if index._base is not None else 0
         sizes[f"{name} matrix in memory (capacity) MB"] = rows.nbytes / 2**20
         sizes[f"{name} rows mapped from the file MB"] = mapped / 2**20
         sizes[f"{name} live rows MB"] = len(index.live) * index.dim * rows.itemsize / 2**20
         base_ids = index._base_ids
         sizes[f"{name} ids+slot dict+base id arrays MB"] = (
-            index._ids.nbytes
-            + sys.getsizeof(index._slot)
+            tail._ids.nbytes
+            + sys.getsizeof(tail.slot)
             + (0 if base_ids is None else 3 * base_ids.ids.nbytes)
         ) / 2**20
     return sizes

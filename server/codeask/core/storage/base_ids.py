@@ -12,7 +12,7 @@ built by numpy in milliseconds; a lookup is one `np.searchsorted`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -91,17 +91,33 @@ class BaseIds:
         return self.ids[self.ids >= 0]
 
 
+class IdRows(Protocol):
+    """Rows looked up by id: a mapped base's (`BaseIds`) or a spill file's (row_spill.py)."""
+
+    @property
+    def count(self) -> int: ...  # rows that still count
+
+    def row(self, chunk_id: int) -> int: ...
+
+    def rows(self, chunk_ids: np.ndarray) -> np.ndarray: ...
+
+    def live(self) -> np.ndarray: ...
+
+
 #: `LiveIds.contains` looks ids up one by one in the tail's dict when the tail is longer than this
 #: many times the ids asked (else one vectorised `isin` over a copy of the tail is cheaper).
 TAIL_LOOKUP_RATIO = 8
 
 
 class LiveIds:
-    """The ids of a tier that have a vector, read like a set: the base's by bisection
-    (`BaseIds`), the in-memory tail's from its id -> slot dict. A view: it follows the tier."""
+    """The ids of a tier that have a vector, read like a set: the base's and the spilled
+    rows' by bisection (`IdRows`), the in-memory tail's from its id -> slot dict. A view: it
+    follows the tier."""
 
-    def __init__(self, base: BaseIds | None, tail: Mapping[int, int]) -> None:
-        self._base = base
+    def __init__(
+        self, base: IdRows | None, tail: Mapping[int, int], spilled: IdRows | None = None
+    ) -> None:
+        self._parts = [part for part in (base, spilled) if part is not None]
         self._tail = tail
 
     def __contains__(self, chunk_id: object) -> bool:
@@ -109,17 +125,17 @@ class LiveIds:
             return False
         if chunk_id in self._tail:
             return True
-        return self._base is not None and self._base.row(int(chunk_id)) >= 0
+        return any(part.row(int(chunk_id)) >= 0 for part in self._parts)
 
     def __len__(self) -> int:
-        return (self._base.count if self._base is not None else 0) + len(self._tail)
+        return sum(part.count for part in self._parts) + len(self._tail)
 
     def __bool__(self) -> bool:
         return len(self) > 0
 
     def __iter__(self) -> Iterator[int]:
-        if self._base is not None:
-            yield from self._base.live().tolist()
+        for part in self._parts:
+            yield from part.live().tolist()
         yield from list(self._tail)
 
     def __eq__(self, other: object) -> bool:
@@ -133,11 +149,11 @@ class LiveIds:
         return f"LiveIds({len(self)} ids)"
 
     def array(self) -> np.ndarray:
-        """Every live id as an int64 array (the base's in row order, then the tail's)."""
+        """Every live id as an int64 array (the base's in row order, the spilled, the tail's)."""
         tail = np.fromiter(self._tail, dtype=np.int64, count=len(self._tail))
-        if self._base is None:
+        if not self._parts:
             return tail
-        return np.concatenate((self._base.live(), tail))
+        return np.concatenate([*(part.live() for part in self._parts), tail])
 
     def contains(self, chunk_ids: np.ndarray) -> np.ndarray:
         """Whether each of `chunk_ids` is live (a bool array, vectorised over the base)."""
@@ -145,8 +161,8 @@ class LiveIds:
         found = np.zeros(len(chunk_ids), dtype=bool)
         if not len(chunk_ids):
             return found
-        if self._base is not None:
-            found = self._base.rows(chunk_ids) >= 0
+        for part in self._parts:
+            found |= part.rows(chunk_ids) >= 0
         if not self._tail:
             return found
         if len(chunk_ids) * TAIL_LOOKUP_RATIO < len(self._tail):

@@ -73,7 +73,7 @@ class IndexStore:
         self.static_model, self.static_dim = static
         self.lock = threading.RLock()
         self.catalog = self._own(Catalog())
-        self.tiers = VectorTiers(dim, self.static_dim)
+        self.tiers = self._own_tiers(VectorTiers(dim, self.static_dim))
         self.snapshots = SnapshotFolder(folder)
         self.generation = 0
         self.next_id = 1
@@ -89,6 +89,11 @@ class IndexStore:
         """`catalog`, its chunk delta spilled into this index folder when a pass grows it."""
         catalog.chunks.spill_dir = self.folder
         return catalog
+
+    def _own_tiers(self, tiers: VectorTiers) -> VectorTiers:
+        """`tiers`, their growing tails spilled into this index folder (row_spill.py)."""
+        tiers.spill_dir = self.folder
+        return tiers
 
     # ---- the parts, under the names callers use -------------------------------------------
     @property
@@ -147,8 +152,8 @@ class IndexStore:
         static = (self.static_model, self.static_dim)
         loader = SnapshotLoader(self.snapshots, self.model, self.dim, static)
         try:
-            name, manifest, catalog, self.tiers = loader.load()
-            self.catalog = self._own(catalog)
+            name, manifest, catalog, tiers = loader.load()
+            self.catalog, self.tiers = self._own(catalog), self._own_tiers(tiers)
         finally:  # counters read from a manifest survive a failed load (see `open`)
             self.generation, self.next_id = loader.generation, loader.next_id
             self.recovered = loader.recovered
@@ -250,7 +255,7 @@ class IndexStore:
         with self.lock:
             self.catalog.chunks.close()
             self.catalog = self._own(Catalog())
-            self.tiers = VectorTiers(self.dim, self.static_dim)
+            self.tiers = self._own_tiers(VectorTiers(self.dim, self.static_dim))
 
     @property
     def dirty(self) -> bool:

@@ -37,6 +37,7 @@ from codeask.core.storage.vector_file import (
     write_base,
     write_base_to,
 )
+from codeask.core.storage.vector_tail import VectorTail
 
 #: The snapshot components that hold vectors: the main tier and the static tier.
 TIERS = ("vectors", "static")
@@ -45,6 +46,9 @@ DELTAS = {name: f"{name}_delta" for name in TIERS}
 #: Tiers stored as int8 rows with a scale each (quantized_rows.py): the static tier, whose
 #: ranking moved by at most .00x NDCG@10 per language on eval-search (issue 42).
 QUANTIZED = frozenset({"static"})
+#: Rows a tier's in-memory tail holds before they move to a spill file (row_spill.py) when the
+#: tier has a `spill_dir`: 4 MB of static rows, 24 MB of MiniLM ones; an edit never spills.
+SPILL_ROWS = 16_384
 
 
 def empty_tier(name: str, dim: int) -> VectorIndex:
@@ -64,27 +68,28 @@ class VectorIndex:
     and the holes are the delta (issue 42): a save writes only them (vector_file.py) until they
     pass `FOLD_FRACTION` of the base, then a new base. A `quantized` tier stores int8 rows with a
     scale each (quantized_rows.py), in the tail too, so a query scores the same after a save.
+    A long pass's tail moves to a spill file every `spill_rows` rows (row_spill.py, issue 42).
     """
+
+    #: Rows the tail holds before it is spilled (a process may lower it: tests).
+    spill_rows = SPILL_ROWS
 
     def __init__(self, dim: int, capacity: int = 1024, *, quantized: bool = False) -> None:
         self.dim = dim
         self.quantized = quantized
         self._dtype = np.dtype(np.int8 if quantized else np.float32)
-        size = max(1, capacity)
-        self._rows = np.zeros((size, dim), dtype=self._dtype)
-        self._scales = np.zeros(size, dtype=np.float32)
-        self._ids = np.full(size, -1, dtype=np.int64)
-        self._used = 0
-        self._slot: dict[int, int] = {}
+        self._tail = VectorTail(dim, self._dtype, capacity)  # rows added since the base
         self._base: MappedRows | None = None
         self._base_ids: BaseIds | None = None  # which id each base row holds (-1: a hole)
         self._lists: CoarseLists | None = None  # a large base's candidate lists
+        #: Where the tail is spilled once it grows (the index folder; None: kept in memory).
+        self.spill_dir: Path | None = None
         self.deleted = 0
 
     @property
     def live(self) -> LiveIds:
         """The ids with a vector here, read like a set (a view: it follows later changes)."""
-        return LiveIds(self._base_ids, self._slot)
+        return LiveIds(self._base_ids, self._tail.slot, self._tail.spill)
 
     @classmethod
     def load(
@@ -145,35 +150,14 @@ class VectorIndex:
             self._put_stored(Stored(ids_array, unit, None))
 
     def _put_stored(self, stored: Stored, *, counted: bool = True) -> None:
-        """Put rows as stored into the tail; a base row of the same id becomes a hole."""
-        ids = stored.ids.tolist()
+        """Put rows as stored into the tail (spilled past `spill_rows` when the tier has a
+        `spill_dir`); a base row of the same id becomes a hole."""
         if self._base_ids is not None:  # a base row is never written: it becomes a hole
             for row in self._base_ids.rows(as_id_array(stored.ids)).tolist():
                 if row >= 0:
                     self._base_ids.punch(row)
                     self.deleted += counted
-        fresh = {chunk_id for chunk_id in ids if chunk_id not in self._slot}
-        self._grow(self._used + len(fresh))
-        for i, chunk_id in enumerate(ids):
-            slot = self._slot.get(chunk_id)
-            if slot is None:
-                slot = self._slot[chunk_id] = self._used
-                self._ids[slot] = chunk_id
-                self._used += 1
-            self._rows[slot] = stored.rows[i]
-            self._scales[slot] = 1.0 if stored.scales is None else stored.scales[i]
-
-    def _grow(self, needed: int) -> None:
-        if needed <= len(self._ids):
-            return
-        size = max(needed, 2 * len(self._ids))
-        rows = np.zeros((size, self.dim), dtype=self._dtype)
-        rows[: self._used] = self._rows[: self._used]
-        scales = np.zeros(size, dtype=np.float32)
-        scales[: self._used] = self._scales[: self._used]
-        ids = np.full(size, -1, dtype=np.int64)
-        ids[: self._used] = self._ids[: self._used]
-        self._rows, self._scales, self._ids = rows, scales, ids
+        self._tail.put(stored, self.spill_dir, self.spill_rows)
 
     def remove(self, ids: Iterable[int]) -> None:
         """Forget vectors (their rows become holes)."""
@@ -183,10 +167,7 @@ class VectorIndex:
                 self._base_ids.punch(row)
                 self.deleted += 1
                 continue
-            slot = self._slot.pop(label, None)
-            if slot is not None:
-                self._ids[slot] = -1
-                self._rows[slot] = 0
+            if self._tail.remove(label):
                 self.deleted += 1
 
     def needs_compaction(self) -> bool:
@@ -196,21 +177,24 @@ class VectorIndex:
     def needs_fold(self) -> bool:
         """A save writes a new base (not a delta): there is none yet, or the delta (the tail
         and the base's holes) passed `FOLD_FRACTION` of the base's rows."""
+        held = self._tail.held()
         if self._base is None or self._base_ids is None:
-            return self._used > 0 or self.deleted > 0
+            return held > 0 or self.deleted > 0
         holes = len(self._base_ids) - self._base_ids.count
-        return self._used + holes > len(self._base_ids) * FOLD_FRACTION
+        return held + holes > len(self._base_ids) * FOLD_FRACTION
 
     def compacted(self) -> VectorIndex:
         """A fresh in-memory index holding only the live vectors, in row order."""
         fresh = VectorIndex(self.dim, max(1024, len(self.live) + 256), quantized=self.quantized)
+        fresh.spill_dir = self.spill_dir
         for block in self.live_blocks():
             fresh._put_stored(block)
         return fresh
 
     def live_blocks(self) -> Iterator[Stored]:
         """The live rows as stored (int8 for a quantized tier, whatever the base holds), the
-        base's first, `BLOCK_ROWS` at a time: a base is written without a second copy."""
+        base's first, then the spilled, `BLOCK_ROWS` at a time: a base is written without a
+        second copy."""
         if self._base is not None and self._base_ids is not None:
             base, scales = self._base.rows, self._base.scales
             for start in range(0, len(self._base_ids), BLOCK_ROWS):
@@ -220,13 +204,7 @@ class VectorIndex:
                 part = None if scales is None else scales[start : start + BLOCK_ROWS][mask]
                 yield as_layout(self.quantized, ids[mask], rows, part)
             self._base.scanned()
-        yield self._tail()
-
-    def _tail(self) -> Stored:
-        used = self._used
-        mask = self._ids[:used] >= 0
-        scales = self._scales[:used][mask] if self.quantized else None
-        return Stored(self._ids[:used][mask], self._rows[:used][mask], scales)
+        yield from self._tail.blocks()
 
     @property
     def mapped(self) -> bool:
@@ -238,8 +216,9 @@ class VectorIndex:
         return empty_delta(self.dim, self._dtype)
 
     def delta(self) -> Delta:
-        """What changed since the mapped base (everything, when there is none)."""
-        tail = self._tail()
+        """What changed since the mapped base (everything, when there is none): the spilled
+        rows are read back (a delta is at most `FOLD_FRACTION` of its base)."""
+        tail = self._tail.joined()
         base_ids = self._base_ids.ids if self._base_ids is not None else np.zeros(0, np.int64)
         removed = np.flatnonzero(base_ids < 0).astype(np.int64)
         return Delta(tail.ids, tail.rows, tail.scales, removed, len(base_ids))
@@ -258,13 +237,7 @@ class VectorIndex:
         if row >= 0 and self._base is not None:
             scales = self._base.scales
             return dequantize(self._base.rows[row : row + 1], _cut(scales, row))[0]
-        slot = self._slot.get(chunk_id)
-        if slot is None:
-            return None
-        return dequantize(self._rows[slot : slot + 1], self._tail_scales(slot, slot + 1))[0]
-
-    def _tail_scales(self, start: int, end: int) -> np.ndarray | None:
-        return self._scales[start:end] if self.quantized else None
+        return self._tail.vector(chunk_id)
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first: the exact k nearest live vectors."""
@@ -283,11 +256,11 @@ class VectorIndex:
         return [(int(ids[r]), float(scored[r])) for r in top if scored[r] > -np.inf]
 
     def _scores(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every row's score and id: the mapped base's rows first, then the tail's."""
-        used = self._used
-        tail = scores(self._rows[:used], self._tail_scales(0, used), unit)
+        """Every row's score and id: the mapped base's rows first, then the spilled and the
+        tail's."""
+        tail, tail_ids = self._tail.scores(unit)
         if self._base is None or self._base_ids is None:
-            return tail, self._ids[:used]
+            return tail, tail_ids
         base, base_ids = self._base, self._base_ids.ids
         if self._lists is not None:  # a large base: its candidate lists' rows only
             base_scores, picked = scan(self._lists, base.rows, base.scales, unit)
@@ -295,9 +268,9 @@ class VectorIndex:
         else:
             base_scores = scores(base.rows, base.scales, unit)
         base.scanned()
-        if not used:
+        if not len(tail_ids):
             return base_scores, base_ids
-        return np.concatenate([base_scores, tail]), np.concatenate([base_ids, self._ids[:used]])
+        return np.concatenate([base_scores, tail]), np.concatenate([base_ids, tail_ids])
 
     def encode(self) -> bytes:
         """The live vectors as an uncompressed .npz base (tests; a save streams `write_base`)."""
@@ -353,6 +326,8 @@ class VectorTiers:
         #: published, unless edited meanwhile (`_edits`, counted per tier, says so).
         self.folding: dict[str, int] = {}
         self._edits = dict.fromkeys(TIERS, 0)
+        #: Where a tier's growing tail is spilled (the store's index folder; None: memory).
+        self.spill_dir: Path | None = None
 
     def tier(self, name: str) -> VectorIndex:
         """The index saved as `name` ("vectors": the main model, "static": the static tier)."""
@@ -380,7 +355,9 @@ class VectorTiers:
         keep = [i for i, chunk_id in enumerate(ids) if chunk_id in known]
         if not keep:
             return
-        self.tier(name).add([ids[i] for i in keep], rows[keep])
+        index = self.tier(name)
+        index.spill_dir = self.spill_dir
+        index.add([ids[i] for i in keep], rows[keep])
         self.changed.add(name)
         self._edits[name] += 1
 

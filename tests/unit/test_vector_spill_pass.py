@@ -1,0 +1,134 @@
+"""Issue 42, TAIL: a first pass spills its static vectors to a file as they come, publishes the
+same base as one that held them in memory, and a SIGKILL mid-pass leaves the last snapshot.
+
+Real processes: each pass is a child `python` running codeask's own `FolderIndex.refresh`, with
+one constant lowered (`VectorIndex.spill_rows`, so a small folder spills as the kernel would);
+the kill is a real SIGKILL of that child while its static tier is spilled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from test_chunk_spill import FILES, FUNCTIONS, write_folder
+
+from support import codeask
+from support.env import in_process_env
+from support.writers import live_snapshot
+
+#: A pass in a child process. argv: root, spill_rows, and "block" to stop (and wait to be
+#: killed) at the first progress event after the static tier spilled.
+PASS = """
+import json, sys, threading
+from pathlib import Path
+from codeask.core.indexer.folder import FolderIndex
+from codeask.core.storage.vectors import VectorIndex
+
+VectorIndex.spill_rows = int(sys.argv[2])
+folder = FolderIndex.open(Path(sys.argv[1]))
+seen = []
+
+def progress(event):
+    store, _ = folder.storage.parts()
+    if store.tiers.static._tail.spill is not None:
+        seen.append(event.files_done)
+        if sys.argv[3] == "block":
+            print(json.dumps({"spilled": True, "folder": str(folder.folder)}), flush=True)
+            threading.Event().wait()  # killed here, mid-pass
+
+report = folder.refresh(progress=progress, embed=False, history=False)
+folder.close()
+print(json.dumps({"spilled": bool(seen), "folder": str(folder.folder),
+                  "chunks": report.chunks_added}), flush=True)
+"""
+
+
+def run_pass(root: Path, env: dict[str, str], spill_rows: int) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", PASS, str(root), str(spill_rows), "run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def static_base(index_folder: Path) -> dict[str, np.ndarray]:
+    """The live snapshot's static tier, member by member (ids, rows, scales, lists)."""
+    current = (index_folder / "CURRENT").read_text(encoding="utf-8").strip()
+    with zipfile.ZipFile(index_folder / current / "static.npz") as archive:
+        return {
+            name: np.lib.format.read_array(archive.open(name), allow_pickle=False)
+            for name in archive.namelist()
+        }
+
+
+def same_arrays(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray]) -> bool:
+    return ours.keys() == theirs.keys() and all(
+        ours[k].dtype == theirs[k].dtype and np.array_equal(ours[k], theirs[k]) for k in ours
+    )
+
+
+def test_a_spilled_first_pass_publishes_the_same_static_base(tmp_path: Path) -> None:
+    env = in_process_env(XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    kept = write_folder(tmp_path / "kept", 0)
+    spilled = write_folder(tmp_path / "spilled", 0)
+    in_memory = run_pass(kept, env, 10**9)  # never spills: the tail as it always was
+    on_disk = run_pass(spilled, env, 40)
+    assert not in_memory["spilled"] and on_disk["spilled"]
+    assert on_disk["chunks"] == in_memory["chunks"] >= FILES * FUNCTIONS
+    ours = static_base(Path(str(on_disk["folder"])))
+    theirs = static_base(Path(str(in_memory["folder"])))
+    assert len(ours["ids.npy"]) == on_disk["chunks"]
+    assert same_arrays(ours, theirs)  # the same ids, int8 rows and scales, in the same order
+    # searches read the spilled pass's index as any other
+    found = codeask("search", "--json", "--no-daemon", "job 77 step 3", cwd=spilled, env=env)
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert json.loads(found.stdout)["results"]
+
+
+def test_a_pass_killed_with_its_vectors_spilled_leaves_the_last_snapshot(tmp_path: Path) -> None:
+    env = in_process_env(XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    root = write_folder(tmp_path / "repo", 0)
+    first = run_pass(root, env, 10**9)
+    index_folder = Path(str(first["folder"]))
+    before, files_before = static_base(index_folder), sorted(os.listdir(index_folder))
+    _, chunks_before = live_snapshot(index_folder)
+    write_folder(root, 1)  # every file changed: the next pass spills
+    child = subprocess.Popen(
+        [sys.executable, "-c", PASS, str(root), "40", "block"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # the pass's first line, or '' when it ended
+        assert line and json.loads(line)["spilled"], child.stderr.read() if child.stderr else ""
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert same_arrays(static_base(index_folder), before)  # the previous generation, exactly
+    assert sorted(os.listdir(index_folder)) == files_before  # the spill file left nothing
+    status = codeask("status", "--json", "--root", str(root), cwd=root, env=env, check=True)
+    assert json.loads(status.stdout)[0]["chunks"] == len(chunks_before)
+    # the next pass indexes everything again, and its base is one a pass in memory writes
+    again = run_pass(root, env, 40)
+    assert again["chunks"] == len(chunks_before)
+    fresh = write_folder(tmp_path / "fresh", 1)
+    reference = run_pass(fresh, env, 10**9)
+    after, expected = static_base(index_folder), static_base(Path(str(reference["folder"])))
+    assert len(after["ids.npy"]) == len(chunks_before)
+    assert np.array_equal(after["rows.npy"], expected["rows.npy"])
+    assert np.array_equal(after["scales.npy"], expected["scales.npy"])
