@@ -28,6 +28,9 @@ import numpy as np
 K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
+#: Postings of one term, and rows of the row space, taken at a time by a search: a common term's
+#: float64 temporaries stay a few MB however long its list grows with the tree (issue 42).
+SCORE_BLOCK = 65_536
 #: Rows tokenized at a time by Postings.build (bounds the Python token lists alive at once).
 BUILD_BATCH = 1024
 #: ... and at most about this many characters of row text.
@@ -458,9 +461,14 @@ class Segment:
 
     def matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, weighted tf) of the live rows holding the term."""
+        rows, freqs = self.stored_matches(term)
+        return rows, np.asarray(freqs, dtype=np.float64)
+
+    def stored_matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """`matches` as stored (views of a mapped segment's arrays when nothing is masked)."""
         start, end = self.postings.slices.get(term, (0, 0))
         rows = self.postings.rows[start:end]
-        freqs = np.asarray(self.postings.freqs[start:end], dtype=np.float64)
+        freqs = self.postings.freqs[start:end]
         if self.masked is not None and len(rows):
             keep = ~self.masked[rows]
             rows, freqs = rows[keep], freqs[keep]
@@ -574,7 +582,9 @@ class LiveTable:
         The segments are scored as one row space (segment i's rows after those before it): a
         term costs a few numpy calls per segment to gather its postings and one computation
         over all of them, where a big tree's dozens of segments made it dozens (issue 42).
-        Each row's score is the same sum in the same term order as scoring segment by segment."""
+        Each row's score is the same sum in the same term order as scoring segment by segment.
+        A term's postings are scored `SCORE_BLOCK` at a time (each the same float64 expression
+        as scored whole; a term holds a row once), so memory does not follow a common term."""
         self.settle()
         count = self.row_count()
         if not count or limit <= 0:
@@ -585,44 +595,34 @@ class LiveTable:
         starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
         scores: np.ndarray | None = None
         for term in dict.fromkeys(terms):
-            rows, freq, lengths = self._postings(term, starts)
-            if not len(rows):
+            parts = [segment.stored_matches(term) for segment in self.segments]
+            found = sum(len(rows) for rows, _ in parts)
+            if not found:
                 continue
-            found = len(rows)
             idf = max(math.log((count - found + 0.5) / (found + 0.5)), MIN_IDF)
             if scores is None:
                 scores = np.zeros(int(starts[-1]), dtype=np.float64)
-            norm = K1 * (1 - B + B * lengths / average)
-            scores[rows] += idf * (freq * (K1 + 1)) / (freq + norm)
+            joined = zip(self.segments, starts.tolist(), parts, strict=False)  # starts: one more
+            for segment, start, (rows, freqs) in joined:
+                for at in range(0, len(rows), SCORE_BLOCK):
+                    where = slice(at, at + SCORE_BLOCK)
+                    _add_scores(scores, segment, rows[where], freqs[where], start, idf, average)
         return [] if scores is None else self._best(scores, starts, limit)
-
-    def _postings(self, term: str, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The term's live postings in every segment: (row in the joined row space, weighted
-        tf, the row's length), all float64 but the rows."""
-        rows: list[np.ndarray] = []
-        freqs: list[np.ndarray] = []
-        lengths: list[np.ndarray] = []
-        for segment, start in zip(self.segments, starts.tolist(), strict=False):
-            found, freq = segment.matches(term)
-            if len(found):
-                rows.append(found.astype(np.int64) + start)
-                freqs.append(freq)
-                lengths.append(np.asarray(segment.postings.lengths[found], dtype=np.float64))
-        if not rows:
-            return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-        return np.concatenate(rows), np.concatenate(freqs), np.concatenate(lengths)
 
     def _best(
         self, scores: np.ndarray, starts: np.ndarray, limit: int
     ) -> list[tuple[object, float]]:
         """The top rows of the joined scores (a matching row scores > 0), ties in FTS5's rowid
         order (each segment's `order`, looked up for the rows that made the cut only)."""
-        picked = np.flatnonzero(scores)
-        value = scores[picked]
-        if picked.size > limit:  # keep every row tied with the last place, then cut
-            cut = np.partition(-value, limit - 1)[limit - 1]
-            keep = -value <= cut
-            picked, value = picked[keep], value[keep]
+        # a block of rows at a time (issue 42: the whole row space cost ~32 bytes a matching row
+        # at once), then the cut over the blocks' survivors: the same rows, in the same order
+        blocks = range(0, len(scores), SCORE_BLOCK)
+        parts = [_matching(scores[at : at + SCORE_BLOCK], at, limit) for at in blocks]
+        picked, value = _cut(
+            np.concatenate([rows for rows, _ in parts]),
+            np.concatenate([score for _, score in parts]),
+            limit,
+        )
         segment_of = np.searchsorted(starts, picked, side="right") - 1
         row_of = picked - starts[segment_of]
         order = np.empty(len(picked), dtype=np.int64)
@@ -633,6 +633,39 @@ class LiveTable:
         ordered = np.lexsort((order, -value))[:limit]
         postings = [segment.postings for segment in self.segments]
         return [(postings[segment_of[k]].key(row_of[k]), float(value[k])) for k in ordered]
+
+
+def _matching(scores: np.ndarray, first: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows from `first`, ascending, and scores) of one block's matching rows (score > 0)
+    that can make the cut: a row that makes it over all rows makes it in its block."""
+    picked = np.flatnonzero(scores)
+    return _cut(picked + first, scores[picked], limit)
+
+
+def _cut(picked: np.ndarray, value: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows that beat or tie the `limit`-th best score (their order kept)."""
+    if picked.size > limit:  # keep every row tied with the last place, then cut
+        cut = np.partition(-value, limit - 1)[limit - 1]
+        keep = -value <= cut
+        picked, value = picked[keep], value[keep]
+    return picked, value
+
+
+def _add_scores(
+    scores: np.ndarray,
+    segment: Segment,
+    rows: np.ndarray,
+    freqs: np.ndarray,
+    start: int,
+    idf: float,
+    average: float,
+) -> None:
+    """Add one block of a term's postings in `segment` (its rows, weighted tf as stored) to
+    `scores` over the joined row space (the segment's rows from `start`)."""
+    freq = np.asarray(freqs, dtype=np.float64)
+    lengths = np.asarray(segment.postings.lengths[rows], dtype=np.float64)
+    norm = K1 * (1 - B + B * lengths / average)
+    scores[rows.astype(np.int64) + start] += idf * (freq * (K1 + 1)) / (freq + norm)
 
 
 # ---- segments folded into one from their postings (no row text is read again) ------------
