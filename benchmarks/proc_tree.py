@@ -8,7 +8,9 @@ process the child starts inherits it) and by parentage, sampled from /proc every
 CPU is the child's `os.wait4` rusage (user + system, waited-for children such as chunk workers
 included) plus what the marked processes that outlive the step (the daemon) spent during it.
 RSS is summed over the tree at each sample (shared pages count once per process, as `ps` shows
-them); the largest single process is reported by its own high-water mark (VmHWM).
+them); the largest single process is reported by its own high-water mark (VmHWM). The tree's
+anonymous memory (RssAnon) is sampled beside it: RSS also counts mapped index pages, which are
+page cache.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class Cost:
     #: The command's own process (last sample before it ended; -1: not sampled): the rest of
     #: `cpu_s` is its children's (a first pass's chunk workers).
     main_cpu_s: float = -1.0
+    #: The tree's largest sampled sum of RssAnon (-1: not sampled): RSS less mapped file pages.
+    peak_anon_mb: float = -1.0
 
 
 def _stat(pid: str) -> tuple[int, float, int] | None:
@@ -102,7 +106,7 @@ class Tree:
         """Run `command` to its end while sampling the tree; raise on a timeout."""
         before = self.members()
         load_before = os.getloadavg()[0]
-        peaks = [0.0, 0.0, -1.0]  # tree sum, largest single, the root's own CPU
+        peaks = [0.0, 0.0, -1.0, 0.0]  # tree sum, largest single, the root's CPU, tree anon
         done = threading.Event()
         started = time.perf_counter()
         child = subprocess.Popen(
@@ -145,6 +149,7 @@ class Tree:
             peak_tree_mb=max(peaks[:2]),  # a spike between two samples: at least the largest HWM
             peak_single_mb=peaks[1],
             main_cpu_s=peaks[2],
+            peak_anon_mb=peaks[3],
             load_before=load_before,
             load_after=os.getloadavg()[0],
             returncode=child.returncode,
@@ -154,15 +159,17 @@ class Tree:
 
     def _sample(self, root: int, peaks: list[float], done: threading.Event) -> None:
         while True:
-            total = 0.0
+            total = anon = 0.0
             own = _stat(str(root))
             if own is not None:
                 peaks[2] = own[1]
             for pid in self.members(root):
                 rss, hwm = status_mb(pid)
                 total += rss
+                anon += anon_mb(pid)
                 peaks[1] = max(peaks[1], hwm)
             peaks[0] = max(peaks[0], total)
+            peaks[3] = max(peaks[3], anon)
             if done.wait(SAMPLE_S):
                 return
 
@@ -173,6 +180,17 @@ class Tree:
     def sizes_mb(self) -> list[float]:
         """The RSS of each of the run's live processes now."""
         return [status_mb(pid)[0] for pid in self.members()]
+
+
+def anon_mb(pid: int) -> float:
+    """RssAnon of a process, MB (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _drain(stream: object, into: dict[str, bytes], key: str) -> None:

@@ -251,13 +251,17 @@ class Run:
         figure = (
             f"{status['files']:,} files, {status['chunks']:,} chunks; index {mb(index)} = "
             f"{index / max(source, 1):.2f}x source {mb(source)}; CPU-s: main process "
-            f"{cost.main_cpu_s:.1f}, chunk workers {cost.cpu_s - cost.main_cpu_s:.1f}"
+            f"{cost.main_cpu_s:.1f}, chunk workers {cost.cpu_s - cost.main_cpu_s:.1f}; "
+            f"tree RssAnon peak {cost.peak_anon_mb:,.0f} MB"
         )
         self.rows.append(Row("1 index cold (first pass)", cost, figure, TARGETS["index"]))
 
     def open_cold(self) -> None:
         cost, answer = self.search(self.questions[0].query, daemon=False)
-        figure = f"{len(answer['results'])} hits, engine {answer['seconds']:.2f} s"
+        figure = (
+            f"{len(answer['results'])} hits, engine {answer['seconds']:.2f} s; RssAnon peak "
+            f"{cost.peak_anon_mb:,.0f} MB (the rest of RSS: mapped index pages)"
+        )
         self.rows.append(
             Row("2a open cold: search --no-daemon", cost, figure, TARGETS["no-daemon"])
         )
