@@ -82,7 +82,13 @@ def child(folder: Path, editor: dict[str, object]) -> int:
 # ---- the parent: fresh cache, sampling, the table -------------------------------------------
 def status_mb(pid: int) -> tuple[float, float]:
     """VmRSS and VmHWM of a process, MB (0, 0 once it is gone)."""
-    values = {"VmRSS": 0.0, "VmHWM": 0.0}
+    values = status_values(pid, ("VmRSS", "VmHWM"))
+    return values["VmRSS"], values["VmHWM"]
+
+
+def status_values(pid: int, keys: tuple[str, ...]) -> dict[str, float]:
+    """Fields of /proc/PID/status given in kB (VmRSS, RssAnon, ...), in MB; 0 once it is gone."""
+    values = dict.fromkeys(keys, 0.0)
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             key, _, value = line.partition(":")
@@ -90,7 +96,7 @@ def status_mb(pid: int) -> tuple[float, float]:
                 values[key] = int(value.split()[0]) / 1024
     except OSError:
         pass
-    return values["VmRSS"], values["VmHWM"]
+    return values
 
 
 def fresh_cache(root: Path) -> Path:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.cold_peak import status_mb
+from benchmarks.cold_peak import status_mb, status_values
 
 #: Seconds between two samples of the tree.
 SAMPLE_S = 0.1
@@ -184,13 +184,7 @@ class Tree:
 
 def anon_mb(pid: int) -> float:
     """RssAnon of a process, MB (0 once it is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return status_values(pid, ("RssAnon",))["RssAnon"]
 
 
 def _drain(stream: object, into: dict[str, bytes], key: str) -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from codeask.core.records import Chunk
@@ -27,31 +28,39 @@ from support.writers import live_snapshot
 FILES = 120
 FUNCTIONS = 6
 
-#: A pass in a child process. argv: root, spill_at, and "block" to stop (and wait to be killed)
-#: at the first progress event that finds a spill file in the index folder.
-PASS = """
+
+def pass_script(setup: str, spilled: str) -> str:
+    """A pass in a child process. argv: root, the lowered bound (`setup` lowers it), and
+    "block" to stop (and wait to be killed) at the first progress event where `spilled`."""
+    return f"""
 import json, sys, threading
 from pathlib import Path
 from codeask.core.indexer.folder import FolderIndex
-from codeask.core.storage.chunk_map import ChunkMap
-from codeask.core.storage.chunk_spill import SPILL_PREFIX
-
-ChunkMap.spill_at = int(sys.argv[2])
+{setup}
 folder = FolderIndex.open(Path(sys.argv[1]))
 seen = []
 
 def progress(event):
-    if list(folder.folder.glob(SPILL_PREFIX + "*")):
+    if {spilled}:
         seen.append(event.files_done)
         if sys.argv[3] == "block":
-            print(json.dumps({"spilled": True, "folder": str(folder.folder)}), flush=True)
+            print(json.dumps({{"spilled": True, "folder": str(folder.folder)}}), flush=True)
             threading.Event().wait()  # killed here, mid-pass
 
 report = folder.refresh(progress=progress, embed=False, history=False)
 folder.close()
-print(json.dumps({"spilled": bool(seen), "folder": str(folder.folder),
-                  "chunks": report.chunks_added}), flush=True)
+print(json.dumps({{"spilled": bool(seen), "folder": str(folder.folder),
+                  "chunks": report.chunks_added}}), flush=True)
 """
+
+
+#: Chunk records spill to a file in the index folder past `ChunkMap.spill_at`.
+PASS = pass_script(
+    "from codeask.core.storage.chunk_map import ChunkMap\n"
+    "from codeask.core.storage.chunk_spill import SPILL_PREFIX\n"
+    "ChunkMap.spill_at = int(sys.argv[2])",
+    'list(folder.folder.glob(SPILL_PREFIX + "*"))',
+)
 
 
 def write_folder(root: Path, version: int) -> Path:
@@ -69,9 +78,12 @@ def write_folder(root: Path, version: int) -> Path:
     return root
 
 
-def run_pass(root: Path, env: dict[str, str], spill_at: int) -> dict[str, object]:
+def run_pass(
+    root: Path, env: dict[str, str], spill_at: int, script: str = PASS
+) -> dict[str, object]:
+    """A pass in a child running `script` (argv: root, the lowered bound, "run")."""
     done = subprocess.run(
-        [sys.executable, "-c", PASS, str(root), str(spill_at), "run"],
+        [sys.executable, "-c", script, str(root), str(spill_at), "run"],
         env=env,
         capture_output=True,
         text=True,
@@ -118,22 +130,7 @@ def test_a_pass_killed_while_spilling_leaves_the_last_snapshot_loading(tmp_path:
     index_folder = Path(str(first["folder"]))
     before = records(index_folder)
     write_folder(root, 1)  # every file changed: the next pass spills
-    child = subprocess.Popen(
-        [sys.executable, "-c", PASS, str(root), "40", "block"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()  # the pass's first line, or '' when it ended
-        assert line and json.loads(line)["spilled"], child.stderr.read() if child.stderr else ""
-        assert spill_files(index_folder)
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait()
+    kill_mid_pass(root, env, 40, PASS, lambda: spill_files(index_folder) != [])
     assert records(index_folder) == before  # the previous generation, exactly
     status = codeask("status", "--json", "--root", str(root), cwd=root, env=env, check=True)
     assert json.loads(status.stdout)[0]["chunks"] == len(before)
@@ -143,6 +140,29 @@ def test_a_pass_killed_while_spilling_leaves_the_last_snapshot_loading(tmp_path:
     assert spill_files(index_folder) == []
     names = {record[1] for record in records(index_folder).values()}
     assert any(b"task_5_2_v1" in r for r in names) and not any(b"_v0" in r for r in names)
+
+
+def kill_mid_pass(
+    root: Path, env: dict[str, str], bound: int, script: str, on_disk: Callable[[], bool]
+) -> None:
+    """Run `script` (argv: root, `bound`, "block") until it says it spilled, check `on_disk`
+    while it waits there, then SIGKILL it."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(root), str(bound), "block"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # the pass's first line, or '' when it ended
+        assert line and json.loads(line)["spilled"], child.stderr.read() if child.stderr else ""
+        assert on_disk()
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
 
 
 def chunk(chunk_id: int) -> Chunk:

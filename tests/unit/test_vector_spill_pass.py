@@ -10,56 +10,29 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
-from test_chunk_spill import FILES, FUNCTIONS, write_folder
+from test_chunk_spill import (
+    FILES,
+    FUNCTIONS,
+    kill_mid_pass,
+    pass_script,
+    run_pass,
+    write_folder,
+)
 
 from support import codeask
 from support.env import in_process_env
 from support.writers import live_snapshot
 
-#: A pass in a child process. argv: root, spill_rows, and "block" to stop (and wait to be
-#: killed) at the first progress event after the static tier spilled.
-PASS = """
-import json, sys, threading
-from pathlib import Path
-from codeask.core.indexer.folder import FolderIndex
-from codeask.core.storage.vectors import VectorIndex
-
-VectorIndex.spill_rows = int(sys.argv[2])
-folder = FolderIndex.open(Path(sys.argv[1]))
-seen = []
-
-def progress(event):
-    store, _ = folder.storage.parts()
-    if store.tiers.static._tail.spill is not None:
-        seen.append(event.files_done)
-        if sys.argv[3] == "block":
-            print(json.dumps({"spilled": True, "folder": str(folder.folder)}), flush=True)
-            threading.Event().wait()  # killed here, mid-pass
-
-report = folder.refresh(progress=progress, embed=False, history=False)
-folder.close()
-print(json.dumps({"spilled": bool(seen), "folder": str(folder.folder),
-                  "chunks": report.chunks_added}), flush=True)
-"""
-
-
-def run_pass(root: Path, env: dict[str, str], spill_rows: int) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", PASS, str(root), str(spill_rows), "run"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return dict(json.loads(done.stdout.splitlines()[-1]))
+#: Static rows spill past `VectorIndex.spill_rows`, to an unlinked file.
+PASS = pass_script(
+    "from codeask.core.storage.vectors import VectorIndex\n"
+    "VectorIndex.spill_rows = int(sys.argv[2])",
+    "folder.storage.parts()[0].tiers.static._tail.spill is not None",
+)
 
 
 def static_base(index_folder: Path) -> dict[str, np.ndarray]:
@@ -82,8 +55,8 @@ def test_a_spilled_first_pass_publishes_the_same_static_base(tmp_path: Path) -> 
     env = in_process_env(XDG_CACHE_HOME=str(tmp_path / "xdg"))
     kept = write_folder(tmp_path / "kept", 0)
     spilled = write_folder(tmp_path / "spilled", 0)
-    in_memory = run_pass(kept, env, 10**9)  # never spills: the tail as it always was
-    on_disk = run_pass(spilled, env, 40)
+    in_memory = run_pass(kept, env, 10**9, PASS)  # never spills: the tail as it always was
+    on_disk = run_pass(spilled, env, 40, PASS)
     assert not in_memory["spilled"] and on_disk["spilled"]
     assert on_disk["chunks"] == in_memory["chunks"] >= FILES * FUNCTIONS
     ours = static_base(Path(str(on_disk["folder"])))
@@ -99,35 +72,22 @@ def test_a_spilled_first_pass_publishes_the_same_static_base(tmp_path: Path) -> 
 def test_a_pass_killed_with_its_vectors_spilled_leaves_the_last_snapshot(tmp_path: Path) -> None:
     env = in_process_env(XDG_CACHE_HOME=str(tmp_path / "xdg"))
     root = write_folder(tmp_path / "repo", 0)
-    first = run_pass(root, env, 10**9)
+    first = run_pass(root, env, 10**9, PASS)
     index_folder = Path(str(first["folder"]))
     before, files_before = static_base(index_folder), sorted(os.listdir(index_folder))
     _, chunks_before = live_snapshot(index_folder)
     write_folder(root, 1)  # every file changed: the next pass spills
-    child = subprocess.Popen(
-        [sys.executable, "-c", PASS, str(root), "40", "block"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()  # the pass's first line, or '' when it ended
-        assert line and json.loads(line)["spilled"], child.stderr.read() if child.stderr else ""
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait()
+    # killed while its static rows are spilled: their file is unlinked, so nothing shows
+    kill_mid_pass(root, env, 40, PASS, lambda: sorted(os.listdir(index_folder)) == files_before)
     assert same_arrays(static_base(index_folder), before)  # the previous generation, exactly
     assert sorted(os.listdir(index_folder)) == files_before  # the spill file left nothing
     status = codeask("status", "--json", "--root", str(root), cwd=root, env=env, check=True)
     assert json.loads(status.stdout)[0]["chunks"] == len(chunks_before)
     # the next pass indexes everything again, and its base is one a pass in memory writes
-    again = run_pass(root, env, 40)
+    again = run_pass(root, env, 40, PASS)
     assert again["chunks"] == len(chunks_before)
     fresh = write_folder(tmp_path / "fresh", 1)
-    reference = run_pass(fresh, env, 10**9)
+    reference = run_pass(fresh, env, 10**9, PASS)
     after, expected = static_base(index_folder), static_base(Path(str(reference["folder"])))
     assert len(after["ids.npy"]) == len(chunks_before)
     assert np.array_equal(after["rows.npy"], expected["rows.npy"])
