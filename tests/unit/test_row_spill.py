@@ -94,3 +94,38 @@ def test_a_spilled_tail_holds_one_block_whatever_the_rows(tmp_path: Path) -> Non
     large = _traced_peak(256_000, spill_dir=tmp_path)
     assert small < 20_000_000 and large < 28_000_000
     assert large - small < 48 * (256_000 - 64_000)  # what still grows: ids and scales
+
+
+def test_a_mapped_base_with_a_spilled_tail_saves_as_one_held_in_memory(tmp_path: Path) -> None:
+    """A long pass over a loaded index (a branch switch): base rows replaced and removed, the
+    tail spilled; the delta a save writes, the base it folds and a reload answer the same."""
+    dim, base_rows = 16, 900
+    rng = np.random.default_rng(5)
+    seed_index = VectorIndex(dim, quantized=True)
+    seed_index.add(list(range(1, base_rows + 1)), _rows(rng, base_rows, dim))
+    path = tmp_path / "static.npz"
+    path.write_bytes(seed_index.encode())
+    known = set(range(1, base_rows + 1))
+    kept = VectorIndex.load(path, dim, 0, known, quantized=True)
+    spilled = VectorIndex.load(path, dim, 0, known, quantized=True)
+    spilled.spill_dir, spilled.spill_rows = tmp_path / "spill", 50
+    for index in (kept, spilled):
+        _fill_after(index, dim)
+    assert spilled._tail.spill is not None and kept._tail.spill is None
+    assert spilled.live == kept.live and spilled.deleted == kept.deleted
+    ours, theirs = spilled.delta(), kept.delta()
+    for field in ("ids", "rows", "scales", "removed"):
+        assert np.array_equal(getattr(ours, field), getattr(theirs, field)), field
+    assert ours.base_rows == theirs.base_rows == base_rows
+    assert spilled.needs_fold() == kept.needs_fold()
+    assert spilled.encode() == kept.encode()
+    query = _rows(rng, 1, dim)[0]
+    assert spilled.query(query, 40) == kept.query(query, 40)
+
+
+def _fill_after(index: VectorIndex, dim: int) -> None:
+    rng = np.random.default_rng(11)
+    index.add(list(range(1, 200)), _rows(rng, 199, dim))  # base rows replaced: holes there
+    index.add(list(range(2000, 2400)), _rows(rng, 400, dim))
+    index.remove([5, 250, 2001, 2399])
+    index.add([2002, 2003], _rows(rng, 2, dim))  # spilled rows replaced in place
