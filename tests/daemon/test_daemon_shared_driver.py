@@ -52,7 +52,11 @@ async def test_an_editor_and_an_agent_share_one_driver(
     async with AsyncExitStack() as stack, AsyncExitStack() as editor_stack:
         editor = await editor_stack.enter_async_context(session([project], cache, env=env))
         await editor.wait_ready(180)
-        assert any(_progress_ended(v) for v in editor.client.progress_reports.values())
+
+        async def progress_seen() -> bool:  # the editor's bar of the one first pass
+            return any(_progress_ended(v) for v in editor.client.progress_reports.values())
+
+        assert await wait_for(progress_seen, bool, 30)
         agent = await stack.enter_async_context(mcp_session(project, env=server_env(cache, env)))
         status = await complete(agent, 180)  # the agent sees the editor's pass as done
         assert status["folders"][0]["state"] == "ready", status

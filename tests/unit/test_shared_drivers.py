@@ -89,9 +89,10 @@ def test_sessions_on_one_folder_share_one_worker_and_one_first_pass(repo: Path) 
     first.start()
     second.start()  # already asked by the first: no second pass
     worker = first.worker
-    until(lambda: idle(worker))
+    faces = (editor, agent)
+    until(lambda: all(f.bars and f.bars[-1].ended for f in faces) and idle(worker))
     assert worker.full_passes == 1 and worker.folder is not None
-    for face in (editor, agent):  # each session's own bar showed the one pass
+    for face in faces:  # each session's own bar showed the one pass
         [bar] = face.bars
         assert bar.title == f"codeask: indexing {repo.name}" and bar.ended == "done"
         assert bar.reports
