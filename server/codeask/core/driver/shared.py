@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from codeask.config import load_settings
-from codeask.core.driver.common import FullKind
 from codeask.core.driver.fanout import FanOut
 from codeask.core.driver.listener import Listener
 from codeask.core.driver.worker import FolderWorker
@@ -84,9 +83,6 @@ class Subscription:
         """This session is ready for indexing: the driver's first full pass, once per driver."""
         self.started = True
         self._registry.start(self)
-
-    def request_full(self, kind: FullKind) -> None:
-        self.worker.request_full(kind)
 
     def reconfigure(self, editor: dict[str, Any]) -> list[str]:
         """New settings for this session's folder; returns the settings' warnings."""
