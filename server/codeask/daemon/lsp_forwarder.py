@@ -25,6 +25,7 @@ import sys
 
 from codeask import __version__
 from codeask.daemon import protocol
+from codeask.daemon.relay import write_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ class Pipe:
                 chunk = b""
             if not chunk:
                 break
-            self._write(chunk)
+            write_all(self._out, chunk)
         self._session_ended()
 
     def _session_ended(self) -> None:
@@ -278,12 +279,3 @@ class Pipe:
         sys.stderr.write(WENT_AWAY + "\n")
         sys.stderr.flush()
         os._exit(RESTART)
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self._out, view)
-            except OSError:
-                return  # the editor is gone; its stdin ends too
-            view = view[written:]

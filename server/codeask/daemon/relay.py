@@ -222,6 +222,17 @@ def send_all(upstream: Upstream, pieces: Iterable[bytes]) -> bool:
     return True
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd` (the client's stdout), or as much as it takes before it closes."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError:
+            return  # the client is gone; its stdin ends too
+        view = view[written:]
+
+
 class Relay:
     """The client's stdin → upstream, upstream → the client's stdout, surviving upstream
     deaths. A subclass fills in its protocol: `_from_client`, `_upstream_reader`, `_recover`
@@ -323,13 +334,7 @@ class Relay:
 
     def _write_out(self, data: bytes) -> None:
         with self._out:
-            view = memoryview(data)
-            while view:
-                try:
-                    written = os.write(self._out_fd, view)
-                except OSError:
-                    return  # the client is gone; its stdin ends too
-                view = view[written:]
+            write_all(self._out_fd, data)
 
     # ---- a dropped upstream ------------------------------------------------------------------
     def _recover(self, generation: int) -> None:

@@ -7,28 +7,15 @@
 -- CODEASK_TEST_REPO, CODEASK_TEST_SERVER_CMD, CODEASK_TEST_RESULTS, CODEASK_TEST_DAEMON_LOCK
 -- (the daemon's lock file: its pid inside). Writes a JSON report.
 
-local plugin = assert(os.getenv('CODEASK_TEST_PLUGIN'))
-local root = assert(os.getenv('CODEASK_TEST_REPO'))
-local server_cmd = vim.json.decode(assert(os.getenv('CODEASK_TEST_SERVER_CMD')))
-local results_file = assert(os.getenv('CODEASK_TEST_RESULTS'))
+local S =
+  dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'oneshot.lua'))
 local lock_file = assert(os.getenv('CODEASK_TEST_DAEMON_LOCK'))
-
-vim.opt.rtp:prepend(plugin)
-vim.cmd('runtime plugin/codeask.lua')
-vim.cmd.cd(root)
-
-local notes = {}
-vim.notify = function(msg)
-  table.insert(notes, msg)
-end
-local report = { notes = notes }
+local root = S.root
+local report = { notes = S.notes }
 
 local function finish(err)
   report.error = err
-  local out = assert(io.open(results_file, 'w'))
-  out:write(vim.json.encode(report))
-  out:close()
-  vim.cmd('qall!')
+  S.finish(report)
 end
 
 local function client_of(buf)
@@ -88,7 +75,7 @@ local function hover(buf)
   return found and found.contents.value
 end
 
-vim.lsp.config('codeask', { cmd = server_cmd })
+vim.lsp.config('codeask', { cmd = S.server_cmd })
 vim.lsp.enable('codeask')
 vim.cmd.edit(root .. '/src/shop/cart.py')
 local cart = vim.api.nvim_get_current_buf()
