@@ -217,6 +217,11 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     call_weight: float = 0.3
     """Share of a top candidate's score given to the functions it calls (0 turns it off; 0.3:
     dev R@5 .843 → .857 and MRR .694 → .686 with MiniLM, benchmarks/README.md)."""
+    frame_weight: float = 0.75
+    """A pasted Python traceback's deepest frame in the project (the last one naming a workspace
+    file that is not a test or vendored) lifts that frame's function by this share of the best
+    score (core/search/steps/frames.py); 0 turns it off (Python reports dev R@5 .858 → .872, MRR
+    .652 → .670; benchmarks/README.md)."""
 
 
 class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -18,6 +18,7 @@ from codeask.core.search.steps.coherence import lift_coherent_files
 from codeask.core.search.steps.demote import demote_paths
 from codeask.core.search.steps.dense import dense, dense_on_demand
 from codeask.core.search.steps.file_prior import lift_file_prior
+from codeask.core.search.steps.frames import lift_deepest_frame
 from codeask.core.search.steps.fuse import fuse
 from codeask.core.search.steps.hub import lift_hub
 from codeask.core.search.steps.mentions import lift_mentioned_paths
@@ -39,6 +40,7 @@ ADJUST: tuple[Adjust, ...] = (
     demote_paths,
     propagate_calls,
     lift_coherent_files,
+    lift_deepest_frame,
 )
 
 
