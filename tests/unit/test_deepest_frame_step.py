@@ -29,7 +29,7 @@ FILES = {
         '    """Text for an object that cannot describe itself."""\n'
         "    return '<%s instance>' % type(obj).__name__\n"
     ),
-    "tests/test_saferepr.py": "def test_format_failure():\n    assert format_failure(1)\n",
+    "tests/test_repro.py": "class Broken:\n    def __repr__(self):\n        raise RuntimeError()\n",
 }
 SITE = "/usr/lib/python3.11/site-packages/shop"
 REPORT = f"""INTERNALERROR when an item's repr raises during a session
@@ -43,7 +43,7 @@ INTERNALERROR>   File "{SITE}/session.py", line 9, in dispatch_hook
 INTERNALERROR>   File "{SITE}/session.py", line 15, in collect_report
 INTERNALERROR>   File "{SITE}/session.py", line 27, in report_item
 INTERNALERROR>   File "{SITE}/saferepr.py", line 3, in format_failure
-INTERNALERROR>   File "/home/me/project/tests/test_saferepr.py", line 2, in __repr__
+INTERNALERROR>   File "/home/me/project/tests/test_repro.py", line 3, in __repr__
 INTERNALERROR> RuntimeError: No active exception to reraise
 ```
 """

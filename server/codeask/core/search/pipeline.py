@@ -24,6 +24,7 @@ from codeask.core.search.steps.hub import lift_hub
 from codeask.core.search.steps.mentions import lift_mentioned_paths
 from codeask.core.search.steps.names import lift_named
 from codeask.core.search.steps.state import Ranked, Ranking
+from codeask.core.search.steps.tested import lift_tested_subjects
 from codeask.core.search.steps.words import lead, lexical, symbols
 
 Collect = Callable[[Ranking], list[Ranked]]
@@ -38,6 +39,7 @@ ADJUST: tuple[Adjust, ...] = (
     lift_named,
     lift_hub,
     demote_paths,
+    lift_tested_subjects,
     propagate_calls,
     lift_coherent_files,
     lift_deepest_frame,
