@@ -32,3 +32,11 @@ def search_hits(
 def ranked_files(hits: list[dict[str, Any]]) -> list[str]:
     """The hits' files, each once, best first."""
     return list(dict.fromkeys(hit["relative_path"] for hit in hits))
+
+
+def first_file(tmp_path: Path, files: dict[str, str], question: str, **settings: str) -> str:
+    """The file `codeask search` ranks first for `question` (`search_hits`' repository and
+    settings): the ranking steps' tests compare it with and without their step."""
+    ranked = ranked_files(search_hits(tmp_path, files, question, **settings))
+    assert ranked, "no hits"
+    return ranked[0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codeask.core.search.steps.frames import frames
-from support.search_cli import ranked_files, search_hits
+from support.search_cli import first_file
 
 SESSION = "\n\n".join(
     f"def {name}(session, report):\n"
@@ -50,14 +50,10 @@ INTERNALERROR> RuntimeError: No active exception to reraise
 
 
 def test_the_deepest_project_frame_ranks_first(tmp_path: Path) -> None:
-    files = ranked_files(search_hits(tmp_path, FILES, REPORT))
-    assert files[0] == "shop/saferepr.py", files
-
-
-def test_without_the_step_the_outer_module_wins(tmp_path: Path) -> None:
-    """What the step changes: the frames' outer module, named four times, wins without it."""
-    hits = search_hits(tmp_path, FILES, REPORT, CODEASK_RETRIEVE__FRAME_WEIGHT="0")
-    assert ranked_files(hits)[0] == "shop/session.py"
+    """Without the step the frames' outer module, named four times, wins."""
+    assert first_file(tmp_path / "on", FILES, REPORT) == "shop/saferepr.py"
+    off = {"CODEASK_RETRIEVE__FRAME_WEIGHT": "0"}
+    assert first_file(tmp_path / "off", FILES, REPORT, **off) == "shop/session.py"
 
 
 def test_the_three_frame_shapes_outermost_first() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codeask.core.search.steps.phrases import PHRASE_WORDS, phrases, quoted
-from support.search_cli import ranked_files, search_hits
+from support.search_cli import first_file
 
 RUNNER = "\n\n".join(
     f"def {name}(session, module):\n"
@@ -46,14 +46,10 @@ I expected the module to be skipped and the skip reported like any other skipped
 
 
 def test_the_file_that_raises_the_quoted_message_ranks_first(tmp_path: Path) -> None:
-    files = ranked_files(search_hits(tmp_path, FILES, REPORT))
-    assert files[0] == "app/loader.py", files
-
-
-def test_without_the_step_the_module_matching_more_words_wins(tmp_path: Path) -> None:
-    """What the step changes: without it the module using the report's words wins."""
-    hits = search_hits(tmp_path, FILES, REPORT, CODEASK_RETRIEVE__PHRASE_WEIGHT="0")
-    assert ranked_files(hits)[0] == "app/runner.py"
+    """Without the step the module using more of the report's words wins."""
+    assert first_file(tmp_path / "on", FILES, REPORT) == "app/loader.py"
+    off = {"CODEASK_RETRIEVE__PHRASE_WEIGHT": "0"}
+    assert first_file(tmp_path / "off", FILES, REPORT, **off) == "app/runner.py"
 
 
 def test_phrases_ignore_case_digits_and_punctuation() -> None:
@@ -67,7 +63,7 @@ def test_a_message_in_the_reports_own_words_is_not_read(tmp_path: Path) -> None:
     """Only what a report pasted (fenced, or quoted with `>`) is matched: unquoted, the same
     words are the reporter's prose (a commit message's compiler output, a paraphrase)."""
     unquoted = REPORT.replace("\n> ", "\n")
-    assert ranked_files(search_hits(tmp_path, FILES, unquoted))[0] == "app/runner.py"
+    assert first_file(tmp_path, FILES, unquoted) == "app/runner.py"
 
 
 def test_quoted_keeps_fenced_blocks_and_quotes_only() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.search_cli import ranked_files, search_hits
+from support.search_cli import first_file
 
 CORE = "\n\n".join(
     f'def {name}(app, request):\n    """{doc}"""\n    return app.handlers[request.path](request)\n'
@@ -48,11 +48,7 @@ Expected: a column with the subdomain (or the default server name) for every rou
 
 
 def test_the_module_a_matching_test_file_tests_ranks_first(tmp_path: Path) -> None:
-    files = ranked_files(search_hits(tmp_path, FILES, REPORT))
-    assert files[0] == "app/listing.py", files
-
-
-def test_without_the_step_another_module_wins(tmp_path: Path) -> None:
-    """What the step changes: without it the tested module is not first."""
-    hits = search_hits(tmp_path, FILES, REPORT, CODEASK_RETRIEVE__TESTED_WEIGHT="0")
-    assert ranked_files(hits)[0] != "app/listing.py"
+    """Without the step the module matching more of the report's words wins."""
+    assert first_file(tmp_path / "on", FILES, REPORT) == "app/listing.py"
+    off = {"CODEASK_RETRIEVE__TESTED_WEIGHT": "0"}
+    assert first_file(tmp_path / "off", FILES, REPORT, **off) == "app/core.py"
