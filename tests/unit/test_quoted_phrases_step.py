@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codeask.core.search.steps.phrases import PHRASE_WORDS, phrases, quoted
+from codeask.core.search.steps.phrases import PHRASE_WORDS, phrases, quoted, shared_runs
 from support.search_cli import first_file
 
 RUNNER = "\n\n".join(
@@ -69,3 +69,16 @@ def test_a_message_in_the_reports_own_words_is_not_read(tmp_path: Path) -> None:
 def test_quoted_keeps_fenced_blocks_and_quotes_only() -> None:
     text = "prose one\n```\nfenced line\n```\nprose two\n  > quoted line\n~~~\ntilde line\n"
     assert quoted(text) == "fenced line\n  > quoted line\ntilde line"
+
+
+def test_shared_runs_counts_what_the_set_intersection_counts() -> None:
+    pasted_text = "the value is not allowed here; the value is not allowed at module level at all"
+    pasted = phrases(pasted_text)
+    vocabulary = set(pasted_text.replace(";", "").split())
+    for text in (
+        "if x: raise Error('The value is NOT allowed here, the value is not allowed at module')",
+        "the value is not allowed the value is not allowed here",
+        "nothing in common with it at all, not one run of six",
+        "",
+    ):
+        assert shared_runs(text, vocabulary, pasted) == len(pasted & phrases(text))

@@ -56,13 +56,30 @@ def phrases(text: str) -> set[int]:
     return {hash(tuple(words[i : i + PHRASE_WORDS])) for i in range(len(words) - PHRASE_WORDS + 1)}
 
 
+def shared_runs(text: str, vocabulary: set[str], pasted: set[int]) -> int:
+    """How many of `pasted`'s runs `text` holds (`len(pasted & phrases(text))`): only the runs
+    whose words are all in `vocabulary` are hashed: a chunk's other runs cannot match (92 → 48
+    µs per chunk on sphinx's, the word split itself 32)."""
+    words = WORD.findall(text.lower())
+    found: set[int] = set()
+    run = 0
+    for end, word in enumerate(words, 1):
+        run = run + 1 if word in vocabulary else 0
+        if run >= PHRASE_WORDS:
+            key = hash(tuple(words[end - PHRASE_WORDS : end]))
+            if key in pasted:
+                found.add(key)
+    return len(found)
+
+
 def lift_quoted_phrases(ranking: Ranking) -> None:
     """See the module's docstring."""
     found, signals = ranking.found, ranking.signals
     weight = ranking.folder.settings.retrieve.phrase_weight
     if not ranking.lexical or not signals.report or weight <= 0 or not found.fused:
         return
-    pasted = phrases(quoted(signals.text))
+    text = quoted(signals.text)
+    pasted, vocabulary = phrases(text), set(WORD.findall(text.lower()))
     if not pasted:
         return
     fused = found.fused
@@ -78,7 +95,7 @@ def lift_quoted_phrases(ranking: Ranking) -> None:
             if chunk.id not in fused or chunk.kind in HISTORY_KINDS or chunk.id in seen:
                 continue
             seen.add(chunk.id)
-            shared = len(pasted & phrases(chunk.text))
+            shared = shared_runs(chunk.text, vocabulary, pasted)
             if shared:
                 fused[chunk.id] += unit * min(1.0, shared / FULL_RUNS) * factor
                 found.found_by[chunk.id].append("phrase")
