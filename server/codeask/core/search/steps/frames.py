@@ -11,7 +11,7 @@ vendored. Reports only; three frame shapes: CPython's `File "p", line N, in f`, 
 `File p:N, in C.f(...)` and pytest's `p.py:N: in f`. Other languages' traces (Java's, Go's,
 JavaScript's, innermost first) are not read.
 
-Measured (benchmarks/README.md, Round 20 "pasted reports: traceback frames"): Python reports
+Measured (benchmarks/README.md, Round 20 "pasted reports"): Python reports
 dev (74), first pass, R@5 .858 → .872, MRR .652 → .670 (pytest-7168 7 → 1, seaborn-3010 2 → 1;
 no question lower); the multi-language report set and eval-search unchanged.
 """
