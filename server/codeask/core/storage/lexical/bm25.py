@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from codeask.core.storage.lexical.packed import term_postings
+
 if TYPE_CHECKING:
     from codeask.core.storage.lexical.packed import PackedFreqs, PackedRows
 
@@ -464,8 +466,7 @@ class Segment:
     def matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, weighted tf) of the live rows holding the term."""
         start, end = self.postings.slices.get(term, (0, 0))
-        rows = self.postings.rows[start:end]
-        freqs = np.asarray(self.postings.freqs[start:end], dtype=np.float64)
+        rows, freqs = term_postings(self.postings.rows, self.postings.freqs, start, end)
         if self.masked is not None and len(rows):
             keep = ~self.masked[rows]
             rows, freqs = rows[keep], freqs[keep]

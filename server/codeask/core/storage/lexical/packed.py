@@ -41,9 +41,7 @@ def _patched(
 ) -> np.ndarray:
     """cells[lo:hi] as `dtype`, the exceptions in that range put back."""
     out = np.asarray(cells[lo:hi], dtype=dtype)
-    a, b = np.searchsorted(far_at, (lo, hi)).tolist()
-    if b > a:
-        out[far_at[a:b] - lo] = far[a:b]
+    _patch(out, far_at, far, lo, hi)
     return out
 
 
@@ -68,6 +66,25 @@ def pack_freqs(freqs: np.ndarray) -> dict[str, np.ndarray]:
     packed = narrow(values, np.floor(values) == values)
     packed["far"] = packed["far"].astype(values.dtype)
     return {f"freq_{name}": array for name, array in packed.items()}
+
+
+def term_postings(
+    rows: np.ndarray | PackedRows, freqs: np.ndarray | PackedFreqs, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, weighted tf as float64) of the postings [lo, hi) of ONE term: a query's read. The
+    packed path skips the general slice's search for term starts (~50 -> ~10 us a read)."""
+    if isinstance(rows, PackedRows) and isinstance(freqs, PackedFreqs):
+        return rows.of_term(lo, hi), freqs.as_float64(lo, hi)
+    return rows[lo:hi], np.asarray(freqs[lo:hi], dtype=np.float64)
+
+
+def _patch(out: np.ndarray, far_at: np.ndarray, far: np.ndarray, lo: int, hi: int) -> None:
+    """Put the exceptions of [lo, hi) back into `out` (cells lo..hi, in place)."""
+    if len(far_at):
+        a = int(far_at.searchsorted(lo))
+        b = int(far_at.searchsorted(hi))
+        if b > a:
+            out[far_at[a:b] - lo] = far[a:b]
 
 
 class PackedRows:
@@ -101,6 +118,12 @@ class PackedRows:
             rows -= np.maximum.accumulate(base)
         return rows[lo - first :].astype(np.int32)
 
+    def of_term(self, lo: int, hi: int) -> np.ndarray:
+        """Rows [lo, hi), `lo` a term's first posting and no later term's start inside (int64)."""
+        steps = self._cells[lo:hi].astype(np.int64)
+        _patch(steps, self._far_at, self._far, lo, hi)
+        return np.cumsum(steps, out=steps)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         rows = self[0 : len(self)]
         return rows if dtype is None else rows.astype(dtype)
@@ -125,6 +148,12 @@ class PackedFreqs:
         lo, hi, step = key.indices(len(self))
         assert step == 1, "postings are read in slices"
         return _patched(self._cells, self._far_at, self._far, lo, max(lo, hi), self.dtype)
+
+    def as_float64(self, lo: int, hi: int) -> np.ndarray:
+        """Frequencies [lo, hi) as float64 (what scoring reads), in one conversion."""
+        out = self._cells[lo:hi].astype(np.float64)
+        _patch(out, self._far_at, self._far, lo, hi)
+        return out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         freqs = self[0 : len(self)]
