@@ -47,8 +47,8 @@ def rows_of(count: int, seed: int) -> list[tuple[object, ...]]:
     return rows
 
 
-def written(tmp_path: Path, postings: Postings) -> Postings:
-    path = tmp_path / "seg.lex"
+def written(tmp_path: Path, postings: Postings, name: str = "seg.lex") -> Postings:
+    path = tmp_path / name
     write_segment(path, Segment(postings, np.asarray(postings.keys, dtype=np.int64)))
     mapped, _ = open_segment(path)
     return mapped
@@ -107,6 +107,18 @@ def test_a_segment_file_from_before_packing_reads_as_it_is(
     assert np.array_equal(old.freqs, built.freqs)
     table = LiveTable(old, CHUNK_WEIGHTS, tie_by_key=True)
     assert table.search(["parse"], 20) == LiveTable(built, CHUNK_WEIGHTS).search(["parse"], 20)
+    # an upgraded index: an old base and a new packed segment folded into one by a merge
+    later = Postings.build(rows_of(300, seed=6), CHUNK_WEIGHTS)
+    packed = written(tmp_path, later, "later.lex")
+    both = LiveTable(None, CHUNK_WEIGHTS, tie_by_key=True)
+    memory = LiveTable(None, CHUNK_WEIGHTS, tie_by_key=True)
+    for table, parts in ((both, (old, packed)), (memory, (built, later))):
+        table.segments = [Segment(p, np.asarray(p.keys, dtype=np.int64)) for p in parts]
+        table.merge(list(table.segments))
+    merged, expected = both.segments[0].postings, memory.segments[0].postings
+    assert np.array_equal(merged.rows, expected.rows)
+    assert np.array_equal(merged.freqs, expected.freqs)
+    assert both.search(["parse", "w7"], 40) == memory.search(["parse", "w7"], 40)
     path.write_bytes(b"CQLEXS9\n" + path.read_bytes()[8:])
     with pytest.raises(SegmentFileError):
         open_segment(path)
