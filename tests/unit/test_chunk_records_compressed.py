@@ -1,8 +1,5 @@
-"""Issue 42, DISK: chunk records are stored zstd-compressed, one record at a time.
-
-The first pass is a real `codeask index` on a git repository made here, then a real `codeask
-search`; the format tests write chunk files with codeask's own writer.
-"""
+"""Issue 42, DISK: chunk records are stored zstd-compressed, one record at a time (the first
+pass through `codeask index` and `codeask search`; format tests with codeask's own writer)."""
 
 from __future__ import annotations
 
@@ -24,9 +21,7 @@ from codeask.core.storage.chunk_file import (
     ChunkFileWriter,
 )
 from codeask.core.storage.chunk_map import ChunkMap
-from support import codeask
-from support.env import in_process_env
-from support.gitrepo import ALICE, EPOCH, commit, make_repo
+from support.search_cli import search_hits
 
 FILES = 12
 
@@ -55,13 +50,11 @@ def test_a_first_pass_stores_its_chunk_records_compressed_and_search_reads_them(
     tmp_path: Path,
 ) -> None:
     files = {f"ledger/m{n:02d}.py": module_text(n) for n in range(FILES)}
-    root = tmp_path / "repo"
-    commit(make_repo(root), files, "code", ALICE, EPOCH)
-    homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
-    env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes)
-    codeask("index", str(root), cwd=root, env=env, timeout=600, check=True)
+    hits = search_hits(tmp_path, files, "settled_7_3")  # `codeask index`, then a search
+    assert hits and hits[0]["relative_path"] == "ledger/m07.py"
+    assert "def settle_account_7_3(ledger, amount):" in json.dumps(hits[0])
 
-    path = chunk_base(root)
+    path = chunk_base(tmp_path / "repo")
     assert path.read_bytes()[: len(MAGIC)] == MAGIC
     base = ChunkFile(path)
     chunks = [base.decode(row) for row in range(len(base))]
@@ -72,12 +65,6 @@ def test_a_first_pass_stores_its_chunk_records_compressed_and_search_reads_them(
     stored = sum(len(base.raw(row)) for row in range(len(base)))
     plain = sum(len(msgspec.msgpack.encode(chunk)) for chunk in chunks)
     assert stored < 0.8 * plain, (stored, plain)
-
-    done = codeask("search", "settled_7_3", "--json", "--root", str(root), cwd=root, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    hits = json.loads(done.stdout)["results"]
-    assert hits and hits[0]["relative_path"] == "ledger/m07.py"
-    assert "def settle_account_7_3(ledger, amount):" in json.dumps(hits[0])
 
 
 def long_chunks(count: int) -> list[Chunk]:

@@ -1,9 +1,6 @@
 """Issue 42, DISK: a segment file's postings are packed (row steps and counts in a byte or two),
-and read back exactly: the same rows, the same frequencies, the same scores.
-
-The first pass is a real `codeask index` on a git repository made here, then a real `codeask
-search`; the format tests write segment files with codeask's own writer.
-"""
+and read back exactly: the same rows, the same frequencies, the same scores (format tests with
+codeask's own segment writer; the first pass through `codeask index` and `codeask search`)."""
 
 from __future__ import annotations
 
@@ -25,9 +22,7 @@ from codeask.core.storage.lexical.segment_file import (
     open_segment,
     write_segment,
 )
-from support import codeask
-from support.env import in_process_env
-from support.gitrepo import ALICE, EPOCH, commit, make_repo
+from support.search_cli import search_hits
 
 WORDS = [f"w{i}" for i in range(400)] + ["parse", "cookie", "session"]
 
@@ -125,26 +120,15 @@ def test_a_segment_file_from_before_packing_reads_as_it_is(
 
 
 def test_a_first_pass_writes_packed_segments_and_search_reads_them(tmp_path: Path) -> None:
-    files = {
-        f"billing/m{n:02d}.py": "\n\n".join(
-            f"def charge_{n}_{f}(invoice):\n    return invoice.amount * {f} + {n}\n"
-            for f in range(8)
-        )
-        for n in range(15)
-    }
+    files = {"billing/refund.py": ""}
+    for body in rows_of(40, seed=2):  # modules of the generated rows' words
+        files[f"billing/{body[3]}"] = f"def {body[2]}_{body[0]}(invoice):\n    # {body[1]}\n"
     files["billing/refund.py"] = "def refund_voucher(invoice):\n    return invoice.voucher\n"
-    root = tmp_path / "repo"
-    commit(make_repo(root), files, "code", ALICE, EPOCH)
-    homes = {f"XDG_{name.upper()}_HOME": str(tmp_path / name) for name in ("config", "cache")}
-    env = in_process_env(CODEASK_HISTORY__ENABLED="false", **homes)
-    codeask("index", str(root), cwd=root, env=env, timeout=600, check=True)
-    segments = list((root / ".codeask" / "lexical").glob("seg-*.lex"))
+    hits = search_hits(tmp_path, files, "refund voucher")  # `codeask index`, then a search
+    assert hits and hits[0]["relative_path"] == "billing/refund.py"
+    segments = list((tmp_path / "repo" / ".codeask" / "lexical").glob("seg-*.lex"))
     assert segments and all(s.read_bytes()[: len(MAGIC)] == MAGIC for s in segments)
     for path in segments:
         data = path.read_bytes()
         (length,) = struct.unpack("<Q", data[8:16])
         assert "row_cells" in json.loads(data[16 : 16 + length])["arrays"]
-    done = codeask("search", "refund voucher", "--json", "--root", str(root), cwd=root, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    hits = json.loads(done.stdout)["results"]
-    assert hits and hits[0]["relative_path"] == "billing/refund.py"
