@@ -22,8 +22,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, count, pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from codeask.core.storage.lexical.packed import term_postings
+
+if TYPE_CHECKING:
+    from codeask.core.storage.lexical.packed import PackedFreqs, PackedRows
 
 K1 = 1.2
 B = 0.75
@@ -202,10 +208,11 @@ class Postings:
     lengths: np.ndarray
     average: float
     slices: TermSlices
-    rows: np.ndarray
+    #: Rows of each term's postings (int32); a mapped segment's decode the slice asked for.
+    rows: np.ndarray | PackedRows
     #: Weighted term frequencies: float32 when that holds every one exactly (integer column
     #: weights, as here), else float64; read as float64 (`Segment.matches`).
-    freqs: np.ndarray
+    freqs: np.ndarray | PackedFreqs
     #: Sum of `lengths` (kept so a mapped segment never reads them all at open).
     total: float = -1.0
     #: Rows in key order (int keys): a key is found by bisection, no dict of every key.
@@ -459,8 +466,7 @@ class Segment:
     def matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, weighted tf) of the live rows holding the term."""
         start, end = self.postings.slices.get(term, (0, 0))
-        rows = self.postings.rows[start:end]
-        freqs = np.asarray(self.postings.freqs[start:end], dtype=np.float64)
+        rows, freqs = term_postings(self.postings.rows, self.postings.freqs, start, end)
         if self.masked is not None and len(rows):
             keep = ~self.masked[rows]
             rows, freqs = rows[keep], freqs[keep]
@@ -664,7 +670,7 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     names = [p.postings.slices.names.raw_list() for p in parts]
     vocab = sorted(set().union(*names))
     number = dict(zip(vocab, range(len(vocab)), strict=True))
-    wide = any(np.asarray(p.postings.freqs).dtype != np.float32 for p in parts)
+    wide = any(p.postings.freqs.dtype != np.float32 for p in parts)
     terms, rows, freqs = [], [], []
     offset = 0
     for part, live, terms_of in zip(parts, alive, names, strict=True):
