@@ -251,3 +251,63 @@ def test_a_second_index_loop_is_caught() -> None:
         "6: embed_pending",
     ]
     assert not loop_calls("folder.refresh(embed=False)\nembed_pending = 1\n")
+
+
+REGISTRY = DRIVER / "shared.py"
+#: What a session holds of a folder's driver: a registry keeps these for every session.
+DRIVER_TYPES = frozenset({"FolderWorker", "FolderDriver", "Subscription"})
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+    }
+
+
+def registries(source: str) -> list[str]:
+    """`line: what` for each place in `source` that builds a folder's worker itself or keeps
+    drivers counted by their users (a `dict[..., tuple[<driver>, int]]`): both are a
+    registry of drivers of its own, beside core/driver/shared.py's."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and "FolderWorker" in _names(node.func):
+            found.append((node.lineno, "builds a FolderWorker"))
+        elif isinstance(node, ast.Subscript) and _names(node.value) == {"dict"}:
+            counted = [
+                t
+                for t in ast.walk(node.slice)
+                if isinstance(t, ast.Subscript)
+                and _names(t.value) == {"tuple"}
+                and _names(t.slice) & DRIVER_TYPES
+                and "int" in _names(t.slice)
+            ]
+            if counted:
+                found.append((node.lineno, "counts the users of drivers"))
+    return [f"{line}: {what}" for line, what in sorted(set(found))]
+
+
+def test_one_driver_registry_for_every_session() -> None:
+    """Every session holding a folder (editor, agent, in the daemon or alone) subscribes
+    through core/driver/shared.py's `SharedDrivers`; nothing else builds a worker."""
+    found = [
+        f"{path.relative_to(PACKAGE)}:{what}"
+        for path in modules()
+        if path != REGISTRY
+        for what in registries(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "a second driver registry (use core/driver/shared.py):\n" + "\n".join(found)
+    assert registries(REGISTRY.read_text(encoding="utf-8"))  # the rule sees the one
+
+
+def test_a_second_driver_registry_is_caught() -> None:
+    """The check on the registries that were: mcp/remote.py's `SharedFolders` (root → the
+    driver and its users) and lsp/folders' `Folders` (a worker per editor session)."""
+    mcp_like = (
+        "class SharedFolders:\n"
+        "    def __init__(self):\n"
+        "        self._held: dict[Path, tuple[FolderDriver, int]] = {}\n"
+    )
+    assert registries(mcp_like) == ["3: counts the users of drivers"]
+    lsp_like = "worker = FolderWorker(root, editor, self.workspace, self._host)\n"
+    assert registries(lsp_like) == ["1: builds a FolderWorker"]
+    assert not registries("self._subs: dict[Path, Subscription] = {}\nsub.worker.schedule(r, 0)\n")

@@ -217,6 +217,21 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     call_weight: float = 0.3
     """Share of a top candidate's score given to the functions it calls (0 turns it off; 0.3:
     dev R@5 .843 → .857 and MRR .694 → .686 with MiniLM, benchmarks/README.md)."""
+    tested_weight: float = 1.0
+    """A pasted report's best-matching test files (among the 10 best candidate files) lift the
+    module each is named after (`test_cli.py` → `cli.py`) by this share of the test file's best
+    score (core/search/steps/tested.py); 0 turns it off (Python reports dev MRR .670 → .679;
+    benchmarks/README.md)."""
+    phrase_weight: float = 0.5
+    """A pasted report's runs of six words found verbatim in one of the 10 best candidate files
+    (the error message it quotes, where the source raises it) lift that chunk by up to this
+    share of the best score (core/search/steps/phrases.py); 0 turns it off (Python reports dev
+    MRR .679 → .714, R@1 .527 → .588; benchmarks/README.md)."""
+    frame_weight: float = 0.75
+    """A pasted Python traceback's deepest frame in the project (the last one naming a workspace
+    file that is not a test or vendored) lifts that frame's function by this share of the best
+    score (core/search/steps/frames.py); 0 turns it off (Python reports dev R@5 .858 → .872, MRR
+    .652 → .670; benchmarks/README.md)."""
 
 
 class LLMSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -1,5 +1,6 @@
 """One index per folder in the daemon (issue 29's memory): two editors' sessions and an agent on
-one folder hold ONE open index (`codeask daemon --status` lists its users), answer as a
+one folder hold ONE open index through ONE driver (`codeask daemon --status` lists the index,
+held by the driver, and the driver's sessions: issue 43), answer as a
 server of their own, index each other's saves, and keep it when the others leave; an editor
 whose settings for the folder differ (a trusted workspace) keeps its own. Real processes:
 `python -m codeask serve` and `codeask mcp` forwarders, one daemon."""
@@ -36,6 +37,13 @@ def indexes(cwd: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     return list(json.loads(status.stdout)["indexes"])
 
 
+def sessions_of(cwd: Path, env: dict[str, str], root: Path) -> list[list[str]]:
+    """The sessions on each of the daemon's drivers of `root` (core/driver/shared.py)."""
+    status = codeask("daemon", "--status", cwd=cwd, env=env)
+    drivers = json.loads(status.stdout)["drivers"]
+    return sorted(d["sessions"] for d in drivers if Path(d["root"]) == root.resolve())
+
+
 def users_of(cwd: Path, env: dict[str, str], root: Path) -> list[int]:
     return [i["users"] for i in indexes(cwd, env) if Path(i["root"]) == root.resolve()]
 
@@ -55,13 +63,15 @@ async def test_editors_and_an_agent_share_one_index(
         await first.wait_ready(180)
         async with session([project], cache, env=env) as second:
             await settle(second)
-            assert users_of(tmp_path, daemon_env, project) == [2]  # one index, two users
+            assert users_of(tmp_path, daemon_env, project) == [1]  # one index: one driver's
+            assert sessions_of(tmp_path, daemon_env, project) == [["serve", "serve"]]
             assert await answers(second) == expected
             agent_env = server_env(cache, env)
             async with mcp_session(project, env=agent_env) as agent:
                 found = await call(agent, "search_code", query=QUERIES[0])
                 assert found["results"][0]["path"].endswith("mathutil.py"), found
-                assert users_of(tmp_path, daemon_env, project) == [3]
+                assert users_of(tmp_path, daemon_env, project) == [1]
+                assert sessions_of(tmp_path, daemon_env, project) == [["mcp", "serve", "serve"]]
             assert await answers(first) == expected
 
             # a file the second editor saves is searchable from the first at once
@@ -76,7 +86,8 @@ async def test_editors_and_an_agent_share_one_index(
             assert hits[0]["uri"] == first.uri(NEW_FILE)
 
         # the first editor keeps the index when the second leaves, and still indexes saves
-        await wait_for(_users(tmp_path, daemon_env, project), lambda u: u == [1], 60)
+        await wait_for(_sessions(tmp_path, daemon_env, project), lambda u: u == [["serve"]], 60)
+        assert users_of(tmp_path, daemon_env, project) == [1]
         (project / NEW_FILE).unlink()
         first.save(first.uri(NEW_FILE))
         await wait_for(
@@ -110,11 +121,19 @@ async def test_a_trusted_editor_keeps_its_own_index(
             async with session([project], cache, env=env) as also_wary:
                 await also_wary.wait_ready(180)
                 open_now = [i for i in indexes(tmp_path, daemon_env) if i["root"] == str(project)]
-                assert sorted(i["users"] for i in open_now) == [1, 2], open_now
+                assert sorted(i["users"] for i in open_now) == [1, 1], open_now  # a driver each
+                assert sessions_of(tmp_path, daemon_env, project) == [["serve"], ["serve", "serve"]]
 
 
 def _users(cwd: Path, env: dict[str, str], root: Path) -> Any:
     async def probe() -> list[int]:
         return users_of(cwd, env, root)
+
+    return probe
+
+
+def _sessions(cwd: Path, env: dict[str, str], root: Path) -> Any:
+    async def probe() -> list[list[str]]:
+        return sessions_of(cwd, env, root)
 
     return probe

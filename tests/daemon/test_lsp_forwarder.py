@@ -1,6 +1,6 @@
-"""`codeask serve`'s forwarder (daemon/lsp_forwarder.py) in pieces: what it imports, how it
-cuts the byte stream into frames (every byte passes, in order), and what it remembers of the
-editor to replay after a daemon's death."""
+"""`codeask serve`'s forwarder (daemon/lsp_forwarder.py) in pieces: what it imports and how it
+cuts the editor's byte stream into frames to notice `shutdown` and `exit` (every byte passes,
+in order). What it does when the daemon dies: tests/daemon/test_daemon_serve_crash.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
-from codeask.daemon.lsp_forwarder import EditorState, Frames, frame
+from codeask.daemon.lsp_forwarder import Frames, frame
 
 
 def message(method: str, params: Any = None, request_id: Any = None) -> dict[str, Any]:
@@ -73,53 +73,6 @@ def test_an_oversized_frame_passes_unread_until_a_real_header() -> None:
             out += frames.feed(stream[at : at + size])
         assert b"".join(d for d, _ in out) == stream, size
         assert [m["id"] for _, m in out if m is not None] == ["x"], size
-
-
-def test_documents_replay_what_the_server_was_told() -> None:
-    state = EditorState()
-    uri = "file:///w/a.py"
-    opened = frame(message("textDocument/didOpen", {"textDocument": {"uri": uri, "text": "a"}}))
-    ranged = {"range": {"start": {"line": 0, "character": 1}, "end": {"line": 0, "character": 1}}}
-    edit = frame(
-        message(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": uri, "version": 2},
-                "contentChanges": [{**ranged, "text": "b"}],
-            },
-        )
-    )
-    for data in (opened, edit):
-        state.from_editor(json.loads(data.split(b"\r\n\r\n", 1)[1]), data)
-    assert state.documents[uri] == [opened, edit]  # verbatim: the same text by construction
-    whole = message(
-        "textDocument/didChange",
-        {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": "xyz"}]},
-    )
-    state.from_editor(whole, frame(whole))
-    (reopened,) = state.documents[uri]  # a full-text change starts the log afresh
-    item = json.loads(reopened.split(b"\r\n\r\n", 1)[1])["params"]["textDocument"]
-    assert item == {"uri": uri, "text": "xyz", "version": 3}
-    closed = message("textDocument/didClose", {"textDocument": {"uri": uri}})
-    state.from_editor(closed, frame(closed))
-    assert state.documents == {}
-
-
-def test_requests_pending_and_what_is_never_sent_twice() -> None:
-    state = EditorState()
-    search = message("workspace/semanticSearch", {"query": "q"}, 7)
-    ask = message("workspace/askCode", {"question": "why"}, 8)
-    reindex = message("workspace/executeCommand", {"command": "codeask.reindex"}, 9)
-    related = message("workspace/executeCommand", {"command": "codeask.related"}, 10)
-    for each in (search, ask, reindex, related):
-        state.from_editor(each, frame(each))
-    resend = {json.loads(k): p.resend for k, p in state.pending.items()}
-    assert resend == {7: True, 8: False, 9: False, 10: True}
-    assert state.searched
-    cancel = message("$/cancelRequest", {"id": 7})
-    state.from_editor(cancel, frame(cancel))
-    state.answered(json.dumps(10))
-    assert sorted(json.loads(k) for k in state.pending) == [8, 9]
 
 
 def test_a_deeply_nested_body_passes_unread() -> None:

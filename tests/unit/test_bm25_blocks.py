@@ -51,9 +51,9 @@ def _peak(table: LiveTable) -> int:
 
 
 def test_a_common_terms_temporaries_stay_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """300k postings of "the": scored whole and cut over the whole row space, 21.6 MB traced at
-    once; in blocks, the row space's score array (8 bytes a row: 2.4 MB), the masked base's live
-    postings (9 bytes each) and one block's temporaries: 8.5 MB."""
+    """300k postings of "the": scored whole and cut over the whole row space, 20.4 MB traced at
+    once; in blocks, the row space's score array (8 bytes a row: 2.4 MB), the term's live
+    postings as read (rows and float64 tf, per segment) and one block's temporaries: 9.2 MB."""
     table = _table(300_000)
     blocked = _peak(table)
     monkeypatch.setattr(bm25, "SCORE_BLOCK", 10**9)

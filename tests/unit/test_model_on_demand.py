@@ -78,7 +78,10 @@ def test_a_folder_past_the_full_pass_size_gets_no_model_pass_and_says_so(tmp_pat
     assert status["chunks"] > 0
     assert status["embedded"] == 0  # `--full` embedded no chunk with the model
     assert status["model_tier"] == "on demand: 0 chunks cached, 0 of opened or changed files"
-    assert "minilm on demand: 0 chunks cached" in folder.run("status").stdout
+    # the static tier covers the whole folder: complete, not "embedded 0.0%"
+    assert status["static_embedded"] == status["chunks"] and status["embedded_percent"] == 100.0
+    shown = folder.run("status").stdout
+    assert "minilm on demand: 0 chunks cached" in shown and "embedded 100.0%" in shown
 
 
 @pytest.mark.slow

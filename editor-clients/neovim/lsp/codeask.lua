@@ -38,12 +38,14 @@ return {
       end
     end
   end,
-  -- Remembered so a later :AskCode says the server exited instead of guessing why none runs.
+  -- Remembered so a later :AskCode says the server exited instead of guessing why none runs;
+  -- a server that ended because the daemon went away (exit 75) is started again.
   ---@param code integer
   ---@param signal integer
   ---@param client_id integer
   on_exit = function(code, signal, client_id)
     require('codeask.diagnose').note_exit(code, signal, client_id)
+    require('codeask.restart').on_exit(code, signal, client_id)
   end,
   handlers = {
     ---Streamed answer text of workspace/askCode (only for requests that carry a streamToken).

@@ -105,8 +105,12 @@ describe("the MCP server, started from its definition (real codeask mcp)", () =>
       assert.ok(tools.tools.some((t) => t.name === "search_code"), JSON.stringify(tools));
       assert.deepEqual(readdirSync(markers), []);
     } finally {
+      // wait for the server (and anything it started) to exit before `after` removes its folder:
+      // a process still writing there makes the removal fail with ENOTEMPTY
+      const exited = new Promise((done) => child.once("exit", done));
       child.stdin.end();
       child.kill();
+      if (child.exitCode === null && child.signalCode === null) await exited;
     }
   });
 });

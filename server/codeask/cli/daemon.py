@@ -52,8 +52,9 @@ def serve() -> int:
         raise UserError(str(exc)) from exc
     indexes = SharedIndexes()  # the one cache of open indexes: CLI requests and sessions
     folders = FolderCache(indexes)
-    agents = _Agents(indexes)
-    editors = _Editors(indexes)
+    drivers = _Drivers(indexes)  # the one registry of folder drivers: every session's
+    agents = _Agents(drivers)
+    editors = _Editors(drivers)
     daemon = Daemon(
         run_dir,
         {
@@ -63,16 +64,17 @@ def serve() -> int:
         },
         idle_seconds=settings.daemon.idle_seconds,
         environment=protocol.environment(),
-        on_exit=lambda: _close_all(folders.close, agents.close),
+        on_exit=lambda: _close_all(folders.close, drivers.close),
         sessions={"mcp": agents.session, "serve": editors.session},
     )
     daemon.describe_with(
         lambda: {
             "folders": folders.roots(),
             "loads": folders.opened,
-            "mcp_folders": agents.roots(),
+            "mcp_folders": drivers.roots("mcp"),
             "editors": editors.count(),
             "indexes": indexes.describe(),
+            "drivers": drivers.describe(),
         }
     )
     threading.Thread(target=_warm_imports, daemon=True).start()
@@ -169,19 +171,45 @@ def _prompt_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
     return prompt
 
 
+class _Drivers:
+    """The daemon's one `SharedDrivers` (core/driver/shared.py), made by the first session:
+    the engine's driver is not imported before the daemon answers its first request."""
+
+    def __init__(self, indexes: Any) -> None:
+        self._indexes = indexes
+        self._made: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._made is None:
+                from codeask.core.driver import SharedDrivers
+
+                self._made = SharedDrivers(self._indexes)
+            return self._made
+
+    def describe(self) -> list[dict[str, Any]]:
+        return self._made.describe() if self._made is not None else []
+
+    def roots(self, kind: str) -> list[str]:
+        return self._made.roots(kind) if self._made is not None else []
+
+    def close(self) -> None:
+        if self._made is not None:
+            self._made.close()
+
+
 def _close_all(*closers: Callable[[], None]) -> None:
     for close in closers:
         close()
 
 
 class _Agents:
-    """`codeask mcp` sessions: each its own roots and checks, the folders' drivers shared
-    (mcp/remote.py; codeask's own MCP layer, no SDK)."""
+    """`codeask mcp` sessions: each its own roots and checks, the folders' drivers the
+    daemon's (mcp/remote.py; codeask's own MCP layer, no SDK)."""
 
-    def __init__(self, indexes: Any) -> None:
-        self._shared: Any = None
-        self._indexes = indexes
-        self._lock = threading.Lock()
+    def __init__(self, drivers: _Drivers) -> None:
+        self._drivers = drivers
 
     def session(self, args: argparse.Namespace, cwd: str) -> Callable[[socket.socket], None]:
         """Check the roots as `codeask mcp` would in the client's cwd (a user error is the
@@ -193,45 +221,30 @@ class _Agents:
             checked = checked_roots(args.paths, allow_broad=args.allow_broad_root, cwd=Path(cwd))
         except UserError as exc:
             raise CommandError(str(exc), exc.exit_code) from exc
-        shared = self._folders()
 
         def serve(conn: socket.socket) -> None:
-            from codeask.mcp.remote import serve_connection
+            from codeask.mcp.remote import acquire, release, serve_connection
 
-            drivers = shared.acquire(checked)
+            held = acquire(self._drivers.get(), checked)
             try:
-                serve_connection(drivers, conn)
+                serve_connection(held, conn)
             finally:
                 with contextlib.suppress(OSError):  # the forwarder exits now, not after the
                     conn.shutdown(socket.SHUT_RDWR)  # index is saved
-                shared.release(drivers)
+                release(held)
 
         return serve
-
-    def _folders(self) -> Any:
-        with self._lock:
-            if self._shared is None:
-                from codeask.mcp.remote import SharedFolders
-
-                self._shared = SharedFolders(self._indexes)
-            return self._shared
-
-    def close(self) -> None:
-        if self._shared is not None:
-            self._shared.close()
-
-    def roots(self) -> list[str]:
-        return self._shared.roots() if self._shared is not None else []
 
 
 class _Editors:
     """`codeask serve` sessions: one language server per editor, each with its own documents,
-    settings, folders and trust (lsp/remote.py; pygls is imported with the first session); an
-    index is shared by every session (agents' too) that would open the same one."""
+    settings, folders and trust (lsp/remote.py; pygls is imported with the first session); a
+    folder's driver and index are shared by every session (agents' too) that would open the
+    same one."""
 
-    def __init__(self, indexes: Any) -> None:
+    def __init__(self, drivers: _Drivers) -> None:
         self._open = 0
-        self._indexes = indexes
+        self._drivers = drivers
         self._lock = threading.Lock()
 
     def session(self, args: argparse.Namespace, cwd: str) -> Callable[[socket.socket], None]:
@@ -243,7 +256,7 @@ class _Editors:
             with self._lock:
                 self._open += 1
             try:
-                serve_connection(conn, self._indexes)
+                serve_connection(conn, self._drivers.get())
             finally:
                 with self._lock:
                     self._open -= 1

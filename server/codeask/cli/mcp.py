@@ -33,12 +33,14 @@ def run(args: argparse.Namespace) -> int:
 def in_process(args: argparse.Namespace) -> int:
     """The server in this process. The folders start opening before the server's own modules
     are imported: the first answer comes sooner."""
+    from codeask.core.driver import SharedDrivers
     from codeask.mcp.folders import FolderDriver
     from codeask.mcp.wire import claim_stdio
 
     wire = claim_stdio()  # before anything could print: stdout is the protocol's
+    registry = SharedDrivers()  # the process's one registry of folder drivers
     drivers = [
-        FolderDriver(root, refused)
+        FolderDriver(root, refused, drivers=registry)
         for root, refused in checked_roots(args.paths, allow_broad=args.allow_broad_root)
     ]
     for driver in drivers:

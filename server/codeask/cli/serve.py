@@ -2,9 +2,10 @@
 
 With `daemon.enabled` on (docs/daemon.md) this process is a thin forwarder: the server runs as
 a session in the per-user daemon (daemon/forwarding.py, daemon/lsp_forwarder.py), which keeps
-the editor's state per session and survives a daemon restart by replaying it. Otherwise (the
-default), with `--tcp`, or when no daemon answers (one note on stderr), the server runs in this
-process as before. Nothing heavy is imported before that choice.
+the editor's state per session; when the daemon goes away the session ends (exit 75) and the
+editor starts the server again. Otherwise (the default), with `--tcp`, or when no daemon
+answers (one note on stderr), the server runs in this process as before. Nothing heavy is
+imported before that choice.
 """
 
 from __future__ import annotations

@@ -12,10 +12,11 @@ models in every command, and that serves `codeask mcp` sessions for forwarders.
   (`SharedIndexes`), reopened when a new snapshot is published.
 - `forwarding`: run first by `python -m codeask` / the console script: a plain `serve` or `mcp`
   with the daemon on is forwarded before the CLI is imported (the process stays ~13 MB).
-- `relay`: the skeleton both forwarders share (run loop, reader thread, reconnect, give up).
+- `relay`: the MCP forwarder's skeleton (run loop, reader thread, reconnect, give up).
 - `forwarder`: `codeask mcp` as a thin forwarder (standard library only): the agent's stdio
   piped to an MCP session in the daemon (mcp/remote.py), surviving the daemon's death.
-- `lsp_forwarder`: `codeask serve` the same way, to a language-server session (lsp/remote.py).
+- `lsp_forwarder`: `codeask serve` as a pipe to a language-server session (lsp/remote.py);
+  the session ends with the daemon (exit 75) and the editor starts it again.
 
 It imports `codeask.core` (and the CLI hands it its operations); `codeask.core` never imports
 it.

@@ -158,27 +158,21 @@ def _plain(argv: list[str]) -> tuple[int, int, bool, list[str]] | None:
 def serve(verbose: int) -> int | None:
     """The exit code of the editor's session forwarded to the daemon, or None: serve
     in-process (the daemon is off, or could not be reached: one note on stderr, stdout
-    untouched)."""
+    untouched). The daemon going away ends the session (lsp_forwarder.RESTART)."""
     from codeask.daemon import lsp_forwarder
 
     instead = "serving in-process"
-    request = lsp_forwarder.hello(verbose)
-    opened = _open(request, instead)
+    opened = _open(lsp_forwarder.hello(verbose), instead)
     if opened is None:
         return None
     sock, reply = opened
     if reply["status"] != "ok":  # no user error is defined for a session without arguments
         _note(RuntimeError(str(reply.get("message"))), instead)
         return None
-    child = codeask_argv(*(["-v"] * verbose), "serve")
-    reconnect = _reconnector(request, child, instead)
-
     stdout = os.dup(sys.stdout.fileno())  # stdout carries LSP only: stray output → stderr
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    from codeask.daemon.relay import SocketUpstream
-
-    return lsp_forwarder.Proxy(SocketUpstream(sock), reconnect, stdout_fd=stdout).run()
+    return lsp_forwarder.Pipe(sock, stdout_fd=stdout).run()
 
 
 def mcp(paths: list[str], *, allow_broad_root: bool, verbose: int) -> int | None:

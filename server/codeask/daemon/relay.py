@@ -1,6 +1,7 @@
-"""What `codeask mcp`'s and `codeask serve`'s forwarders share (forwarder.py, lsp_forwarder.py):
-where the client's bytes go (the daemon's session, or a child with the daemon off), how the
-next one is found when the daemon dies, and `Relay`, the skeleton both proxies fill in.
+"""`codeask mcp`'s forwarder's skeleton (forwarder.py): where the agent's bytes go (the daemon's
+session, or a child with the daemon off), how the next one is found when the daemon dies, and
+`Relay`, the loop the proxy fills in. (`codeask serve`'s forwarder is a plain pipe that ends
+with the daemon, the editor restarting it: lsp_forwarder.py.)
 
 `Relay` pipes the client's stdin to the upstream and the upstream to the client's stdout, one
 reader thread per upstream. When an upstream drops it takes the next one (at most RECONNECTS
@@ -130,7 +131,7 @@ def reconnector(
     child_argv: list[str],
     note: Callable[[BaseException], None],
 ) -> Callable[[], Upstream]:
-    """What `serve` and `mcp` forwarders call when their daemon goes away: the next daemon
+    """What the `mcp` forwarder calls when its daemon goes away: the next daemon
     (started when none answers; a second try when the one reached dies too), else the same
     command in a child process with the daemon off (`note` says why)."""
 
@@ -221,11 +222,22 @@ def send_all(upstream: Upstream, pieces: Iterable[bytes]) -> bool:
     return True
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd` (the client's stdout), or as much as it takes before it closes."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError:
+            return  # the client is gone; its stdin ends too
+        view = view[written:]
+
+
 class Relay:
     """The client's stdin → upstream, upstream → the client's stdout, surviving upstream
     deaths. A subclass fills in its protocol: `_from_client`, `_upstream_reader`, `_recover`
     (with `_replace_upstream`), `_pending_table`, `_error`; and may end the input
-    (`_input_ended`), act when an upstream drops (`_went_away`) and choose the exit code."""
+    (`_input_ended`)."""
 
     #: Who cannot continue, in the note before the forwarder exits.
     SESSION = "the session"
@@ -258,7 +270,7 @@ class Relay:
     # ---- the client's side -------------------------------------------------------------------
     def run(self) -> int:
         """Forward until the client closes stdin (or `_from_client` says the session ended)
-        and the answers still due came back, then `_exit_code()`."""
+        and the answers still due came back; 0."""
         self._start_reader(self._up, 0)
         while True:
             try:
@@ -278,7 +290,7 @@ class Relay:
         self._done.wait(CLOSE_SECONDS)
         with self._send:
             self._up.close()
-        return self._exit_code()
+        return 0
 
     def _from_client(self, chunk: bytes) -> bool:
         """The client's bytes, passed on and noted; True when the session ends with them."""
@@ -286,9 +298,6 @@ class Relay:
 
     def _input_ended(self) -> None:
         """The client closed stdin (or ended the session): bytes still held go on now."""
-
-    def _exit_code(self) -> int:
-        return 0
 
     # ---- the upstream's side -----------------------------------------------------------------
     def _start_reader(self, upstream: Upstream, generation: int) -> None:
@@ -325,13 +334,7 @@ class Relay:
 
     def _write_out(self, data: bytes) -> None:
         with self._out:
-            view = memoryview(data)
-            while view:
-                try:
-                    written = os.write(self._out_fd, view)
-                except OSError:
-                    return  # the client is gone; its stdin ends too
-                view = view[written:]
+            write_all(self._out_fd, data)
 
     # ---- a dropped upstream ------------------------------------------------------------------
     def _recover(self, generation: int) -> None:
@@ -347,7 +350,6 @@ class Relay:
             self._up.close()
         except OSError:
             pass
-        self._went_away()
         try:
             upstream = self._next_upstream()
         except GiveUp as exc:
@@ -357,9 +359,6 @@ class Relay:
         self._up = upstream
         self.restarts += 1
         return upstream
-
-    def _went_away(self) -> None:
-        """The upstream dropped, the next one is not asked yet."""
 
     def _next_upstream(self) -> Upstream:
         now = time.monotonic()

@@ -29,7 +29,7 @@ from pygls.protocol import JsonRPCRequestMessage, default_converter
 
 from codeask import __version__
 from codeask.config import Settings
-from codeask.core.indexer import SharedIndexes
+from codeask.core.driver import SharedDrivers
 from codeask.lsp.blame import BlameCache
 from codeask.lsp.folders import Folders
 from codeask.lsp.logs import ClientLogHandler
@@ -60,7 +60,7 @@ def converter() -> Converter:
 class CodeaskServer(LanguageServer):
     """Server state: folders and their workers, settings, thread pools, client plumbing."""
 
-    def __init__(self, shared: SharedIndexes | None = None) -> None:
+    def __init__(self, drivers: SharedDrivers | None = None) -> None:
         super().__init__(
             "codeask",
             __version__,
@@ -68,7 +68,7 @@ class CodeaskServer(LanguageServer):
             converter_factory=converter,
         )
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.folders = Folders(self, watched=lambda: self.watcher_registered, shared=shared)
+        self.folders = Folders(self, watched=lambda: self.watcher_registered, drivers=drivers)
         self.requests = ThreadPoolExecutor(4, thread_name_prefix="codeask-request")
         self.blame = BlameCache()
         self.init_settings = EditorSettings()

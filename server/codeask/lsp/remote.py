@@ -2,19 +2,22 @@
 per forwarder connection, run by the very code `codeask serve` runs in-process (server.py's
 features behind the same framing reader and gate), in the connection's own thread and event
 loop (pygls' `start_io` runs `asyncio.run` in the calling thread; each server has its own
-protocol, workspace, thread pools and folder workers).
+protocol, workspace and thread pools; its folders' workers are the daemon's, one per folder
+and settings for every session: core/driver/shared.py).
 
 Per client: its open documents, settings, workspace folders and trust live in its own
 `CodeaskServer`, exactly as in a process of its own: one editor's trusted workspace never
 widens another's. Shared: the process (Python, the imported engine, the loaded models) and
 the open indexes (core/indexer/shared.py): sessions whose settings for a folder come out the
-same (trust included) hold one `FolderIndex` of it, the agents' drivers too; the last to leave
-saves and closes it. Sessions whose settings differ keep the writer-lock rule of two servers
-(the first writes, the other follows its snapshots read-only and takes over when it leaves).
+same (trust included) hold one `FolderIndex` of it and subscribe to one driver of it, the
+agents too; the last to leave stops the driver and saves and closes the index. Sessions whose
+settings differ keep the writer-lock rule of two servers (the first writes, the other follows
+its snapshots read-only and takes over when it leaves).
 
 The `codeask` logger is the process's: each session's window/logMessage handler passes only
 the records of its own threads (its event loop, its request pool, its folders' index and
-embedding threads), so no editor reads another's logs.
+embedding threads: a shared folder's go to every session on it), so no editor reads another's
+logs.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, cast
 
-from codeask.core.indexer import SharedIndexes
+from codeask.core.driver import SharedDrivers
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.logs import setup_logging
 from codeask.lsp.server import build_server, finish, serve_streams
@@ -60,9 +63,11 @@ class SessionThreads:
         return False
 
 
-def hosted_server(shared: SharedIndexes | None = None) -> tuple[CodeaskServer, SessionThreads]:
+def hosted_server(
+    drivers: SharedDrivers | None = None,
+) -> tuple[CodeaskServer, SessionThreads]:
     """A server as `codeask serve` builds it, its log handler passing its own records only."""
-    ls = build_server(shared)
+    ls = build_server(drivers)
     threads = SessionThreads(ls)
     ls.requests.shutdown(wait=False)  # no thread started yet: replaced by one that registers
     ls.requests = ThreadPoolExecutor(
@@ -72,11 +77,11 @@ def hosted_server(shared: SharedIndexes | None = None) -> tuple[CodeaskServer, S
     return ls, threads
 
 
-def serve_connection(conn: socket.socket, shared: SharedIndexes | None = None) -> int:
+def serve_connection(conn: socket.socket, drivers: SharedDrivers | None = None) -> int:
     """One language server over `conn` until the client leaves; its exit code as in-process
-    (0 after `shutdown`, else 1). Its folders' indexes are `shared` with the daemon's other
-    sessions that would open the same."""
-    ls, threads = hosted_server(shared)
+    (0 after `shutdown`, else 1). Its folders' drivers (and indexes) are shared with the
+    daemon's other sessions that would open the same (`drivers`)."""
+    ls, threads = hosted_server(drivers)
     threads.add_current()  # the event loop runs in this thread
     setup_logging(ls.log_handler)
     try:

@@ -15,7 +15,7 @@ import socket
 import sys
 from typing import BinaryIO, cast
 
-from codeask.core.indexer import SharedIndexes
+from codeask.core.driver import SharedDrivers
 from codeask.lsp.base import CodeaskServer
 from codeask.lsp.features import (
     ask,
@@ -52,10 +52,10 @@ FEATURES = (
 )
 
 
-def build_server(shared: SharedIndexes | None = None) -> CodeaskServer:
-    """A server with every feature registered (in the daemon: its indexes `shared` with the
-    other sessions that would open the same)."""
-    ls = CodeaskServer(shared)
+def build_server(drivers: SharedDrivers | None = None) -> CodeaskServer:
+    """A server with every feature registered (in the daemon: its folders' drivers, and so
+    their indexes, shared with the other sessions that would open the same)."""
+    ls = CodeaskServer(drivers)
     for feature in FEATURES:
         feature.register(ls)
     return ls

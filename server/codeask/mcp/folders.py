@@ -11,18 +11,28 @@ warms the query path. This module only adds what MCP shows: `phase` for `index_s
 static model loaded right after the open, and the query model asked for by a search.
 
 So a second `codeask mcp`, or an editor's `codeask serve`, on the same folder never indexes
-or embeds it twice: one writes, the others follow (core/storage/writer_lock.py).
+or embeds it twice: in one process (the daemon) they subscribe to the same driver
+(core/driver/shared.py); across processes one writes, the others follow
+(core/storage/writer_lock.py).
 """
 
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from codeask.core.driver import Bar, FolderWorker, QuietBar
-from codeask.core.indexer import FolderIndex, IndexReport, Progress, SharedIndexes, Workspace
+from codeask.core.driver import (
+    Bar,
+    FolderStatus,
+    FolderWorker,
+    QuietBar,
+    SharedDrivers,
+    Subscription,
+    finish,
+)
+from codeask.core.indexer import FolderIndex, IndexReport, Progress
 from codeask.core.operations import has_model_tier, query_model
 from codeask.core.operations.index import load_static_embedder
 from codeask.core.source.discover import SkippedFile
@@ -52,51 +62,68 @@ def _load_static(folder: FolderIndex) -> None:
 
 
 class FolderDriver:
-    """One workspace folder for MCP: the core driver, and what `index_status` shows of it."""
+    """One workspace folder for MCP: its subscription to the folder's one driver
+    (core/driver/shared.py), and what `index_status` shows of it."""
 
     def __init__(
-        self, root: Path, refused: str = "", *, shared: SharedIndexes | None = None
+        self, root: Path, refused: str = "", *, drivers: SharedDrivers | None = None
     ) -> None:
         self.root = root
         self.refused = refused
-        self._worker = FolderWorker(
-            root, {}, Workspace(shared), Quiet(), kind=KIND, on_open=_load_static
-        )
-        self._started = False
-        self.opened = self._worker.opened
-        """Set once the open ended (opened, refused or failed): tools wait for it."""
+        self._drivers = drivers if drivers is not None else SharedDrivers()
+        self._sub: Subscription | None = None
+        self._left: FolderWorker | None = None
+        self._idle = FolderStatus(root, {})  # what is shown while not subscribed
+        self._opened = threading.Event()
         if refused:
-            self.opened.set()
+            self._opened.set()
+
+    @property
+    def opened(self) -> threading.Event:
+        """Set once the open ended (opened, refused or failed): tools wait for it."""
+        sub = self._sub
+        return sub.worker.opened if sub is not None and sub.driver else self._opened
+
+    @property
+    def _worker(self) -> FolderStatus:
+        """The shared worker's state (a blank one while not subscribed)."""
+        sub = self._sub
+        return sub.worker if sub is not None and sub.driver is not None else self._idle
 
     # ---- called by the server ------------------------------------------------------------------
     def start(self) -> None:
-        """Open the index in the background (nothing is indexed before `serving`)."""
-        if not self.refused:
-            self._started = True
-            self._worker.start()
+        """Subscribe to the folder's driver (opening its index in the background when new;
+        nothing is indexed before `serving`)."""
+        if not self.refused and self._sub is None:
+            self._sub = self._drivers.acquire(
+                self.root, {}, Quiet(), kind=KIND, on_open=_load_static
+            )
 
     def serving(self) -> None:
-        """The server answers requests: the first full pass may start (followers skip it)."""
-        if self._started:
-            self._worker.request_full("initial")
+        """The server answers requests: the driver's first full pass may start (once per
+        driver; followers skip it)."""
+        if self._sub is not None:
+            self._sub.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop after the current file or batch, then save and release the index."""
-        if not self._started:
-            return
-        deadline = time.monotonic() + timeout
-        self._worker.stop()
-        if self._worker.join(max(0.0, deadline - time.monotonic())):
-            self._worker.release()
+        """Leave the driver; the last session stops it after the current file or batch, then
+        saves and releases the index."""
+        sub, self._sub = self._sub, None
+        worker = sub.leave() if sub is not None else None
+        if worker is not None and not finish(worker, timeout):
+            self._left = worker
 
     def running(self) -> bool:
-        """Whether the index thread still runs (after `stop`: the index was not released)."""
-        return self._started and self._worker.running()
+        """Whether this driver's last index thread still runs after `stop` (the index was not
+        released), or, before it, whether it runs at all."""
+        if self._left is not None:
+            return self._left.running()
+        return self._sub is not None and self._sub.worker.running()
 
     # ---- what index_status shows ---------------------------------------------------------------
     @property
     def folder(self) -> FolderIndex | None:
-        return self._worker.folder if self._started else None
+        return self._worker.folder
 
     @property
     def message(self) -> str:
@@ -105,9 +132,11 @@ class FolderDriver:
     @property
     def phase(self) -> str:
         """refused, opening, error, following, indexing, embedding or ready."""
-        worker = self._worker
         if self.refused:
             return "refused"
+        if self._sub is None or self._sub.driver is None:
+            return "opening"
+        worker = self._sub.worker
         if not worker.opened.is_set():
             return "opening"
         folder = worker.folder

@@ -4,19 +4,18 @@ the stdio server (server.py, wire.py).
 
 Each session has its own tools over its own folders (its own roots, its own refusals, its own
 path checks): one agent's workspace never widens another's. What sessions share is the folder
-driver of a root (`SharedFolders`): one index, one writer, one embedding backlog per folder
-for every agent on it; that index is also the editor sessions' when their settings for the
-folder come out the same (core/indexer/shared.py).
+driver of a root and settings (core/driver/shared.py `SharedDrivers`, the daemon's one
+registry): one index, one loop, one embedding backlog per folder for every agent and every
+editor session on it whose settings for the folder come out the same.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-import threading
 from pathlib import Path
 
-from codeask.core.indexer import SharedIndexes
+from codeask.core.driver import SharedDrivers
 from codeask.mcp.folders import FolderDriver
 from codeask.mcp.server import build_server, serve_wire
 
@@ -27,66 +26,22 @@ log = logging.getLogger("codeask.mcp")
 STOP_SECONDS = 300.0
 
 
-class SharedFolders:
-    """Root → the one FolderDriver the daemon's sessions on that root share (refcounted: the
-    last session to leave stops it, which saves and releases the index). A refused root is
-    never shared: its refusal is the session's own (its own --allow-broad-root)."""
-
-    def __init__(self, indexes: SharedIndexes | None = None) -> None:
-        self._lock = threading.Lock()
-        self._held: dict[Path, tuple[FolderDriver, int]] = {}
-        self._indexes = indexes
-        """The daemon's open indexes, shared with its editor sessions."""
-
-    def acquire(self, checked: list[tuple[Path, str]]) -> list[FolderDriver]:
-        """The drivers of these (root, why refused) pairs, started when new."""
-        drivers = []
-        with self._lock:
-            for root, refused in checked:
-                if refused:
-                    drivers.append(FolderDriver(root, refused))
-                    continue
-                driver, users = self._held.get(root, (None, 0))
-                if driver is None:
-                    driver = FolderDriver(root, shared=self._indexes)
-                    driver.start()
-                    driver.serving()
-                self._held[root] = (driver, users + 1)
-                drivers.append(driver)
-        return drivers
-
-    def release(self, drivers: list[FolderDriver]) -> None:
-        """A session left: stop the drivers no other session uses."""
-        unused = []
-        with self._lock:
-            for driver in drivers:
-                held, users = self._held.get(driver.root, (None, 0))
-                if held is not driver:
-                    continue  # a refused root's own driver: nothing runs
-                if users > 1:
-                    self._held[driver.root] = (driver, users - 1)
-                else:
-                    del self._held[driver.root]
-                    unused.append(driver)
-        for driver in unused:
-            _stop(driver)
-
-    def close(self) -> None:
-        with self._lock:
-            held = [driver for driver, _ in self._held.values()]
-            self._held.clear()
-        for driver in held:
-            _stop(driver)
-
-    def roots(self) -> list[str]:
-        with self._lock:
-            return [str(root) for root in self._held]
+def acquire(drivers: SharedDrivers, checked: list[tuple[Path, str]]) -> list[FolderDriver]:
+    """A session's folders, each (root, why refused) subscribed to the daemon's one driver of
+    it (started when new); a refused root is the session's own and runs nothing."""
+    held = [FolderDriver(root, refused, drivers=drivers) for root, refused in checked]
+    for driver in held:
+        driver.start()
+        driver.serving()
+    return held
 
 
-def _stop(driver: FolderDriver) -> None:
-    driver.stop(timeout=STOP_SECONDS)
-    if driver.running():
-        log.warning("%s: its index thread did not stop; its index stays open", driver.root)
+def release(held: list[FolderDriver]) -> None:
+    """A session left: the drivers no other session uses stop, save and release the index."""
+    for driver in held:
+        driver.stop(timeout=STOP_SECONDS)
+        if driver.running():
+            log.warning("%s: its index thread did not stop; its index stays open", driver.root)
 
 
 class SocketReader:

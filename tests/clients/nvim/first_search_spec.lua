@@ -5,28 +5,11 @@
 -- Environment (set by tests/clients/test_neovim.py): CODEASK_TEST_PLUGIN, CODEASK_TEST_REPO,
 -- CODEASK_TEST_SERVER_CMD, CODEASK_TEST_RESULTS. Writes {notes = [...], items = [...]}.
 
-local plugin = assert(os.getenv('CODEASK_TEST_PLUGIN'))
-local root = assert(os.getenv('CODEASK_TEST_REPO'))
-local server_cmd = vim.json.decode(assert(os.getenv('CODEASK_TEST_SERVER_CMD')))
-local results_file = assert(os.getenv('CODEASK_TEST_RESULTS'))
+local S =
+  dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)), 'oneshot.lua'))
+local root, notes, finish = S.root, S.notes, S.finish
 
-vim.opt.rtp:prepend(plugin)
-vim.cmd('runtime plugin/codeask.lua')
-vim.cmd.cd(root)
-
-local notes = {}
-vim.notify = function(msg)
-  table.insert(notes, msg)
-end
-
-local function finish(report)
-  local out = assert(io.open(results_file, 'w'))
-  out:write(vim.json.encode(report))
-  out:close()
-  vim.cmd('qall!')
-end
-
-vim.lsp.config('codeask', { cmd = server_cmd })
+vim.lsp.config('codeask', { cmd = S.server_cmd })
 vim.lsp.enable('codeask')
 vim.cmd.edit(root .. '/src/shop/cart.py')
 local attached = vim.wait(30000, function()

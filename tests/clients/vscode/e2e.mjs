@@ -12,6 +12,9 @@
 // ~/.cache/pip, so warm runs reuse built wheels such as hnswlib's).
 // Then the mcp scenario (AI features on): agent mode's MCP: List Servers shows the "codeask"
 // server the extension provides; the test starts it and checks its process.
+// Then the restart scenario (issue 43): with the per-user daemon on, `codeask serve` is a pipe
+// to a session in the daemon; the test kills the daemon (SIGKILL), the session ends, VS Code's
+// language client starts the server again by itself, and Semantic Search answers as before.
 // Every workspace is hostile too: it holds `codeask/`, `pip/`, `venv/`, `ensurepip/`, `pygls/`
 // and `mcp/` (the MCP SDK's name) packages and `sitecustomize.py` that write a marker file when
 // imported, and code-server runs in the workspace (as after `cd repo && code-server .`); each
@@ -22,7 +25,7 @@
 // Environment: CODEASK_PYTHON (default <repo>/.venv/bin/python), CODEASK_VSIX (default
 // editor-clients/vscode/dist/codeask.vsix), CHROMIUM (default /usr/bin/chromium),
 // E2E_KEEP=1 keeps the temporary folder, E2E_UPDATE_SCREENSHOT=1 refreshes the README's picture,
-// E2E_ONLY=main|bootstrap|mcp runs one scenario.
+// E2E_ONLY=main|bootstrap|mcp|restart runs one scenario.
 
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -337,6 +340,7 @@ async function main() {
   if (only === "all" || only === "main") await scenario("main", () => mainScenario(work));
   if (only === "all" || only === "bootstrap") await scenario("bootstrap", () => bootstrapScenario(work));
   if (only === "all" || only === "mcp") await scenario("mcp", () => mcpScenario(work));
+  if (only === "all" || only === "restart") await scenario("restart", () => restartScenario(work));
 }
 
 /** Runs one scenario; a setup failure is counted and the next scenario still runs. */
@@ -664,6 +668,135 @@ async function mainScenario(work) {
   if (results.some((r) => !r.ok)) {
     const logs = join(userData, "logs");
     if (existsSync(logs)) cpSync(logs, join(ARTIFACTS, "vscode-logs"), { recursive: true });
+  }
+}
+
+// ---- restart: the daemon dies under VS Code (issue 43) ---------------------------------------
+const DAEMON_TIMEOUT = 120_000;
+
+/** The pid in the daemon's lock file (written by the live daemon), or 0. */
+function daemonPid(runtime) {
+  const text = existsSync(join(runtime, "codeask", "daemon.lock")) ? readFileSync(join(runtime, "codeask", "daemon.lock"), "utf8").trim() : "";
+  return /^\d+$/.test(text) ? Number(text) : 0;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Until the status bar says ready: the texts seen on the way. */
+async function waitReadyStatus(status, what) {
+  const seen = new Set();
+  const deadline = Date.now() + INDEX_TIMEOUT;
+  for (;;) {
+    const text = (await status.innerText().catch(() => "")).trim();
+    if (text) seen.add(text);
+    if (text.includes("codeask: ready")) return [...seen];
+    if (Date.now() > deadline) throw new Error(`${what}: no ready state in ${INDEX_TIMEOUT / 1000}s; seen: ${[...seen].join(" | ")}`);
+    await sleep(250);
+  }
+}
+
+/** Semantic Search for the config loader: the row's text. */
+async function searchConfigRow(page) {
+  await runCommand(page, "codeask: Semantic Search");
+  const input = await searchPick(page);
+  await input.pressSequentially("parse the configuration file", { delay: 40 });
+  const row = quickRows(page).filter({ hasText: "load_config" }).first();
+  await row.waitFor({ state: "visible", timeout: 60_000 });
+  const text = (await row.innerText()).replace(/\s+/g, " ");
+  await page.keyboard.press("Escape");
+  return text;
+}
+
+async function restartScenario(work) {
+  const workspace = join(work, "shop-restart");
+  makeWorkspace(workspace, join(work, "markers-restart"));
+  const runtime = join(work, "run-restart");
+  mkdirSync(runtime, { mode: 0o700 });
+  const env = {
+    ...process.env,
+    XDG_CACHE_HOME: join(work, "restart-cache"),
+    XDG_CONFIG_HOME: join(work, "restart-config"),
+    XDG_DATA_HOME: join(work, "restart-data"),
+    XDG_RUNTIME_DIR: runtime,
+    CODEASK_DAEMON__ENABLED: "true",
+    CODEASK_DAEMON__IDLE_SECONDS: "120",
+    HF_HUB_OFFLINE: "1",
+    PYTHONUNBUFFERED: "1",
+  };
+  delete env.VSCODE_IPC_HOOK_CLI;
+  const { codeServer, browser, page } = await openWorkbench({
+    label: "restart",
+    prefix: "restart-",
+    work,
+    workspace,
+    env,
+    machineSettings: { "codeask.pythonPath": PYTHON },
+    userSettings: { ...QUIET_WORKBENCH },
+  });
+  try {
+    const status = page.locator(".statusbar-item").filter({ hasText: "codeask:" }).first();
+    let before = "";
+    let first = 0;
+    let serveBefore = [];
+    await step("restart: the server runs in the daemon and searches", async () => {
+      await status.waitFor({ state: "visible", timeout: 60_000 });
+      await waitReadyStatus(status, "before the kill");
+      first = daemonPid(runtime);
+      if (!first || !alive(first)) throw new Error(`no daemon in ${runtime}`);
+      before = await searchConfigRow(page);
+      serveBefore = serverProcessesUnder(codeServer.pid).map((r) => r.pid);
+      if (serveBefore.length !== 1) throw new Error(`codeask serve processes: ${serveBefore}`);
+      log(`search row before the kill: ${before}; codeask serve: ${serveBefore}`);
+    });
+    await step("restart: after a kill -9 of the daemon, VS Code restarts the server and search answers the same", async () => {
+      if (!first) throw new Error("no daemon to kill");
+      process.kill(first, "SIGKILL");
+      const killed = Date.now();
+      for (;;) {
+        const pid = daemonPid(runtime);
+        if (pid && pid !== first && alive(pid)) break;
+        if (Date.now() - killed > DAEMON_TIMEOUT) throw new Error("no new daemon: the server was not started again");
+        await sleep(200);
+      }
+      log(`new daemon after ${((Date.now() - killed) / 1000).toFixed(1)}s`);
+      const seen = await waitReadyStatus(status, "after the kill");
+      log(`status after the kill: ${seen.join(" | ")}; notifications: ${JSON.stringify(await notifications(page))}`);
+      await shot(page, "05-restarted.png");
+      // The status may still read ready from before the close while the client restarts: a
+      // search then fails ("the language server is not running"); ask again until it answers.
+      let after = "";
+      for (let attempt = 1; !after; attempt++) {
+        after = await searchConfigRow(page).catch((error) => {
+          if (attempt >= 5) throw error;
+          log(`search after the kill, attempt ${attempt}: ${error.message.split("\n")[0]}`);
+          return page.keyboard.press("Escape").then(() => sleep(3_000)).then(() => "");
+        });
+      }
+      // The session ended with the daemon: the `codeask serve` now running is a new one, started
+      // by VS Code's client (before issue 43 the old one reconnected and replayed the editor).
+      const serveAfter = serverProcessesUnder(codeServer.pid).map((r) => r.pid);
+      log(`search row after the kill: ${after}; codeask serve: ${serveAfter}`);
+      if (serveAfter.length !== 1 || serveBefore.includes(serveAfter[0])) throw new Error(`codeask serve ${serveBefore} → ${serveAfter}: not restarted`);
+      if (after !== before) throw new Error(`search row changed: "${before}" → "${after}"`);
+    });
+  } finally {
+    await browser.close();
+    // code-server first: a live client would restart its server when the daemon stops, and
+    // that server would start another daemon in this folder.
+    stopAll();
+    for (const until = Date.now() + 30_000; codeServer.exitCode === null && codeServer.signalCode === null && Date.now() < until; ) await sleep(200);
+    try {
+      execFileSync(PYTHON, ["-m", "codeask", "daemon", "--stop"], { env, cwd: work, stdio: "pipe", timeout: 60_000 });
+    } catch (error) {
+      log(`stopping the daemon: ${error}`);
+    }
   }
 }
 

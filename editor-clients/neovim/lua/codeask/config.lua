@@ -23,6 +23,7 @@ local M = {}
 ---@field ui? codeask.UiOptions
 ---@field keymaps? codeask.Keymaps|false Global keymaps; off by default.
 ---@field hover_links? boolean `gd`/`<CR>` follow a link in a focused LSP hover window.
+---@field restart? boolean Start the server again when the daemon under it went away (exit 75).
 
 ---@type codeask.Options
 M.defaults = {
@@ -41,6 +42,7 @@ M.defaults = {
   },
   keymaps = false,
   hover_links = true,
+  restart = true,
 }
 
 ---@type codeask.Options
@@ -69,6 +71,7 @@ local function validate(opts)
   check('ui', opts.ui, 'table')
   check('keymaps', opts.keymaps, { 'table', 'boolean' })
   check('hover_links', opts.hover_links, 'boolean')
+  check('restart', opts.restart, 'boolean')
   if opts.ui and opts.ui.answer and not vim.tbl_contains({ 'float', 'split' }, opts.ui.answer) then
     error("codeask: ui.answer must be 'float' or 'split'", 0)
   end

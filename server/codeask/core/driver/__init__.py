@@ -23,6 +23,9 @@ The modules, one job each:
 - `backlog`: the embedding thread; `reporting`: engine progress → the listener's bar.
 - `writer`: the writer lock (follow read-only, take over when free).
 - `status`: the fields a face's status shows.
+- `shared`: `SharedDrivers`, the process's one registry: every session holding a folder
+  subscribes to its one worker (`Subscription`); `fanout`: the listener that passes the
+  worker's bars and warnings on to each subscribed session's own.
 """
 
 from codeask.core.driver.common import (
@@ -36,6 +39,7 @@ from codeask.core.driver.common import (
     serving,
 )
 from codeask.core.driver.listener import Bar, Listener, QuietBar
+from codeask.core.driver.shared import SharedDrivers, Subscription, finish
 from codeask.core.driver.status import FolderStatus
 from codeask.core.driver.worker import FolderWorker
 
@@ -52,5 +56,8 @@ __all__ = [
     "FullKind",
     "Listener",
     "QuietBar",
+    "SharedDrivers",
+    "Subscription",
+    "finish",
     "serving",
 ]

@@ -107,6 +107,7 @@ class Indexing:
         schedule.lexical_running = True
         status.state, status.percent = "indexing", 0
         quiet = kind == "rescan"
+        status.full_passes += 0 if quiet else 1
         title = f"codeask: indexing {status.root.name}"
         bar = QuietBar(title) if quiet else self._listener.work_done(title, self._on_cancel)
         bar.__enter__()

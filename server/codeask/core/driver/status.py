@@ -21,6 +21,8 @@ class FolderStatus:
         self.message = ""
         self.percent = 0
         self.updates = 0
+        self.full_passes = 0
+        """Full passes (not quiet rescans) this driver ran: one per folder, whoever asks."""
         self.head = ""
         self.opened = threading.Event()
         """Set once the first open of the index ended (opened, refused or failed): a search

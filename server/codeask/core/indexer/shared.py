@@ -61,12 +61,11 @@ class SharedIndexes:
         self, root: Path, editor: dict[str, object] | None = None, **options: Unpack[OpenOptions]
     ) -> FolderIndex:
         """`FolderIndex.open`, or the index another session opened with the same outcome."""
-        root = resolved_root(root)
-        settings, warnings = load_settings(root, editor)
+        mode = options.get("mode", "write")
+        key, settings, warnings = _outcome(root, editor, mode)
+        root = key[0]
         for warning in warnings:  # every session logs its own, as a process of its own would
             log.warning("%s", warning)
-        mode = options.get("mode", "write")
-        key = (root, _identity(settings, warnings, mode))
         with self._lock:
             held = self._held.setdefault(key, _Held(key, mode))
             held.users += 1
@@ -81,6 +80,14 @@ class SharedIndexes:
         except BaseException:
             self._drop(held)
             raise
+
+    @staticmethod
+    def key_of(
+        root: Path, editor: dict[str, object] | None, mode: Mode = "auto"
+    ) -> tuple[Path, bytes]:
+        """What an open of `root` under `editor` would load, as a key: opens with equal keys
+        share one index (the folder drivers are shared by the same rule)."""
+        return _outcome(root, editor, mode)[0]
 
     def hold(self, folder: FolderIndex) -> None:
         """One more user of an index this process holds (a cache keeping it open)."""
@@ -169,6 +176,15 @@ class SharedIndexes:
             del self._held[held.key]
         if held.folder is not None:
             self._by_folder.pop(id(held.folder), None)
+
+
+def _outcome(
+    root: Path, editor: dict[str, object] | None, mode: Mode
+) -> tuple[tuple[Path, bytes], Settings, list[str]]:
+    """The key of an open (resolved root, identity), the settings and their warnings."""
+    root = resolved_root(root)
+    settings, warnings = load_settings(root, editor)
+    return (root, _identity(settings, warnings, mode)), settings, warnings
 
 
 def _identity(settings: Settings, warnings: list[str], mode: Mode) -> bytes:

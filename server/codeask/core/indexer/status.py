@@ -121,9 +121,12 @@ class IndexStatus:
 
     @property
     def embedded_percent(self) -> float:
-        """Share of chunks with a vector (0 for a folder never indexed, not a vacuous 100)."""
+        """Share of chunks with a vector in the tier that covers the whole folder: the model
+        tier when a pass fills it, else the static tier (an on-demand or static-only index is
+        complete at 100%, not "0% embedded"); 0 for a folder never indexed, not a vacuous 100."""
         if self.chunks:
-            return 100.0 * self.embedded / self.chunks
+            whole = self.embedded if self.model_tier == "full" else self.static_embedded
+            return 100.0 * whole / self.chunks
         return 100.0 if self.indexed else 0.0
 
     def tier_summary(self) -> str:

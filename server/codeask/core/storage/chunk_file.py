@@ -4,7 +4,7 @@ Opening costs a footer and the index arrays (ids, offsets, lengths, crc32s, the 
 never the records: on the Linux kernel decoding every chunk at open took seconds and gigabytes
 (issue 42). Layout, little-endian:
 
-    MAGIC · records (each `msgspec.msgpack.encode(chunk)`, any order) · zero bytes up to an
+    MAGIC · records (each `record_codec.encode(chunk)`, any order) · zero bytes up to an
     8-byte boundary (files written before had none) · ids int64[n] (sorted)
     · offsets int64[n] · lengths uint32[n] · crcs uint32[n] · symbol hashes uint64[m] (sorted)
     · symbol ids int64[m] · footer (n, m, where the arrays start, crc32 of the arrays, MAGIC)
@@ -13,6 +13,10 @@ Each record carries its own crc32, checked when it is decoded, so damage in the 
 file is found on first touch (`ChunkDamaged`) instead of by hashing gigabytes before the first
 answer; the arrays are checked whole at open. The symbol table maps a 64-bit hash of a symbol
 name to the ids of the code chunks that define it (history chunks are not symbols).
+
+MAGIC is CQCHUNK2 since records may be zstd frames (record_codec.py); a CQCHUNK1 file (plain
+msgpack records) reads as it is, and a codeask from before refuses a CQCHUNK2 file whole (its
+open fails, the index is rebuilt) instead of reading every compressed record as damaged.
 """
 
 from __future__ import annotations
@@ -27,14 +31,17 @@ from typing import BinaryIO
 
 import msgspec
 import numpy as np
+import zstandard
 
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.storage import record_codec
 from codeask.core.storage.snapshot import StoreError
 
-MAGIC = b"CQCHUNK1"
+MAGIC = b"CQCHUNK2"
+#: Files written before records could be compressed: read as they are.
+MAGIC_PLAIN = b"CQCHUNK1"
+_MAGICS = (MAGIC, MAGIC_PLAIN)
 _FOOTER = struct.Struct("<qqqI8s")  # records, symbols, arrays start, arrays crc32, magic
-_DECODE = msgspec.msgpack.Decoder(Chunk)
-_ENCODE = msgspec.msgpack.Encoder()
 
 
 class ChunkDamaged(StoreError):
@@ -86,7 +93,7 @@ class ChunkFileWriter:
     def add(self, chunk: Chunk) -> None:
         """Encode and append one chunk."""
         name = symbol_of(chunk)
-        self.add_raw(chunk.id, _ENCODE.encode(chunk), symbol_hash(name) if name else None)
+        self.add_raw(chunk.id, record_codec.encode(chunk), symbol_hash(name) if name else None)
 
     def add_raw(self, chunk_id: int, record: bytes, sym: int | None, crc: int = -1) -> None:
         """Append an encoded record (copied from another chunk file: no decode)."""
@@ -150,7 +157,7 @@ class ChunkFile:
         buf = self._map
         n, m, start, crc, magic = _FOOTER.unpack_from(buf, size - _FOOTER.size)
         end = start + n * 24 + m * 16
-        if buf[: len(MAGIC)] != MAGIC or magic != MAGIC or end != size - _FOOTER.size:
+        if buf[: len(MAGIC)] != magic or magic not in _MAGICS or end != size - _FOOTER.size:
             raise ChunkDamaged(f"index file {self.path.name} has no valid footer (damaged)")
         if zlib.crc32(buf[start:end]) != crc:
             raise ChunkDamaged(f"index file {self.path.name}: its id table fails its checksum")
@@ -206,8 +213,8 @@ class ChunkFile:
     def decode(self, row: int) -> Chunk:
         """The chunk at `row` of the id table."""
         try:
-            return _DECODE.decode(self.raw(row))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return record_codec.decode(self.raw(row))
+        except (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError) as exc:
             raise ChunkDamaged(
                 f"index file {self.path.name}: a chunk is unreadable ({exc})"
             ) from exc

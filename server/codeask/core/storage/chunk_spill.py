@@ -20,10 +20,10 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from codeask.core.records import Chunk
+from codeask.core.storage import record_codec
 from codeask.core.storage.chunk_file import (
     ChunkDamaged,
     ChunkFileWriter,
@@ -38,8 +38,6 @@ SPILL_AT = 16_384
 #: How the spill files of an index folder are named.
 SPILL_PREFIX = "spill-"
 SPILL_SUFFIX = ".rec"
-_ENCODE = msgspec.msgpack.Encoder()
-_DECODE = msgspec.msgpack.Decoder(Chunk)
 
 
 def remove_leftovers(folder: Path) -> None:
@@ -80,7 +78,7 @@ class ChunkSpill:
         for chunk in chunks:
             if self._table.ids and chunk.id <= self._table.ids[-1]:
                 self._ascending = False
-            record = _ENCODE.encode(chunk)
+            record = record_codec.encode(chunk)
             records.append(record)
             name = symbol_of(chunk)
             sym = symbol_hash(name) if name else None
@@ -129,7 +127,7 @@ class ChunkSpill:
 
     def decode(self, row: int) -> Chunk:
         """The chunk at `row`."""
-        return _DECODE.decode(self.raw(row))
+        return record_codec.decode(self.raw(row))
 
     def live_rows(self) -> Iterator[int]:
         """Rows not gone, in the order they were spilled."""

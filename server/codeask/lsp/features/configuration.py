@@ -33,8 +33,8 @@ def apply_settings(ls: CodeaskServer) -> None:
     for warning in warnings:
         ls.warn(f"codeask: {warning}")
     set_log_level(ls.settings.server.log_level)
-    for root, worker in list(ls.folders.workers.items()):
-        for warning in worker.reconfigure(editor.for_folder(root)):
+    for root in list(ls.folders.workers):
+        for warning in ls.folders.reconfigure(root, editor.for_folder(root)):
             ls.warn(f"codeask: {warning}")
 
 

@@ -1,5 +1,7 @@
 """The language server's side of background indexing: `Folders`, every workspace folder of the
-editor window, each held by the engine's one index driver (core/driver: `FolderWorker`).
+editor window, each subscribed to the engine's one index driver of it (core/driver:
+`FolderWorker`, through the process's one registry `SharedDrivers`: in the daemon, shared with
+every other session on the folder).
 
 The server is the driver's listener (`Listener`): its bars are `$/progress` sessions
 (lsp/progress.py), its warnings `window/showMessage`; `codeask/indexStatus` reads the workers'

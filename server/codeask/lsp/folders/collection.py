@@ -1,4 +1,5 @@
-"""Every workspace folder of the editor window, each with its worker (one `Workspace`)."""
+"""Every workspace folder of the editor window, each subscribed to its folder's one driver
+(core/driver/shared.py: shared with the daemon's other sessions on the same folder)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from codeask.config import Settings
-from codeask.core.driver import FolderWorker, Listener
-from codeask.core.indexer import FolderIndex, SharedIndexes, Workspace
+from codeask.core.driver import FolderWorker, Listener, SharedDrivers, Subscription, finish
+from codeask.core.indexer import FolderIndex
 from codeask.core.operations.paths import innermost
 
 log = logging.getLogger("codeask.lsp")
@@ -21,50 +22,56 @@ OPEN_WAIT = 15.0
 
 
 class Folders:
-    """Every workspace folder of the editor window, each with its worker."""
+    """Every workspace folder of the editor window, each with its (shared) worker."""
 
     def __init__(
         self,
         host: Listener,
         *,
         watched: Callable[[], bool] = lambda: False,
-        shared: SharedIndexes | None = None,
+        drivers: SharedDrivers | None = None,
     ) -> None:
-        self.workspace = Workspace(shared)
-        self.workers: dict[Path, FolderWorker] = {}
+        self.drivers = drivers if drivers is not None else SharedDrivers()
+        self._subs: dict[Path, Subscription] = {}
         self._host = host
         self._watched = watched
         self.indexing_started = False
 
+    @property
+    def workers(self) -> dict[Path, FolderWorker]:
+        """Root → the folder's worker now (a settings change may move a folder to another)."""
+        return {root: sub.worker for root, sub in list(self._subs.items()) if sub.driver}
+
     def add(self, root: Path, editor: dict[str, Any]) -> FolderWorker:
-        """Start a folder's worker (opens its index in the background)."""
+        """Subscribe to a folder's driver (started when new: opens its index in the
+        background)."""
         root = root.resolve()
-        if root in self.workers:
-            return self.workers[root]
-        worker = FolderWorker(root, editor, self.workspace, self._host, watched=self._watched)
-        self.workers[root] = worker
-        worker.start()
+        if root in self._subs:
+            return self._subs[root].worker
+        sub = self.drivers.acquire(root, editor, self._host, watched=self._watched)
+        self._subs[root] = sub
         if self.indexing_started:
-            worker.request_full("initial")
-        return worker
+            sub.start()
+        return sub.worker
 
     def remove(self, root: Path) -> None:
-        """A folder left the workspace: stop its worker, save and close its index."""
-        worker = self.workers.pop(root.resolve(), None)
-        if worker is None:
-            return
-        worker.stop()
-        threading.Thread(target=self._close_after, args=(worker,), daemon=True).start()
+        """A folder left the workspace: unsubscribe; the last session stops its driver, saves
+        and closes its index (off the event loop)."""
+        sub = self._subs.pop(root.resolve(), None)
+        worker = sub.leave() if sub is not None else None
+        if worker is not None:
+            threading.Thread(target=finish, args=(worker,), daemon=True).start()
 
-    def _close_after(self, worker: FolderWorker, timeout: float = 30.0) -> None:
-        if worker.join(timeout):
-            worker.release()
+    def reconfigure(self, root: Path, editor: dict[str, Any]) -> list[str]:
+        """New editor settings for a folder; returns their warnings."""
+        sub = self._subs.get(root)
+        return sub.reconfigure(editor) if sub is not None else []
 
     def start_indexing(self) -> None:
         """After `initialized`: every folder gets its first full pass."""
         self.indexing_started = True
-        for worker in self.workers.values():
-            worker.request_full("initial")
+        for sub in list(self._subs.values()):
+            sub.start()
 
     def worker_for(self, path: Path) -> FolderWorker | None:
         """The innermost folder containing `path` (None when outside every folder)."""
@@ -102,14 +109,14 @@ class Folders:
         return Settings()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Shutdown: stop every worker, then save and close what stopped in time."""
-        workers = list(self.workers.values())
-        for worker in workers:
-            worker.stop()
+        """Shutdown: unsubscribe from every folder; the drivers this session was the last on
+        stop, and what stopped in time is saved and closed."""
+        subs = list(self._subs.values())
+        self._subs.clear()
+        stopping = [w for w in (sub.leave() for sub in subs) if w is not None]
         deadline = time.monotonic() + timeout
-        for worker in workers:
-            if worker.join(max(0.0, deadline - time.monotonic())):
-                try:
-                    worker.release()
-                except Exception:
-                    log.exception("closing the index of %s failed", worker.root)
+        for worker in stopping:
+            try:
+                finish(worker, max(0.0, deadline - time.monotonic()))
+            except Exception:
+                log.exception("closing the index of %s failed", worker.root)

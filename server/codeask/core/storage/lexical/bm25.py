@@ -22,8 +22,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, count, pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from codeask.core.storage.lexical.packed import term_postings
+
+if TYPE_CHECKING:
+    from codeask.core.storage.lexical.packed import PackedFreqs, PackedRows
 
 K1 = 1.2
 B = 0.75
@@ -205,10 +211,11 @@ class Postings:
     lengths: np.ndarray
     average: float
     slices: TermSlices
-    rows: np.ndarray
+    #: Rows of each term's postings (int32); a mapped segment's decode the slice asked for.
+    rows: np.ndarray | PackedRows
     #: Weighted term frequencies: float32 when that holds every one exactly (integer column
     #: weights, as here), else float64; read as float64 (`Segment.matches`).
-    freqs: np.ndarray
+    freqs: np.ndarray | PackedFreqs
     #: Sum of `lengths` (kept so a mapped segment never reads them all at open).
     total: float = -1.0
     #: Rows in key order (int keys): a key is found by bisection, no dict of every key.
@@ -461,14 +468,8 @@ class Segment:
 
     def matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, weighted tf) of the live rows holding the term."""
-        rows, freqs = self.stored_matches(term)
-        return rows, np.asarray(freqs, dtype=np.float64)
-
-    def stored_matches(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """`matches` as stored (views of a mapped segment's arrays when nothing is masked)."""
         start, end = self.postings.slices.get(term, (0, 0))
-        rows = self.postings.rows[start:end]
-        freqs = self.postings.freqs[start:end]
+        rows, freqs = term_postings(self.postings.rows, self.postings.freqs, start, end)
         if self.masked is not None and len(rows):
             keep = ~self.masked[rows]
             rows, freqs = rows[keep], freqs[keep]
@@ -595,7 +596,7 @@ class LiveTable:
         starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
         scores: np.ndarray | None = None
         for term in dict.fromkeys(terms):
-            parts = [segment.stored_matches(term) for segment in self.segments]
+            parts = [segment.matches(term) for segment in self.segments]
             found = sum(len(rows) for rows, _ in parts)
             if not found:
                 continue
@@ -660,7 +661,7 @@ def _add_scores(
     idf: float,
     average: float,
 ) -> None:
-    """Add one block of a term's postings in `segment` (its rows, weighted tf as stored) to
+    """Add one block of a term's postings in `segment` (its rows, weighted tf as float64) to
     `scores` over the joined row space (the segment's rows from `start`)."""
     freq = np.asarray(freqs, dtype=np.float64)
     lengths = np.asarray(segment.postings.lengths[rows], dtype=np.float64)
@@ -697,7 +698,7 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     names = [p.postings.slices.names.raw_list() for p in parts]
     vocab = sorted(set().union(*names))
     number = dict(zip(vocab, range(len(vocab)), strict=True))
-    wide = any(np.asarray(p.postings.freqs).dtype != np.float32 for p in parts)
+    wide = any(p.postings.freqs.dtype != np.float32 for p in parts)
     terms, rows, freqs = [], [], []
     offset = 0
     for part, live, terms_of in zip(parts, alive, names, strict=True):

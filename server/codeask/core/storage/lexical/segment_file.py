@@ -3,10 +3,13 @@
 Layout: 8 magic bytes, the JSON header's length (8 bytes, little-endian), the header (each
 array's dtype, length and offset, and the segment's few numbers), then the arrays, each at a
 64-byte boundary: the sorted term dictionary (bytes and bounds), where each term's postings
-start, the postings (row: int32, weighted tf: float32), the row lengths (uint32), the keys
-(int64 chunk ids, or the paths' bytes and bounds), the keys' sort order and the rows' tie
-order. Opening reads the header and maps the file: a query then reads only its terms'
-dictionary probes and postings, and nothing is decoded whole.
+start, the postings (row steps and weighted tf, one or two bytes each: lexical/packed.py),
+the row lengths (uint32), the keys (int64 chunk ids, or the paths' bytes and bounds), the keys'
+sort order and the rows' tie order. Opening reads the header and maps the file: a query then
+reads only its terms' dictionary probes and postings, and nothing is decoded whole.
+
+CQLEXS2 since the postings are packed; a CQLEXS1 file (rows int32, tf float32) reads as it is,
+and a codeask from before refuses a CQLEXS2 file (`SegmentFileError`: it rebuilds the tables).
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ import numpy as np
 
 from codeask.core.runtime import private_files
 from codeask.core.storage.lexical.bm25 import Postings, Segment, StringColumn, TermSlices
+from codeask.core.storage.lexical.packed import PackedFreqs, PackedRows, pack_freqs, pack_rows
 
-MAGIC = b"CQLEXS1\n"
+MAGIC = b"CQLEXS2\n"
+#: Segment files written before the postings were packed: read as they are.
+MAGIC_PLAIN = b"CQLEXS1\n"
 ALIGN = 64
 
 
@@ -33,12 +39,13 @@ class SegmentFileError(ValueError):
 def _arrays(segment: Segment) -> dict[str, np.ndarray]:
     postings = segment.postings
     names = postings.slices.names
+    starts = np.asarray(postings.slices.starts, dtype=np.int64)
     arrays = {
         "terms": np.frombuffer(names.blob(), dtype=np.uint8),
         "term_bounds": names.bounds(),
-        "starts": np.asarray(postings.slices.starts, dtype=np.int64),
-        "rows": np.asarray(postings.rows, dtype=np.int32),
-        "freqs": np.asarray(postings.freqs),
+        "starts": starts,
+        **pack_rows(np.asarray(postings.rows), starts),
+        **pack_freqs(np.asarray(postings.freqs)),
         "lengths": np.asarray(postings.lengths),
         "order": np.asarray(segment.order, dtype=np.int64),
     }
@@ -83,7 +90,7 @@ def open_segment(path: Path) -> tuple[Postings, np.ndarray]:
         if size < len(MAGIC) + 8:
             raise SegmentFileError(f"{path}: truncated")
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    if mapped[: len(MAGIC)] != MAGIC:
+    if mapped[: len(MAGIC)] not in (MAGIC, MAGIC_PLAIN):
         raise SegmentFileError(f"{path}: not a lexical segment")
     (length,) = struct.unpack("<Q", mapped[len(MAGIC) : len(MAGIC) + 8])
     try:
@@ -111,13 +118,17 @@ def _postings(
         keys = StringColumn(mapped, arrays["path_bounds"], start + int(layout["paths"][2]))
     else:
         keys = arrays["keys"]
+    rows: np.ndarray | PackedRows = arrays.get("rows")  # type: ignore[assignment]
+    freqs: np.ndarray | PackedFreqs = arrays.get("freqs")  # type: ignore[assignment]
+    if rows is None:  # CQLEXS2
+        rows, freqs = PackedRows(arrays, arrays["starts"]), PackedFreqs(arrays)
     return Postings(
         keys,
         arrays["lengths"],
         float(header["average"]),  # type: ignore[arg-type]
         TermSlices(terms, arrays["starts"]),
-        arrays["rows"],
-        arrays["freqs"],
+        rows,
+        freqs,
         total=float(header["total"]),  # type: ignore[arg-type]
         key_sort=arrays.get("key_sort"),
     )
