@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,20 +37,36 @@ class RowSpill:
         self._file = tempfile.TemporaryFile(prefix="vectors-spill-", dir=folder)  # noqa: SIM115
         self.dim, self.dtype = dim, np.dtype(dtype)
         self._row_bytes = dim * self.dtype.itemsize
-        self._raw = np.zeros(0, np.int64)  # ids as appended (holes live in `ids`)
+        # ids and scales as appended, in arrays that double when full (`_used` rows count):
+        # an append costs its own rows, not a copy of all before (1.29M rows: 1.11 -> 0.56 CPU-s)
+        self._raw = np.zeros(0, np.int64)
         self._scales = np.zeros(0, np.float32) if self.dtype == np.int8 else None
-        #: Which id each spilled row holds (-1: a hole), and the id -> row lookup.
-        self.ids = BaseIds(self._raw, np.zeros(0, dtype=bool))
+        self._used = 0
+        self._holes: list[int] = []  # rows replaced or removed since they were appended
+        self._count = 0
+        self._top = -1  # the highest id appended: a pass's fresh ids are above it
+        self._ids: BaseIds | None = None  # the lookup, built when first needed after a change
+        self._lock = threading.Lock()  # a status read (no store lock) may build it meanwhile
 
     def __len__(self) -> int:
         """Rows in the file, holes included."""
-        return len(self._raw)
+        return self._used
+
+    @property
+    def ids(self) -> BaseIds:
+        """Which id each spilled row holds (-1: a hole), and the id -> row lookup."""
+        with self._lock:
+            if self._ids is None:
+                keep = np.ones(self._used, dtype=bool)
+                keep[self._holes] = False
+                self._ids = BaseIds(self._raw[: self._used], keep)  # ascending: no sort
+            return self._ids
 
     # ---- the id lookup a tier's `LiveIds` reads (as a base's `BaseIds`) ------------------------
     @property
     def count(self) -> int:
         """Rows that still count."""
-        return self.ids.count
+        return self._count
 
     def row(self, chunk_id: int) -> int:
         """The row holding `chunk_id`, or -1."""
@@ -66,45 +83,58 @@ class RowSpill:
     # ---- changing ------------------------------------------------------------------------------
     def append(self, stored: Stored) -> None:
         """Append rows as stored (their ids fresh here: none of them is spilled already)."""
-        if not len(stored.ids):
+        count = len(stored.ids)
+        if not count:
             return
-        data = np.ascontiguousarray(stored.rows, dtype=self.dtype).tobytes()
-        self._write(data, len(self._raw) * self._row_bytes)
-        keep = np.concatenate((self.ids.ids >= 0, np.ones(len(stored.ids), dtype=bool)))
-        self._raw = np.concatenate((self._raw, np.asarray(stored.ids, dtype=np.int64)))
-        if self._scales is not None:
-            part = np.ones(len(stored.ids), np.float32) if stored.scales is None else stored.scales
-            self._scales = np.concatenate((self._scales, part.astype(np.float32)))
-        self.ids = BaseIds(self._raw, keep)  # ascending ids (a pass's fresh ones): no sort
+        rows = np.ascontiguousarray(stored.rows, dtype=self.dtype)
+        self._write(rows, self._used * self._row_bytes)
+        ids = np.asarray(stored.ids, dtype=np.int64)
+        with self._lock:
+            end = self._used + count
+            self._raw = _room(self._raw, end)
+            self._raw[self._used : end] = ids
+            if self._scales is not None:
+                self._scales = _room(self._scales, end)
+                self._scales[self._used : end] = 1.0 if stored.scales is None else stored.scales
+            self._used, self._count = end, self._count + count
+            self._top = max(self._top, int(ids.max()))
+            self._ids = None
 
     def overwrite(self, stored: Stored) -> Stored:
         """Write the rows of ids spilled here again in place (as the tail does with a slot it
         holds, so a base keeps the same row order); returns the rest, for the tail."""
+        if not len(stored.ids) or int(np.min(stored.ids)) > self._top:
+            return stored  # fresh ids (a pass's new chunks): none is here, no lookup
         found = self.ids.rows(np.asarray(stored.ids, dtype=np.int64))
         here = found >= 0
         if not here.any():
             return stored
         rows = np.ascontiguousarray(stored.rows, dtype=self.dtype)
         for at, row in zip(np.flatnonzero(here).tolist(), found[here].tolist(), strict=True):
-            self._write(rows[at].tobytes(), row * self._row_bytes)
+            self._write(rows[at], row * self._row_bytes)
             if self._scales is not None:
                 self._scales[row] = 1.0 if stored.scales is None else stored.scales[at]
         rest = ~here
         scales = _masked(stored.scales, rest)
         return Stored(stored.ids[rest], stored.rows[rest], scales)
 
-    def _write(self, data: bytes, at: int) -> None:
-        view = memoryview(data)
+    def _write(self, rows: np.ndarray, at: int) -> None:
+        """Write contiguous rows at byte `at` (from their own buffer: no copy)."""
+        view = rows.data.cast("B")
         while view:  # a write may take fewer bytes than asked
             written = os.pwrite(self._file.fileno(), view, at)
             view, at = view[written:], at + written
 
     def punch(self, chunk_ids: np.ndarray) -> int:
         """The rows of `chunk_ids` become holes; returns how many did."""
-        found = self.ids.rows(chunk_ids)
+        ids = self.ids
+        found = ids.rows(chunk_ids)
         found = found[found >= 0]
-        for row in found.tolist():
-            self.ids.punch(row)
+        with self._lock:
+            for row in found.tolist():
+                ids.punch(row)
+                self._holes.append(row)
+            self._count -= len(found)
         return len(found)
 
     # ---- reading -------------------------------------------------------------------------------
@@ -128,20 +158,31 @@ class RowSpill:
 
     def blocks(self) -> Iterator[Stored]:
         """The rows that still count as stored, `BLOCK_ROWS` at a time, in row order."""
-        for start in range(0, len(self._raw), BLOCK_ROWS):
-            end = min(start + BLOCK_ROWS, len(self._raw))
-            ids = self.ids.ids[start:end]
+        held = self.ids.ids
+        for start in range(0, len(held), BLOCK_ROWS):
+            end = min(start + BLOCK_ROWS, len(held))
+            ids = held[start:end]
             mask = ids >= 0
             scales = self._scales_of(start, end)
             yield Stored(ids[mask], self._read(start, end)[mask], _masked(scales, mask))
 
     def scores(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(every row's score, its id: -1 for a hole), reading one block at a time."""
-        out = np.empty(len(self._raw), dtype=np.float32)
-        for start in range(0, len(self._raw), BLOCK_ROWS):
-            end = min(start + BLOCK_ROWS, len(self._raw))
+        held = self.ids.ids
+        out = np.empty(len(held), dtype=np.float32)
+        for start in range(0, len(held), BLOCK_ROWS):
+            end = min(start + BLOCK_ROWS, len(held))
             out[start:end] = scores(self._read(start, end), self._scales_of(start, end), unit)
-        return out, self.ids.ids
+        return out, held
+
+
+def _room(array: np.ndarray, size: int) -> np.ndarray:
+    """`array`, or a copy twice as long when it holds fewer than `size` items."""
+    if size <= len(array):
+        return array
+    grown = np.empty(max(size, 2 * len(array)), dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
 
 
 def _masked(scales: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
