@@ -168,3 +168,24 @@ def test_daemon_off_indexes_in_process(tmp_path: Path, daemon_env: dict[str, str
     assert "(1 indexed, 1 unchanged" in by_flag.stderr
     assert daemon_pid(daemon_env) is None
     assert not run_dir(daemon_env).exists(), "nothing of the daemon was even created"
+
+
+async def test_an_owner_in_its_own_process_keeps_the_index_as_in_process(
+    tmp_path: Path, daemon_env: dict[str, str]
+) -> None:
+    """An agent's `codeask mcp` in its own process (daemon off for it) writes the index: the
+    daemon's driver only follows it, and `codeask index` through the daemon says what an
+    in-process one says (the owner keeps it current), word for word, and runs no pass."""
+    root = build_other_project(tmp_path / "ledger")
+    env = agent_env(daemon_env)
+    alone_env = agent_env(daemon_env, enabled=False)
+    async with mcp_session(root, env=alone_env, stderr=tmp_path / "agent.log") as agent:
+        await complete(agent)
+        served = codeask("index", cwd=root, env=env, timeout=300)
+        alone = codeask("index", "--no-daemon", cwd=root, env=env, timeout=300)
+    assert served.returncode == 0 and alone.returncode == 0, served.stderr + alone.stderr
+    assert "daemon unavailable" not in served.stderr
+    assert served.stderr == alone.stderr
+    assert "which keeps it current; nothing to do" in served.stderr
+    info = json.loads(codeask("daemon", "--status", cwd=root, env=env).stdout)
+    assert info["requests"] == 1 and info["drivers"] == [], "asked, followed, stopped"
