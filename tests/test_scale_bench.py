@@ -89,6 +89,7 @@ def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
         "2b fresh daemon: first answer",
         "3 warm questions",
         "4 edit one file -> searchable",
+        "4c edit one file -> searchable (index through the daemon)",
         "4b editor save -> searchable (language server)",
     ):
         rows = [line for line in run.stdout.splitlines() if line.startswith(f"| {step}")]

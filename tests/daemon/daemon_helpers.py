@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import shutil
@@ -9,11 +11,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import codeask as package
 from codeask.daemon.paths import LOCK_NAME, SOCKET_NAME
 from codeask.daemon.server import lock_holder
+from support import PYTHON_M
 from support import codeask as codeask  # the one runner (tests/support/cli.py), re-exported
 
 ENABLED = "CODEASK_DAEMON__ENABLED"
@@ -105,3 +109,48 @@ def touched_later(source: Path) -> None:
     """Move `source`'s mtime a second forward (a pull or an upgrade, as the daemon sees it)."""
     before = source.stat()
     os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+
+
+def writer_end(fifo: Path) -> int | None:
+    """A write end of `fifo` once a reader has it open (None while none has)."""
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:
+            raise
+        return None
+
+
+@contextlib.contextmanager
+def blocked_search(
+    slow_root: Path, cwd: Path, env: dict[str, str]
+) -> Iterator[subprocess.Popen[str]]:
+    """`codeask search --root SLOW_ROOT` (an indexed folder) held in the daemon: its index's
+    CURRENT is a FIFO this test keeps shut until the block ends (later reads find the real
+    pointer). Yields the search's process, still running; it can end once the block has."""
+    current = slow_root / ".codeask" / "CURRENT"
+    pointer = current.read_bytes()
+    saved = slow_root / ".codeask" / "CURRENT.saved"
+    saved.write_bytes(pointer)
+    current.unlink()
+    os.mkfifo(current, 0o600)
+    slow = subprocess.Popen(
+        [*PYTHON_M, "search", "vat rate", "--root", str(slow_root)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    held: int | None = None
+    try:
+        while held is None:  # until the daemon's request thread opens it: then it blocks
+            assert slow.poll() is None, slow.communicate()
+            held = writer_end(current)
+            time.sleep(0.02)
+        os.replace(saved, current)  # later reads find the real pointer
+        yield slow
+    finally:
+        if held is not None:
+            os.write(held, pointer)
+            os.close(held)

@@ -5,19 +5,15 @@ Real processes: `codeask index`, the daemon, `codeask search` / `status`, a real
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from daemon_helpers import codeask, daemon_pid
-
-from support import PYTHON_M
+from daemon_helpers import blocked_search, codeask, daemon_pid
 
 pytestmark = pytest.mark.slow
 
@@ -151,16 +147,6 @@ def test_cli_requests_and_sessions_share_one_cache_of_indexes(
     ]
 
 
-def writer_end(fifo: Path) -> int | None:
-    """A write end of `fifo` once a reader has it open (None while none has)."""
-    try:
-        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno != errno.ENXIO:
-            raise
-        return None
-
-
 def test_a_slow_request_does_not_hold_a_fast_one(
     project: Path, daemon_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -171,35 +157,11 @@ def test_a_slow_request_does_not_hold_a_fast_one(
     (slow_root / "rates.py").write_text("def vat_rate(country):\n    return 0.2\n")
     assert codeask("index", str(slow_root), cwd=slow_root, env=dict(os.environ)).returncode == 0
     assert codeask("search", "invoice", cwd=project, env=daemon_env).returncode == 0  # a daemon
-    current = slow_root / ".codeask" / "CURRENT"
-    pointer = current.read_bytes()
-    saved = slow_root / ".codeask" / "CURRENT.saved"
-    saved.write_bytes(pointer)
-    current.unlink()
-    os.mkfifo(current, 0o600)
-    slow = subprocess.Popen(
-        [*PYTHON_M, "search", "vat rate", "--root", str(slow_root)],
-        cwd=project,
-        env=daemon_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    held: int | None = None
-    try:
-        while held is None:  # until the daemon's request thread opens it: then it blocks
-            assert slow.poll() is None, slow.communicate()
-            held = writer_end(current)
-            time.sleep(0.02)
-        os.replace(saved, current)  # later reads find the real pointer
+    with blocked_search(slow_root, project, daemon_env) as slow:
         fast = codeask("search", "invoice pdf", cwd=project, env=daemon_env, timeout=120)
         assert fast.returncode == 0 and "render_invoice_pdf" in fast.stdout, fast.stderr
         assert "daemon unavailable" not in fast.stderr
         assert slow.poll() is None, "the slow request is still blocked on the pointer"
-    finally:
-        if held is not None:
-            os.write(held, pointer)
-            os.close(held)
     out, err = slow.communicate(timeout=300)
     assert slow.returncode == 0 and "daemon unavailable" not in err, err
     assert "rates.py" in out and "vat_rate" in out

@@ -102,7 +102,7 @@ def test_plain_progress_repeats_every_interval_with_rate_and_eta(tree: Path) -> 
         "--rebuild",
         str(tree),
         cwd=tree,
-        env={"CODEASK_PROGRESS_INTERVAL": "0.2"},
+        env=in_process_env(CODEASK_PROGRESS_INTERVAL="0.2"),  # in-process: its progress lines
     )
     elapsed = time.monotonic() - started
     assert run.returncode == 0, run.stderr

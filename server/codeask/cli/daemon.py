@@ -1,6 +1,6 @@
 """`codeask daemon`: run the per-user daemon in the foreground (`--stop`, `--status`).
 
-Usually started on demand by `codeask search` or `codeask status` when `daemon.enabled` is on;
+Usually started on demand by `codeask search`, `status` or `index` when `daemon.enabled` is on;
 it answers those operations with the same code they run in-process (handed over here, so the
 daemon package never imports the CLI), as data the client renders, and exits after
 `daemon.idle_seconds` without a request.
@@ -61,6 +61,7 @@ def serve() -> int:
             "search": _search_operation(folders),
             "status": _status_operation(folders),
             "ask": _prompt_operation(folders),
+            "index": _index_operation(drivers),
         },
         idle_seconds=settings.daemon.idle_seconds,
         environment=protocol.environment(),
@@ -169,6 +170,17 @@ def _prompt_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
         return request.run(work)
 
     return prompt
+
+
+def _index_operation(drivers: _Drivers) -> Callable[[Any, str], tuple[Any, str]]:
+    """`index`: the pass on each folder's one driver (cli/index_pass.py)."""
+
+    def index(call: Any, cwd: str) -> tuple[Any, str]:
+        from codeask.cli.index_pass import answer
+
+        return answer(call, Path(cwd), drivers.get())
+
+    return index
 
 
 class _Drivers:

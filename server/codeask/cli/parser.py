@@ -113,6 +113,7 @@ def _add_index(sub: Subcommands) -> None:
         "name; the name is printed)",
     )
     index.add_argument("--json", action="store_true")
+    _add_no_daemon(index)
 
 
 def _add_search(sub: Subcommands) -> None:

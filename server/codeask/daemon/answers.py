@@ -22,7 +22,15 @@ import msgspec
 
 from codeask import __version__
 from codeask.daemon import protocol
-from codeask.daemon.messages import AskCall, Reply, Request, SearchCall, Status, StatusCall
+from codeask.daemon.messages import (
+    AskCall,
+    IndexCall,
+    Reply,
+    Request,
+    SearchCall,
+    Status,
+    StatusCall,
+)
 from codeask.daemon.protocol import PROTOCOL
 
 log = logging.getLogger("codeask.daemon")
@@ -32,7 +40,12 @@ log = logging.getLogger("codeask.daemon")
 #: it as a user error.
 Operation = Callable[[Any, str], tuple[Any, str]]
 #: Each operation's call struct.
-CALLS: dict[str, type] = {"search": SearchCall, "status": StatusCall, "ask": AskCall}
+CALLS: dict[str, type] = {
+    "search": SearchCall,
+    "status": StatusCall,
+    "ask": AskCall,
+    "index": IndexCall,
+}
 #: A session (`codeask mcp`): the parsed arguments and the client's cwd in (a CommandError
 #: refuses it as a user error); out, what serves the connection once "ok" is sent, until the
 #: client leaves. Sessions run concurrently, each in its own thread (they take absolute paths

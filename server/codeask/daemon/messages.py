@@ -1,6 +1,6 @@
 """The protocol's messages as typed structs (msgspec validates what the daemon reads).
 
-A request names an operation (`search`, `status`, `ask` with `--prompt-only`), a session
+A request names an operation (`search`, `status`, `ask` with `--prompt-only`, `index`), a session
 (`mcp`, `serve`) or a daemon command (`ping`, `stop`); an operation's `args` convert to its
 call struct below, and its reply carries the operation's answer as data (core/operations'
 result structs), which the client renders as it renders an answer of its own process. The
@@ -19,7 +19,8 @@ class Request(msgspec.Struct, kw_only=True):
     protocol: int
     version: str
     command: str
-    """`search`, `status`, `ask` (operations), `mcp`, `serve` (sessions), `ping` or `stop`."""
+    """`search`, `status`, `ask`, `index` (operations), `mcp`, `serve` (sessions), `ping` or
+    `stop`."""
     args: dict[str, Any] = {}
     """The operation's arguments (its call struct's fields; others are ignored: the CLI
     sends its parsed arguments as they are)."""
@@ -63,6 +64,16 @@ class StatusCall(msgspec.Struct, kw_only=True):
     """`codeask status`'s arguments."""
 
     root: list[str] | None = None
+
+
+class IndexCall(msgspec.Struct, kw_only=True):
+    """`codeask index`'s arguments (publishing and `--allow-broad-root` run in the client)."""
+
+    paths: list[str] | None = None
+    rebuild: bool = False
+    full: bool = False
+    lexical_only: bool = False
+    verbose: int = 0
 
 
 class Reply(msgspec.Struct, kw_only=True):

@@ -26,6 +26,8 @@ The modules, one job each:
 - `shared`: `SharedDrivers`, the process's one registry: every session holding a folder
   subscribes to its one worker (`Subscription`); `fanout`: the listener that passes the
   worker's bars and warnings on to each subscribed session's own.
+- `index_op`: `run_pass`, `codeask index` on the folder's one driver (the daemon's `index`
+  operation; `passes`: what it answers).
 """
 
 from codeask.core.driver.common import (
@@ -38,7 +40,9 @@ from codeask.core.driver.common import (
     FullKind,
     serving,
 )
+from codeask.core.driver.index_op import run_pass
 from codeask.core.driver.listener import Bar, Listener, QuietBar
+from codeask.core.driver.passes import PassBusy, PassDone, PassRefused
 from codeask.core.driver.shared import SharedDrivers, Subscription, finish
 from codeask.core.driver.status import FolderStatus
 from codeask.core.driver.worker import FolderWorker
@@ -55,9 +59,13 @@ __all__ = [
     "FolderWorker",
     "FullKind",
     "Listener",
+    "PassBusy",
+    "PassDone",
+    "PassRefused",
     "QuietBar",
     "SharedDrivers",
     "Subscription",
     "finish",
+    "run_pass",
     "serving",
 ]

@@ -6,6 +6,8 @@ plain value: what to do and its argument, nothing that runs by itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,4 +40,13 @@ class Poll:
     """The idle check: folder still there, HEAD moved, writer lock free, rescan due."""
 
 
-Action = Update | Full | Reopen | Poll
+@dataclass(frozen=True)
+class Run:
+    """A job a face asked to run on the worker's thread, between the other actions (the
+    pass `codeask index` sends the daemon); its outcome or its error goes to `future`."""
+
+    job: Callable[[], Any]
+    future: Future[Any]
+
+
+Action = Update | Full | Reopen | Poll | Run

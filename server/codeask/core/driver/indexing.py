@@ -15,12 +15,14 @@ from codeask.core.driver import reporting
 from codeask.core.driver.backlog import Backlog
 from codeask.core.driver.common import FullKind, summary
 from codeask.core.driver.listener import Bar, Listener, QuietBar
+from codeask.core.driver.passes import PassBusy, PassDone, PassRefused
 from codeask.core.driver.schedule import Schedule
 from codeask.core.driver.slot import IndexSlot
 from codeask.core.driver.status import FolderStatus
 from codeask.core.driver.writer import writable
 from codeask.core.indexer import FolderIndex, IndexReport
 from codeask.core.runtime import background
+from codeask.core.storage.writer_lock import holder
 
 log = logging.getLogger("codeask.driver")
 
@@ -151,3 +153,59 @@ class Indexing:
                 return False
             if due:
                 self.update(due)
+
+    def requested(self, *, rebuild: bool, embed: bool, backlog: bool) -> PassDone | PassBusy:
+        """A pass a face waits for (`codeask index` through the daemon): the engine's `refresh`
+        (or `rebuild`) called as the CLI calls it (`embed`: the model tier too), shown on every
+        session's bar, never preempted by a due update (they run right after it). `backlog`:
+        other sessions hold the folder, so the embedding thread fills the model tier after it,
+        as after their own passes."""
+        status = self._status
+        folder = self._slot.present()
+        if folder is None:
+            raise PassRefused(status.message or f"the index of {status.root} is not open")
+        if not writable(folder):
+            return PassBusy(folder.folder, holder(folder.folder))
+        if rebuild or embed:
+            self._backlog.stop()  # a rebuild clears the store under it; `embed` embeds it all
+        bar = self._listener.work_done(f"codeask: indexing {status.root.name}", self._on_cancel)
+        bar.__enter__()
+        report = self._requested_pass(folder, bar, rebuild=rebuild, embed=embed)
+        done = PassDone(report, folder.status(), folder.settings, list(folder.warnings))
+        if backlog and not embed and not report.cancelled:
+            background.start(folder.storage.warm_up, name="codeask-bm25")
+            self._backlog.start(folder, bar, quiet=False)
+        else:
+            bar.final_message = "cancelled" if report.cancelled else "done"
+            bar.__exit__(None, None, None)
+            status.settle(folder, busy=self._backlog.running(), done=not report.cancelled)
+        return done
+
+    def _requested_pass(
+        self, folder: FolderIndex, bar: Bar, *, rebuild: bool, embed: bool
+    ) -> IndexReport:
+        """The one engine call of a requested pass, cancellable as the driver's own (a stop,
+        a user's cancel, a rebuild asked meanwhile)."""
+        schedule, status = self._schedule, self._status
+        schedule.user_cancelled = False
+        schedule.lexical_running = True
+        status.state, status.percent = "indexing", 0
+        token = schedule.new_token()
+        run = folder.rebuild if rebuild else folder.refresh
+        try:
+            report: IndexReport = run(
+                progress=lambda event: reporting.report(
+                    event, bar, status, schedule, preempt=False
+                ),
+                cancel=token,
+                embed=embed,
+            )
+        except BaseException as exc:
+            bar.__exit__(type(exc), exc, None)
+            raise
+        finally:
+            schedule.lexical_running = False
+            schedule.clear_token()
+        status.count(report)
+        status.skipped, status.last_pass = report.skipped, report
+        return report

@@ -26,8 +26,11 @@ def describe(event: Progress) -> tuple[str, int | None] | None:
     return None
 
 
-def report(event: Progress, bar: Bar, status: FolderStatus, schedule: Schedule) -> None:
-    """Show the event; in the lexical phase, cancel the pass if an update is due."""
+def report(
+    event: Progress, bar: Bar, status: FolderStatus, schedule: Schedule, *, preempt: bool = True
+) -> None:
+    """Show the event; in the lexical phase, cancel the pass if an update is due (unless
+    `preempt` is off: a pass a user waits for runs to its end, the updates right after)."""
     status.progress = event
     shown = describe(event)
     if shown is None:
@@ -35,5 +38,5 @@ def report(event: Progress, bar: Bar, status: FolderStatus, schedule: Schedule) 
     message, percent = shown
     status.percent = max(status.percent, percent or 0)
     bar.report(message, percent)
-    if event.phase != "embed" and schedule.has_due():
+    if preempt and event.phase != "embed" and schedule.has_due():
         schedule.preempt()

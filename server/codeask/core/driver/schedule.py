@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from codeask.core.driver import common
-from codeask.core.driver.actions import Action, Full, Poll, Reopen, Update
+from codeask.core.driver.actions import Action, Full, Poll, Reopen, Run, Update
 from codeask.core.driver.common import FullKind
 from codeask.core.indexer import CancelToken
 
@@ -30,6 +30,7 @@ class Schedule:
         self._paths: dict[str, tuple[float, float]] = {}  # rel → (first asked, due)
         self._full: FullKind | None = None
         self._reopen: dict[str, Any] | None = None
+        self._jobs: list[Run] = []
         self._token: CancelToken | None = None
         self._preempted = False
         self.stopped = False
@@ -66,6 +67,16 @@ class Schedule:
                 self._token.cancel()
             self.cond.notify()
 
+    def submit(self, run: Run) -> None:
+        """Run a job on the worker's thread (after due updates, before a queued full pass);
+        its future is cancelled if the worker stops first."""
+        with self.cond:
+            if self.stopped:
+                run.future.cancel()
+                return
+            self._jobs.append(run)
+            self.cond.notify()
+
     def cancel_by_user(self) -> None:
         """Stop the lexical phase and drop a queued pass (a queued rebuild stays)."""
         with self.cond:
@@ -81,7 +92,10 @@ class Schedule:
             self.stopped = True
             if self._token is not None:
                 self._token.cancel()
+            jobs, self._jobs = self._jobs, []
             self.cond.notify()
+        for run in jobs:  # never run: whoever waits for them is told at once
+            run.future.cancel()
 
     def full_pending(self) -> bool:
         """A full pass is queued (not started yet)."""
@@ -89,7 +103,8 @@ class Schedule:
 
     # ---- the worker's thread ---------------------------------------------------------------
     def next_action(self, last_poll: float) -> Action | None:
-        """Block until something is due; None once stopped. Reopen > updates > full > poll."""
+        """Block until something is due; None once stopped. Reopen > updates > jobs > full >
+        poll."""
         with self.cond:
             while True:
                 if self.stopped:
@@ -101,6 +116,8 @@ class Schedule:
                 due = self._take_due(now)
                 if due:
                     return Update(tuple(due))
+                if self._jobs:
+                    return self._jobs.pop(0)
                 if self._full is not None:
                     kind, self._full = self._full, None
                     return Full(kind)

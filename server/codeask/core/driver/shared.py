@@ -84,6 +84,11 @@ class Subscription:
         self.started = True
         self._registry.start(self)
 
+    def shared(self) -> bool:
+        """Other sessions hold this driver too."""
+        driver = self.driver
+        return driver is not None and len(driver.subscribers) > 1
+
     def reconfigure(self, editor: dict[str, Any]) -> list[str]:
         """New settings for this session's folder; returns the settings' warnings."""
         return self._registry.reconfigure(self, editor)

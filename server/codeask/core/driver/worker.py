@@ -12,15 +12,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Literal, assert_never
 
 from codeask.config import load_settings
-from codeask.core.driver.actions import Action, Full, Poll, Reopen, Update
+from codeask.core.driver.actions import Action, Full, Poll, Reopen, Run, Update
 from codeask.core.driver.backlog import Backlog
 from codeask.core.driver.common import INDEX_SECTIONS, FullKind, serving
 from codeask.core.driver.indexing import Indexing
 from codeask.core.driver.listener import Listener
+from codeask.core.driver.passes import PassBusy, PassDone
 from codeask.core.driver.poll import Poller
 from codeask.core.driver.schedule import Schedule
 from codeask.core.driver.slot import IndexSlot
@@ -74,6 +76,18 @@ class FolderWorker(FolderStatus):
     def request_full(self, kind: FullKind = "initial") -> None:
         """Queue a full pass; a stronger kind (rebuild > initial > rescan) wins."""
         self._schedule.request_full(kind)
+
+    def index_pass(
+        self, *, rebuild: bool, embed: bool, backlog: bool
+    ) -> Future[PassDone | PassBusy]:
+        """A pass run on this worker's thread for a face that waits for its report (see
+        `Indexing.requested`); cancelled if the worker stops before it starts."""
+        future: Future[PassDone | PassBusy] = Future()
+        job = functools.partial(
+            self._indexing.requested, rebuild=rebuild, embed=embed, backlog=backlog
+        )
+        self._schedule.submit(Run(job, future))
+        return future
 
     def cancel_indexing(self) -> None:
         """The user cancelled (progress UI or command): stop the full pass, keep what is done."""
@@ -163,6 +177,12 @@ class FolderWorker(FolderStatus):
                     self._schedule.request_full("initial")
             case Poll():
                 self._poller.poll()
+            case Run(job=job, future=future):
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(job())
+                    except Exception as exc:  # the face that waits for it gets it
+                        future.set_exception(exc)
             case _:
                 assert_never(action)
 

@@ -1,0 +1,48 @@
+"""`codeask index` on the folder's one driver (the daemon's answer to its `index` operation):
+the pass runs on the worker's thread between the driver's own actions, so it never writes
+beside a session's pass, and a folder an editor or an agent holds is indexed by their driver.
+
+A folder no session holds gets a driver for the pass (writer lock kind `index`, as an
+in-process `codeask index`); it stops, saves and releases the index when the pass ends,
+by the registry's rule (the last subscriber leaves). The caller waits for the report; the
+pass does not depend on the caller: a client gone mid-pass leaves it to finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from codeask.core.driver.listener import Bar, QuietBar
+from codeask.core.driver.passes import PassBusy, PassDone
+from codeask.core.driver.shared import SharedDrivers, finish
+
+#: Who writes, as other processes see it in the writer lock (as an in-process `codeask index`).
+KIND = "index"
+
+
+class _Unseen:
+    """The pass's own listener: the caller gets the report, not the bars; the settings
+    warnings come with the report."""
+
+    def work_done(self, title: str, on_cancel: Callable[[], None] | None) -> Bar:
+        return QuietBar(title)
+
+    def warn(self, message: str) -> None:
+        return None
+
+
+def run_pass(
+    drivers: SharedDrivers, root: Path, *, rebuild: bool, embed: bool
+) -> PassDone | PassBusy:
+    """Index `root` on its driver (started when no session holds it) and wait for the report;
+    `PassRefused` when the driver has no index, `CancelledError` when it stopped first."""
+    sub = drivers.acquire(root, {}, _Unseen(), kind=KIND)
+    try:
+        sub.worker.opened.wait()
+        future = sub.worker.index_pass(rebuild=rebuild, embed=embed, backlog=sub.shared())
+        return future.result()
+    finally:
+        left = sub.leave()
+        if left is not None:
+            finish(left)
