@@ -144,7 +144,7 @@ def _chunk(
     rel_path: str, language: str, spec: LanguageSpec | None, text: str, sizes: _Sizes
 ) -> ChunkResult:
     """Dispatch on the kind of file: grammar, markdown, rst or plain text."""
-    if not text.strip():
+    if not text or text.isspace():  # not `strip()`: that copies the whole file
         return ChunkResult(language, [])
     ctx = _Ctx(rel_path, language, _split_lines(text), sizes)
     reason = ""
