@@ -663,10 +663,9 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     # terms as UTF-8 bytes, never decoded: their byte order is the code point order of str
     names = [p.postings.slices.names.raw_list() for p in parts]
     # each part's terms are sorted: timsort merges the runs (no set of all terms to sort
-    # afresh), and the dict both drops repeats and numbers the terms
-    number = dict.fromkeys(sorted(chain.from_iterable(names)), 0)
-    vocab = list(number)
-    number.update(zip(vocab, range(len(vocab)), strict=True))
+    # afresh), and dict.fromkeys drops the repeats
+    vocab = list(dict.fromkeys(sorted(chain.from_iterable(names))))
+    number = dict(zip(vocab, range(len(vocab)), strict=True))
     wide = any(np.asarray(p.postings.freqs).dtype != np.float32 for p in parts)
     terms, rows, freqs = [], [], []
     offset = 0
