@@ -886,3 +886,21 @@ def test_chunking_speed_of_a_generated_python_file() -> None:
     )
     assert_invariants(text, result)
     assert {"class", "method", "function", "module"} <= {c.kind for c in result.chunks}
+
+
+def test_names_and_calls_are_whole_past_multibyte_text_and_read_boundaries() -> None:
+    """Definition names and callee names are sliced from the parsed file's bytes: whole and
+    right where the text before them is multi-byte UTF-8 (byte offsets are not character
+    offsets) and where a name straddles one of the parser's 256-byte reads."""
+    pad = "# " + "é" * 120 + "\n"  # 242 bytes: the name below straddles byte 256
+    source = (
+        pad
+        + "def überlange_funktion_mit_namen(x):\n"
+        + "    return helper_über_die_grenze(x) + zweiter_aufruf(x)\n"
+    )
+    head = len((pad + "def ").encode())
+    assert head < 256 < head + len("überlange_funktion_mit_namen".encode())
+    result = chunk_file("pkg/mod.py", source, ChunkSettings())
+    (defined,) = [c for c in result.chunks if c.kind == "function"]
+    assert defined.symbol == "überlange_funktion_mit_namen"
+    assert defined.calls == ["helper_über_die_grenze", "zweiter_aufruf"]

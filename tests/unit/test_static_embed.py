@@ -177,3 +177,26 @@ def test_the_matrix_is_read_from_the_files_pages_not_copied() -> None:
     assert grown["queries"]["RssAnon"] < 12, grown
     assert grown["queries"]["RssFile"] < 8, grown  # its code pages; the matrix is 15 MB
     assert grown["bulk"]["RssAnon"] < 12 and grown["bulk"]["RssFile"] < 8, grown
+
+
+def test_a_batch_with_unknown_tokens_and_empty_texts_gives_each_texts_own_mean(
+    static: StaticEmbedder,
+) -> None:
+    """The batch path (ids gathered once for the batch, `[UNK]` filtered only where present)
+    gives, bit for bit, each text's own mean of its token rows over the float32 matrix."""
+    texts = [CONFIG_PARSER, "", "\u2603\u2603 snowman \u2603", "   ", HTTP_RETRY, "x", "[UNK] y"]
+    texts = texts * (WIDEN_AT // len(texts) + 1)  # a bulk call: the widened matrix
+    matrix = np.asarray(static._matrix, dtype=np.float32)
+    unk = static._unk_id
+    raw = static._full_tokenizer().encode_batch(texts, add_special_tokens=False)
+    assert unk is not None and sum(unk in e.ids for e in raw) >= 2  # filtered in two of them
+    rows = static.embed(texts)
+    for text, row in zip(texts, rows, strict=True):
+        (ids,) = static.token_ids([text])
+        assert unk not in ids
+        if not ids:
+            assert not row.any()
+            continue
+        means = (np.add.reduce(matrix[ids], axis=0) / len(ids))[None, :]
+        expected = means / (np.linalg.norm(means, axis=1, keepdims=True) + 1e-32)
+        assert row.tobytes() == expected[0].tobytes()

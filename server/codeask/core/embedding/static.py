@@ -20,6 +20,7 @@ import struct
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -281,8 +282,8 @@ class StaticEmbedder:
             encodings = tokenizer.encode_batch_fast(left, add_special_tokens=False)
             for n, encoding in zip(rest, encodings, strict=True):
                 ids_of[n] = encoding.ids
-        unk = self._unk_id
-        return [[i for i in ids if i != unk] for ids in ids_of]
+        unk = self._unk_id  # rare in code: a scan in C finds most texts without one
+        return [[i for i in ids if i != unk] if unk in ids else ids for ids in ids_of]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row per text (a text without tokens gives a zero row)."""
@@ -327,13 +328,20 @@ class StaticEmbedder:
         # One small gather + sum per text: ~30x faster here than np.add.reduceat over the batch.
         # Gathered float16 rows are widened before the sum (exact), so every vector is bit for
         # bit the one a float32 matrix gives.
+        # The batch's ids become one array at once (numpy converting each text's list was ~a
+        # tenth of the embedding), and `np.add.reduce` is `sum` without its Python wrapper.
         means = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, ids in enumerate(self.token_ids(texts)):
-            if ids:
-                rows = matrix[ids]
+        ids_of = self.token_ids(texts)
+        ends = np.cumsum(np.fromiter(map(len, ids_of), np.intp, len(ids_of))).tolist()
+        flat = np.fromiter(chain.from_iterable(ids_of), np.intp, ends[-1] if ends else 0)
+        start = 0
+        for row, end in enumerate(ends):
+            if end > start:
+                rows = matrix[flat[start:end]]
                 if rows.dtype != np.float32:  # a query's own rows (astype is not free even
                     rows = rows.astype(np.float32)  # when the dtype already matches)
-                means[row] = rows.sum(axis=0) / len(ids)
+                means[row] = np.add.reduce(rows, axis=0) / (end - start)
+            start = end
         norms = np.linalg.norm(means, axis=1, keepdims=True) + 1e-32
         return means / norms
 

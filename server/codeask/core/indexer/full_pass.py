@@ -19,6 +19,7 @@ from codeask.core.indexer.run import (
     ProgressFn,
     no_progress,
 )
+from codeask.core.runtime.collector import fewer_collections
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState
@@ -38,7 +39,7 @@ def full_pass(
     emit = progress or no_progress
     token = cancel or CancelToken()
     embedding = index.embedding
-    with index.run_lock:
+    with index.run_lock, fewer_collections():
         index.state = "indexing"
         try:
             files.scan_and_chunk(index, report, emit, token)

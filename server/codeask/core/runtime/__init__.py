@@ -1,7 +1,8 @@
 """How this process runs, whatever it does: background threads yield the CPU to the
 editor's requests (`background`), glibc's heap gives big freed blocks back (`heap`),
 every folder and file written for an index or a cache is owner-only (`private_files`), and a
-lock's holder is asked without taking the lock (`flock_probe`).
+lock's holder is asked without taking the lock (`flock_probe`), and a bulk pass runs the cyclic
+garbage collector less often (`collector`).
 Imports nothing of ours.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
@@ -10,6 +11,7 @@ checks it); the others are this room's own.
 
 __all__ = [
     "background",
+    "collector",
     "flock_probe",
     "heap",
     "private_files",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from itertools import islice
 
-from tree_sitter import Language, Node, Parser, Query, QueryCursor, QueryError
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, QueryError, Tree
 from tree_sitter_language_pack import get_language
 
 from codeask.config import ChunkSettings
@@ -144,7 +144,7 @@ def _chunk(
     rel_path: str, language: str, spec: LanguageSpec | None, text: str, sizes: _Sizes
 ) -> ChunkResult:
     """Dispatch on the kind of file: grammar, markdown, rst or plain text."""
-    if not text.strip():
+    if not text or text.isspace():  # not `strip()`: that copies the whole file
         return ChunkResult(language, [])
     ctx = _Ctx(rel_path, language, _split_lines(text), sizes)
     reason = ""
@@ -355,13 +355,25 @@ def _chunk_code(ctx: _Ctx, spec: LanguageSpec, text: str) -> str:
     Bounded per file (parse_bound): a parse or definitions walk over its CPU budget, or a
     tree too deep to query, leaves the file as line windows with the reason."""
     budget = parse_bound.Budget()
+    data = text.encode("utf-8", "replace")
     try:
-        tree = parse_bound.parse(_parser(spec), text.encode("utf-8", "replace"), budget)
+        tree = parse_bound.parse(_parser(spec), data, budget)
         query = _query(spec)
     except parse_bound.OverBudget as exc:
         return _windows_because(ctx, str(exc))
     except Exception as exc:
         return _windows_because(ctx, f"parser failed ({type(exc).__name__}: {exc})")
+    _local.source = data
+    try:
+        return _chunk_tree(ctx, spec, tree, query, budget)
+    finally:
+        _local.source = None
+
+
+def _chunk_tree(
+    ctx: _Ctx, spec: LanguageSpec, tree: Tree, query: Query | None, budget: parse_bound.Budget
+) -> str:
+    """`_chunk_code` once the file is parsed (its bytes in `_local.source`)."""
     root = tree.root_node
     deep_row = parse_bound.deeper_than(root)
     if deep_row is not None:
@@ -575,7 +587,12 @@ def _last_row(node: Node) -> int:
 
 
 def _node_text(node: Node) -> str:
-    """Source text of a node."""
+    """Source text of a node: a slice of the parsed file's bytes (`node.text` of a tree parsed
+    through a read callable calls it again, a Python call per 256 bytes, and py-tree-sitter
+    keeps what it returned), or `node.text` outside `_chunk_tree`."""
+    source = getattr(_local, "source", None)
+    if source is not None:
+        return source[node.start_byte : node.end_byte].decode("utf-8", "replace")
     raw = node.text
     return raw.decode("utf-8", "replace") if raw is not None else ""
 

@@ -696,7 +696,9 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     alive = [_live_rows(p) for p in parts]
     # terms as UTF-8 bytes, never decoded: their byte order is the code point order of str
     names = [p.postings.slices.names.raw_list() for p in parts]
-    vocab = sorted(set().union(*names))
+    # each part's terms are sorted: timsort merges the runs (no set of all terms to sort
+    # afresh), and dict.fromkeys drops the repeats
+    vocab = list(dict.fromkeys(sorted(chain.from_iterable(names))))
     number = dict(zip(vocab, range(len(vocab)), strict=True))
     wide = any(p.postings.freqs.dtype != np.float32 for p in parts)
     terms, rows, freqs = [], [], []
