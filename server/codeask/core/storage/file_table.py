@@ -18,6 +18,17 @@ import msgspec
 from codeask.core.records import FileRecord
 
 _RECORD = msgspec.msgpack.Decoder(FileRecord)
+
+
+class _Stat(msgspec.Struct, array_like=True):
+    """A record's leading fields: a pass compares every file's stat, few records after it."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+_STAT = msgspec.msgpack.Decoder(_Stat)
 _RAW_TABLE = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
 
 
@@ -62,6 +73,15 @@ class FileTable(MutableMapping[str, FileRecord]):
 
     def __contains__(self, path: object) -> bool:
         return path in self._items
+
+    def stat(self, path: str) -> tuple[int, int] | None:
+        """(size, mtime_ns) of a path's record without decoding or keeping the record (a pass
+        after a one-file edit asks this of all 78k files of the kernel)."""
+        value = self._items.get(path)
+        if value is None:
+            return None
+        known = _STAT.decode(value) if isinstance(value, msgspec.Raw) else value
+        return known.size, known.mtime_ns
 
     def touched(self) -> None:
         """A record changed (or one read from here was changed in place)."""

@@ -214,6 +214,9 @@ class LocalStorage:
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self._store.touch_file(path, size, mtime_ns)
 
+    def file_stat(self, path: str) -> tuple[int, int] | None:
+        return self._store.files.stat(path)
+
     def remove_file(self, path: str) -> list[int]:
         with self._store.lock:
             removed = self._store.remove_file(path)
