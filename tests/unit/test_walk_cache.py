@@ -169,6 +169,13 @@ def test_codeask_index_after_an_edit_and_a_new_rule(tmp_path: Path) -> None:
     (root / "b/.gitignore").write_text("*.tmp\n")
     codeask("index", "--lexical-only", str(root), env=env, check=True)
     assert "b/three.c" in _hits(root, env, "three")
+    time.sleep(walk_cache.RACY_NS / 1e9 + 0.5)
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    kept = saved.stat().st_mtime_ns  # seconds apart from any later write (an inode is reused)
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    assert saved.stat().st_mtime_ns == kept  # nothing moved: the listings are not written again
+    codeask("index", "--rebuild", "--lexical-only", str(root), env=env, check=True)
+    assert saved.stat().st_mtime_ns != kept  # a rebuild lists every folder again
 
 
 def _hits(root: Path, env: dict[str, str], query: str) -> list[str]:

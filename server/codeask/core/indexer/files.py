@@ -17,14 +17,13 @@ from codeask.core.records import Chunk, FileRecord
 from codeask.core.source.discover import SkippedFile, SourceFile, discover
 from codeask.core.source.ignore_note import ignore_note
 from codeask.core.source.names import display_path
+from codeask.core.source.walk_cache import WALK_CACHE
 from codeask.core.storage.team import refresh_shadowed
 
 if TYPE_CHECKING:
     from codeask.core.indexer.folder_state import FolderState
 
 log = logging.getLogger("codeask.core.indexer")
-#: The walk's listings of unchanged folders, beside the index (source/walk_cache.py).
-WALK_CACHE = "walk.msgpack"
 
 
 def scan_and_chunk(

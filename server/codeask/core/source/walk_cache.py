@@ -29,6 +29,8 @@ from codeask.core.runtime.private_files import replace_bytes
 
 log = logging.getLogger(__name__)
 
+#: The file's name in the index folder.
+WALK_CACHE = "walk.msgpack"
 #: Bumped whenever what a kept listing means changes: a cache of another version is dropped.
 VERSION = 1
 #: A folder changed less than this before the walk started is listed again next time.
