@@ -11,6 +11,7 @@ computed once (without keeping the records) and again only after a change.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, MutableMapping
 
 import msgspec
@@ -18,6 +19,7 @@ import msgspec
 from codeask.core.records import FileRecord
 
 _RECORD = msgspec.msgpack.Decoder(FileRecord)
+_TABLES = itertools.count()
 
 
 class _Stat(msgspec.Struct, array_like=True):
@@ -40,6 +42,7 @@ class FileTable(MutableMapping[str, FileRecord]):
         self._items: dict[str, FileRecord | msgspec.Raw] = dict(records or {})
         self._indexed: int | None = None
         self._version = 0  # changes counted, so a count taken meanwhile is not kept
+        self._paths = (next(_TABLES), 0)  # this table, and how often its set of paths changed
 
     @classmethod
     def decode(cls, data: bytes) -> FileTable:
@@ -58,12 +61,20 @@ class FileTable(MutableMapping[str, FileRecord]):
         return value
 
     def __setitem__(self, path: str, record: FileRecord) -> None:
+        if path not in self._items:
+            self._paths = (self._paths[0], self._paths[1] + 1)
         self._items[path] = record
         self.touched()
 
     def __delitem__(self, path: str) -> None:
         del self._items[path]
+        self._paths = (self._paths[0], self._paths[1] + 1)
         self.touched()
+
+    def paths_key(self) -> tuple[int, int]:
+        """Changes when (and only when) a path is added or removed: tables built over the
+        paths (symbol_table.py) are kept across a one-file edit."""
+        return self._paths
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
