@@ -11,6 +11,7 @@ from codeask.config import build_settings
 from codeask.core.operations.index import FolderIndex
 from codeask.core.storage.local import LocalStorage
 from codeask.core.storage.symbol_table import SymbolTable, path_keys
+from support.gitrepo import write_tree
 
 PATHS = [
     "README",
@@ -52,11 +53,8 @@ def test_paths_named_answers_as_a_table_of_every_suffix() -> None:
 
 def test_a_one_file_edit_keeps_the_writers_path_table(tmp_path: Path) -> None:
     root = tmp_path / "work"
-    for n in range(12):
-        (root / f"pkg{n % 3}").mkdir(parents=True, exist_ok=True)
-        (root / f"pkg{n % 3}" / f"mod_{n}.py").write_text(f"def f_{n}():\n    return {n}\n")
-    settings, _ = build_settings({"history": {"enabled": False}}, {})
-    folder = FolderIndex(root, settings)
+    write_tree(root, {f"pkg{n % 3}/mod_{n}.py": f"def f_{n}():\n    pass\n" for n in range(12)})
+    folder = FolderIndex(root, build_settings({"history": {"enabled": False}}, {})[0])
     folder.refresh(embed=False)
     local = folder.local
     assert isinstance(local, LocalStorage)
