@@ -73,6 +73,9 @@ class EditorSaves:
     first_search_mb: float = 0.0
     #: The tree's RSS above resting after each save (a first save's lasting cost shows here).
     steps_mb: list[float] = field(default_factory=list)
+    #: (RssAnon, RssFile) of the tree at rest and after each save: heap vs mapped index pages.
+    split_resting: tuple[float, float] = (0.0, 0.0)
+    split_steps: list[tuple[float, float]] = field(default_factory=list)
     cpu_s: float = 0.0
     status_before: dict[str, Any] = field(default_factory=dict)
     status_after: dict[str, Any] = field(default_factory=dict)
@@ -94,9 +97,32 @@ class EditorSaves:
             f"{self.ready_s:.1f} s; resting {rest:.0f} MB (after a first search: "
             f"{self.first_search_mb:+.0f} MB), peak "
             f"+{self.peak_mb - rest:.0f} MB, after +{self.after_mb - rest:.0f} MB (each save: "
-            f"{', '.join(f'{m:+.0f}' for m in self.steps_mb)}); "
+            f"{', '.join(f'{m:+.0f}' for m in self.steps_mb)}; {self.split_text()}); "
             f"slowest tier {embedded}; server CPU {self.cpu_s:.2f} s"
         )
+
+    def split_text(self) -> str:
+        """Resting RssAnon/RssFile and each save's change of both: heap or mapped pages."""
+        anon, mapped = self.split_resting
+        steps = ", ".join(f"{a - anon:+.0f}/{f - mapped:+.0f}" for a, f in self.split_steps)
+        return f"anon/file resting {anon:.0f}/{mapped:.0f} MB, each save {steps}"
+
+
+def rss_split(procs: Tree) -> tuple[float, float]:
+    """(RssAnon, RssFile) summed over the run's processes, MB (/proc/PID/status)."""
+    anon = mapped = 0.0
+    for pid in procs.members():
+        try:
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key == "RssAnon":
+                anon += int(value.split()[0]) / 1024
+            elif key == "RssFile":
+                mapped += int(value.split()[0]) / 1024
+    return anon, mapped
 
 
 def accept_registrations(client: LanguageClient) -> None:
@@ -176,6 +202,7 @@ async def measure(tree: Path, target: Path, env: dict[str, str], saves: int) -> 
         opened_mb = procs.rss_mb()
         await bench.search(target.stem)  # an editor's server has answered a search before
         result.resting_mb = procs.rss_mb()
+        result.split_resting = rss_split(procs)
         result.first_search_mb = result.resting_mb - opened_mb
         cpu_before = sum(procs.members().values())
         sampler = Sampler(procs, result.resting_mb, max(procs.sizes_mb(), default=0.0))
@@ -183,6 +210,7 @@ async def measure(tree: Path, target: Path, env: dict[str, str], saves: int) -> 
         for version in range(2, saves + 2):
             result.seconds.append(await save_once(bench, target, version))
             result.steps_mb.append(procs.rss_mb() - result.resting_mb)
+            result.split_steps.append(rss_split(procs))
         sampler.running = False
         await sampling
         result.cpu_s = sum(procs.members().values()) - cpu_before

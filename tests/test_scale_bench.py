@@ -103,6 +103,9 @@ def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
     saves = rf"5 saves of kernel/sched\.c: p50 {number} s / max {number} s; server \(writer"
     assert re.search(saves, run.stdout), run.stdout
     assert re.search(rf"resting {number} MB, peak \+-?{number} MB", run.stdout), run.stdout
+    step = rf"[+-]{number}/[+-]{number}"
+    split = rf"anon/file resting {number}/{number} MB, each save {step}(, {step}){{4}}\)"
+    assert re.search(split, run.stdout), run.stdout  # heap vs mapped index pages, per save
     assert "NOT found" not in run.stdout, run.stdout
     # the work folder is removed, the source tree untouched, and no process of the run is left
     assert list(work.iterdir()) == []

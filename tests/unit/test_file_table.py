@@ -70,3 +70,41 @@ def test_a_save_after_one_edit_keeps_every_other_record_and_the_order(tmp_path: 
     assert (touched.size, touched.mtime_ns, touched.chunk_ids) == (999, 12345, _record(3).chunk_ids)
     assert all(again.files[f"src/module_{n}.c"] == _record(n, n % 100 == 0) for n in (0, 1, 99))
     assert again.files[f"src/module_{FILES}.c"].chunk_ids == []
+
+
+def test_a_pass_over_unchanged_files_decodes_no_record(tmp_path: Path) -> None:
+    """A pass compares every file's size and mtime with the index's (78k files on the kernel
+    after a one-file edit): `stat` reads them from the raw record and keeps nothing decoded."""
+    folder = _saved(tmp_path)
+    store, _ = IndexStore.open(folder, tmp_path, "m", 8)
+    table = store.catalog.files
+    assert table.stat("src/module_7.c") == (107, 7)
+    assert table.stat("src/nowhere.c") is None
+    assert all(table.stat(f"src/module_{n}.c") == (100 + n, n) for n in range(FILES))
+    assert not [v for v in table._items.values() if isinstance(v, FileRecord)]
+    store.touch_file("src/module_7.c", 5, 6)  # a decoded record answers from itself
+    assert table.stat("src/module_7.c") == (5, 6)
+
+
+def test_a_pass_after_a_one_file_edit_decodes_only_that_record(tmp_path: Path) -> None:
+    """The real pass: a reopened index, one file edited, the others only compared."""
+    from codeask.config import build_settings
+    from codeask.core.operations.index import FolderIndex
+    from codeask.core.storage.local import LocalStorage
+
+    root = tmp_path / "work"
+    for n in range(30):
+        (root / f"pkg{n % 3}").mkdir(parents=True, exist_ok=True)
+        (root / f"pkg{n % 3}" / f"mod_{n}.py").write_text(f"def f_{n}():\n    return {n}\n")
+    settings, _ = build_settings({"history": {"enabled": False}}, {})
+    first = FolderIndex(root, settings)
+    first.refresh(embed=False)
+    first.close()
+    (root / "pkg1" / "mod_4.py").write_text("def edited():\n    return 4\n")
+    folder = FolderIndex(root, settings)
+    report = folder.refresh(embed=False)
+    assert (report.files_indexed, report.files_unchanged) == (1, 29)
+    assert isinstance(folder.local, LocalStorage)
+    items = folder.local._store.files._items
+    assert [p for p, v in items.items() if isinstance(v, FileRecord)] == ["pkg1/mod_4.py"]
+    folder.close()

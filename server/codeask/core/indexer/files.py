@@ -17,6 +17,7 @@ from codeask.core.records import Chunk, FileRecord
 from codeask.core.source.discover import SkippedFile, SourceFile, discover
 from codeask.core.source.ignore_note import ignore_note
 from codeask.core.source.names import display_path
+from codeask.core.source.walk_cache import WALK_CACHE
 from codeask.core.storage.team import refresh_shadowed
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ def scan_and_chunk(
         index.settings.index,
         ignored_dirs=[index.folder],
         on_found=lambda n: emit(Progress("scan", files_done=n, message="discovering files")),
+        cache=index.folder / WALK_CACHE,
     )
     files = found.files
     if index.team.reader is not None:  # the team's published revision has the rest
@@ -83,10 +85,10 @@ def index_file(
 
 def _job_if_changed(index: FolderState, source: SourceFile, report: IndexReport) -> Job | None:
     """The file's job, or None (counted unchanged) when its size and mtime are the index's."""
-    known = index.local.file(source.rel)
-    if known and known.size == source.size and known.mtime_ns == source.mtime_ns:
+    if index.local.file_stat(source.rel) == (source.size, source.mtime_ns):
         report.files_unchanged += 1
         return None
+    known = index.local.file(source.rel)
     known_sha = known.sha256 if known and not known.skipped else ""
     return Job.of(source, known_sha)
 

@@ -21,6 +21,7 @@ from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, ta
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
 from codeask.core.indexer.status import IndexStatus, status_of
 from codeask.core.indexer.vectors import VectorTiers
+from codeask.core.source.walk_cache import WALK_CACHE
 from codeask.core.storage.factory import open_storage, team_base
 from codeask.core.storage.protocol import Storage
 from codeask.core.storage.writer_lock import WriterLock
@@ -198,9 +199,11 @@ class FolderIndex:
         return updates.update_paths(self, rels, embed=embed)
 
     def rebuild(self, **kwargs: object) -> IndexReport:
-        """Forget everything and index from scratch (vectors still come from the cache)."""
+        """Forget everything and index from scratch (vectors still come from the cache);
+        every folder is listed again (the walk cache goes too)."""
         with self.run_lock:
             self.local.clear()
+            (self.folder / WALK_CACHE).unlink(missing_ok=True)
         return self.refresh(**kwargs)  # type: ignore[arg-type]
 
     def refresh_uncommitted(self) -> None:

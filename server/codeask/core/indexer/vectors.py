@@ -9,6 +9,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Protocol
@@ -70,13 +71,23 @@ class VectorTiers:
     """
 
     def __init__(self, index: TierHost, embedder: CachedEmbedder | None = None) -> None:
-        self._index = index
+        #: Weak: the index holds these tiers, and a cycle between them kept a reader's replaced
+        #: index (its mapped vectors: 36 MB a generation at 149k chunks) until a full garbage
+        #: collection; the daemon reloads after each edit (issue 42).
+        self._host = weakref.ref(index)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         #: fill_backlog() takes only this lock: single-file updates (editor saves) can run
         #: while a long backlog embeds; both sides tolerate the other's removed chunks.
         self._backlog_lock = threading.Lock()
         self._priority: set[str] = set()
+
+    @property
+    def _index(self) -> TierHost:
+        host = self._host()
+        if host is None:
+            raise RuntimeError("the folder index of these vector tiers is gone")
+        return host
 
     @property
     def _storage(self) -> Storage:

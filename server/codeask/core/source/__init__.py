@@ -1,7 +1,8 @@
 """What is read and how it is cut: the first stage of the pipeline.
 
 - `discover`: which files of a folder are indexed, and why the rest are not
-  (`specialfs`: the pseudo filesystems a walk never enters).
+  (`specialfs`: the pseudo filesystems a walk never enters; `walk_cache`: folders unchanged
+  since the last walk are not listed again).
 - `globs`: gitignore-style globs matched in linear time (RE2), whoever wrote them.
 - `ignore_note`: the note when ignore rules leave (nearly) nothing of a folder to index.
 - `names`: file names as text (storable? shown on one line).
@@ -12,7 +13,8 @@
   tree-sitter bounded per file (`parse_bound`: CPU budget, nesting depth).
 - `redact_outbound`: the stricter redaction of text that leaves the machine.
 
-Imports nothing of ours but `config` and `records`.
+Imports nothing of ours but `config`, `records` and `runtime.private_files` (the walk cache's
+file is owner-only, like the index beside it).
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
 checks it); the others are this room's own.
@@ -29,4 +31,5 @@ __all__ = [
     "redact_outbound",
     "safe_read",
     "secrets",
+    "walk_cache",
 ]

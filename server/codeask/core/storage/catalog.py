@@ -9,7 +9,8 @@ once the delta passes a fraction of the base, or when it was spilled to disk (ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
@@ -26,6 +27,19 @@ PARTS = ("files", "chunks", "chunks_delta", "history")
 #: base (and at least COMPACT_MIN): a one-file edit then writes only the delta.
 COMPACT_FRACTION = 0.125
 COMPACT_MIN = 4096
+
+
+def _healer(catalog: Catalog) -> Callable[[int], None]:
+    """`catalog.heal` without a reference cycle: a replaced catalog (a reader's reload after each
+    edit) is freed at once with its mapped chunk records, not at the next full collection."""
+    owner = weakref.ref(catalog)
+
+    def heal(chunk_id: int) -> None:
+        live = owner()
+        if live is not None:
+            live.heal(chunk_id)
+
+    return heal
 
 
 class HistoryState(msgspec.Struct, kw_only=True):
@@ -47,7 +61,7 @@ class Catalog:
         #: Records by path, decoded from the snapshot one at a time (file_table.py).
         self.files = files if isinstance(files, FileTable) else FileTable(files)
         self.chunks = chunks if isinstance(chunks, ChunkMap) else ChunkMap.of(chunks or {})
-        self.chunks.on_damage = self.heal
+        self.chunks.on_damage = _healer(self)
         self.history = HistoryState() if history is None else history
         #: Components (names from PARTS) to write at the next save; a new catalog has them all.
         self.changed: set[str] = set(PARTS)
@@ -154,6 +168,6 @@ class Catalog:
         if "chunks" in self.changed:
             old = self.chunks
             self.chunks = ChunkMap(ChunkFile(component_path(folder, "chunks")))
-            self.chunks.on_damage = self.heal
+            self.chunks.on_damage = _healer(self)
             self.chunks.spill_dir = old.spill_dir
             old.close()  # its spilled records are in the new base

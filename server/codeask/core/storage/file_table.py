@@ -11,6 +11,7 @@ computed once (without keeping the records) and again only after a change.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, MutableMapping
 
 import msgspec
@@ -18,6 +19,18 @@ import msgspec
 from codeask.core.records import FileRecord
 
 _RECORD = msgspec.msgpack.Decoder(FileRecord)
+_TABLES = itertools.count()
+
+
+class _Stat(msgspec.Struct, array_like=True):
+    """A record's leading fields: a pass compares every file's stat, few records after it."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+_STAT = msgspec.msgpack.Decoder(_Stat)
 _RAW_TABLE = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
 
 
@@ -29,6 +42,7 @@ class FileTable(MutableMapping[str, FileRecord]):
         self._items: dict[str, FileRecord | msgspec.Raw] = dict(records or {})
         self._indexed: int | None = None
         self._version = 0  # changes counted, so a count taken meanwhile is not kept
+        self._paths = (next(_TABLES), 0)  # this table, and how often its set of paths changed
 
     @classmethod
     def decode(cls, data: bytes) -> FileTable:
@@ -47,12 +61,20 @@ class FileTable(MutableMapping[str, FileRecord]):
         return value
 
     def __setitem__(self, path: str, record: FileRecord) -> None:
+        if path not in self._items:
+            self._paths = (self._paths[0], self._paths[1] + 1)
         self._items[path] = record
         self.touched()
 
     def __delitem__(self, path: str) -> None:
         del self._items[path]
+        self._paths = (self._paths[0], self._paths[1] + 1)
         self.touched()
+
+    def paths_key(self) -> tuple[int, int]:
+        """Changes when (and only when) a path is added or removed: tables built over the
+        paths (symbol_table.py) are kept across a one-file edit."""
+        return self._paths
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
@@ -62,6 +84,15 @@ class FileTable(MutableMapping[str, FileRecord]):
 
     def __contains__(self, path: object) -> bool:
         return path in self._items
+
+    def stat(self, path: str) -> tuple[int, int] | None:
+        """(size, mtime_ns) of a path's record without decoding or keeping the record (a pass
+        after a one-file edit asks this of all 78k files of the kernel)."""
+        value = self._items.get(path)
+        if value is None:
+            return None
+        known = _STAT.decode(value) if isinstance(value, msgspec.Raw) else value
+        return known.size, known.mtime_ns
 
     def touched(self) -> None:
         """A record changed (or one read from here was changed in place)."""

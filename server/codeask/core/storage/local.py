@@ -147,7 +147,7 @@ class LocalStorage:
         """Path keys only: symbol names are read from the chunk base's own table."""
         store = self._store
         with store.lock:
-            key = (store.next_id, len(store.chunks), len(store.files))  # ids are never reused
+            key = store.files.paths_key()  # an edit that adds or removes no file keeps it
             if not self._symbols.built_for(key):
                 self._symbols.rebuild(key, (), list(store.files))
         return self._symbols
@@ -157,7 +157,7 @@ class LocalStorage:
             return self._store.chunks.symbol_ids(name)
 
     def paths_named(self, key: str) -> list[str]:
-        return self._symbol_table().by_path_key.get(key, [])
+        return self._symbol_table().paths_named(key)
 
     def vector(self, tier: Tier, chunk_id: int) -> np.ndarray | None:
         with self._store.lock:
@@ -213,6 +213,9 @@ class LocalStorage:
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self._store.touch_file(path, size, mtime_ns)
+
+    def file_stat(self, path: str) -> tuple[int, int] | None:
+        return self._store.files.stat(path)
 
     def remove_file(self, path: str) -> list[int]:
         with self._store.lock:

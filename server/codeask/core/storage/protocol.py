@@ -189,6 +189,11 @@ class IndexWriter(Protocol):
         """Same content, new stat: keep chunks and vectors."""
         ...
 
+    def file_stat(self, path: str) -> tuple[int, int] | None:
+        """(size, mtime_ns) of the local record, for the pass's is-it-unchanged check: cheaper
+        than `file` (no record is decoded and kept for a file that did not change)."""
+        ...
+
     def remove_file(self, path: str) -> list[int]:
         """Forget a file everywhere; returns its removed chunk ids."""
         ...

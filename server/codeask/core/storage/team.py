@@ -205,6 +205,9 @@ class TeamStorage(OverlayReader):
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.local.touch_file(path, size, mtime_ns)
 
+    def file_stat(self, path: str) -> tuple[int, int] | None:
+        return self.local.file_stat(path)
+
     def remove_file(self, path: str) -> list[int]:
         return self.local.remove_file(path)
 

@@ -281,7 +281,7 @@ class PublishedReader:
         return list(self.index.symbols.by_name.get(name, []))
 
     def paths_named(self, key: str) -> list[str]:
-        return list(self.index.symbols.by_path_key.get(key, []))
+        return self.index.symbols.paths_named(key)
 
     # ---- dense and lexical top-k -----------------------------------------------------------
     def vector(self, tier: Tier, chunk_id: int) -> np.ndarray | None:

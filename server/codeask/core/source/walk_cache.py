@@ -1,0 +1,149 @@
+"""What the last walk saw in each folder, so a pass after a one-file edit does not list and match
+the whole tree again (issue 42: ~2.4 CPU-s of ignore matching per `codeask index` on the kernel).
+
+A folder's entry is its listing after the ignore rules (each name with its kind: file or
+folder), kept with the folder's stat (inode, mtime, ctime: any entry added, removed or renamed
+moves them; ctime cannot be set back by a tool) and a key of every ignore line that judged it
+(the root's layers and the content of each `.gitignore`/`.codeaskignore` from the root down to
+the folder). A folder whose stat and key match is not listed or matched again; its files are
+still stat'ed by the walk (an edit in place moves no folder's stat). Folders with symlinks or
+names that are not UTF-8 are never kept (a link's target can change under an unchanged folder),
+nor a folder changed within `RACY_NS` of the walk (a change in the same clock tick as the stat
+would go unseen: git's "racy" rule).
+
+The file lives beside the index (`walk.msgpack`) and is only a cache: missing, unreadable or
+from another version, the walk lists everything; a stale one is checked folder by folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from hashlib import blake2b
+from pathlib import Path
+
+import msgspec
+
+from codeask.core.runtime.private_files import replace_bytes
+
+log = logging.getLogger(__name__)
+
+#: The file's name in the index folder.
+WALK_CACHE = "walk.msgpack"
+#: Bumped whenever what a kept listing means changes: a cache of another version is dropped.
+VERSION = 1
+#: A folder changed less than this before the walk started is listed again next time.
+RACY_NS = 3_000_000_000
+#: Kinds of kept entries: a file whose name passed the name policies, one that did not (its
+#: reason is found again), a folder.
+FILE, NAMED, FOLDER = "f", "n", "d"
+#: The ignore files whose content is part of a folder's key.
+IGNORE_FILES = (".gitignore", ".codeaskignore")
+
+
+class Listing(msgspec.Struct, array_like=True, frozen=True):
+    """One folder as the last walk judged it: entries the rules kept, each with its kind."""
+
+    stat: tuple[int, int, int]
+    key: bytes
+    names: list[str]
+    kinds: str
+
+
+class _Saved(msgspec.Struct, array_like=True):
+    version: int
+    root_key: bytes
+    folders: dict[str, Listing]
+
+
+_DECODER = msgspec.msgpack.Decoder(_Saved)
+
+
+def folder_stat(path: str) -> tuple[int, int, int] | None:
+    """(inode, mtime, ctime) of a folder (following a symlink, as the walk does); None: gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def folder_key(parent: bytes, path: str) -> bytes:
+    """The key of a folder's rules: its parent's key and its own ignore files' content (read
+    even when the rules leave the file itself out: git still obeys it)."""
+    digest = blake2b(parent, digest_size=16)
+    for name in IGNORE_FILES:
+        try:
+            with open(os.path.join(path, name), "rb") as handle:
+                digest.update(name.encode() + blake2b(handle.read(), digest_size=16).digest())
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            digest.update(f"{name} unreadable {exc.errno}".encode())
+    return digest.digest()
+
+
+class WalkCache:
+    """The listings of one root's last walk (read once) and those of the walk under way."""
+
+    def __init__(self, path: Path, root_key: bytes) -> None:
+        self.path = path
+        self.root_key = root_key
+        self.started_ns = time.time_ns()
+        self._old = self._read()
+        self._new: dict[str, Listing] = {}
+        self._changed = False
+        #: Folders listed from the disk by this walk (the rest came from the cache).
+        self.listed = 0
+
+    def _read(self) -> dict[str, Listing]:
+        try:
+            saved = _DECODER.decode(self.path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            log.info("%s: not used (%s); listing every folder", self.path, exc)
+            return {}
+        if saved.version != VERSION or saved.root_key != self.root_key:
+            return {}
+        return saved.folders
+
+    def kept(self, rel: str, stat: tuple[int, int, int] | None) -> Listing | None:
+        """The last walk's listing of `rel` when the folder's stat is unchanged (its key is
+        checked by the caller, who can read the folder's ignore files only now)."""
+        listing = self._old.get(rel)
+        if listing is None or stat is None or listing.stat != tuple(stat):
+            return None
+        return listing
+
+    def reuse(self, rel: str, listing: Listing) -> None:
+        """The walk used `listing` as it was."""
+        self._new[rel] = listing
+
+    def store(
+        self,
+        rel: str,
+        stat: tuple[int, int, int] | None,
+        key: bytes,
+        entries: list[tuple[str, str]] | None,
+    ) -> None:
+        """A folder just listed: kept for the next walk unless it cannot be (None entries: it
+        has a symlink or a bad name) or it changed too recently to trust its stat."""
+        self.listed += 1
+        self._changed = True
+        if entries is None or stat is None or max(stat[1], stat[2]) > self.started_ns - RACY_NS:
+            return
+        names = [name for name, _ in entries]
+        self._new[rel] = Listing(stat, key, names, "".join(kind for _, kind in entries))
+
+    def save(self) -> None:
+        """Write the walk's listings when they differ from the file's (atomic; a failure is
+        logged: the next walk simply lists more)."""
+        if not self._changed and self._new.keys() == self._old.keys():
+            return
+        data = msgspec.msgpack.encode(_Saved(VERSION, self.root_key, self._new))
+        try:
+            replace_bytes(self.path, data)
+        except OSError as exc:
+            log.warning("%s: could not save the walk's listings: %s", self.path, exc)

@@ -1,0 +1,185 @@
+"""The walk cache (issue 42): a pass after a one-file edit lists and matches only the folders
+that changed, and finds exactly what a walk without the cache finds: edits in unchanged folders,
+new ignore rules (in place, above, in the settings), new and removed entries."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from codeask.config import IndexSettings
+from codeask.core.source import walk_cache
+from codeask.core.source.discover import Discovery, discover
+from support.cli import codeask
+from support.env import in_process_env
+from support.gitrepo import write_tree
+
+TREE = {
+    "top.c": "int top(void) { return 0; }\n",
+    "a/one.c": "int one(void) { return 1; }\n",
+    "a/deep/two.c": "int two(void) { return 2; }\n",
+    "b/three.c": "int three(void) { return 3; }\n",
+    "b/.gitignore": "*.tmp\n",
+    "b/keep.tmp": "scratch\n",
+    "c/id_rsa": "secret\n",
+    "c/four.py": "four = 4\n",
+}
+
+
+@pytest.fixture
+def trusted_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders made by the test are seconds old: trust their stat at once (the racy window
+    has its own test)."""
+    monkeypatch.setattr(walk_cache, "RACY_NS", 0)
+
+
+def walk(root: Path, cache: Path, settings: IndexSettings | None = None) -> Discovery:
+    """A cached walk, checked against a walk without the cache (same files, same skips)."""
+    settings = settings or IndexSettings()
+    found = discover(root, settings, cache=cache)
+    plain = discover(root, settings)
+    assert found == plain
+    return found
+
+
+def rels(found: Discovery) -> list[str]:
+    return [f.rel for f in found.files]
+
+
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "work"
+    write_tree(root, TREE)
+    return root, tmp_path / "walk.msgpack"
+
+
+@pytest.mark.usefixtures("trusted_now")
+def test_an_unchanged_tree_lists_no_folder_and_an_edit_in_place_is_seen(tmp_path: Path) -> None:
+    root, cache = tree(tmp_path)
+    first = walk(root, cache)
+    assert first.listed == 5  # the root, a, a/deep, b, c
+    assert rels(first) == [
+        "a/deep/two.c",
+        "a/one.c",
+        "b/.gitignore",
+        "b/three.c",
+        "c/four.py",
+        "top.c",
+    ]
+    assert {s.rel for s in first.skipped} == {"c/id_rsa"}
+    (root / "a/deep/two.c").write_text("int two(void) { return 22; }\n")  # no folder moves
+    again = walk(root, cache)
+    assert again.listed == 0
+    edited = next(f for f in again.files if f.rel == "a/deep/two.c")
+    assert edited.size == len("int two(void) { return 22; }\n")
+
+
+@pytest.mark.usefixtures("trusted_now")
+def test_only_the_folder_that_changed_is_listed_again(tmp_path: Path) -> None:
+    root, cache = tree(tmp_path)
+    walk(root, cache)
+    (root / "a/deep/new.c").write_text("int fresh(void) { return 5; }\n")
+    (root / "b/three.c").unlink()
+    found = walk(root, cache)
+    assert found.listed == 2  # a/deep and b
+    assert "a/deep/new.c" in rels(found) and "b/three.c" not in rels(found)
+    assert walk(root, cache).listed == 0
+
+
+@pytest.mark.usefixtures("trusted_now")
+def test_a_rule_written_in_place_is_honoured_below_it(tmp_path: Path) -> None:
+    """Rewriting `.gitignore` in place moves no folder's stat: its content is the key."""
+    root, cache = tree(tmp_path)
+    walk(root, cache)
+    with open(root / "b/.gitignore", "w") as handle:  # in place: the folder's stat unchanged
+        handle.write("*.tmp\nthree.c\n")
+    found = walk(root, cache)
+    assert "b/three.c" not in rels(found)
+    with open(root / ".gitignore", "a") as handle:  # a rule above: every folder below it
+        handle.write("deep/\n")
+    found = walk(root, cache)
+    assert "a/deep/two.c" not in rels(found) and "a/one.c" in rels(found)
+    (root / "b/.gitignore").unlink()
+    assert "b/keep.tmp" in rels(walk(root, cache))
+
+
+@pytest.mark.usefixtures("trusted_now")
+def test_other_settings_do_not_use_the_cache(tmp_path: Path) -> None:
+    root, cache = tree(tmp_path)
+    walk(root, cache)
+    found = walk(root, cache, IndexSettings(exclude=["*.py"]))
+    assert found.listed == 5 and "c/four.py" not in rels(found)
+    found = walk(root, cache, IndexSettings(exclude=["*.py"], skip_secrets=False))
+    assert found.listed == 5 and "c/id_rsa" in rels(found)
+
+
+@pytest.mark.usefixtures("trusted_now")
+def test_a_damaged_cache_costs_a_full_listing_not_a_wrong_answer(tmp_path: Path) -> None:
+    root, cache = tree(tmp_path)
+    walk(root, cache)
+    cache.write_bytes(cache.read_bytes()[:40])  # torn by a crash
+    assert walk(root, cache).listed == 5
+    cache.write_bytes(b"\x93\x01\xc4\x00\x80")  # decodes, but not this root's
+    assert walk(root, cache).listed == 5
+    assert walk(root, cache).listed == 0
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+@pytest.mark.usefixtures("trusted_now")
+def test_a_folder_with_a_symlink_is_always_listed(tmp_path: Path) -> None:
+    root, cache = tree(tmp_path)
+    (root / "a/link.c").symlink_to(root / "top.c")
+    walk(root, cache)
+    (root / "top.c").unlink()
+    (root / "top.c").mkdir()  # the link's target changed kind; folder `a` did not move
+    found = walk(root, cache)
+    assert found.listed == 3  # the root (top.c replaced), the new folder, `a` (it holds a link)
+
+
+def test_a_folder_changed_just_before_the_walk_is_listed_again(tmp_path: Path) -> None:
+    """A change in the same clock tick as the stat would go unseen: such a folder is not kept."""
+    root, cache = tree(tmp_path)
+    walk(root, cache)
+    assert walk(root, cache).listed == 5
+
+
+def test_codeask_index_after_an_edit_and_a_new_rule(tmp_path: Path) -> None:
+    """The real command, twice on the same tree: the second pass uses the first's listings
+    (folders older than the racy window), finds an in-place edit and obeys a rule rewritten in
+    place, and a torn cache file only costs a full listing."""
+    root, _ = tree(tmp_path)
+    env = in_process_env(
+        XDG_CACHE_HOME=str(tmp_path / "cache"), CODEASK_INDEX__LOCATION=str(tmp_path / "index")
+    )
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    time.sleep(walk_cache.RACY_NS / 1e9 + 0.5)  # the folders are now trusted by their stat
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    (saved,) = (tmp_path / "index").rglob("walk.msgpack")
+    assert saved.stat().st_mode & 0o077 == 0
+    (root / "a/one.c").write_text("int renamed_probe(void) { return 1; }\n")
+    with open(root / "b/.gitignore", "w") as handle:
+        handle.write("*.tmp\nthree.c\n")
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    assert _hits(root, env, "renamed_probe") == ["a/one.c"]
+    assert "b/three.c" not in _hits(root, env, "three")
+    saved.write_bytes(saved.read_bytes()[:25])
+    (root / "b/.gitignore").write_text("*.tmp\n")
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    assert "b/three.c" in _hits(root, env, "three")
+    time.sleep(walk_cache.RACY_NS / 1e9 + 0.5)
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    kept = saved.stat().st_mtime_ns  # seconds apart from any later write (an inode is reused)
+    codeask("index", "--lexical-only", str(root), env=env, check=True)
+    assert saved.stat().st_mtime_ns == kept  # nothing moved: the listings are not written again
+    codeask("index", "--rebuild", "--lexical-only", str(root), env=env, check=True)
+    assert saved.stat().st_mtime_ns != kept  # a rebuild lists every folder again
+
+
+def _hits(root: Path, env: dict[str, str], query: str) -> list[str]:
+    done = codeask(
+        "search", "--json", "--mode", "lexical", "--root", str(root), query, env=env, check=True
+    )
+    return sorted({hit["relative_path"] for hit in json.loads(done.stdout)["results"]})
