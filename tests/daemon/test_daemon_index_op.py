@@ -79,18 +79,24 @@ def counts(root: Path, env: dict[str, str]) -> tuple[int, int, int]:
 def test_index_through_the_daemon_is_the_in_process_index(
     tmp_path: Path, daemon_env: dict[str, str]
 ) -> None:
-    """The same repository in two folders: indexed in-process and through the daemon, first
-    pass, after a one-file edit, and rebuilt, both print the same summary and hold the same
-    files and chunks; the daemon ran each pass and its driver stopped after it."""
+    """The same repository in two folders, indexed in-process and through the daemon: both
+    print the same summary and hold the same files and chunks. A long pass on a folder no
+    session holds (the first pass, `--rebuild`) is handed back to the asking CLI, which shows
+    its progress line; an edit's pass runs in the daemon (no progress line), whose driver
+    stops after it."""
     env = agent_env(daemon_env)
     here = build_other_project(tmp_path / "here")
     (here / ".codeask.toml").write_text(ODD_SETTINGS)
     there = tmp_path / "there"
     shutil.copytree(here, there)
+    alone, served = index_both(here, there, env)
+    assert summary(served.stderr, there) == summary(alone.stderr, here), served.stderr
+    assert "there: scanning" in served.stderr, "the first pass ran in the CLI, with its line"
     for argv in ([], ["--json"]):
         (here / CHANGED).write_text(CHANGED_TEXT + "\n" * len(argv))  # an edit each round
         (there / CHANGED).write_text(CHANGED_TEXT + "\n" * len(argv))
         alone, served = index_both(here, there, env, *argv)
+        assert "scanning" not in served.stderr, "the edit's pass ran in the daemon"
         if argv:
             assert as_data(served.stdout, there) == as_data(alone.stdout, here)
         else:
@@ -100,9 +106,10 @@ def test_index_through_the_daemon_is_the_in_process_index(
     alone, served = index_both(here, there, env, "--rebuild")
     assert summary(served.stderr, there) == summary(alone.stderr, here)
     assert " indexed, 0 unchanged, 0 removed" in served.stderr, "rebuilt"
+    assert "there: scanning" in served.stderr, "a rebuild runs in the CLI, with its line"
     assert counts(there, env) == counts(here, env)
     info = json.loads(codeask("daemon", "--status", cwd=there, env=env).stdout)
-    assert info["requests"] == 3, "the daemon ran the three passes"
+    assert info["requests"] == 4, "the daemon was asked four times, and ran the two edits"
     assert info["drivers"] == [], "no session holds the folder: its driver stopped"
 
 
@@ -147,7 +154,7 @@ def test_an_index_pass_does_not_wait_for_a_slow_search(
         assert "(1 indexed, 1 unchanged" in indexed.stderr, indexed.stderr
         assert slow.poll() is None, "the slow request is still blocked on the pointer"
         info = json.loads(codeask("daemon", "--status", cwd=root, env=env).stdout)
-        assert info["requests"] == 3, "both passes ran in the daemon, beside the blocked search"
+        assert info["requests"] == 3, "the edit's pass ran in the daemon, beside the blocked search"
     out, err = slow.communicate(timeout=300)
     assert slow.returncode == 0 and "vat_rate" in out, err
 

@@ -3,7 +3,9 @@
 With the daemon on (docs/daemon.md), the pass runs there, on the folder's one driver (the one
 an editor's or an agent's session on the folder shares; the index stays open and warm between
 passes while a session holds it); the daemon answers the summaries as data and this process
-prints them (index_view.py) without a progress line. Publishing (`--backend postgres`) and
+prints them (index_view.py) without a progress line. A long pass (first pass, --rebuild,
+--full) on a folder no session holds is handed back to run here, with its progress line.
+Publishing (`--backend postgres`) and
 `--allow-broad-root` run here. In-process, it waits for another `codeask index` on the same
 index (or exits at once with --no-wait) and defers to a running language server or MCP
 server, which keeps the index current itself.

@@ -29,9 +29,12 @@ def answer(call: Any, cwd: Path, drivers: Any) -> tuple[list[dict[str, Any]], st
 
 def _one(drivers: Any, root: Path, call: Any, notes: list[str]) -> dict[str, Any] | None:
     from codeask.core.driver import PassBusy, PassRefused, run_pass
+    from codeask.core.driver.index_op import long_and_unheld
     from codeask.core.source.names import display_path
 
     embed = call.full and not call.lexical_only
+    if long_and_unheld(drivers, root, rebuild=call.rebuild, embed=embed):
+        return {"root": str(root), "in_process": True}
     try:
         done = run_pass(drivers, root, rebuild=call.rebuild, embed=embed)
     except PassRefused as exc:

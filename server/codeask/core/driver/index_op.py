@@ -32,6 +32,20 @@ class _Unseen:
         return None
 
 
+def long_and_unheld(drivers: SharedDrivers, root: Path, *, rebuild: bool, embed: bool) -> bool:
+    """Whether the pass is better run by the asking `codeask index` itself: a long pass (a
+    first pass, `--rebuild`, `--full`'s model tier) on a folder no session holds. There the
+    user sees its progress line, and `--full` embeds on every core instead of the driver's
+    one ONNX thread; the daemon's answer adds nothing (it would open the index for the pass
+    and close it after)."""
+    from codeask.config import load_settings
+    from codeask.core.indexer.location import has_index
+
+    if drivers.holds(root, {}):
+        return False
+    return rebuild or embed or not has_index(root, load_settings(root.resolve(), {})[0])
+
+
 def run_pass(
     drivers: SharedDrivers, root: Path, *, rebuild: bool, embed: bool
 ) -> PassDone | PassBusy:

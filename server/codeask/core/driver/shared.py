@@ -226,6 +226,12 @@ class SharedDrivers:
             for d in drivers
         ]
 
+    def holds(self, root: Path, editor: dict[str, Any]) -> bool:
+        """Whether a driver of `root` under `editor` runs (a session holds the folder)."""
+        key = SharedIndexes.key_of(root.resolve(), editor)
+        with self._lock:
+            return key in self._drivers
+
     def roots(self, kind: str) -> list[str]:
         """The folders whose driver has a session of this kind (`mcp`: `mcp_folders`)."""
         with self._lock:
