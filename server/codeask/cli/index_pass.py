@@ -28,8 +28,7 @@ def answer(call: Any, cwd: Path, drivers: Any) -> tuple[list[dict[str, Any]], st
 
 
 def _one(drivers: Any, root: Path, call: Any, notes: list[str]) -> dict[str, Any] | None:
-    from codeask.core.driver import PassBusy, PassRefused, run_pass
-    from codeask.core.driver.index_op import long_and_unheld
+    from codeask.core.driver import PassBusy, PassRefused, long_and_unheld, run_pass
     from codeask.core.source.names import display_path
 
     embed = call.full and not call.lexical_only

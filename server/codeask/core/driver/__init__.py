@@ -40,7 +40,7 @@ from codeask.core.driver.common import (
     FullKind,
     serving,
 )
-from codeask.core.driver.index_op import run_pass
+from codeask.core.driver.index_op import long_and_unheld, run_pass
 from codeask.core.driver.listener import Bar, Listener, QuietBar
 from codeask.core.driver.passes import PassBusy, PassDone, PassRefused
 from codeask.core.driver.shared import SharedDrivers, Subscription, finish
@@ -66,6 +66,7 @@ __all__ = [
     "SharedDrivers",
     "Subscription",
     "finish",
+    "long_and_unheld",
     "run_pass",
     "serving",
 ]

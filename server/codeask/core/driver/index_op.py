@@ -39,7 +39,7 @@ def long_and_unheld(drivers: SharedDrivers, root: Path, *, rebuild: bool, embed:
     one ONNX thread; the daemon's answer adds nothing (it would open the index for the pass
     and close it after)."""
     from codeask.config import load_settings
-    from codeask.core.indexer.location import has_index
+    from codeask.core.indexer import has_index
 
     if drivers.holds(root, {}):
         return False
