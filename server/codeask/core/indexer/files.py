@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from codeask.config import cache_dir
 from codeask.core.embedding.static import STATIC_DIM
 from codeask.core.indexer.chunk_pool import Job, PreparedFile, prepare, prepared_files
+from codeask.core.indexer.early_saves import EarlySaves
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.source.discover import SkippedFile, SourceFile, discover
@@ -58,12 +59,15 @@ def scan_and_chunk(
     stream = prepared_files(
         jobs, settings.index, settings.chunk, settings.index.chunk_workers, static_cache
     )
+    early = EarlySaves(settings.index.checkpoint_seconds, len(jobs))
     with stream as prepared_in_order, index.embedding.static_behind(report) as static:
         pairs = zip(jobs, prepared_in_order, strict=True)
         for done, (job, prepared) in enumerate(pairs, unchanged + 1):
             token.check()
             static.add(store_prepared(index, job, prepared, report))
             if done % 50 == 0:
+                if early.due(done - unchanged):  # part of a big tree searchable in seconds
+                    index.checkpoint()
                 emit(Progress("chunk", done, len(files), message=job.rel))
     emit(Progress("chunk", len(files), len(files)))
 
