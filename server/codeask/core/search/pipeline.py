@@ -24,6 +24,7 @@ from codeask.core.search.steps.hub import lift_hub
 from codeask.core.search.steps.mentions import lift_mentioned_paths
 from codeask.core.search.steps.names import lift_named
 from codeask.core.search.steps.phrases import lift_quoted_phrases
+from codeask.core.search.steps.releases import demote_released_copies
 from codeask.core.search.steps.state import Ranked, Ranking
 from codeask.core.search.steps.tested import lift_tested_subjects
 from codeask.core.search.steps.words import lead, lexical, symbols
@@ -40,6 +41,7 @@ ADJUST: tuple[Adjust, ...] = (
     lift_named,
     lift_hub,
     demote_paths,
+    demote_released_copies,
     lift_tested_subjects,
     lift_quoted_phrases,
     propagate_calls,
