@@ -25,6 +25,7 @@ from codeask.core.search.steps.mentions import lift_mentioned_paths
 from codeask.core.search.steps.names import lift_named
 from codeask.core.search.steps.phrases import lift_quoted_phrases
 from codeask.core.search.steps.releases import demote_released_copies
+from codeask.core.search.steps.siblings import lift_named_sibling
 from codeask.core.search.steps.state import Ranked, Ranking
 from codeask.core.search.steps.tested import lift_tested_subjects
 from codeask.core.search.steps.words import lead, lexical, symbols
@@ -46,6 +47,7 @@ ADJUST: tuple[Adjust, ...] = (
     lift_quoted_phrases,
     propagate_calls,
     lift_coherent_files,
+    lift_named_sibling,
     lift_deepest_frame,
 )
 
