@@ -232,6 +232,11 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     ("Python" → `domains/python.py`) lifts that file above its folder's other candidates by
     this share of the best score (core/search/steps/siblings.py); 0 turns it off (Python
     reports dev R@5 .872 → .885, MRR .722 → .732; benchmarks/README.md)."""
+    field_weight: float = 0.3
+    """A pasted report's reST fields and roles (`:param text:`, `:rtype:`) lift each of the 10
+    best candidate files that names them as quoted strings (where the code registers them) by
+    up to this share of the best score (core/search/steps/fields.py); 0 turns it off (Python
+    reports dev R@5 .885 → .899, MRR .732 → .735; benchmarks/README.md)."""
     frame_weight: float = 0.75
     """A pasted Python traceback's deepest frame in the project (the last one naming a workspace
     file that is not a test or vendored) lifts that frame's function by this share of the best

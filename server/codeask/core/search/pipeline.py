@@ -17,6 +17,7 @@ from codeask.core.search.steps.calls import propagate_calls
 from codeask.core.search.steps.coherence import lift_coherent_files
 from codeask.core.search.steps.demote import demote_paths
 from codeask.core.search.steps.dense import dense, dense_on_demand
+from codeask.core.search.steps.fields import lift_field_names
 from codeask.core.search.steps.file_prior import lift_file_prior
 from codeask.core.search.steps.frames import lift_deepest_frame
 from codeask.core.search.steps.fuse import fuse
@@ -48,6 +49,7 @@ ADJUST: tuple[Adjust, ...] = (
     propagate_calls,
     lift_coherent_files,
     lift_named_sibling,
+    lift_field_names,
     lift_deepest_frame,
 )
 
