@@ -229,6 +229,16 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     (the error message it quotes, where the source raises it) lift that chunk by up to this
     share of the best score (core/search/steps/phrases.py); 0 turns it off (Python reports dev
     MRR .679 → .714, R@1 .527 → .588; benchmarks/README.md)."""
+    sibling_weight: float = 0.05
+    """A pasted report that uses one candidate file's name as a word three times or more
+    ("Python" → `domains/python.py`) lifts that file above its folder's other candidates by
+    this share of the best score (core/search/steps/siblings.py); 0 turns it off (Python
+    reports dev R@5 .872 → .885, MRR .722 → .732; benchmarks/README.md)."""
+    field_weight: float = 0.3
+    """A pasted report's reST fields and roles (`:param text:`, `:rtype:`) lift each of the 10
+    best candidate files that names them as quoted strings (where the code registers them) by
+    up to this share of the best score (core/search/steps/fields.py); 0 turns it off (Python
+    reports dev R@5 .885 → .899, MRR .732 → .735; benchmarks/README.md)."""
     frame_weight: float = 0.75
     """A pasted Python traceback's deepest frame in the project (the last one naming a workspace
     file that is not a test or vendored) lifts that frame's function by this share of the best

@@ -17,6 +17,7 @@ from codeask.core.search.steps.calls import propagate_calls
 from codeask.core.search.steps.coherence import lift_coherent_files
 from codeask.core.search.steps.demote import demote_paths
 from codeask.core.search.steps.dense import dense, dense_on_demand
+from codeask.core.search.steps.fields import lift_field_names
 from codeask.core.search.steps.file_prior import lift_file_prior
 from codeask.core.search.steps.frames import lift_deepest_frame
 from codeask.core.search.steps.fuse import fuse
@@ -24,6 +25,8 @@ from codeask.core.search.steps.hub import lift_hub
 from codeask.core.search.steps.mentions import lift_mentioned_paths
 from codeask.core.search.steps.names import lift_named
 from codeask.core.search.steps.phrases import lift_quoted_phrases
+from codeask.core.search.steps.releases import demote_released_copies
+from codeask.core.search.steps.siblings import lift_named_sibling
 from codeask.core.search.steps.state import Ranked, Ranking
 from codeask.core.search.steps.tested import lift_tested_subjects
 from codeask.core.search.steps.words import lead, lexical, symbols
@@ -40,10 +43,13 @@ ADJUST: tuple[Adjust, ...] = (
     lift_named,
     lift_hub,
     demote_paths,
+    demote_released_copies,
     lift_tested_subjects,
     lift_quoted_phrases,
     propagate_calls,
     lift_coherent_files,
+    lift_named_sibling,
+    lift_field_names,
     lift_deepest_frame,
 )
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 from codeask.core.search.steps.demote import VENDORED, is_test_path
 from codeask.core.search.steps.mentions import longest_known_suffix
+from codeask.core.search.steps.releases import ReleasedCopies
 from codeask.core.search.steps.state import Ranking
 from codeask.core.storage.protocol import IndexReader
 
@@ -45,16 +46,17 @@ def frames(text: str) -> Iterator[tuple[str, str]]:
 
 
 def deepest_frame(storage: IndexReader, text: str) -> tuple[str, str] | None:
-    """The last frame whose path is one workspace file, not a test and not vendored: (that
-    file, the frame's function); None when no frame is."""
+    """The last frame whose path is one workspace file, not a test and not vendored (nor in a
+    released copy, steps/releases.py): (that file, the frame's function); None when no frame is."""
     deepest = None
+    copies = ReleasedCopies(storage)
     resolved: dict[str, list[str]] = {}  # a long log repeats its frames' paths
     for path, func in frames(text):
         if path not in resolved:
             resolved[path] = [
                 name
                 for name in longest_known_suffix(storage, path)
-                if not is_test_path(name) and not VENDORED.search(name)
+                if not is_test_path(name) and not VENDORED.search(name) and not copies.holds(name)
             ]
         if len(resolved[path]) == 1:
             deepest = (resolved[path][0], func)
