@@ -10,7 +10,8 @@ XDG_CACHE_HOME with the user's model folder linked) and a private XDG_RUNTIME_DI
 Each step is its own child process, measured with its whole process tree (benchmarks.proc_tree):
 
 1. index cold: `codeask index` (first pass): wall, CPU, peak RSS of the tree and of its largest
-   process, index on disk vs the source, files and chunks (`codeask status --json`);
+   process, index on disk vs the source, files and chunks (`codeask status --json`), and when
+   the first question first answered from the pass's early snapshot (benchmarks.scale_partial);
 2. open cold (a fresh process; the OS page cache is not dropped, which would take root and slow
    everyone sharing the machine): `codeask search --no-daemon` on the first question; then a
    fresh daemon's start to first answer (`codeask search` with `daemon.enabled` starts it);
@@ -60,6 +61,7 @@ from benchmarks.cold_peak import fresh_cache
 from benchmarks.kernel_source import cache_root, kernel_tree
 from benchmarks.proc_tree import Cost, Tree
 from benchmarks.scale_editor import editor_saves
+from benchmarks.scale_partial import FirstAnswer
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE / "data" / "kernel_questions.jsonl"
@@ -75,7 +77,8 @@ SEMBLE_BYTES_PER_SOURCE_BYTE = 17 / 1.5
 
 #: The issue's "done when" targets, for the whole kernel.
 TARGETS = {
-    "index": "<= 360 s wall, <= 450 CPU-s, <= 1536 MB tree, index <= 2x source",
+    "index": "<= 360 s wall, <= 450 CPU-s, <= 1536 MB tree, index <= 2x source, "
+    "partly searchable <= 10 s",
     "no-daemon": "<= 3 s, <= 600 MB",
     "daemon": "<= 2 s start to first answer",
     "warm": "p95 <= 200 ms",
@@ -237,7 +240,12 @@ class Run:
 
     # ---- the steps ---------------------------------------------------------------------------
     def index_cold(self) -> None:
-        cost = self.codeask("index", "--json", str(self.tree))
+        partial = FirstAnswer(self.index_root, self.tree, self.questions[0].query, self.env)
+        partial.start()
+        try:
+            cost = self.codeask("index", "--json", str(self.tree))
+        finally:
+            partial.stop()
         status = json.loads(
             subprocess.run(
                 [sys.executable, "-m", "codeask", "status", "--json", "--root", str(self.tree)],
@@ -254,7 +262,7 @@ class Run:
             f"{status['files']:,} files, {status['chunks']:,} chunks; index {mb(index)} = "
             f"{index / max(source, 1):.2f}x source {mb(source)}; CPU-s: main process "
             f"{cost.main_cpu_s:.1f}, chunk workers {cost.cpu_s - cost.main_cpu_s:.1f}; "
-            f"tree RssAnon peak {cost.peak_anon_mb:,.0f} MB"
+            f"tree RssAnon peak {cost.peak_anon_mb:,.0f} MB; {partial.figure()}"
         )
         self.rows.append(Row("1 index cold (first pass)", cost, figure, TARGETS["index"]))
 

@@ -97,6 +97,8 @@ def test_scale_prints_every_step_with_numbers(tmp_path: Path) -> None:
         assert re.search(cells, rows[0]), rows[0]
     assert re.search(r"\b3 files, [0-9]+ chunks; index", run.stdout), run.stdout
     assert re.search(rf"CPU-s: main process {number}, chunk workers -?{number}", run.stdout)
+    partial = r"first answer [0-9.]+ s after the start \([0-9]+ hits\)|no partial answer before"
+    assert re.search(partial, run.stdout), run.stdout
     assert re.search(r"R@5 [01]\.[0-9]{2}, MRR [01]\.[0-9]{2} \(3 q\)", run.stdout), run.stdout
     assert "searchable:" in run.stdout, run.stdout
     # step 4b: every save through the language server became searchable, with its memory
