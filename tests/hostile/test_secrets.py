@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import zstandard
 from _fake_llm import Recorder, fake_llm
 
 from support import CODEASK_SCRIPT, private_env
@@ -182,8 +183,24 @@ def _module(secrets: list[Secret]) -> str:
 
 
 def every_byte(folder: Path) -> bytes:
-    """All files under a folder, concatenated (SQLite, its -wal, msgpack, vectors...)."""
-    return b"\n".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+    """All files under a folder, concatenated (msgpack, vectors, segments...); a chunk record
+    file's records as they decode (each is stored zstd-compressed), so a value in a chunk's
+    text is found as it would be in a plain file."""
+    return b"\n".join(
+        p.read_bytes() + _plain_records(p) for p in sorted(folder.rglob("*")) if p.is_file()
+    )
+
+
+def _plain_records(path: Path) -> bytes:
+    if path.name != "chunks.rec":
+        return b""
+    from codeask.core.storage.chunk_file import ChunkFile
+    from codeask.core.storage.record_codec import ZSTD_MAGIC
+
+    records = ChunkFile(path)
+    unpack = zstandard.ZstdDecompressor()
+    raw = (bytes(records.raw(row)) for row in range(len(records)))
+    return b"\n".join(unpack.decompress(r) if r[:4] == ZSTD_MAGIC else r for r in raw)
 
 
 def pieces(value: str) -> list[str]:

@@ -131,11 +131,13 @@ class WalkCache:
         """A folder just listed: kept for the next walk unless it cannot be (None entries: it
         has a symlink or a bad name) or it changed too recently to trust its stat."""
         self.listed += 1
-        self._changed = True
         if entries is None or stat is None or max(stat[1], stat[2]) > self.started_ns - RACY_NS:
+            self._changed |= rel in self._old  # dropped: the file changes; never kept: it does not
             return
         names = [name for name, _ in entries]
-        self._new[rel] = Listing(stat, key, names, "".join(kind for _, kind in entries))
+        listing = Listing(stat, key, names, "".join(kind for _, kind in entries))
+        self._changed |= self._old.get(rel) != listing
+        self._new[rel] = listing
 
     def save(self) -> None:
         """Write the walk's listings when they differ from the file's (atomic; a failure is
