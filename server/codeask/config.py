@@ -65,8 +65,8 @@ class IndexSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Skip files that usually hold secrets (.env*, *.pem, *.key, id_rsa*)."""
     checkpoint_seconds: float = 10.0
     """How often a long index run saves a consistent snapshot to disk; a first pass saves what
-    it has after this many seconds (searchable by other processes), then at 4× the time
-    elapsed, during its first quarter."""
+    it has after a fifth of this (searchable by other processes), then at 4× the time elapsed,
+    during its first quarter."""
     backend: Literal["local", "postgres"] = "local"
     """`postgres`: read the team's published index of the commit nearest HEAD and index only
     the files that differ; vectors are shared through the team database (docs/postgres.md)."""

@@ -59,7 +59,7 @@ def test_no_early_save_before_its_time(tmp_path: Path) -> None:
 
 def test_early_saves_are_spaced_geometrically_and_stop_after_the_first_quarter() -> None:
     now = [0.0]
-    saves = EarlySaves(10.0, files=1000, clock=lambda: now[0])
+    saves = EarlySaves(50.0, files=1000, clock=lambda: now[0])  # the first after 10 s
     due = []
     for second in range(0, 400):
         now[0] = float(second)

@@ -196,11 +196,15 @@ class _Releaser:
     def _run(self) -> None:
         while True:
             time.sleep(_TICK_SECONDS)
-            now = time.monotonic()
-            with self._lock:
-                watched = list(self._watched)
-            for rows in watched:  # a released tier stays watched (weakly): the next scan
-                rows.release_if_idle(now)  # makes it resident again
+            self._tick(time.monotonic())
+
+    def _tick(self, now: float) -> None:
+        """One round; its strong references end with it (held in `_run` across the sleep, they
+        kept a replaced generation's tiers mapped for a tick: test_reload_frees)."""
+        with self._lock:
+            watched = list(self._watched)
+        for rows in watched:  # a released tier stays watched (weakly): the next scan
+            rows.release_if_idle(now)  # makes it resident again
 
 
 _releaser = _Releaser()

@@ -15,7 +15,6 @@ is freed when the tier holding it goes.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +33,8 @@ class RowSpill:
     def __init__(self, folder: Path, dim: int, dtype: np.dtype) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         # open as long as the spill lives (closed, and its space freed, when the tier goes)
+        import tempfile  # only a long pass spills: not on a search's path (test_rest_imports)
+
         self._file = tempfile.TemporaryFile(prefix="vectors-spill-", dir=folder)  # noqa: SIM115
         self.dim, self.dtype = dim, np.dtype(dtype)
         self._row_bytes = dim * self.dtype.itemsize
