@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from codeask.core.search.steps.state import Ranking
+from codeask.core.search.steps.state import Ranking, leading
 
 #: The best candidate files whose chunks are read.
 FIELDS_AMONG = 10
@@ -42,10 +42,8 @@ def lift_field_names(ranking: Ranking) -> None:
     names = field_names(ranking.signals.text)
     if not names:
         return
-    best = {
-        p: max((fused.get(c.id, 0.0) for c in cs), default=0.0) for p, cs in found.by_path.items()
-    }
-    leaders = sorted(best, key=best.__getitem__, reverse=True)[:FIELDS_AMONG]
+    best = found.file_scores()
+    leaders = leading(best, FIELDS_AMONG)
     unit = weight * max(fused.values()) / len(names)
     for path in leaders:
         text = "\n".join(chunk.text for chunk in ranking.folder.storage.chunks_of(path))

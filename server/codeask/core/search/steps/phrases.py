@@ -23,7 +23,7 @@ import re
 
 from codeask.core.records import HISTORY_KINDS
 from codeask.core.search.steps.demote import demoted
-from codeask.core.search.steps.state import Ranking
+from codeask.core.search.steps.state import Ranking, leading
 
 #: Words per run (measured over every candidate, before the leaders rule: 5 words MRR .706, 6
 #: words .712).
@@ -83,10 +83,8 @@ def lift_quoted_phrases(ranking: Ranking) -> None:
     if not pasted:
         return
     fused = found.fused
-    best = {
-        p: max((fused.get(c.id, 0.0) for c in cs), default=0.0) for p, cs in found.by_path.items()
-    }
-    leaders = sorted(best, key=best.__getitem__, reverse=True)[:PHRASE_AMONG]
+    best = found.file_scores()
+    leaders = leading(best, PHRASE_AMONG)
     unit = weight * max(fused.values())
     seen: set[int] = set()
     for path in leaders:

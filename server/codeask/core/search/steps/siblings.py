@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import PurePosixPath
 
 from codeask.core.search.steps.demote import VENDORED, is_test_path
-from codeask.core.search.steps.state import Ranking
+from codeask.core.search.steps.state import Ranking, leading
 
 #: The best candidate files whose folders are read.
 SIBLINGS_AMONG = 10
@@ -59,11 +59,9 @@ def lift_named_sibling(ranking: Ranking) -> None:
     weight = ranking.folder.settings.retrieve.sibling_weight
     if not ranking.lexical or not ranking.signals.report or weight <= 0 or not fused:
         return
-    best = {
-        p: max((fused.get(c.id, 0.0) for c in cs), default=0.0) for p, cs in found.by_path.items()
-    }
+    best = found.file_scores()
     best = {p: b for p, b in best.items() if b > 0}
-    leaders = sorted(best, key=best.__getitem__, reverse=True)[:SIBLINGS_AMONG]
+    leaders = leading(best, SIBLINGS_AMONG)
     words, folders, top = named_words(ranking.signals.text), folder_files(best), max(fused.values())
     for folder in {PurePosixPath(p).parent for p in leaders}:
         siblings = folders.get(folder, [])

@@ -60,6 +60,14 @@ class Candidates:
             self.read.update((i, found.get(i)) for i in wanted)
         return self.read
 
+    def file_scores(self) -> dict[str, float]:
+        """Each grouped file's best fused score (0.0 when none of its chunks is fused)."""
+        fused = self.fused
+        return {
+            p: max((fused.get(c.id, 0.0) for c in cs), default=0.0)
+            for p, cs in self.by_path.items()
+        }
+
     def group(self, storage: IndexReader, ids: Iterable[int] | None = None) -> None:
         """Add the candidates (or `ids`, new ones) to `by_path`; gone chunks are left out."""
         ids = list(self.fused if ids is None else ids)
@@ -97,3 +105,8 @@ class Ranking:
     def lexical(self) -> bool:
         """Whether the lexical retrievers and the steps built on words take part."""
         return self.mode != "dense"
+
+
+def leading(best: dict[str, float], count: int) -> list[str]:
+    """The `count` files of `best` with the highest scores, best first."""
+    return sorted(best, key=best.__getitem__, reverse=True)[:count]

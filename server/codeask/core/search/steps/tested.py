@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 
 from codeask.core.search.rerank import subjects_of_test
 from codeask.core.search.steps.demote import is_test_path
-from codeask.core.search.steps.state import Ranking
+from codeask.core.search.steps.state import Ranking, leading
 
 #: The best candidate files whose test files are read: further down, a test file matches
 #: the report's incidental words.
@@ -37,10 +37,8 @@ def lift_tested_subjects(ranking: Ranking) -> None:
     if not ranking.lexical or not ranking.signals.report or weight <= 0 or not found.fused:
         return
     fused, storage = found.fused, ranking.folder.storage
-    best = {
-        p: max((fused.get(c.id, 0.0) for c in cs), default=0.0) for p, cs in found.by_path.items()
-    }
-    leaders = sorted(best, key=best.__getitem__, reverse=True)[:TESTED_AMONG]
+    best = found.file_scores()
+    leaders = leading(best, TESTED_AMONG)
     lift: dict[str, float] = {}
     for path in leaders:
         if is_test_path(path) and PurePosixPath(path).name.startswith(TEST_PREFIX):
