@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,10 +36,9 @@ class AsciiWordPiece:
     """Token ids of ASCII texts, truncated like the tokenizer (`max_tokens`), unknowns kept."""
 
     def __init__(self, tokenizer: Tokenizer, max_tokens: int, specials: Sequence[str]) -> None:
-        self._model = tokenizer.model
         self._max_tokens = max_tokens
         self._specials = tuple(specials)
-        self._words: dict[str, tuple[int, ...]] = {}
+        self._words = _Words(tokenizer)
 
     def ids(self, text: str) -> list[int] | None:
         """The ids the full tokenizer gives `text`, or None when it must tokenize it itself."""
@@ -47,26 +47,27 @@ class AsciiWordPiece:
         low = text.lower()
         if _CONTROL.search(low):
             low = _CONTROL.sub("", low)
-        out: list[int] = []
-        known = self._words.get
-        limit = self._max_tokens
-        for word in _WORD.findall(low):
-            ids = known(word)
-            if ids is None:
-                ids = self._learn(word)
-            out.extend(ids)
-            if len(out) >= limit:
-                del out[limit:]
-                break
-        return out
+        # one loop in C (a Python loop over the words was half of this call, issue 42);
+        # `islice` stops at the limit, so words past it are neither looked up nor learnt
+        words = map(self._words.__getitem__, _WORD.findall(low))
+        return list(islice(chain.from_iterable(words), self._max_tokens))
 
     def forget(self) -> None:
         """Drop the remembered words (a pass is over; a server at rest does not keep them)."""
-        self._words = {}
+        self._words.clear()
 
-    def _learn(self, word: str) -> tuple[int, ...]:
+
+class _Words(dict[str, tuple[int, ...]]):
+    """word -> its WordPiece ids; an unknown word goes through the tokenizer's own model once
+    (`__missing__`, called from C by a lookup that misses)."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        super().__init__()
+        self._model = tokenizer.model
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
         ids = tuple(token.id for token in self._model.tokenize(word))
-        if len(self._words) >= MAX_WORDS:
-            self._words.clear()
-        self._words[word] = ids
+        if len(self) >= MAX_WORDS:
+            self.clear()
+        self[word] = ids
         return ids
