@@ -1,0 +1,151 @@
+"""A one-shot search keeps few index pages mapped: what it read is given back step by step.
+
+Each case runs in a process of its own (the one-shot switch is process-wide, and RSS is the
+process's): it writes an index file bigger than the bound, reads it the way a search does, and
+prints the Rss of that file's mapping from /proc/self/smaps (runtime/resident.py, issue 42).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps (Linux)"
+)
+
+MB = 1 << 20
+
+#: Rss (bytes) of the mappings of the file named in argv[2], read from /proc/self/smaps.
+_RSS_OF = """
+def rss_of(name):
+    total, mine = 0, False
+    for line in open("/proc/self/smaps"):
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5 and head[0][0] in "0123456789abcdef":
+            mine = len(head) > 5 and head[-1].endswith(name)
+        elif mine and head[0] == "Rss:":
+            total += int(head[1]) * 1024
+    return total
+"""
+
+
+def _run(tmp_path: Path, body: str, *, one_shot: bool) -> int:
+    """Run `body` (which leaves the file's name in `name`) in a fresh process; the Rss of that
+    file's mapping at the end, in bytes."""
+    script = "\n".join(
+        [
+            "import sys",
+            "from pathlib import Path",
+            "from codeask.core.runtime import resident",
+            _RSS_OF,
+            "folder = Path(sys.argv[1])",
+            "if sys.argv[2] == '1':",
+            "    resident.answer_once()",
+            textwrap.dedent(body),
+            "print(rss_of(name))",
+        ]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), "1" if one_shot else "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return int(done.stdout.split()[-1])
+
+
+_VECTORS = """
+import numpy as np
+from codeask.core.storage.vectors import VectorIndex
+name = "static.npz"
+path = folder / name
+if not path.exists():
+    rows = np.random.default_rng(1).normal(size=(64_000, 256)).astype(np.float32)
+    built = VectorIndex(256, quantized=True)
+    built.add(list(range(1, len(rows) + 1)), rows)
+    built.write_base(path)
+tier = VectorIndex.load(path, 256, 0, np.arange(1, 64_001), quantized=True)
+assert tier.mapped
+for seed in range(3):
+    tier.query(np.random.default_rng(seed).normal(size=256).astype(np.float32), 10)
+"""
+
+
+def test_a_one_shot_vector_scan_keeps_at_most_a_block_of_a_bigger_base_mapped(
+    tmp_path: Path,
+) -> None:
+    """A 16 MB base (64k int8 rows, scanned whole): a long-lived process keeps what it scanned
+    (released once idle), a one-shot one gives each block of 4096 rows back after scoring it."""
+    kept = _run(tmp_path, _VECTORS, one_shot=False)
+    given_back = _run(tmp_path, _VECTORS, one_shot=True)
+    assert (tmp_path / "static.npz").stat().st_size > 16 * MB
+    assert kept > 12 * MB
+    assert given_back < 4 * MB
+
+
+_CHUNKS = """
+import random
+from codeask.core.records import Chunk
+from codeask.core.storage.chunk_file import ChunkFile, ChunkFileWriter
+name = "chunks.rec"
+path = folder / name
+if not path.exists():
+    words = random.Random(2)
+    with path.open("wb") as handle:
+        writer = ChunkFileWriter(handle)
+        for n in range(1, 3001):
+            text = " ".join(f"{words.getrandbits(64):x}" for _ in range(700))
+            writer.add(Chunk(path=f"f{n}.py", language="python", kind="function", start_line=1,
+                             end_line=40, text=text, symbol=f"fn_{n}", id=n))
+        writer.finish()
+chunks = ChunkFile(path)
+assert all(chunks.get(n).symbol == f"fn_{n}" for n in range(1, 3001))
+"""
+
+
+def test_decoded_chunk_records_are_read_not_mapped(tmp_path: Path) -> None:
+    """Every record of a 20 MB chunk file decoded: only its id tables (~72 KB) are mapped, in
+    a long-lived process too (a record is read with pread into the bytes decoded)."""
+    kept = _run(tmp_path, _CHUNKS, one_shot=False)
+    assert (tmp_path / "chunks.rec").stat().st_size > 20 * MB
+    assert kept < 4 * MB
+
+
+_SEGMENT = """
+import random
+import numpy as np
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, LiveTable, Postings, Segment
+from codeask.core.storage.lexical.segment_file import open_segment, write_segment
+name = "seg-1.lex"
+path = folder / name
+if not path.exists():
+    pick = random.Random(3)
+    rows = [
+        (n, "common " + " ".join(f"w{pick.randrange(400_000)}" for _ in range(12)), "", "")
+        for n in range(1, 200_001)
+    ]
+    built = Postings.build(rows, CHUNK_WEIGHTS)
+    write_segment(path, Segment(built, np.asarray(built.keys, dtype=np.int64)))
+postings, _ = open_segment(path)
+table = LiveTable(postings, CHUNK_WEIGHTS, tie_by_key=True)
+assert table.search(["common"], 1)
+for word in ("w17", "w123", "w4567"):
+    table.search(["common", word], 1)
+"""
+
+
+def test_a_one_shot_lexical_search_gives_each_terms_pages_back(tmp_path: Path) -> None:
+    """A term in every one of 200k rows reads its whole postings and every row's length; a
+    long-lived process keeps those pages, a one-shot one gives them back after each term (what
+    stays is the few rows that made the cut)."""
+    kept = _run(tmp_path, _SEGMENT, one_shot=False)
+    given_back = _run(tmp_path, _SEGMENT, one_shot=True)
+    assert (tmp_path / "seg-1.lex").stat().st_size > 16 * MB
+    assert kept > 2 * MB
+    assert given_back < kept / 4
