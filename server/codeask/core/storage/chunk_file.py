@@ -36,6 +36,7 @@ import numpy as np
 import zstandard
 
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.runtime import resident
 from codeask.core.storage import record_codec
 from codeask.core.storage.snapshot import StoreError
 
@@ -174,6 +175,7 @@ class ChunkFile:
         self._map = buf = mmap.mmap(fd, size - base, access=mmap.ACCESS_READ, offset=base)
         if zlib.crc32(buf[start - base : end - base]) != crc:
             raise ChunkDamaged(f"index file {self.path.name}: its id table fails its checksum")
+        resident.step_done(buf)  # the checksum read every table page; lookups need a few
         at = start - base
 
         def take(dtype: str, count: int, width: int) -> np.ndarray:
