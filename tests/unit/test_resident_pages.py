@@ -34,9 +34,9 @@ def rss_of(name):
 """
 
 
-def _run(tmp_path: Path, body: str, *, one_shot: bool) -> int:
-    """Run `body` (which leaves the file's name in `name`) in a fresh process; the Rss of that
-    file's mapping at the end (or what `body` measured), in bytes."""
+def _run(tmp_path: Path, body: str, file: str, *, one_shot: bool) -> int:
+    """Run `body` (which reads `path`, the file `file` in `tmp_path`) in a fresh process; the
+    Rss of that file's mapping at the end (or what `body` measured), in bytes."""
     script = "\n".join(
         [
             "import sys",
@@ -44,6 +44,8 @@ def _run(tmp_path: Path, body: str, *, one_shot: bool) -> int:
             "from codeask.core.runtime import resident",
             _RSS_OF,
             "folder = Path(sys.argv[1])",
+            "name = sys.argv[3]",
+            "path = folder / name",
             "if sys.argv[2] == '1':",
             "    resident.answer_once()",
             textwrap.dedent(body),
@@ -51,7 +53,7 @@ def _run(tmp_path: Path, body: str, *, one_shot: bool) -> int:
         ]
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path), "1" if one_shot else "0"],
+        [sys.executable, "-c", script, str(tmp_path), "1" if one_shot else "0", file],
         capture_output=True,
         text=True,
         check=True,
@@ -60,11 +62,17 @@ def _run(tmp_path: Path, body: str, *, one_shot: bool) -> int:
     return int(done.stdout.split()[-1])
 
 
+def _both(tmp_path: Path, body: str, file: str, bigger_than: int) -> tuple[int, int]:
+    """(Rss in a long-lived process, Rss in a one-shot one) of the same reads of `file`, once
+    it is checked to be bigger than `bigger_than` bytes."""
+    kept = _run(tmp_path, body, file, one_shot=False)
+    assert (tmp_path / file).stat().st_size > bigger_than
+    return kept, _run(tmp_path, body, file, one_shot=True)
+
+
 _VECTORS = """
 import numpy as np
 from codeask.core.storage.vectors import VectorIndex
-name = "static.npz"
-path = folder / name
 if not path.exists():
     rows = np.random.default_rng(1).normal(size=(64_000, 256)).astype(np.float32)
     built = VectorIndex(256, quantized=True)
@@ -77,24 +85,10 @@ for seed in range(3):
 """
 
 
-def test_a_one_shot_vector_scan_keeps_at_most_a_block_of_a_bigger_base_mapped(
-    tmp_path: Path,
-) -> None:
-    """A 16 MB base (64k int8 rows, scanned whole): a long-lived process keeps what it scanned
-    (released once idle), a one-shot one gives each block of 4096 rows back after scoring it."""
-    kept = _run(tmp_path, _VECTORS, one_shot=False)
-    given_back = _run(tmp_path, _VECTORS, one_shot=True)
-    assert (tmp_path / "static.npz").stat().st_size > 16 * MB
-    assert kept > 12 * MB
-    assert given_back < 4 * MB
-
-
 _CHUNKS = """
 import random
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkFile, ChunkFileWriter
-name = "chunks.rec"
-path = folder / name
 if not path.exists():
     words = random.Random(2)
     with path.open("wb") as handle:
@@ -109,23 +103,11 @@ assert all(chunks.get(n).symbol == f"fn_{n}" for n in range(1, 3001))
 """
 
 
-def test_a_one_shot_process_reads_chunk_records_instead_of_mapping_them(tmp_path: Path) -> None:
-    """Every record of a 20 MB chunk file decoded: a long-lived process slices them from the
-    map (its pages stay), a one-shot one reads each with pread, so none of them is mapped."""
-    kept = _run(tmp_path, _CHUNKS, one_shot=False)
-    given_back = _run(tmp_path, _CHUNKS, one_shot=True)
-    assert (tmp_path / "chunks.rec").stat().st_size > 20 * MB
-    assert kept > 16 * MB
-    assert given_back < 1 * MB
-
-
 _SEGMENT = """
 import random
 import numpy as np
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, LiveTable, Postings, Segment
 from codeask.core.storage.lexical.segment_file import open_segment, write_segment
-name = "seg-1.lex"
-path = folder / name
 if not path.exists():
     pick = random.Random(3)
     rows = [
@@ -142,22 +124,9 @@ for word in ("w17", "w123", "w4567"):
 """
 
 
-def test_a_one_shot_lexical_search_gives_each_terms_pages_back(tmp_path: Path) -> None:
-    """A term in every one of 200k rows reads its whole postings and every row's length; a
-    long-lived process keeps those pages, a one-shot one gives them back after each term (what
-    stays is the few rows that made the cut)."""
-    kept = _run(tmp_path, _SEGMENT, one_shot=False)
-    given_back = _run(tmp_path, _SEGMENT, one_shot=True)
-    assert (tmp_path / "seg-1.lex").stat().st_size > 16 * MB
-    assert kept > 2 * MB
-    assert given_back < kept / 4
-
-
 _TABLES = """
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkFile, ChunkFileWriter
-name = "tables.rec"
-path = folder / name
 if not path.exists():
     with path.open("wb") as handle:
         writer = ChunkFileWriter(handle)
@@ -171,11 +140,28 @@ assert [chunks.get(n).start_line for n in (7, 150_000, 299_999)] == [7, 150_000,
 """
 
 
-def test_a_one_shot_open_gives_back_the_id_tables_its_checksum_read(tmp_path: Path) -> None:
-    """The open checks the id tables' crc32 (12 MB for 300k chunks): a long-lived process keeps
-    them mapped for its lookups, a one-shot one gives them back (a lookup then faults in the
-    pages its bisection reads)."""
-    kept = _run(tmp_path, _TABLES, one_shot=False)
-    given_back = _run(tmp_path, _TABLES, one_shot=True)
-    assert kept > 10 * MB
-    assert given_back < 1 * MB
+CASES = [
+    # A 16 MB base (64k int8 rows, scanned whole): a long-lived process keeps what it scanned
+    # (released once idle), a one-shot one gives each block of 4096 rows back after scoring it.
+    pytest.param(_VECTORS, "static.npz", 16 * MB, 12 * MB, 4 * MB, id="vector-scan"),
+    # Every record of a 20 MB chunk file decoded: a long-lived process slices them from the map
+    # (its pages stay), a one-shot one reads each with pread, so none of them is mapped.
+    pytest.param(_CHUNKS, "chunks.rec", 20 * MB, 16 * MB, 1 * MB, id="chunk-records"),
+    # A term in every one of 200k rows reads its whole postings and every row's length: a
+    # one-shot process gives them back after each term (what stays: the rows that made the cut).
+    pytest.param(_SEGMENT, "seg-1.lex", 16 * MB, 8 * MB, 4 * MB, id="lexical-terms"),
+    # The open checks the id tables' crc32 (12 MB for 300k chunks): a one-shot process gives
+    # them back at once (a lookup then faults in the pages its bisection reads).
+    pytest.param(_TABLES, "tables.rec", 10 * MB, 10 * MB, 1 * MB, id="chunk-id-tables"),
+]
+
+
+@pytest.mark.parametrize(("body", "file", "size", "kept_above", "given_back_below"), CASES)
+def test_a_one_shot_process_keeps_few_pages_of_a_bigger_index_file_mapped(
+    tmp_path: Path, body: str, file: str, size: int, kept_above: int, given_back_below: int
+) -> None:
+    """The same reads of a file bigger than the bound, in a long-lived process (pages kept:
+    the next query reads them for free) and in a one-shot one (given back step by step)."""
+    kept, given_back = _both(tmp_path, body, file, size)
+    assert kept > kept_above
+    assert given_back < given_back_below
