@@ -10,7 +10,8 @@ file(s). Each is asked
   reports on demand: `core/search/model_gate.py`),
 - the same with the model tier forced on (`retrieve.model_tier_for = "reports"`), first with
   the on-demand and embedding caches emptied (cold), then again (warm),
-- through the run's warm daemon, and through a daemon started with the model tier forced on.
+- through the run's warm daemon, and through a daemon started with the model tier forced on
+  (warmed by a report of its own), with the caches emptied, then again.
 
 Each row: wall / CPU / peak RSS of the process tree (sums over the reports; peaks the largest),
 the slowest report, R@5 / MRR, which tiers answered, and what the model tier covered: chunks
@@ -182,24 +183,32 @@ SETTINGS = [
     ("3r reports: --no-daemon, model tier forced, cold caches", False, True, True),
     ("3r reports: --no-daemon, model tier forced, warm caches", False, True, False),
     ("3r reports: warm daemon, default", True, False, False),
-    ("3r reports: warm daemon, model tier forced", True, True, False),
+    ("3r reports: warm daemon, model tier forced, cold caches", True, True, True),
+    ("3r reports: warm daemon, model tier forced, warm caches", True, True, False),
 ]
+#: What warms a daemon started with the model tier forced (both models loaded) before its
+#: rows: a report of its own, so that the set's candidates stay cold.
+WARM_UP = (
+    "BUG: unable to handle page fault for address: ffffffffc0a1b2c3\n"
+    "RIP: 0010:usb_submit_urb+0x2b/0x5a0\nCall Trace:\n <TASK>\n usb_submit_urb+0x2b/0x5a0\n"
+    " usb_start_wait_urb+0x5e/0x160\n usb_control_msg+0xcc/0x140\n </TASK>\n"
+)
 
 
 def reports_step(
     run: Runner, reports: Sequence[Asked], add: Callable[[str, Cost | None, str, str], None]
 ) -> None:
-    """Every setting in turn; a daemon is warmed by one untimed search before its row (the
-    run's daemon, then one started with the model tier forced: a daemon serves only clients
-    of its own environment)."""
+    """Every setting in turn. Caches are emptied with no daemon running (one holds them
+    open); a daemon is warmed by one untimed search before its row: the run's daemon by the
+    first report, one started with the model tier forced (a daemon serves only clients of its
+    own environment) by `WARM_UP`."""
     for name, daemon, forced, cold in SETTINGS:
         extra = FORCED if forced else None
         if cold:
+            run.stop_daemon()
             empty_caches(run)
         if daemon:
-            if forced:
-                run.stop_daemon()
-            run.search(reports[0].query, daemon=True, extra=extra)
+            run.search(WARM_UP if forced else reports[0].query, daemon=True, extra=extra)
         tally = ask_all(run, reports, daemon=daemon, extra=extra)
         add(name, tally.cost(), tally.figure(), TARGET)
     run.stop_daemon()  # the forced one: later steps start the run's own again
