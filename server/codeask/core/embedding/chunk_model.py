@@ -27,6 +27,7 @@ import numpy as np
 
 from codeask.core.embedding.query_encoder import (
     MODEL_MAX_TOKENS,
+    NO_SPINNING,
     WORK_PREFIX,
     DerivationError,
     run_in_child,
@@ -94,10 +95,6 @@ def derive_chunk_model(source: Path, source_sha256: str, target: Path) -> Path:
     for path in (target, _data_of(target), sidecar):
         private_files.tighten(path)
     return target
-
-
-#: onnxruntime's session setting for its intra-op pool's busy-waiting ("0": threads sleep).
-NO_SPINNING = "session.intra_op.allow_spinning"
 
 
 class ChunkSession:

@@ -150,6 +150,11 @@ def sweep_abandoned(folder: Path) -> None:
                 log.info("removed %s, left by a derivation that did not finish", work)
 
 
+#: onnxruntime's session setting for its intra-op pool's busy-waiting ("0": idle threads sleep;
+#: vectors are the same to the bit, and spinning doubled the CPU of on-demand embedding on 2 cores).
+NO_SPINNING = "session.intra_op.allow_spinning"
+
+
 class QueryEncoder:
     """One query → one L2-normalised vector of the packaged model's space."""
 
@@ -183,6 +188,7 @@ class QueryEncoder:
             # no CPU arena: it kept ~12 MB after 40 queries that nothing else reuses, and the
             # vectors are the same to the bit without it (issue 29; fastembed's sessions too)
             options.enable_cpu_mem_arena = False
+            options.add_session_config_entry(NO_SPINNING, "0")
             if threads:
                 options.intra_op_num_threads = threads
             try:
