@@ -28,6 +28,9 @@ from codeask.core.driver.worker import FolderWorker
 from codeask.core.indexer import FolderIndex, SharedIndexes, Workspace
 
 Key = tuple[Path, bytes]
+#: The kind of the daemon's own subscription for `codeask index` (core/driver/index_op.py,
+#: held after the pass by core/driver/hold.py): it wants no embedding thread of its own.
+HELD = "daemon"
 
 
 @dataclass(eq=False)
@@ -154,6 +157,7 @@ class SharedDrivers:
             watched=lambda: holder[0].watched(),
             kind=kind,
             on_open=lambda folder: holder[0].opened(folder),
+            backlog_wanted=lambda: any(s.kind != HELD for s in holder[0].subscribers),
         )
         driver = _Driver(key, worker, fan)
         holder.append(driver)

@@ -42,10 +42,12 @@ def full_pass(
     with index.run_lock, fewer_collections():
         index.state = "indexing"
         try:
-            files.scan_and_chunk(index, report, emit, token)
+            taken = files.scan_and_chunk(index, report, emit, token)
             embedding.embed_static(index.local.pending_ids("static"), report, emit, token)
             report.seconds_lexical = time.perf_counter() - started
             index.checkpoint()
+            if taken is not None and index.watch is not None:  # saved: those paths are clean
+                index.watch.settle(taken)
             if index.settings.history.enabled if history_on is None else history_on:
                 history.sync_into(index, report, emit, token)
                 embedding.embed_static(index.local.pending_ids("static"), report, emit, token)
