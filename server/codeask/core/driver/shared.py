@@ -88,9 +88,10 @@ class Subscription:
         self._registry.start(self)
 
     def shared(self) -> bool:
-        """Other sessions hold this driver too."""
+        """Other sessions hold this driver too (the daemon's own hold after a pass is none)."""
         driver = self.driver
-        return driver is not None and len(driver.subscribers) > 1
+        subscribers = driver.subscribers if driver is not None else []
+        return any(sub is not self and sub.kind != HELD for sub in list(subscribers))
 
     def reconfigure(self, editor: dict[str, Any]) -> list[str]:
         """New settings for this session's folder; returns the settings' warnings."""

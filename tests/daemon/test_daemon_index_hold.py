@@ -1,0 +1,115 @@
+"""`codeask index` through the daemon on a folder no session holds (issue 42): the daemon keeps
+that folder's driver `daemon.hold_seconds` after the pass, with a file watch, so the next
+`codeask index` after an edit re-checks the one changed file (`files_checked` 1, not a stat of
+every file) and the search after it finds the new function; a rename and a delete the same way;
+a poll of the held driver indexes an edit with no `codeask index` at all; an in-process
+`codeask index` defers to the held driver; an edit made while the daemon is down is found by
+the next pass (it walks). Real processes: `codeask index`, `codeask search`, the daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_helpers import codeask, stop_daemon
+from mcp_agents import agent_env
+
+from support.gitrepo import write_tree
+
+pytestmark = pytest.mark.slow
+
+TREE = {f"pkg/mod{i}.py": f"def helper_{i}(value):\n    return value + {i}\n" for i in range(40)}
+
+
+def index_json(root: Path, env: dict[str, str], *argv: str) -> dict[str, Any]:
+    done = codeask("index", "--json", *argv, str(root), cwd=root, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "daemon unavailable" not in done.stderr, done.stderr
+    [row] = json.loads(done.stdout)
+    return row  # type: ignore[no-any-return]
+
+
+def found(root: Path, env: dict[str, str], word: str) -> list[str]:
+    done = codeask("search", "--json", "-k", "5", "--root", str(root), word, cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    return [hit["relative_path"] for hit in json.loads(done.stdout)["results"]]
+
+
+def add_function(path: Path, name: str) -> None:
+    """A function appended, the file replaced (an agent's or an editor's atomic save)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(path.read_text() + f"\n\ndef {name}(budget):\n    return budget * 2\n")
+    os.replace(temporary, path)
+
+
+def held(root: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    info = json.loads(codeask("daemon", "--status", cwd=root, env=env).stdout)
+    return [d for d in info["drivers"] if Path(d["root"]) == root.resolve()]
+
+
+def test_the_held_folder_rechecks_only_what_changed(
+    tmp_path: Path, daemon_env: dict[str, str]
+) -> None:
+    env = agent_env(daemon_env)
+    root = tmp_path / "proj"
+    write_tree(root, TREE)
+    first = index_json(root, env)  # the first pass runs in the client
+    assert first["files_indexed"] == len(TREE)
+    add_function(root / "pkg/mod3.py", "walked_probe")
+    walked = index_json(root, env)  # the daemon opens the index, sets its watch, walks
+    assert walked["files_checked"] == len(TREE) and walked["files_indexed"] == 1
+    assert found(root, env, "walked_probe")[0] == "pkg/mod3.py"
+    [driver] = held(root, env)
+    assert driver["sessions"] == ["daemon"], "held after the pass"
+
+    add_function(root / "pkg/mod7.py", "watched_probe")
+    watched = index_json(root, env)
+    assert watched["files_checked"] <= 1, "the events named the file: no stat of every file"
+    assert watched["files_seen"] == len(TREE) and watched["files_unchanged"] >= len(TREE) - 1
+    assert found(root, env, "watched_probe")[0] == "pkg/mod7.py"
+
+    os.rename(root / "pkg/mod7.py", root / "pkg/renamed.py")
+    (root / "pkg/mod8.py").unlink()
+    moved = index_json(root, env)
+    assert moved["files_checked"] <= 1 and moved["files_seen"] == len(TREE) - 1
+    assert found(root, env, "watched_probe")[0] == "pkg/renamed.py"
+    assert "pkg/mod8.py" not in found(root, env, "helper_8")
+
+    alone = codeask("index", "--no-daemon", str(root), cwd=root, env=env, timeout=300)
+    assert alone.returncode == 0 and "which keeps it current; nothing to do" in alone.stderr
+
+    add_function(root / "pkg/mod9.py", "polled_probe")  # no `codeask index`: the poll's pass
+    deadline = time.monotonic() + 60
+    while "pkg/mod9.py" not in found(root, env, "polled_probe") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "pkg/mod9.py" in found(root, env, "polled_probe")
+
+
+def test_an_edit_while_the_daemon_is_down_is_found_by_the_next_pass(
+    tmp_path: Path, daemon_env: dict[str, str]
+) -> None:
+    env = agent_env(daemon_env)
+    root = tmp_path / "proj"
+    write_tree(root, TREE)
+    index_json(root, env)
+    add_function(root / "pkg/mod1.py", "first_probe")
+    index_json(root, env)
+    stop_daemon(env)  # its held driver saves and closes the index
+    add_function(root / "pkg/mod2.py", "unseen_probe")
+    again = index_json(root, env)  # a new daemon: a new watch, not yet trusted: it walks
+    assert again["files_checked"] == len(TREE) and again["files_indexed"] == 1
+    assert found(root, env, "unseen_probe")[0] == "pkg/mod2.py"
+
+
+def test_no_hold_when_set_to_zero(tmp_path: Path, daemon_env: dict[str, str]) -> None:
+    env = agent_env(daemon_env) | {"CODEASK_DAEMON__HOLD_SECONDS": "0"}
+    root = tmp_path / "proj"
+    write_tree(root, TREE)
+    index_json(root, env)
+    add_function(root / "pkg/mod1.py", "first_probe")
+    assert index_json(root, env)["files_indexed"] == 1
+    assert held(root, env) == [], "closed right after the pass, as before the hold"
