@@ -22,6 +22,8 @@ Each step is its own child process, measured with its whole process tree (benchm
    `codeask index` again, then searched through the daemon until the new function is found:
    edit to searchable, and memory above the resting daemon;
 4c. step 4 again with `codeask index` sent to the daemon (the pass on the folder's driver there);
+4d. 4c once more: the daemon held the folder's driver after 4c (`daemon.hold_seconds`), whose
+   file watch names the edited file (no walk);
 4b. the same edit as an editor makes it (benchmarks.scale_editor): the daemon stopped, the real
    language server (`codeask serve`, in-process, the index's writer) opened on the tree, then
    `--editor-saves` saves (didChange + didSave) of a C file each adding a new function: didSave
@@ -300,9 +302,10 @@ class Run:
         )
         self.rows.append(Row("3 warm questions (daemon)", total, figure, TARGETS["warm"]))
 
-    def edit(self, *, through_daemon: bool = False) -> None:
+    def edit(self, *, through_daemon: bool = False, again: bool = False) -> None:
         """Step 4 (4c `through_daemon`: `codeask index` is the daemon's operation, the pass
-        runs on the folder's driver in the daemon)."""
+        runs on the folder's driver in the daemon; 4d `again`: the same once more, on the
+        driver the daemon held after 4c, whose file watch names the changed file)."""
         target = edit_target(self.tree)
         probe = f"codeask_scale_probe_{secrets.token_hex(4)}"
         resting = self.procs.rss_mb()
@@ -333,11 +336,17 @@ class Run:
         )
         state = "searchable" if found else f"NOT found within {EDIT_WAIT_S:.0f} s"
         figure = (
-            f"{relative} {state}: reindex {index.wall_s:.2f} s + {len(costs) - 1} search(es); "
+            f"{relative} {state}: reindex {index.wall_s:.2f} s ({checked(index.stdout)} files "
+            f"checked) + {len(costs) - 1} search(es); "
             f"resting {resting:.0f} MB, peak +{peak - resting:.0f} MB, "
             f"after +{after - resting:.0f} MB"
         )
-        if through_daemon:
+        if again:
+            step, target_text = (
+                "4d edit again -> searchable (index through the daemon's held driver)",
+                TARGETS["edit-daemon"],
+            )
+        elif through_daemon:
             step, target_text = (
                 "4c edit one file -> searchable (index through the daemon)",
                 TARGETS["edit-daemon"],
@@ -408,6 +417,14 @@ class Run:
         for pid in self.procs.members():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def checked(index_json: str) -> str:
+    """How many files a `codeask index --json` pass stat'ed (all: a walk; few: a file watch)."""
+    try:
+        return f"{sum(row.get('files_checked', 0) for row in json.loads(index_json)):,}"
+    except (ValueError, TypeError, AttributeError):
+        return "?"
 
 
 def memory_available() -> float:
@@ -515,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         run = Run(work, tree, questions)
         steps: list[Callable[[], None]] = [run.index_cold, run.open_cold, run.warm, run.edit]
         steps.append(lambda: run.edit(through_daemon=True))
+        steps.append(lambda: run.edit(through_daemon=True, again=True))
         if args.editor_saves > 0:
             steps.append(lambda: run.editor_save(args.editor_saves))
         try:

@@ -45,7 +45,11 @@ class FolderCache:
         """How many times an index was (re)loaded for the CLI: tests tell reuse from reload."""
 
     def open(self, root: Path) -> FolderIndex:
-        """The folder's current read-mode index, held for this request until `release`."""
+        """The folder's current read-mode index, held for this request until `release`; the
+        index the daemon writes for it when it holds one (the same snapshot, already loaded)."""
+        writer = self.indexes.held_writer(root)
+        if writer is not None:
+            return writer
         before = self.indexes.opened
         folder = self.indexes.open(root, mode="read")
         if not _current(folder):
