@@ -3,7 +3,8 @@ that folder's driver `daemon.hold_seconds` after the pass, with a file watch, so
 `codeask index` after an edit re-checks the one changed file (`files_checked` 1, not a stat of
 every file) and the search after it finds the new function; a rename and a delete the same way;
 a poll of the held driver indexes an edit with no `codeask index` at all; an in-process
-`codeask index` defers to the held driver; an edit made while the daemon is down is found by
+`codeask index` defers to the held driver; the daemon's searches read the held index (no
+second load of the snapshot it wrote); an edit made while the daemon is down is found by
 the next pass (it walks). Real processes: `codeask index`, `codeask search`, the daemon."""
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ def test_the_held_folder_rechecks_only_what_changed(
     assert moved["files_checked"] <= 1 and moved["files_seen"] == len(TREE) - 1
     assert found(root, env, "watched_probe")[0] == "pkg/renamed.py"
     assert "pkg/mod8.py" not in found(root, env, "helper_8")
+
+    info = json.loads(codeask("daemon", "--status", cwd=root, env=env).stdout)
+    assert info["loads"] == 0, "every search read the held index: no snapshot loaded again"
 
     alone = codeask("index", "--no-daemon", str(root), cwd=root, env=env, timeout=300)
     assert alone.returncode == 0 and "which keeps it current; nothing to do" in alone.stderr
