@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from codeask.core.indexer import FolderIndex, files
+from codeask.core.source import tree_watch
 from codeask.core.source.tree_watch import TreeWatch
 from support.gitrepo import write_tree
 
@@ -135,4 +136,29 @@ def test_no_watch_where_events_cannot_vouch(tmp_path: Path) -> None:
     root = tmp_path / "work"
     write_tree(root, TREE)
     os.symlink(root / "a", root / "linked")
+    assert TreeWatch.start(root) is None
+
+
+def test_many_changed_paths_make_the_pass_walk(
+    watched: FolderIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More changed paths than MAX_PATHS (a build, a checkout): one walk judges them faster."""
+    monkeypatch.setattr(tree_watch, "MAX_PATHS", 2)
+    walks = Walks(monkeypatch)
+    for i in (10, 11, 12):
+        (watched.root / f"a/f{i}.py").write_text(f"def f{i}():\n    return 'new'\n")
+    report = watched.refresh(embed=False)
+    assert walks.count == 1 and report.files_indexed == 3
+    (watched.root / "a/f13.py").write_text("def f13():\n    return 'new'\n")
+    assert watched.refresh(embed=False).files_checked == 1 and walks.count == 1
+
+
+def test_no_watch_past_a_share_of_the_users_watches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's inotify watches are shared with other tools: a tree needing more than its
+    share is walked (here a share of 2 folders for a tree of 4)."""
+    monkeypatch.setattr(tree_watch, "_watch_budget", lambda: 2)
+    root = tmp_path / "work"
+    write_tree(root, TREE)
     assert TreeWatch.start(root) is None

@@ -33,6 +33,21 @@ EVENT_FS_TYPES = frozenset(
 )
 #: Folders never watched: git's own (HEAD moves are polled), ours.
 UNWATCHED = frozenset({".git"})
+#: The user's inotify watches are shared with every tool (an editor's own watcher): a tree
+#: needing more than this share of them is walked instead.
+WATCH_SHARE = 4
+#: More changed paths than this (a build, a checkout): the pass walks, it is cheaper than
+#: judging each path on its own.
+MAX_PATHS = 2000
+
+
+def _watch_budget() -> int:
+    """How many folders one tree may watch (a share of the user's limit)."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches", encoding="ascii") as handle:
+            return int(handle.read()) // WATCH_SHARE
+    except (OSError, ValueError):
+        return 8192 // WATCH_SHARE
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,7 @@ class TreeWatch:
         self._epoch = 0  # moved by anything only a walk can settle
         self._trusted = False
         self._lock = threading.Lock()
+        self._budget = _watch_budget()
         #: Why events cannot vouch for the tree for good ('' while they can).
         self.broken = ""
         self._watch_tree("")
@@ -118,6 +134,9 @@ class TreeWatch:
         while stack and not self.broken:
             rel = stack.pop()
             path = os.path.join(self.root, rel) if rel else self.root
+            if len(self._folders) >= self._budget:
+                self.broken = f"more than {self._budget:,} folders to watch"
+                break
             try:
                 self._folders[self._notify.add_watch(path, mask)] = rel
                 entries = list(os.scandir(path))
@@ -219,7 +238,7 @@ class TreeWatch:
         """The paths changed since the last settled pass (`paths` None: walk instead)."""
         with self._lock:
             self._drain()
-            trusted = self._trusted and not self.broken
+            trusted = self._trusted and not self.broken and len(self._dirty) <= MAX_PATHS
             paths = sorted(self._dirty) if trusted else None
             return Taken(paths, self._seq, self._epoch)
 
