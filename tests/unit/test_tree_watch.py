@@ -131,11 +131,24 @@ def test_an_overflow_mock_makes_the_next_pass_walk(
     assert watched.refresh(embed=False).files_checked == 0 and walks.count == 1
 
 
-def test_no_watch_where_events_cannot_vouch(tmp_path: Path) -> None:
-    """A symlinked folder (its target changes under another name): no watch, passes walk."""
+def test_symlinked_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link to a watched folder (the kernel's scripts/dtc/include-prefixes/*) or out of the
+    tree is fine: the walk never indexes through it. A link into a folder not watched (.git)
+    could carry files no event names: no watch, passes walk."""
+    monkeypatch.setenv("CODEASK_INDEX__LOCATION", str(tmp_path / "index"))
     root = tmp_path / "work"
-    write_tree(root, TREE)
-    os.symlink(root / "a", root / "linked")
+    write_tree(root, TREE | {".git/info/exclude": "\n"})
+    os.symlink(root / "a", root / "c/linked")
+    os.symlink(tmp_path, root / "c/outside")
+    folder = FolderIndex.open(root, mode="write")
+    folder.watch = TreeWatch.start(root, folder.folder)
+    assert folder.watch is not None
+    folder.refresh(embed=False)
+    (root / "a/f2.py").write_text("def f2():\n    return 'linked_probe'\n")
+    report = folder.refresh(embed=False)
+    assert report.files_checked == 1 and search(folder, "linked_probe") == ["a/f2.py"]
+    folder.close()
+    os.symlink(root / ".git/info", root / "c/git")
     assert TreeWatch.start(root) is None
 
 

@@ -5,11 +5,12 @@ instead of stat'ing every file (issue 42: 78k stats, ~0.7 CPU-s, on the kernel).
 Only ever a shortcut: `changes()` answers None, and the pass walks as before, whenever the
 events cannot vouch for the whole tree: no inotify (not Linux, the `inotify_simple` package
 missing), a filesystem whose changes may come without events (network, FUSE: only local types
-are trusted), a symlinked folder, too many folders for the watch limit, the kernel's queue
-overflowed, a folder created or moved in (its files may predate its watch), an ignore file
-changed (files may enter or leave the rules), or no full walk yet that began after the
-watches were in place. Nothing runs in the background: events are read when a pass or a poll
-asks (the kernel queues them; an overflow only costs a walk).
+are trusted), a symlinked folder into one not watched (a link to a watched folder or out of
+the tree is fine: the walk never indexes through it), too many folders for the watch limit,
+the kernel's queue overflowed, a folder created or moved in (its files may predate its
+watch), an ignore file changed (files may enter or leave the rules), or no full walk yet that
+began after the watches were in place. Nothing runs in the background: events are read when
+a pass or a poll asks (the kernel queues them; an overflow only costs a walk).
 """
 
 from __future__ import annotations
@@ -127,10 +128,9 @@ class TreeWatch:
 
     # ---- watches ------------------------------------------------------------------------
     def _watch_tree(self, top: str) -> None:
-        """Watch `top` and every folder below it (a symlinked folder breaks the watch: its
-        target's changes come under another name)."""
+        """Watch `top` and every folder below it; then check its symlinked folders."""
         mask = self._mask()
-        stack = [top]
+        stack, links = [top], []
         while stack and not self.broken:
             rel = stack.pop()
             path = os.path.join(self.root, rel) if rel else self.root
@@ -145,10 +145,27 @@ class TreeWatch:
                     self.broken = f"too many folders to watch ({exc})"
                 continue  # gone meanwhile: its parent's event says so
             for entry in entries:
-                if entry.is_symlink() and entry.is_dir():
-                    self.broken = f"a symlinked folder ({os.path.join(rel, entry.name)})"
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_symlink():
+                    links.append(child)
                 elif entry.is_dir(follow_symlinks=False) and self._watched(entry.path, entry.name):
-                    stack.append(f"{rel}/{entry.name}" if rel else entry.name)
+                    stack.append(child)
+        for link in links:
+            self._check_link(link)
+
+    def _check_link(self, rel: str) -> None:
+        """A symlinked folder is fine when the walk never indexes through it: its target
+        leaves the tree (the walk skips it) or is a folder watched here (the walk indexes
+        that real folder, the link is a duplicate). Otherwise its files would change under
+        a name no event carries: the events cannot vouch."""
+        path = os.path.join(self.root, rel)
+        if not os.path.isdir(path):
+            return
+        real = os.path.realpath(path)
+        inside = real == self.root or real.startswith(self.root.rstrip("/") + "/")
+        target = os.path.relpath(real, self.root) if inside else ""
+        if inside and ("" if target == "." else target) not in self._folders.values():
+            self.broken = f"a symlinked folder into an unwatched one ({rel})"
 
     def _watched(self, path: str, name: str) -> bool:
         return name not in UNWATCHED and path != self._skip
@@ -204,6 +221,8 @@ class TreeWatch:
         rel = f"{folder}/{name}" if folder else name
         self._seq += 1
         self._dirty[rel] = self._seq
+        if mask & (f.CREATE | f.MOVED_TO) and not mask & f.ISDIR:
+            self._check_link(rel)  # a new symlink to a folder
         if mask & f.ISDIR and mask & (f.CREATE | f.MOVED_TO | f.MOVED_FROM):
             if not mask & f.MOVED_FROM:  # (a moved folder's watches follow it: same inode)
                 self._watch_tree(rel)  # its files may predate the watch: the next pass walks
