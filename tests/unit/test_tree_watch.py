@@ -73,6 +73,7 @@ def test_an_edit_is_found_from_the_events_without_a_walk(
     assert report.files_checked == 1 and report.files_indexed == 1
     assert report.files_seen == len(TREE) and report.files_unchanged == len(TREE) - 1
     assert search(watched, "zebrafish_probe") == ["a/f3.py"]
+    assert watched.embedding.without_vector(["a/f3.py"], "static") == [], "its static vectors"
     quiet = watched.refresh(embed=False)
     assert walks.count == 0 and quiet.files_checked == 0 and quiet.files_indexed == 0
 

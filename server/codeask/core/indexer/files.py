@@ -45,6 +45,7 @@ def scan_and_chunk(
     if watched:  # the files the events did not name are unchanged, as a walk would count them
         report.files_seen = index.local.counts().files
         report.files_unchanged = max(0, report.files_seen - report.files_indexed)
+        report.watched = [f.rel for f in files]
     return taken
 
 
