@@ -52,17 +52,29 @@ def held(root: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     return [d for d in info["drivers"] if Path(d["root"]) == root.resolve()]
 
 
+def indexed(tmp_path: Path, env: dict[str, str]) -> Path:
+    """The project written and given its first pass (it runs in the client)."""
+    root = tmp_path / "proj"
+    write_tree(root, TREE)
+    assert index_json(root, env)["files_indexed"] == len(TREE)
+    return root
+
+
+def held_after_an_edit(tmp_path: Path, env: dict[str, str]) -> Path:
+    """The project indexed, then an edit indexed through the daemon: it opens the index, sets
+    its watch and walks (every file checked), and holds the driver after the pass."""
+    root = indexed(tmp_path, env)
+    add_function(root / "pkg/mod3.py", "walked_probe")
+    walked = index_json(root, env)
+    assert walked["files_checked"] == len(TREE) and walked["files_indexed"] == 1
+    return root
+
+
 def test_the_held_folder_rechecks_only_what_changed(
     tmp_path: Path, daemon_env: dict[str, str]
 ) -> None:
     env = agent_env(daemon_env)
-    root = tmp_path / "proj"
-    write_tree(root, TREE)
-    first = index_json(root, env)  # the first pass runs in the client
-    assert first["files_indexed"] == len(TREE)
-    add_function(root / "pkg/mod3.py", "walked_probe")
-    walked = index_json(root, env)  # the daemon opens the index, sets its watch, walks
-    assert walked["files_checked"] == len(TREE) and walked["files_indexed"] == 1
+    root = held_after_an_edit(tmp_path, env)
     assert found(root, env, "walked_probe")[0] == "pkg/mod3.py"
     [driver] = held(root, env)
     assert driver["sessions"] == ["daemon"], "held after the pass"
@@ -97,11 +109,7 @@ def test_an_edit_while_the_daemon_is_down_is_found_by_the_next_pass(
     tmp_path: Path, daemon_env: dict[str, str]
 ) -> None:
     env = agent_env(daemon_env)
-    root = tmp_path / "proj"
-    write_tree(root, TREE)
-    index_json(root, env)
-    add_function(root / "pkg/mod1.py", "first_probe")
-    index_json(root, env)
+    root = held_after_an_edit(tmp_path, env)
     stop_daemon(env)  # its held driver saves and closes the index
     add_function(root / "pkg/mod2.py", "unseen_probe")
     again = index_json(root, env)  # a new daemon: a new watch, not yet trusted: it walks
@@ -111,9 +119,7 @@ def test_an_edit_while_the_daemon_is_down_is_found_by_the_next_pass(
 
 def test_no_hold_when_set_to_zero(tmp_path: Path, daemon_env: dict[str, str]) -> None:
     env = agent_env(daemon_env) | {"CODEASK_DAEMON__HOLD_SECONDS": "0"}
-    root = tmp_path / "proj"
-    write_tree(root, TREE)
-    index_json(root, env)
+    root = indexed(tmp_path, env)
     add_function(root / "pkg/mod1.py", "first_probe")
     assert index_json(root, env)["files_indexed"] == 1
     assert held(root, env) == [], "closed right after the pass, as before the hold"
