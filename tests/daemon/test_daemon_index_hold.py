@@ -123,3 +123,17 @@ def test_no_hold_when_set_to_zero(tmp_path: Path, daemon_env: dict[str, str]) ->
     add_function(root / "pkg/mod1.py", "first_probe")
     assert index_json(root, env)["files_indexed"] == 1
     assert held(root, env) == [], "closed right after the pass, as before the hold"
+
+
+def test_new_settings_take_the_held_folder_over(tmp_path: Path, daemon_env: dict[str, str]) -> None:
+    """The project file changes while the daemon holds the folder: the next `codeask index`
+    runs under the new settings (the old hold lets the writer lock go), not 'nothing to do'."""
+    env = agent_env(daemon_env)
+    root = held_after_an_edit(tmp_path, env)
+    (root / ".codeask.toml").write_text('[index]\nexclude = ["pkg/mod1.py"]\n')
+    done = codeask("index", "--json", str(root), cwd=root, env=env, timeout=300)
+    assert done.returncode == 0 and "nothing to do" not in done.stderr, done.stderr
+    [row] = json.loads(done.stdout)
+    assert row["files_removed"] == 1, row  # pkg/mod1.py, now excluded
+    [driver] = held(root, env)
+    assert driver["sessions"] == ["daemon"], "one held driver: the new settings'"

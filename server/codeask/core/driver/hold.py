@@ -38,6 +38,16 @@ class Holds:
         else:
             _leave(sub)
 
+    def drop_others(self, key: Key) -> None:
+        """Let go at once of the holds of the same folder under other settings (a project file
+        changed): the new settings' driver needs the writer lock they hold."""
+        with self._lock:
+            others = [k for k in self._held if k[0] == key[0] and k != key]
+            dropped = [self._held.pop(k) for k in others]
+        for sub, timer in dropped:
+            timer.cancel()
+            _leave(sub)
+
     def _expire(self, key: Key, sub: Subscription) -> None:
         with self._lock:
             held = self._held.get(key)

@@ -57,6 +57,8 @@ def run_pass(
     `PassRefused` when the driver has no index, `CancelledError` when it stopped first."""
     from codeask.config import load_settings
 
+    holds = holds_of(drivers)
+    holds.drop_others(SharedIndexes.key_of(root.resolve(), {}))
     sub = drivers.acquire(root, {}, _Unseen(), kind=KIND)
     hold = 0.0
     try:
@@ -69,4 +71,4 @@ def run_pass(
             hold = load_settings(sub.root, {})[0].daemon.hold_seconds
         return done
     finally:
-        holds_of(drivers).keep(SharedIndexes.key_of(sub.root, {}), sub, hold)
+        holds.keep(SharedIndexes.key_of(sub.root, {}), sub, hold)

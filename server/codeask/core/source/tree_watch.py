@@ -92,7 +92,7 @@ class TreeWatch:
         from inotify_simple import INotify
 
         self.root = str(root)
-        self._skip = str(skip) if skip is not None else ""
+        self._skip = os.path.realpath(skip) if skip is not None else ""
         self._notify = INotify(nonblocking=True)
         self._folders: dict[int, str] = {}  # watch descriptor -> folder, relative ('' = root)
         self._dirty: dict[str, int] = {}  # relative path -> sequence number of its last event
