@@ -25,6 +25,8 @@ Each step is its own child process, measured with its whole process tree (benchm
    `codeask index` again, then searched through the daemon until the new function is found:
    edit to searchable, and memory above the resting daemon;
 4c. step 4 again with `codeask index` sent to the daemon (the pass on the folder's driver there);
+4d. 4c once more: the daemon held the folder's driver after 4c (`daemon.hold_seconds`), whose
+   file watch names the edited file (no walk);
 4b. the same edit as an editor makes it (benchmarks.scale_editor): the daemon stopped, the real
    language server (`codeask serve`, in-process, the index's writer) opened on the tree, then
    `--editor-saves` saves (didChange + didSave) of a C file each adding a new function: didSave
@@ -320,9 +322,10 @@ class Run:
         )
         self.rows.append(Row("3 warm questions (daemon)", total, figure, TARGETS["warm"]))
 
-    def edit(self, *, through_daemon: bool = False) -> None:
+    def edit(self, *, through_daemon: bool = False, again: bool = False) -> None:
         """Step 4 (4c `through_daemon`: `codeask index` is the daemon's operation, the pass
-        runs on the folder's driver in the daemon)."""
+        runs on the folder's driver in the daemon; 4d `again`: the same once more, on the
+        driver the daemon held after 4c, whose file watch names the changed file)."""
         target = edit_target(self.tree)
         probe = f"codeask_scale_probe_{secrets.token_hex(4)}"
         resting = self.procs.rss_mb()
@@ -353,11 +356,17 @@ class Run:
         )
         state = "searchable" if found else f"NOT found within {EDIT_WAIT_S:.0f} s"
         figure = (
-            f"{relative} {state}: reindex {index.wall_s:.2f} s + {len(costs) - 1} search(es); "
+            f"{relative} {state}: reindex {index.wall_s:.2f} s ({checked(index.stdout)} files "
+            f"checked) + {len(costs) - 1} search(es); "
             f"resting {resting:.0f} MB, peak +{peak - resting:.0f} MB, "
             f"after +{after - resting:.0f} MB"
         )
-        if through_daemon:
+        if again:
+            step, target_text = (
+                "4d edit again -> searchable (index through the daemon's held driver)",
+                TARGETS["edit-daemon"],
+            )
+        elif through_daemon:
             step, target_text = (
                 "4c edit one file -> searchable (index through the daemon)",
                 TARGETS["edit-daemon"],
@@ -430,6 +439,14 @@ class Run:
                 os.kill(pid, signal.SIGKILL)
 
 
+def checked(index_json: str) -> str:
+    """How many files a `codeask index --json` pass stat'ed (all: a walk; few: a file watch)."""
+    try:
+        return f"{sum(row.get('files_checked', 0) for row in json.loads(index_json)):,}"
+    except (ValueError, TypeError, AttributeError):
+        return "?"
+
+
 def memory_available() -> float:
     """MemAvailable of this machine, bytes."""
     for line in Path("/proc/meminfo").read_text().splitlines():
@@ -495,7 +512,7 @@ def semble_python(eval_dir: Path) -> Path:
 
 
 #: Step names for `--steps`, in the order they run.
-STEPS = ("index", "open", "warm", "reports", "edit", "edit-daemon", "editor")
+STEPS = ("index", "open", "warm", "reports", "edit", "edit-daemon", "edit-held", "editor")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -588,6 +605,7 @@ def chosen_steps(run: Run, args: argparse.Namespace) -> list[Callable[[], None]]
         "reports": lambda: reports_step(run, reports, add) if reports else None,
         "edit": run.edit,
         "edit-daemon": lambda: run.edit(through_daemon=True),
+        "edit-held": lambda: run.edit(through_daemon=True, again=True),
         "editor": lambda: run.editor_save(args.editor_saves) if args.editor_saves > 0 else None,
     }
     return [every[name] for name in STEPS if name in args.steps]

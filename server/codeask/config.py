@@ -321,10 +321,16 @@ class DaemonSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     models in every process; off: everything runs in-process (`--no-daemon` for one command)."""
     idle_seconds: float = 600.0
     """The daemon exits after this many seconds without a request."""
+    hold_seconds: float = 300.0
+    """After `codeask index` through the daemon on a folder no session holds, its index stays
+    open this long, with a file watch, so the next `codeask index` re-checks only what changed
+    (0: closed right after the pass)."""
 
     def __post_init__(self) -> None:
         if not self.idle_seconds > 0:
             raise ValueError("daemon.idle_seconds must be more than 0")
+        if not self.hold_seconds >= 0:
+            raise ValueError("daemon.hold_seconds must be 0 or more")
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

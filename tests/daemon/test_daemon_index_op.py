@@ -84,7 +84,7 @@ def test_index_through_the_daemon_is_the_in_process_index(
     session holds (the first pass, `--rebuild`) is handed back to the asking CLI, which shows
     its progress line; an edit's pass runs in the daemon (no progress line), whose driver
     stops after it."""
-    env = agent_env(daemon_env)
+    env = agent_env(daemon_env) | {"CODEASK_DAEMON__HOLD_SECONDS": "0"}  # as before the hold
     here = build_other_project(tmp_path / "here")
     (here / ".codeask.toml").write_text(ODD_SETTINGS)
     there = tmp_path / "there"

@@ -32,8 +32,9 @@ if TYPE_CHECKING:  # the engine is imported only when this process runs the pass
 #: How often a waiting `codeask index` retries the writer lock.
 WAIT_POLL_SECONDS = 0.5
 #: Writers that keep an index current for as long as they run (an editor's server, an agent's
-#: MCP server): `codeask index` leaves the work to them instead of waiting for them to exit.
-LONG_LIVED_WRITERS = ("serve", "mcp")
+#: MCP server, the daemon's driver held after `codeask index`): `codeask index` leaves the work
+#: to them instead of waiting for them to exit.
+LONG_LIVED_WRITERS = ("serve", "mcp", "daemon")
 
 
 class IndexBusyError(UserError):

@@ -48,6 +48,7 @@ def _index_summary(root: Path, report: IndexReport, status: IndexStatus) -> dict
     return {
         "root": str(root),
         "files_seen": report.files_seen,
+        "files_checked": report.files_checked,
         "files_indexed": report.files_indexed,
         "files_unchanged": report.files_unchanged,
         "files_removed": report.files_removed,

@@ -45,7 +45,12 @@ class FolderCache:
         """How many times an index was (re)loaded for the CLI: tests tell reuse from reload."""
 
     def open(self, root: Path) -> FolderIndex:
-        """The folder's current read-mode index, held for this request until `release`."""
+        """The folder's current read-mode index, held for this request until `release`; the
+        index the daemon writes for it when it holds one (the same snapshot, already loaded)."""
+        writer = self.indexes.held_writer(root)
+        if writer is not None:
+            self._forget(root)  # its read copy is the same snapshot, loaded twice
+            return writer
         before = self.indexes.opened
         folder = self.indexes.open(root, mode="read")
         if not _current(folder):
@@ -79,6 +84,13 @@ class FolderCache:
                 dropped.append(self._kept.popitem(last=False)[1])
         for stale in dropped:
             self.release(stale)
+
+    def _forget(self, root: Path) -> None:
+        """Stop keeping `root`'s read-mode index (a request still reading it finishes)."""
+        with self._lock:
+            kept = self._kept.pop(root, None)
+        if kept is not None:
+            self.release(kept)
 
     def close(self) -> None:
         with self._lock:

@@ -2,9 +2,10 @@
 the pass runs on the worker's thread between the driver's own actions, so it never writes
 beside a session's pass, and a folder an editor or an agent holds is indexed by their driver.
 
-A folder no session holds gets a driver for the pass (writer lock kind `index`, as an
-in-process `codeask index`); it stops, saves and releases the index when the pass ends,
-by the registry's rule (the last subscriber leaves). The caller waits for the report; the
+A folder no session holds gets a driver for the pass (writer lock kind `daemon`); it stays
+`daemon.hold_seconds` after the pass (core/driver/hold.py: the next pass finds it open, with
+its file watch), then stops, saves and releases the index by the registry's rule (the last
+subscriber leaves). The caller waits for the report; the
 pass does not depend on the caller: a client gone mid-pass leaves it to finish.
 """
 
@@ -13,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from codeask.core.driver.hold import holds_of
 from codeask.core.driver.listener import Bar, QuietBar
 from codeask.core.driver.passes import PassBusy, PassDone
-from codeask.core.driver.shared import SharedDrivers, finish
+from codeask.core.driver.shared import HELD, SharedDrivers
+from codeask.core.indexer import SharedIndexes
 
-#: Who writes, as other processes see it in the writer lock (as an in-process `codeask index`).
-KIND = "index"
+#: Who writes, as other processes see it in the writer lock: a driver the daemon holds after
+#: the pass keeps the index current (an in-process `codeask index` defers to it, as to `serve`).
+KIND = HELD
 
 
 class _Unseen:
@@ -51,12 +55,20 @@ def run_pass(
 ) -> PassDone | PassBusy:
     """Index `root` on its driver (started when no session holds it) and wait for the report;
     `PassRefused` when the driver has no index, `CancelledError` when it stopped first."""
+    from codeask.config import load_settings
+
+    holds = holds_of(drivers)
+    holds.drop_others(SharedIndexes.key_of(root.resolve(), {}))
     sub = drivers.acquire(root, {}, _Unseen(), kind=KIND)
+    hold = 0.0
     try:
         sub.worker.opened.wait()
         future = sub.worker.index_pass(rebuild=rebuild, embed=embed, backlog=sub.shared())
-        return future.result()
+        done = future.result()
+        # held when it wrote, on its own: a session's driver lives on anyway, a follower's
+        # writer is another process
+        if isinstance(done, PassDone) and not sub.shared():
+            hold = load_settings(sub.root, {})[0].daemon.hold_seconds
+        return done
     finally:
-        left = sub.leave()
-        if left is not None:
-            finish(left)
+        holds.keep(SharedIndexes.key_of(sub.root, {}), sub, hold)

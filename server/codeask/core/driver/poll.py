@@ -19,6 +19,7 @@ from codeask.core.driver.status import FolderStatus
 from codeask.core.driver.writer import follow_or_own
 from codeask.core.git.repo import changed_between, head_sha
 from codeask.core.operations.index import retry_base
+from codeask.core.source.tree_watch import TreeWatch
 
 log = logging.getLogger("codeask.driver")
 
@@ -32,11 +33,13 @@ class Poller:
         slot: IndexSlot,
         schedule: Schedule,
         watched: Callable[[], bool],
+        on_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self._status = status
         self._slot = slot
         self._schedule = schedule
         self._watched = watched  # the client watches files: no periodic rescan needed
+        self._on_changed = on_changed  # a lexical pass over what the file watch names
 
     def poll(self) -> None:
         """One look: missing or back, follower or writer, team base back, HEAD moved, rescan
@@ -66,5 +69,16 @@ class Poller:
             if changed:
                 schedule.add(changed, 0.0)
             schedule.request_full("rescan")  # history, and anything the diff cannot tell
+        elif not self._watched() and status.folder.watch is not None:
+            self._watched_rescan(status.folder.watch)
         elif not self._watched() and time.monotonic() - schedule.last_full > common.RESCAN_SECONDS:
             schedule.request_full("rescan")
+
+    def _watched_rescan(self, watch: TreeWatch) -> None:
+        """With a file watch, no periodic walk: a pass when the events name changes, or, when
+        they cannot vouch (an overflow, a new folder), a walk at the rescan interval."""
+        schedule = self._schedule
+        due = time.monotonic() - schedule.last_full > common.RESCAN_SECONDS
+        if watch.pending() or (due and not watch.trusted):
+            schedule.last_full = time.monotonic()
+            self._on_changed()

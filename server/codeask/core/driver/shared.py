@@ -28,6 +28,9 @@ from codeask.core.driver.worker import FolderWorker
 from codeask.core.indexer import FolderIndex, SharedIndexes, Workspace
 
 Key = tuple[Path, bytes]
+#: The kind of the daemon's own subscription for `codeask index` (core/driver/index_op.py,
+#: held after the pass by core/driver/hold.py): it wants no embedding thread of its own.
+HELD = "daemon"
 
 
 @dataclass(eq=False)
@@ -85,9 +88,10 @@ class Subscription:
         self._registry.start(self)
 
     def shared(self) -> bool:
-        """Other sessions hold this driver too."""
+        """Other sessions hold this driver too (the daemon's own hold after a pass is none)."""
         driver = self.driver
-        return driver is not None and len(driver.subscribers) > 1
+        subscribers = driver.subscribers if driver is not None else []
+        return any(sub is not self and sub.kind != HELD for sub in list(subscribers))
 
     def reconfigure(self, editor: dict[str, Any]) -> list[str]:
         """New settings for this session's folder; returns the settings' warnings."""
@@ -154,6 +158,7 @@ class SharedDrivers:
             watched=lambda: holder[0].watched(),
             kind=kind,
             on_open=lambda folder: holder[0].opened(folder),
+            backlog_wanted=lambda: any(s.kind != HELD for s in holder[0].subscribers),
         )
         driver = _Driver(key, worker, fan)
         holder.append(driver)

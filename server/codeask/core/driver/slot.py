@@ -17,6 +17,7 @@ from codeask.core.driver.status import FolderStatus
 from codeask.core.driver.writer import note_read_only
 from codeask.core.git.repo import head_sha
 from codeask.core.indexer import FolderIndex, RootRefused, Workspace
+from codeask.core.source.tree_watch import TreeWatch
 
 log = logging.getLogger("codeask.driver")
 
@@ -61,6 +62,8 @@ class IndexSlot:
         log.info("opened index of %s: %d chunks (%s)", status.root, chunks, folder.folder)
         if folder.read_only:
             note_read_only(status, folder)
+        else:  # a long-lived writer: its passes re-check what the file events name
+            folder.watch = TreeWatch.start(status.root, folder.folder)
 
     def reopen(self, editor: dict[str, Any]) -> None:
         """Close the index and open it again under new editor settings."""

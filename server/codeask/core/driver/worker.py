@@ -49,8 +49,11 @@ class FolderWorker(FolderStatus):
         watched: Callable[[], bool] = lambda: False,
         kind: str = "serve",
         on_open: Callable[[FolderIndex], None] | None = None,
+        backlog_wanted: Callable[[], bool] = lambda: True,
     ) -> None:
         super().__init__(root, editor)
+        self._backlog_wanted = backlog_wanted  # False: only the daemon's hold keeps it open
+        self._changed_queued = threading.Event()
         self._workspace = workspace
         self._on_open = on_open  # on this thread, after the open (MCP: the static model)
         self._schedule = Schedule()
@@ -59,7 +62,7 @@ class FolderWorker(FolderStatus):
         self._indexing = Indexing(
             self, self._slot, self._schedule, self._backlog, listener, self.cancel_indexing
         )
-        self._poller = Poller(self, self._slot, self._schedule, watched)
+        self._poller = Poller(self, self._slot, self._schedule, watched, self._changed_pass)
         self.thread = threading.Thread(
             target=self._main, name=f"codeask-index-{root.name}", daemon=True
         )
@@ -88,6 +91,20 @@ class FolderWorker(FolderStatus):
         )
         self._schedule.submit(Run(job, future))
         return future
+
+    def _changed_pass(self) -> None:
+        """The file watch names changes: a lexical pass over them (queued once at a time; the
+        embedding thread after it only when a session, not just the daemon's hold, has it)."""
+        if self._changed_queued.is_set():
+            return
+        self._changed_queued.set()
+        backlog = self._backlog_wanted()
+
+        def job() -> PassDone | PassBusy:
+            self._changed_queued.clear()
+            return self._indexing.requested(rebuild=False, embed=False, backlog=backlog)
+
+        self._schedule.submit(Run(job, Future()))
 
     def cancel_indexing(self) -> None:
         """The user cancelled (progress UI or command): stop the full pass, keep what is done."""

@@ -15,9 +15,10 @@ from codeask.core.indexer.chunk_pool import Job, PreparedFile, prepare, prepared
 from codeask.core.indexer.early_saves import EarlySaves
 from codeask.core.indexer.run import CancelToken, IndexReport, Progress, ProgressFn
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.source.discover import SkippedFile, SourceFile, discover
+from codeask.core.source.discover import GONE, SkippedFile, SourceFile, check_file, discover
 from codeask.core.source.ignore_note import ignore_note
 from codeask.core.source.names import display_path
+from codeask.core.source.tree_watch import Taken
 from codeask.core.source.walk_cache import WALK_CACHE
 from codeask.core.storage.team import refresh_shadowed
 
@@ -29,8 +30,28 @@ log = logging.getLogger("codeask.core.indexer")
 
 def scan_and_chunk(
     index: FolderState, report: IndexReport, emit: ProgressFn, token: CancelToken
-) -> None:
-    """Every file of the folder: gone ones removed, changed ones chunked, the rest kept."""
+) -> Taken | None:
+    """Every file of the folder: gone ones removed, changed ones chunked, the rest kept. With
+    a trusted file watch, only the paths it saw change are checked (no walk, no stat per
+    file). Returns what the watch handed over, for `TreeWatch.settle` once the pass is saved."""
+    taken = index.watch.take() if index.watch is not None else None
+    watched = taken is not None and taken.paths is not None and index.team.reader is None
+    if watched and taken is not None and taken.paths is not None:
+        files = changed_files(index, taken.paths, report)
+    else:
+        files = _walk(index, report, emit)
+    report.files_checked = len(files)
+    _chunk_changed(index, files, report, emit, token)
+    if watched:  # the files the events did not name are unchanged, as a walk would count them
+        report.files_seen = index.local.counts().files
+        report.files_unchanged = max(0, report.files_seen - report.files_indexed)
+        report.watched = [f.rel for f in files]
+    return taken
+
+
+def _walk(index: FolderState, report: IndexReport, emit: ProgressFn) -> list[SourceFile]:
+    """The walk: every file found (the walk cache spares unchanged folders' listings), the
+    indexed files no longer found removed."""
     emit(Progress("scan", message="discovering files"))
     found = discover(
         index.root,
@@ -51,6 +72,42 @@ def scan_and_chunk(
     present = {f.rel for f in files}
     for rel in [r for r in index.local.paths() if r not in present]:
         remove_file(index, rel, report)
+    return files
+
+
+def changed_files(index: FolderState, rels: list[str], report: IndexReport) -> list[SourceFile]:
+    """The watch's changed paths judged as the walk would judge them: files to check, the
+    gone or left-out ones removed (a gone folder: every file indexed under it)."""
+    settings = index.settings.index
+    known = index.local.paths() if any(index.local.file(r) is None for r in rels) else []
+    out: dict[str, SourceFile] = {}
+    for rel in rels:
+        if index.local.file(rel) is None and not (index.root / rel).is_file():
+            under = [k for k in known if k.startswith(rel + "/")]
+            if not under and (index.root / rel).is_dir():
+                continue  # a folder's own metadata (its new files have their own events)
+            rels_here = under or [rel]
+        else:
+            rels_here = [rel]
+        for each in rels_here:
+            found = check_file(index.root, each, settings)
+            if isinstance(found, SourceFile):
+                out[each] = found
+                continue
+            if isinstance(found, SkippedFile) and found.reason != GONE:
+                report.skipped.append(found)
+            remove_file(index, each, report)
+    return list(out.values())
+
+
+def _chunk_changed(
+    index: FolderState,
+    files: list[SourceFile],
+    report: IndexReport,
+    emit: ProgressFn,
+    token: CancelToken,
+) -> None:
+    """Chunk the files whose size or mtime moved (in worker processes for a big batch)."""
     emit(Progress("chunk", 0, len(files)))
     jobs = [job for f in files if (job := _job_if_changed(index, f, report)) is not None]
     unchanged = len(files) - len(jobs)

@@ -21,6 +21,7 @@ from codeask.core.indexer.location import Mode, index_dir_for, resolved_root, ta
 from codeask.core.indexer.run import CancelToken, IndexReport, ProgressFn, no_progress
 from codeask.core.indexer.status import IndexStatus, status_of
 from codeask.core.indexer.vectors import VectorTiers
+from codeask.core.source.tree_watch import TreeWatch
 from codeask.core.source.walk_cache import WALK_CACHE
 from codeask.core.storage.factory import open_storage, team_base
 from codeask.core.storage.protocol import Storage
@@ -68,6 +69,9 @@ class FolderIndex:
         self.ignore_note: str | None = None
         self.state = "loading"
         self.damage = ""
+        #: The folder's file events, set by a long-lived writer (core/source/tree_watch.py):
+        #: a pass then re-checks the changed paths instead of walking. None: passes walk.
+        self.watch: TreeWatch | None = None
         #: The team's published revision this folder reads (index.backend = "postgres").
         self.team = team_base(self.root, settings, read_team=read_team)
         self._load()
@@ -202,6 +206,8 @@ class FolderIndex:
         """Forget everything and index from scratch (vectors still come from the cache);
         every folder is listed again (the walk cache goes too)."""
         with self.run_lock:
+            if self.watch is not None:
+                self.watch.distrust()
             self.local.clear()
             (self.folder / WALK_CACHE).unlink(missing_ok=True)
         return self.refresh(**kwargs)  # type: ignore[arg-type]
@@ -243,6 +249,8 @@ class FolderIndex:
 
     def abandon(self) -> None:
         """Release files and the lock without saving (the workspace folder is gone)."""
+        if self.watch is not None:
+            self.watch.close()
         self.storage.close()
         if self.writer is not None:
             self.writer.release()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from codeask.config import Settings
     from codeask.core.indexer.vectors import VectorTiers
+    from codeask.core.source.tree_watch import TreeWatch
     from codeask.core.storage.protocol import Storage
     from codeask.core.storage.team import TeamBase
 
@@ -38,6 +39,8 @@ class FolderState(Protocol):
     def run_lock(self) -> threading.Lock: ...
     @property
     def embedder_loaded(self) -> bool: ...
+    @property
+    def watch(self) -> TreeWatch | None: ...
 
     #: Written by the jobs: the run state, the files differing from HEAD, and (team_retry, when
     #: the team database comes back) the base and the storage readers see.

@@ -82,6 +82,11 @@ class IndexReport:
     """What one indexing run did."""
 
     files_seen: int = 0
+    files_checked: int = 0
+    """Files whose stat the pass looked at: every file found by a walk, or only those a file
+    watch saw change."""
+    watched: list[str] | None = None
+    """The files a pass re-checked because a file watch named them (None: the pass walked)."""
     files_indexed: int = 0
     files_unchanged: int = 0
     files_removed: int = 0

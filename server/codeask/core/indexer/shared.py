@@ -89,6 +89,20 @@ class SharedIndexes:
         share one index (the folder drivers are shared by the same rule)."""
         return _outcome(root, editor, mode)[0]
 
+    def held_writer(self, root: Path) -> FolderIndex | None:
+        """The index this process writes for `root` under no editor's settings (the daemon's
+        driver held after `codeask index`: core/driver/hold.py), with one more user; None when
+        there is none. Its memory is what it last saved, and current: a search reads it instead
+        of loading the snapshot it just wrote a second time."""
+        key = _outcome(root, {}, "auto")[0]
+        with self._lock:
+            held = self._held.get(key)
+            folder = held.folder if held is not None else None
+            if held is None or folder is None or folder.read_only or folder.damage:
+                return None
+            held.users += 1
+            return folder
+
     def hold(self, folder: FolderIndex) -> None:
         """One more user of an index this process holds (a cache keeping it open)."""
         with self._lock:

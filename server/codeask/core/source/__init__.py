@@ -2,7 +2,8 @@
 
 - `discover`: which files of a folder are indexed, and why the rest are not
   (`specialfs`: the pseudo filesystems a walk never enters; `walk_cache`: folders unchanged
-  since the last walk are not listed again).
+  since the last walk are not listed again; `tree_watch`: the file events of a folder a
+  long-lived writer holds, so its passes re-check only the changed paths).
 - `globs`: gitignore-style globs matched in linear time (RE2), whoever wrote them.
 - `ignore_note`: the note when ignore rules leave (nearly) nothing of a folder to index.
 - `names`: file names as text (storable? shown on one line).
@@ -31,5 +32,6 @@ __all__ = [
     "redact_outbound",
     "safe_read",
     "secrets",
+    "tree_watch",
     "walk_cache",
 ]

@@ -73,6 +73,11 @@ def _read_mountinfo() -> dict[str, str]:
         return {}
 
 
+def mount_types() -> dict[str, str]:
+    """Every mount point of this process and its filesystem type ({} without /proc)."""
+    return _read_mountinfo() if os.sep == "/" else {}
+
+
 def _below(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
