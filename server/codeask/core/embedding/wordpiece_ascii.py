@@ -17,7 +17,7 @@ files and on seeded random ASCII.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,13 +32,28 @@ MAX_WORDS = 1 << 17
 
 
 class AsciiWordPiece:
-    """Token ids of ASCII texts, truncated like the tokenizer (`max_tokens`), unknowns kept."""
+    """Token ids of ASCII texts, truncated like the tokenizer (`max_tokens`), unknowns kept.
+    `split`: one word's WordPiece ids (the tokenizer's own model, or wordpiece_reach's greedy
+    split over the same vocabulary); `max_words`: distinct words remembered at most."""
 
-    def __init__(self, tokenizer: Tokenizer, max_tokens: int, specials: Sequence[str]) -> None:
-        self._model = tokenizer.model
+    def __init__(
+        self,
+        split: Callable[[str], tuple[int, ...]],
+        max_tokens: int,
+        specials: Sequence[str],
+        max_words: int | None = None,
+    ) -> None:
+        self._split = split
         self._max_tokens = max_tokens
         self._specials = tuple(specials)
+        self._max_words = max_words
         self._words: dict[str, tuple[int, ...]] = {}
+
+    @classmethod
+    def of(cls, tokenizer: Tokenizer, max_tokens: int, specials: Sequence[str]) -> AsciiWordPiece:
+        """Words split by `tokenizer`'s own WordPiece model."""
+        model = tokenizer.model
+        return cls(lambda word: tuple(t.id for t in model.tokenize(word)), max_tokens, specials)
 
     def ids(self, text: str) -> list[int] | None:
         """The ids the full tokenizer gives `text`, or None when it must tokenize it itself."""
@@ -65,8 +80,8 @@ class AsciiWordPiece:
         self._words = {}
 
     def _learn(self, word: str) -> tuple[int, ...]:
-        ids = tuple(token.id for token in self._model.tokenize(word))
-        if len(self._words) >= MAX_WORDS:
+        ids = self._split(word)
+        if len(self._words) >= (MAX_WORDS if self._max_words is None else self._max_words):
             self._words.clear()
         self._words[word] = ids
         return ids
