@@ -10,6 +10,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from tests.unit.test_chunk_records_compressed import long_chunks
 
 from codeask.core.records import Chunk
 from codeask.core.storage import kept_chunks
@@ -18,18 +19,8 @@ from codeask.core.storage.chunk_map import ChunkMap
 
 
 def chunk(n: int) -> Chunk:
-    body = "\n".join(f"    total = total + ledger.entry_{n}_{j} * {j}" for j in range(8))
-    return Chunk(
-        id=n,
-        path=f"ledger/m{n % 7}.py",
-        language="python",
-        kind="function",
-        start_line=n,
-        end_line=n + 9,
-        text=f"def settle_{n}(ledger):\n    total = 0\n{body}\n    return total",
-        symbol=f"settle_{n}",
-        calls=[f"entry_{n}"],
-    )
+    """Chunk `n`: a function long enough that its record is stored compressed."""
+    return msgspec.structs.replace(long_chunks(n)[-1], id=n)
 
 
 def base_file(path: Path, ids: list[int]) -> ChunkFile:
