@@ -9,11 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
-import pytest
 from tests.unit.test_chunk_records_compressed import long_chunks
 
 from codeask.core.records import Chunk
-from codeask.core.storage import kept_chunks
 from codeask.core.storage.chunk_file import ChunkFile, ChunkFileWriter
 from codeask.core.storage.chunk_map import ChunkMap
 
@@ -86,32 +84,3 @@ def test_an_empty_base_reads_nothing(tmp_path: Path) -> None:
     chunks = ChunkMap(base_file(tmp_path / "chunks.rec", []))
     chunks[3] = chunk(3)
     assert chunks.get_many([1, 3, 2]) == {3: chunk(3)}
-
-
-def test_a_base_keeps_its_last_decoded_chunks_bounded_and_never_a_damaged_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Successive questions share candidates: a base keeps the last chunks it decoded
-    (kept_chunks.py, least recently read dropped past the bound), reads them back unchanged,
-    and never keeps a damaged record (it is reported, read as absent, the next time too)."""
-    monkeypatch.setattr(kept_chunks, "KEPT", 8)
-    path = tmp_path / "chunks.rec"
-    ids = list(range(1, 31))
-    damage_record(path, base_file(path, ids), 2)  # chunk 3
-    chunks = ChunkMap(ChunkFile(path))
-    assert chunks.base is not None
-    kept = chunks.base.kept
-
-    first = chunks.get_many([1, 2, 3, 4])
-    assert list(first) == [1, 2, 4] and len(kept) == 3
-    assert kept.get_many([1, 2, 3, 4]) == {1: chunk(1), 2: chunk(2), 4: chunk(4)}
-    chunks.damaged.clear()  # read the damaged record again: still not kept
-    assert 3 not in chunks.get_many([3]) and 3 not in kept.get_many([3])
-
-    chunks.get_many(range(10, 20))  # ten more: only the last eight stay
-    assert len(kept) == 8 and set(kept.get_many(ids)) == set(range(12, 20))
-    chunks.get_many([12])  # read again: now the most recent
-    chunks.get_many(range(20, 27))
-    assert set(kept.get_many(ids)) == {12, *range(20, 27)}
-    assert chunks.get_many([12, 25, 1]) == {12: chunk(12), 25: chunk(25), 1: chunk(1)}
-    assert ChunkFile(path).kept.get_many(ids) == {}  # a base opened again starts empty

@@ -35,7 +35,6 @@ import zstandard
 
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.storage import record_codec
-from codeask.core.storage.kept_chunks import KeptChunks
 from codeask.core.storage.snapshot import StoreError
 
 MAGIC = b"CQCHUNK2"
@@ -176,8 +175,6 @@ class ChunkFile:
         self._crcs = take("<u4", n, 4)
         self._sym_hash = take("<u8", m, 8)
         self._sym_ids = take("<i8", m, 8)
-        #: The chunks read last (`read_ids`), for the next questions.
-        self.kept = KeptChunks()
         #: The two tables bisected per lookup, as searchable arrays (`_searchable`), made on
         #: the first lookup that needs them.
         self._id_keys: np.ndarray | None = None
@@ -234,17 +231,8 @@ class ChunkFile:
 
     def read_ids(self, chunk_ids: list[int]) -> list[tuple[int, Chunk | ChunkDamaged]]:
         """(id, chunk) for each of `chunk_ids` held here, a damaged record's ChunkDamaged in
-        place of its chunk (the others still read): the last chunks decoded are kept
-        (kept_chunks.py), the rest found and decoded in one batch."""
-        kept = self.kept.get_many(chunk_ids)
-        wanted = [i for i in chunk_ids if i not in kept]
-        read = self._decode_ids(wanted) if wanted else []
-        self.kept.keep((i, c) for i, c in read if not isinstance(c, ChunkDamaged))
-        return [*kept.items(), *read]
-
-    def _decode_ids(self, chunk_ids: list[int]) -> list[tuple[int, Chunk | ChunkDamaged]]:
-        """`read_ids` from the file: the tables indexed once for the lot, not with numpy
-        scalars per record (a search reads ~300 at once)."""
+        place of its chunk (the others still read): the tables are indexed once for the lot,
+        not with numpy scalars per record (a search reads ~300 at once)."""
         rows = self.positions(np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids)))
         held = rows >= 0
         picked = rows[held]
