@@ -18,6 +18,9 @@ Each step is its own child process, measured with its whole process tree (benchm
 3. every question warm through that daemon: p50/p95 of the client's wall and of the engine's own
    `seconds`, and top-5 file hits (R@5, MRR) against the questions' answer files (the row's wall
    and CPU are sums over the questions, its peaks the largest of any);
+3r. pasted bug reports (`--reports`), by default, with the model tier forced on (cold and warm
+   caches), through the warm daemon and a forced one; what the model tier covered and what
+   `codeask status` says of it (benchmarks.scale_reports);
 4. one file edited (a function appended, the file replaced so the source tree is never written),
    `codeask index` again, then searched through the daemon until the new function is found:
    edit to searchable, and memory above the resting daemon;
@@ -29,6 +32,10 @@ Each step is its own child process, measured with its whole process tree (benchm
 5. with `--semble`, semble 0.7.0 (the venv of ../shared/eval-search/semble/setup.sh) indexes the
    same copy and answers the same questions in one child, skipped when the free memory is below
    its peak in the issue scaled to the tree (17 GB per 1.5 GB of source).
+
+`--reuse WORK` runs on a work folder kept by an earlier run (`--keep`: the tree and `index/`),
+`--steps` only the steps named (e.g. `--reuse ... --steps reports`); an index folder whose name
+was made for another path (a kept folder copied elsewhere) is renamed for this one.
 
 One table, the 1-minute load average before-after beside each step and the issue's targets (for
 the whole kernel: a subset's figures are not comparable to them) beside each figure. The daemon
@@ -62,6 +69,7 @@ from benchmarks.kernel_source import cache_root, kernel_tree
 from benchmarks.proc_tree import Cost, Tree
 from benchmarks.scale_editor import editor_saves
 from benchmarks.scale_partial import FirstAnswer
+from benchmarks.scale_reports import REPORTS, index_folder, reports_step
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE / "data" / "kernel_questions.jsonl"
@@ -83,6 +91,7 @@ TARGETS = {
     "daemon": "<= 2 s start to first answer",
     "warm": "p95 <= 200 ms",
     "edit": "<= 1 s, <= 100 MB above resting",
+    "reports": "<= 3 s a report",
     "edit-daemon": "<= 1 s, <= 100 MB above resting",
     "editor": "<= 1 s, <= 100 MB above resting",
     "semble": "(issue: 448 s, 17 GB, p50 67 ms)",
@@ -121,8 +130,9 @@ class Scores:
         return f"R@5 {recall:.2f}, MRR {mrr:.2f} ({len(self.hits)} q)"
 
 
-def load_questions(path: Path, tree: Path) -> tuple[list[Question], int]:
-    """The questions whose answer files are all in `tree` (a subset drops the others)."""
+def load_questions(path: Path, tree: Path, *, required: bool = True) -> tuple[list[Question], int]:
+    """The questions whose answer files are all in `tree` (a subset drops the others); none
+    kept is an error when `required`."""
     kept, dropped = [], 0
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
@@ -136,7 +146,7 @@ def load_questions(path: Path, tree: Path) -> tuple[list[Question], int]:
             kept.append(question)
         else:
             dropped += 1
-    if not kept:
+    if not kept and required:
         raise SystemExit(f"error: no question of {path} has its answer files in {tree}")
     return kept, dropped
 
@@ -210,10 +220,11 @@ class Run:
         self.questions = questions
         self.index_root = work / "index"
         self.runtime = work / "xdg-run"
-        self.runtime.mkdir(mode=0o700)
+        self.runtime.mkdir(mode=0o700, exist_ok=True)
         self.procs = Tree(secrets.token_hex(6))
+        cache = work / "xdg-cache"
         self.env = in_process_env(
-            XDG_CACHE_HOME=str(fresh_cache(work / "xdg-cache")),
+            XDG_CACHE_HOME=str(cache if cache.is_dir() else fresh_cache(cache)),
             XDG_RUNTIME_DIR=str(self.runtime),
             HF_HUB_OFFLINE="1",
             CODEASK_INDEX__LOCATION=str(self.index_root),
@@ -224,18 +235,27 @@ class Run:
         }
         self.rows: list[Row] = []
 
-    def codeask(self, *args: str, daemon: bool = False, timeout: float | None = None) -> Cost:
+    def codeask(
+        self,
+        *args: str,
+        daemon: bool = False,
+        timeout: float | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> Cost:
         command = [sys.executable, "-m", "codeask", *args]
-        env = self.daemon_env if daemon else self.env
+        env = (self.daemon_env if daemon else self.env) | (extra or {})
         cost = self.procs.run(command, env, self.tree, timeout=timeout)
         if cost.returncode != 0:
             tail = "\n".join(cost.stderr.splitlines()[-15:])
             raise SystemExit(f"error: `codeask {' '.join(args)}` exited {cost.returncode}\n{tail}")
         return cost
 
-    def search(self, query: str, *, daemon: bool) -> tuple[Cost, dict[str, Any]]:
+    def search(
+        self, query: str, *, daemon: bool, extra: dict[str, str] | None = None
+    ) -> tuple[Cost, dict[str, Any]]:
         args = ["search", "--json", "-k", "20", "--root", str(self.tree), query]
-        cost = self.codeask(*args, *([] if daemon else ["--no-daemon"]), daemon=daemon)
+        no_daemon = [] if daemon else ["--no-daemon"]
+        cost = self.codeask(*args, *no_daemon, daemon=daemon, extra=extra)
         return cost, json.loads(cost.stdout)
 
     # ---- the steps ---------------------------------------------------------------------------
@@ -474,12 +494,23 @@ def semble_python(eval_dir: Path) -> Path:
     return Path(venv.stdout.strip()) / "bin" / "python"
 
 
-def main(argv: list[str] | None = None) -> int:
+#: Step names for `--steps`, in the order they run.
+STEPS = ("index", "open", "warm", "reports", "edit", "edit-daemon", "editor")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, help="any tree (default: the Linux 6.1 package)")
     parser.add_argument("--subset", default="", help="only these top-level folders: a,b,c")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a questions .jsonl")
+    parser.add_argument("--reports", type=Path, default=REPORTS, help="pasted reports .jsonl")
     parser.add_argument("--work", type=Path, help="where the copy and index go (default: cache)")
+    parser.add_argument(
+        "--reuse", type=Path, help="a work folder kept by `--keep` (its tree and index/)"
+    )
+    parser.add_argument(
+        "--steps", default=",".join(STEPS), help=f"steps to run, of {','.join(STEPS)}"
+    )
     parser.add_argument("--semble", action="store_true", help="also run semble 0.7.0")
     parser.add_argument(
         "--eval-dir", type=Path, default=HERE.parent.parent / "shared" / "eval-search"
@@ -489,36 +520,92 @@ def main(argv: list[str] | None = None) -> int:
         "--editor-saves", type=int, default=5, help="saves in step 4b (0: skip the step)"
     )
     args = parser.parse_args(argv)
+    args.steps = [name for name in args.steps.split(",") if name]
+    unknown = sorted(set(args.steps) - set(STEPS))
+    if unknown:
+        parser.error(f"--steps: unknown step(s) {', '.join(unknown)}; known: {', '.join(STEPS)}")
+    for name in ("questions", "reports"):
+        if not getattr(args, name).is_file():
+            parser.error(f"--{name} {getattr(args, name)} is not a file")
+    return args
+
+
+def reused_tree(work: Path) -> Path:
+    """The tree of a kept work folder (the one folder beside `index/` and the XDG folders),
+    its index folder renamed for the tree's path here when it was made for another one."""
+    trees = [
+        p for p in work.iterdir() if p.is_dir() and p.name not in ("index", "xdg-cache", "xdg-run")
+    ]
+    if len(trees) != 1 or not (work / "index").is_dir():
+        raise SystemExit(f"error: --reuse {work}: expected one tree folder and index/ in it")
+    tree = trees[0]
+    run = Run(work, tree, [])
+    wanted = index_folder(run)
+    if not wanted.is_dir():
+        found = [p for p in (work / "index").iterdir() if p.name.startswith(tree.name + "-")]
+        if len(found) != 1:
+            raise SystemExit(f"error: --reuse {work}: no index folder for {tree.name} in index/")
+        found[0].rename(wanted)
+        print(f"# index folder {found[0].name} renamed {wanted.name} for {tree}")
+    return tree
+
+
+def prepare(args: argparse.Namespace) -> tuple[Path, Path, str]:
+    """The work folder, its tree and a line saying where it came from: a kept one as it is,
+    else a fresh copy of `--tree` (default: the kernel package)."""
+    if args.reuse:
+        work = args.reuse.resolve()
+        return work, reused_tree(work), f"# reusing {work}"
     source = (args.tree or kernel_tree()).resolve()
     if not source.is_dir():
         raise SystemExit(f"error: --tree {source} is not a folder")
-    if not args.questions.is_file():
-        raise SystemExit(f"error: --questions {args.questions} is not a file")
     subset = [name for name in args.subset.split(",") if name]
     parent = args.work or cache_root().parent / "scale-work"
     parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="codeask-scale-", dir=parent))
     started = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="codeask-scale-", dir=parent))
+    tree = work / source.name
+    copy_tree(source, tree, subset)
+    if args.tree is None:
+        unignore_debian_top(tree)
+    line = (
+        f"# {source}{' subset ' + ','.join(subset) if subset else ''}, copied to {tree} in "
+        f"{time.perf_counter() - started:.0f} s"
+    )
+    return work, tree, line
+
+
+def chosen_steps(run: Run, args: argparse.Namespace) -> list[Callable[[], None]]:
+    reports, _ = load_questions(args.reports, run.tree, required=False)
+
+    def add(step: str, cost: Cost | None, figure: str, target: str) -> None:
+        run.rows.append(Row(step, cost, figure, target))
+
+    every: dict[str, Callable[[], None]] = {
+        "index": run.index_cold,
+        "open": run.open_cold,
+        "warm": run.warm,
+        "reports": lambda: reports_step(run, reports, add) if reports else None,
+        "edit": run.edit,
+        "edit-daemon": lambda: run.edit(through_daemon=True),
+        "editor": lambda: run.editor_save(args.editor_saves) if args.editor_saves > 0 else None,
+    }
+    return [every[name] for name in STEPS if name in args.steps]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    work, tree, line = prepare(args)
     try:
-        tree = work / source.name
-        copy_tree(source, tree, subset)
-        if args.tree is None:
-            unignore_debian_top(tree)
         questions, dropped = load_questions(args.questions, tree)
         print(
-            f"# {source}{' subset ' + ','.join(subset) if subset else ''}, copied to {tree} in "
-            f"{time.perf_counter() - started:.0f} s; {len(questions)} questions "
-            f"({dropped} dropped: answers outside the tree); {os.cpu_count()} cores, "
-            f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            f"{line}; {len(questions)} questions ({dropped} dropped: answers outside the tree); "
+            f"{os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
             flush=True,
         )
         run = Run(work, tree, questions)
-        steps: list[Callable[[], None]] = [run.index_cold, run.open_cold, run.warm, run.edit]
-        steps.append(lambda: run.edit(through_daemon=True))
-        if args.editor_saves > 0:
-            steps.append(lambda: run.editor_save(args.editor_saves))
         try:
-            for step in steps:
+            for step in chosen_steps(run, args):
                 before = len(run.rows)
                 step()
                 for row in run.rows[before:]:  # a run cut short still shows its steps
@@ -529,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
             run.semble(semble_python(args.eval_dir))
         print(table(run.rows))
     finally:
-        if not args.keep:
+        if not args.keep and not args.reuse:
             shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -32,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
         )
     import msgspec
 
+    from codeask.core.runtime import resident
+
+    resident.answer_once()  # this process exits after the answer: keep no index pages
     return search_view.render(msgspec.to_builtins(answer(args)), args.json)
 
 

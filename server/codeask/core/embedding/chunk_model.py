@@ -96,6 +96,10 @@ def derive_chunk_model(source: Path, source_sha256: str, target: Path) -> Path:
     return target
 
 
+#: onnxruntime's session setting for its intra-op pool's busy-waiting ("0": threads sleep).
+NO_SPINNING = "session.intra_op.allow_spinning"
+
+
 class ChunkSession:
     """Texts → L2-normalised rows of the packaged model, as fastembed computed them."""
 
@@ -115,6 +119,10 @@ class ChunkSession:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.enable_cpu_mem_arena = False  # as fastembed's sessions here (issue 29)
+        # idle pool threads sleep instead of spinning: 25 kernel chunks took 4.3 CPU-s with
+        # spinning and 2.2 without, the same vectors to the bit (a pasted report's candidates
+        # embedded on demand; on a busy 2-core machine wall 9.8 -> 4.7 s; benchmarks/README.md)
+        options.add_session_config_entry(NO_SPINNING, "0")
         if threads:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = threads

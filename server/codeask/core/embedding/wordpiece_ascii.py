@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,11 +44,9 @@ class AsciiWordPiece:
         specials: Sequence[str],
         max_words: int | None = None,
     ) -> None:
-        self._split = split
         self._max_tokens = max_tokens
         self._specials = tuple(specials)
-        self._max_words = max_words
-        self._words: dict[str, tuple[int, ...]] = {}
+        self._words = _Words(split, max_words)
 
     @classmethod
     def of(cls, tokenizer: Tokenizer, max_tokens: int, specials: Sequence[str]) -> AsciiWordPiece:
@@ -62,26 +61,28 @@ class AsciiWordPiece:
         low = text.lower()
         if _CONTROL.search(low):
             low = _CONTROL.sub("", low)
-        out: list[int] = []
-        known = self._words.get
-        limit = self._max_tokens
-        for word in _WORD.findall(low):
-            ids = known(word)
-            if ids is None:
-                ids = self._learn(word)
-            out.extend(ids)
-            if len(out) >= limit:
-                del out[limit:]
-                break
-        return out
+        # one loop in C (a Python loop over the words was half of this call, issue 42);
+        # `islice` stops at the limit, so words past it are neither looked up nor learnt
+        words = map(self._words.__getitem__, _WORD.findall(low))
+        return list(islice(chain.from_iterable(words), self._max_tokens))
 
     def forget(self) -> None:
         """Drop the remembered words (a pass is over; a server at rest does not keep them)."""
-        self._words = {}
+        self._words.clear()
 
-    def _learn(self, word: str) -> tuple[int, ...]:
+
+class _Words(dict[str, tuple[int, ...]]):
+    """word -> its WordPiece ids; an unknown word is split once (`__missing__`, called from C
+    by a lookup that misses), at most `max_words` (default MAX_WORDS) remembered."""
+
+    def __init__(self, split: Callable[[str], tuple[int, ...]], max_words: int | None) -> None:
+        super().__init__()
+        self._split = split
+        self._max_words = max_words
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
         ids = self._split(word)
-        if len(self._words) >= (MAX_WORDS if self._max_words is None else self._max_words):
-            self._words.clear()
-        self._words[word] = ids
+        if len(self) >= (MAX_WORDS if self._max_words is None else self._max_words):
+            self.clear()
+        self[word] = ids
         return ids

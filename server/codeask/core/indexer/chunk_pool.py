@@ -32,6 +32,7 @@ import numpy as np
 
 from codeask.config import ChunkSettings, IndexSettings, cpu_cores
 from codeask.core.records import Chunk
+from codeask.core.runtime.collector import fewer_collections
 from codeask.core.source.discover import SkippedFile, SourceFile, load_source
 
 if TYPE_CHECKING:
@@ -377,7 +378,9 @@ def serve(stdin: IO[bytes], stdout: IO[bytes], settings: WorkerSettings) -> Work
     `stdin` must not read ahead (unbuffered): a fresh worker reads on where this one left."""
     decoder = msgspec.msgpack.Decoder(list[Job])
     encoder = msgspec.msgpack.Encoder()
-    with _static_model(settings.static_cache) as model:
+    # the worker's chunks, token lists and frames are as short-lived as the indexing
+    # process's: young collections at the default 700 allocations were ~1.4 % of its CPU
+    with fewer_collections(), _static_model(settings.static_cache) as model:
         while True:
             try:
                 frame = _read_frame(stdin)

@@ -2,7 +2,8 @@
 editor's requests (`background`), glibc's heap gives big freed blocks back (`heap`),
 every folder and file written for an index or a cache is owner-only (`private_files`), and a
 lock's holder is asked without taking the lock (`flock_probe`), and a bulk pass runs the cyclic
-garbage collector less often (`collector`).
+garbage collector less often (`collector`), and a one-shot process gives the index pages
+a step read back (`resident`).
 Imports nothing of ours.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
@@ -15,4 +16,5 @@ __all__ = [
     "flock_probe",
     "heap",
     "private_files",
+    "resident",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,10 +79,15 @@ class CoarseLists:
 
 
 def scan(
-    lists: CoarseLists, rows: np.ndarray, scales: np.ndarray | None, unit: np.ndarray
+    lists: CoarseLists,
+    rows: np.ndarray,
+    scales: np.ndarray | None,
+    unit: np.ndarray,
+    done: Callable[[], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(scores, row numbers) of the candidate rows only: slices of the mapped rows when the
-    base is in list order (only their pages are read), else gathered a block at a time."""
+    base is in list order (only their pages are read), else gathered a block at a time;
+    `done` after each block (see quantized_rows.scores)."""
     if lists.rows is not None:
         return _gather(lists.candidates(unit), rows, scales, unit)
     bounds = [(int(lists.starts[i]), int(lists.starts[i + 1])) for i in lists.probed(unit)]
@@ -89,7 +95,8 @@ def scan(
     out = np.empty(len(picked), dtype=np.float32)
     at = 0
     for start, end in bounds:
-        out[at : at + end - start] = scores(rows[start:end], _part(scales, slice(start, end)), unit)
+        part = _part(scales, slice(start, end))
+        out[at : at + end - start] = scores(rows[start:end], part, unit, done)
         at += end - start
     return out, picked
 

@@ -17,7 +17,6 @@ rows inside the file) before a row is used: anything else is refused with the re
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import struct
 import threading
@@ -27,6 +26,8 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from codeask.core.runtime import resident
 
 #: A tier not scanned for this long gives its pages back.
 IDLE_SECONDS = 20.0
@@ -54,13 +55,19 @@ class MappedRows:
         self._lock = threading.Lock()
 
     def scanned(self) -> None:
-        """A query read every row: its pages are resident until the tier is idle again."""
+        """A query read every row: its pages are resident until the tier is idle again (a
+        one-shot process gives them back now: runtime/resident.py)."""
+        resident.step_done(self._mapping)
         with self._lock:
             self._last_scan = time.monotonic()
             newly = not self._resident
             self._resident = True
         if newly:
             _releaser.watch(self)
+
+    def step_done(self) -> None:
+        """A block of rows was read: a one-shot process gives its pages back now."""
+        resident.step_done(self._mapping)
 
     def release_if_idle(self, now: float) -> bool:
         """Let the pages go when no scan came for `IDLE_SECONDS`; True if they went now."""
@@ -75,10 +82,7 @@ class MappedRows:
 def release(mapping: mmap.mmap) -> None:
     """Drop a read-only shared mapping's pages from this process (they stay in the page cache
     and come back on the next touch). A scan running meanwhile only faults them in again."""
-    advice = getattr(mmap, "MADV_DONTNEED", None)
-    if advice is not None and hasattr(mapping, "madvise"):
-        with contextlib.suppress(OSError, ValueError):  # ValueError: closed meanwhile
-            mapping.madvise(advice)
+    resident.give_back(mapping)
 
 
 def map_rows(

@@ -264,10 +264,10 @@ class VectorIndex:
             return tail, tail_ids
         base, base_ids = self._base, self._base_ids.ids
         if self._lists is not None:  # a large base: its candidate lists' rows only
-            base_scores, picked = scan(self._lists, base.rows, base.scales, unit)
+            base_scores, picked = scan(self._lists, base.rows, base.scales, unit, base.step_done)
             base_ids = base_ids[picked]
         else:
-            base_scores = scores(base.rows, base.scales, unit)
+            base_scores = scores(base.rows, base.scales, unit, base.step_done)
         base.scanned()
         if not len(tail_ids):
             return base_scores, base_ids

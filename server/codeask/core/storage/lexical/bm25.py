@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from codeask.core.runtime import resident
 from codeask.core.storage.lexical.packed import term_postings
 
 if TYPE_CHECKING:
@@ -220,6 +221,8 @@ class Postings:
     total: float = -1.0
     #: Rows in key order (int keys): a key is found by bisection, no dict of every key.
     key_sort: np.ndarray | None = None
+    #: The segment file's map (None in memory): a one-shot process gives its pages back.
+    mapping: mmap.mmap | None = None
 
     def __post_init__(self) -> None:
         if self.total < 0:
@@ -605,16 +608,17 @@ class LiveTable:
         for term in dict.fromkeys(terms):
             parts = [segment.matches(term) for segment in self.segments]
             found = sum(len(rows) for rows, _ in parts)
-            if not found:
-                continue
-            idf = max(math.log((count - found + 0.5) / (found + 0.5)), MIN_IDF)
-            if scores is None:
-                scores = np.zeros(int(starts[-1]), dtype=np.float64)
-            joined = zip(self.segments, starts.tolist(), parts, strict=False)  # starts: one more
-            for segment, start, (rows, freqs) in joined:
-                for at in range(0, len(rows), SCORE_BLOCK):
-                    where = slice(at, at + SCORE_BLOCK)
-                    _add_scores(scores, segment, rows[where], freqs[where], start, idf, average)
+            if found:
+                idf = max(math.log((count - found + 0.5) / (found + 0.5)), MIN_IDF)
+                if scores is None:
+                    scores = np.zeros(int(starts[-1]), dtype=np.float64)
+                joined = zip(self.segments, starts.tolist(), parts, strict=False)  # one more
+                for segment, start, (rows, freqs) in joined:
+                    for at in range(0, len(rows), SCORE_BLOCK):
+                        where = slice(at, at + SCORE_BLOCK)
+                        _add_scores(scores, segment, rows[where], freqs[where], start, idf, average)
+            for segment in self.segments:  # one term's pages at a time (runtime/resident.py)
+                resident.step_done(segment.postings.mapping)
         return [] if scores is None else self._best(scores, starts, limit)
 
     def _best(

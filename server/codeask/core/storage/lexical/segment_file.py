@@ -131,4 +131,5 @@ def _postings(
         freqs,
         total=float(header["total"]),  # type: ignore[arg-type]
         key_sort=arrays.get("key_sort"),
+        mapping=mapped,
     )
