@@ -446,3 +446,16 @@ def test_a_segment_bisects_for_a_term_once_then_remembers_it() -> None:
     ]
     assert [slices.get(t) for t in ("parse", "w7", "absent")] == first
     assert _CountingColumn.reads == read
+
+
+def test_keys_at_reads_the_plain_key_of_each_row_asked() -> None:
+    """A search's answer reads its rows' keys a segment at a time (`keys_at`, issue 44 LAT):
+    the keys `key` reads one by one, plain int / str, in the order asked, repeats kept."""
+    chunk_rows, file_rows = table_rows(corpus(60))
+    for rows, weights in ((chunk_rows, CHUNK_WEIGHTS), (file_rows, FILE_WEIGHTS)):
+        postings = Postings.build(rows, weights)
+        picked = [5, 0, 59, 5, 17]
+        keys = postings.keys_at(picked)
+        assert keys == [postings.key(r) for r in picked] == [rows[r][0] for r in picked]
+        assert {type(k) for k in keys} == {type(rows[0][0])}
+        assert postings.keys_at([]) == []

@@ -8,9 +8,12 @@ import pytest
 from tests.unit.test_retrieve import make_folder
 
 from codeask.core.search.name_match import (
+    MIN_PREFIX,
+    SHARED_STEM,
     defines,
     file_stems_for,
     is_symbol_query,
+    matches_any,
     name_match_share,
     queried_symbols,
     question_words,
@@ -187,3 +190,35 @@ def test_a_file_that_matches_in_many_places_outranks_one_lucky_chunk(
         first[lift] = search([folder], "send request retry", mode="lexical", k=30).hits[0].path
     assert first == {0.0: "pkg/misc.py", coherence.FILE_COHERENCE: "pkg/client.py"}
     folder.close()
+
+
+def spelled_out(word: str, names: frozenset[str]) -> bool:
+    """The file-name word rule as its docstring says it, without the shortcut that skips
+    names starting otherwise (issue 44 LAT)."""
+    for name in names:
+        shorter, longer = (word, name) if len(word) <= len(name) else (name, word)
+        common = next(
+            (i for i, (a, b) in enumerate(zip(word, name, strict=False)) if a != b),
+            min(len(word), len(name)),
+        )
+        if (
+            word == name
+            or (len(shorter) >= MIN_PREFIX and longer.startswith(shorter))
+            or (len(shorter) > MIN_PREFIX + 1 and longer.startswith(shorter[:-1]))
+            or (common >= SHARED_STEM and common * 4 >= len(shorter) * 3)
+        ):
+            return True
+    return False
+
+
+def test_the_first_letters_shortcut_matches_as_the_rule_says() -> None:
+    words = [
+        "ab", "abc", "abd", "url", "urlmap", "utils", "utility", "util", "validation",
+        "validator", "valid", "railtie", "railties", "dependency", "dependencies", "path",
+        "paths", "pathname", "request", "requests", "req", "x", "generators", "generate",
+    ]  # fmt: skip
+    for word in words:
+        for first in words:
+            for second in words:
+                names = frozenset((first, second))
+                assert matches_any(word, names) == spelled_out(word, names), (word, names)

@@ -33,6 +33,7 @@ def test_query_returns_the_exact_nearest_with_cosine_scores() -> None:
     cosine = float(best @ query / np.linalg.norm(best) / np.linalg.norm(query))
     assert found[0][1] == pytest.approx(cosine, abs=1e-5)
     assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+    assert all(type(i) is int and type(s) is float for i, s in found)  # plain, not numpy
 
 
 def test_removed_vectors_are_never_returned_and_replaced_ones_move() -> None:

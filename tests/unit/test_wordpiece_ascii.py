@@ -10,14 +10,16 @@ import random
 import string
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
-from tests.unit.test_static_reach import full_tokenizer
+from tests.unit.test_static_reach import HOSTILE, _ids, _source_pieces, full_tokenizer
 from tokenizers import Tokenizer
 
 from codeask.core.embedding import wordpiece_ascii
-from codeask.core.embedding.static import MAX_TOKENS, StaticEmbedder
+from codeask.core.embedding.static import MAX_TOKENS, STATIC_MODEL_DIR, StaticEmbedder
 from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece
+from codeask.core.embedding.wordpiece_reach import ReachTokenizers
 
 SERVER = Path(__file__).resolve().parents[2] / "server" / "codeask"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -31,7 +33,7 @@ def full() -> Tokenizer:
 def _fast(tokenizer: Tokenizer) -> AsciiWordPiece:
     specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
     assert sorted(specials) == sorted(SPECIALS)
-    return AsciiWordPiece(tokenizer, MAX_TOKENS, specials)
+    return AsciiWordPiece.of(tokenizer, MAX_TOKENS, specials)
 
 
 def _reference(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
@@ -110,3 +112,36 @@ def test_bulk_static_vectors_are_bit_for_bit_those_of_the_full_tokenizer() -> No
     assert fast._ascii is not None and slow._ascii is None
     assert ours.dtype == reference.dtype == np.float32
     assert ours.tobytes() == reference.tobytes()
+
+
+def _split_path() -> tuple[ReachTokenizers, AsciiWordPiece]:
+    document = msgspec.json.decode((STATIC_MODEL_DIR / "tokenizer.json").read_bytes())
+    reach = ReachTokenizers(document, MAX_TOKENS)
+    return reach, AsciiWordPiece(reach.split, MAX_TOKENS, reach.specials)
+
+
+def test_the_greedy_split_gives_the_full_tokenizers_ids(full: Tokenizer) -> None:
+    """A query's ASCII words split over the vocabulary in Python (issue 44 LAT: no tokenizer
+    built per query) get the full tokenizer's ids: the engine's source in query-sized pieces,
+    seeded random ASCII and the hostile texts it covers (the rest it leaves to a tokenizer)."""
+    reach, fast = _split_path()
+    texts = [*_source_pieces(), *HOSTILE]
+    rng = random.Random(20261129)
+    texts += [_random_ascii(rng) for _ in range(1500)]
+    covered = [(t, ids) for t in texts if (ids := fast.ids(t)) is not None]
+    assert len(covered) > 0.8 * len(texts)
+    assert [ids for _, ids in covered] == _ids(full, [t for t, _ in covered])
+    assert fast.ids(HOSTILE[1]) is None and fast.ids(HOSTILE[4]) is None  # accents; [CLS] ...
+    assert reach.split("a" * 101) == (reach.unk_id,)  # past WordPiece's 100 characters
+
+
+def test_an_ascii_query_is_split_in_python_and_embeds_as_before() -> None:
+    static = StaticEmbedder()
+    queries = ["how are blueprints registered", "parse_http_header()", "naïve café"]
+    vectors = [static.embed([q])[0] for q in queries]
+    assert static._full is None
+    assert static._reach_ascii is not None and "blueprints" in static._reach_ascii._words
+    reference = StaticEmbedder()
+    reference._pinned_tokenizer = False  # the same model through `tokenizers` only
+    for query, vector in zip(queries, vectors, strict=True):
+        assert vector.tobytes() == reference.embed([query])[0].tobytes(), query

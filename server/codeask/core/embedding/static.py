@@ -72,6 +72,8 @@ WIDEN_AT = 64
 #: lines) are tokenized with only the vocabulary they reach; more build the whole tokenizer.
 REACH_TEXTS = 8
 REACH_CHARS = 2048
+#: Distinct query words whose ids are remembered (wordpiece_ascii.py; a few hundred KB at most).
+QUERY_WORDS = 4096
 
 
 def read_matrix(path: Path, sha256: str = "", verified: VerifiedFiles | None = None) -> np.ndarray:
@@ -226,6 +228,7 @@ class StaticEmbedder:
         self._wide_lock = threading.Lock()
         self._reach: ReachTokenizers | None = None
         self._ascii: AsciiWordPiece | None = None
+        self._reach_ascii: AsciiWordPiece | None = None
         pinned_tokenizer = hashes.get(TOKENIZER_FILE) == _SHIPPED_TOKENIZER
         self._pinned_tokenizer = pinned_tokenizer
         if pinned_tokenizer:
@@ -251,24 +254,35 @@ class StaticEmbedder:
                 tokenizer.no_padding()
                 if self._pinned_tokenizer:  # the pipeline wordpiece_ascii.py reproduces
                     specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
-                    self._ascii = AsciiWordPiece(tokenizer, MAX_TOKENS, specials)
+                    self._ascii = AsciiWordPiece.of(tokenizer, MAX_TOKENS, specials)
                 self._full = tokenizer
             return self._full
 
-    def _tokenizer_for(self, texts: Sequence[str]) -> Tokenizer:
-        """A query's few short texts: a tokenizer of only the vocabulary they reach (the same
-        ids, wordpiece_reach.py), unless the full one is built already or a bulk run (inside
-        `widened`) will need it anyway."""
+    def _reaches(self, texts: Sequence[str]) -> bool:
+        """A query's few short texts are tokenized with only the vocabulary they reach (the
+        same ids, wordpiece_reach.py), unless the full tokenizer is built already or a bulk
+        run (inside `widened`) will need it anyway."""
         small = len(texts) <= REACH_TEXTS and sum(map(len, texts)) <= REACH_CHARS
-        if self._full is None and self._reach is not None and small and self._wide is None:
-            return self._reach.for_texts(texts)
-        return self._full_tokenizer()
+        return self._full is None and self._reach is not None and small and self._wide is None
+
+    def _ascii_for(self, reached: bool) -> AsciiWordPiece | None:
+        """The Python path for ASCII texts: over the full tokenizer's model, or for a query
+        over the reached vocabulary itself (WordPiece's greedy split, `ReachTokenizers.split`):
+        building a cut-down tokenizer per query cost ~0.5 ms of a ~5 ms short question."""
+        if not reached:
+            return self._ascii
+        if self._reach_ascii is None and self._reach is not None and self._pinned_tokenizer:
+            reach = self._reach
+            self._reach_ascii = AsciiWordPiece(reach.split, MAX_TOKENS, reach.specials, QUERY_WORDS)
+        return self._reach_ascii
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """model2vec's tokenization: no special tokens, 512 tokens at most, then `[UNK]` dropped."""
         cut = [text[: self._char_cap] for text in texts]
-        tokenizer = self._tokenizer_for(cut)
-        fast = self._ascii if tokenizer is self._full else None
+        reached = self._reaches(cut)
+        if not reached:
+            self._full_tokenizer()  # `_ascii` is made with it
+        fast = self._ascii_for(reached)
         ids_of: list[list[int]] = [[] for _ in cut]
         rest: list[int] = []
         for n, text in enumerate(cut):
@@ -279,6 +293,8 @@ class StaticEmbedder:
                 ids_of[n] = ids
         if rest:
             left = [cut[n] for n in rest]
+            reach = self._reach
+            tokenizer = reach.for_texts(left) if reached and reach else self._full_tokenizer()
             encodings = tokenizer.encode_batch_fast(left, add_special_tokens=False)
             for n, encoding in zip(rest, encodings, strict=True):
                 ids_of[n] = encoding.ids

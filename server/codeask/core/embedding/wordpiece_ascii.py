@@ -17,7 +17,7 @@ files and on seeded random ASCII.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain, islice
 from typing import TYPE_CHECKING
 
@@ -33,12 +33,26 @@ MAX_WORDS = 1 << 17
 
 
 class AsciiWordPiece:
-    """Token ids of ASCII texts, truncated like the tokenizer (`max_tokens`), unknowns kept."""
+    """Token ids of ASCII texts, truncated like the tokenizer (`max_tokens`), unknowns kept.
+    `split`: one word's WordPiece ids (the tokenizer's own model, or wordpiece_reach's greedy
+    split over the same vocabulary); `max_words`: distinct words remembered at most."""
 
-    def __init__(self, tokenizer: Tokenizer, max_tokens: int, specials: Sequence[str]) -> None:
+    def __init__(
+        self,
+        split: Callable[[str], tuple[int, ...]],
+        max_tokens: int,
+        specials: Sequence[str],
+        max_words: int | None = None,
+    ) -> None:
         self._max_tokens = max_tokens
         self._specials = tuple(specials)
-        self._words = _Words(tokenizer)
+        self._words = _Words(split, max_words)
+
+    @classmethod
+    def of(cls, tokenizer: Tokenizer, max_tokens: int, specials: Sequence[str]) -> AsciiWordPiece:
+        """Words split by `tokenizer`'s own WordPiece model."""
+        model = tokenizer.model
+        return cls(lambda word: tuple(t.id for t in model.tokenize(word)), max_tokens, specials)
 
     def ids(self, text: str) -> list[int] | None:
         """The ids the full tokenizer gives `text`, or None when it must tokenize it itself."""
@@ -58,16 +72,17 @@ class AsciiWordPiece:
 
 
 class _Words(dict[str, tuple[int, ...]]):
-    """word -> its WordPiece ids; an unknown word goes through the tokenizer's own model once
-    (`__missing__`, called from C by a lookup that misses)."""
+    """word -> its WordPiece ids; an unknown word is split once (`__missing__`, called from C
+    by a lookup that misses), at most `max_words` (default MAX_WORDS) remembered."""
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, split: Callable[[str], tuple[int, ...]], max_words: int | None) -> None:
         super().__init__()
-        self._model = tokenizer.model
+        self._split = split
+        self._max_words = max_words
 
     def __missing__(self, word: str) -> tuple[int, ...]:
-        ids = tuple(token.id for token in self._model.tokenize(word))
-        if len(self) >= MAX_WORDS:
+        ids = self._split(word)
+        if len(self) >= (MAX_WORDS if self._max_words is None else self._max_words):
             self.clear()
         self[word] = ids
         return ids

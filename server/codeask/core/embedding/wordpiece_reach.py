@@ -70,6 +70,31 @@ class ReachTokenizers:
                 self._add_pieces(word, reach)
         return self._build(reach)
 
+    @property
+    def specials(self) -> list[str]:
+        """The unknown token and the added ones: text holding one is not plain words."""
+        return list(self._always)
+
+    def split(self, word: str) -> tuple[int, ...]:
+        """WordPiece's ids for one word as its model splits it: the longest entry that starts
+        the word, then the longest `##` entry that continues it, and so on; the unknown token
+        alone when some part matches nothing or the word is over `max_input_chars_per_word`
+        (a query's words without building a tokenizer: wordpiece_ascii.py)."""
+        if len(word) > self._max_word:
+            return (self.unk_id,)
+        vocab, longest, ids, start = self.vocab, self._longest, [], 0
+        while start < len(word):
+            head = "" if start == 0 else self._prefix
+            for end in range(min(len(word), start + longest), start, -1):
+                found = vocab.get(head + word[start:end])
+                if found is not None:
+                    ids.append(found)
+                    start = end
+                    break
+            else:
+                return (self.unk_id,)
+        return tuple(ids)
+
     def _words_of(self, text: str) -> list[str]:
         normalizer, pre_tokenizer = self._words.normalizer, self._words.pre_tokenizer
         normalized = normalizer.normalize_str(text) if normalizer is not None else text

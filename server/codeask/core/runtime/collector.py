@@ -9,6 +9,12 @@ for the length of a pass (collections still run, ~70x less often) and puts the p
 thresholds back when the last pass holding it ends; nested or concurrent passes (a daemon's
 folders) share it. The same objects, the same results: only when unreachable cycles are found
 changes, and a pass makes few.
+
+A search holds it too (`retrieve.search`): a question makes ~1,000 tracked objects (its
+candidates' chunks, lists and dicts), so at 700 a young collection ran inside nearly every
+search and moved the live candidates to the older generations, and every ~20th question paid a
+full collection of the process's heap (eval-search's p95). The search drops its candidates
+before it leaves, so the collection the restored threshold starts walks only its hits.
 """
 
 from __future__ import annotations

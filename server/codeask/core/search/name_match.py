@@ -80,9 +80,9 @@ def name_match_share(words: frozenset[str], path: str) -> float:
     if not words:
         return 0.0
     names = path_words(path)
-    if not name_heads(names) & {word[:MIN_PREFIX] for word in words}:
+    if not name_heads(names) & word_heads(words):
         return 0.0  # no name starts like any word: most files, rejected in one set operation
-    whole_name = PurePosixPath(path).name.split(".")[0].lower()
+    whole_name = whole_file_name(path)
     matched = sum(
         WHOLE_STEM if _names_whole(word, whole_name) else 1.0
         for word in words
@@ -96,10 +96,24 @@ def names_a_file(words: frozenset[str], paths: Iterable[str]) -> bool:
     "lockfile" → `lockfile.lua`): the question says which file it is about."""
     return any(
         _names_whole(word, name)
-        for name in {PurePosixPath(p).name.split(".")[0].lower() for p in paths}
+        for name in {whole_file_name(p) for p in paths}
         for word in words
         if word[:MIN_PREFIX] == name[:MIN_PREFIX]
     )
+
+
+@functools.lru_cache(maxsize=65536)
+def whole_file_name(path: str) -> str:
+    """A file's name before its first dot, lower-cased (`Builders.common.kt` → builders);
+    cached: it is asked for every candidate file of every question."""
+    return PurePosixPath(path).name.split(".")[0].lower()
+
+
+@functools.lru_cache(maxsize=256)
+def word_heads(words: frozenset[str]) -> frozenset[str]:
+    """The question's words' first MIN_PREFIX letters (cached per question: a frozenset keeps
+    its hash)."""
+    return frozenset(word[:MIN_PREFIX] for word in words)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -134,7 +148,10 @@ def matches_any(word: str, names: frozenset[str]) -> bool:
 def _matches_any(word: str, names: frozenset[str]) -> bool:
     if word in names:
         return True
+    head = word[:MIN_PREFIX]
     for name in names:
+        if name[:MIN_PREFIX] != head:
+            continue  # each way below shares the first MIN_PREFIX letters at least
         shorter, longer = (word, name) if len(word) <= len(name) else (name, word)
         if len(shorter) >= MIN_PREFIX and longer.startswith(shorter):
             return True

@@ -25,6 +25,7 @@ from codeask.config import RetrieveSettings, Settings
 from codeask.core.embedding.embed import CachedEmbedder
 from codeask.core.embedding.static import STATIC_MODEL_NAME, load_static_embedder
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.runtime.collector import fewer_collections
 from codeask.core.search import model_on_demand, pipeline
 from codeask.core.search.query import query_signals
 from codeask.core.search.steps.demote import DEMOTION as DEMOTION
@@ -305,10 +306,24 @@ def search(
     dense_ready = embedded or any(f.storage.vector_count("static") for f in folders)
     if mode != "lexical" and not dense_ready:
         mode = "lexical"
-    filters = filters or Filters()
-    ranked = _rank(live, query, filters, mode, None, tiers)
-    hits = diversify(_hits(ranked, filters), k, settings.per_file_cap)
-    return SearchResult(hits, embedded < total, embedded, total, ranked.tiers)
+    with fewer_collections():
+        hits, used = _ranked_hits(live, query, filters or Filters(), mode, tiers, k, settings)
+    return SearchResult(hits, embedded < total, embedded, total, used)
+
+
+def _ranked_hits(
+    folders: Sequence[Searchable],
+    query: str,
+    filters: Filters,
+    mode: Mode,
+    tiers: Tiers,
+    k: int,
+    settings: RetrieveSettings,
+) -> tuple[list[Hit], list[str]]:
+    """The diversified hits and the tiers that ranked them; the question's candidates are
+    freed when this returns."""
+    ranked = _rank(folders, query, filters, mode, None, tiers)
+    return diversify(_hits(ranked, filters), k, settings.per_file_cap), ranked.tiers
 
 
 def _dense_done(folder: Searchable) -> int:

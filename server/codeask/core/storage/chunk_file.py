@@ -206,14 +206,29 @@ class ChunkFile:
         at = int(np.searchsorted(keys, chunk_id))
         return at if at < len(keys) and int(keys[at]) == chunk_id else -1
 
+    def positions(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """`position` of each id at once (-1 when absent): one bisection for a search's few
+        hundred candidates instead of one numpy call each (~2.5 us apiece)."""
+        keys = self._id_keys
+        if keys is None:
+            keys = self._id_keys = _searchable(self.ids, np.int64)
+        if not len(keys):
+            return np.full(len(chunk_ids), -1, dtype=np.int64)
+        at = np.searchsorted(keys, chunk_ids)
+        inside = np.minimum(at, len(keys) - 1)
+        return np.where((at < len(keys)) & (keys[inside] == chunk_ids), at, -1)
+
     def raw(self, row: int) -> bytes:
         """The checked bytes of the record at `row` (ChunkDamaged when they changed on disk)."""
-        start, length = int(self._offsets[row]), int(self._lengths[row])
+        start = int(self._offsets[row])
+        return self._checked(row, start, int(self._lengths[row]), int(self._crcs[row]))
+
+    def _checked(self, row: int, start: int, length: int, crc: int) -> bytes:
         if resident.one_shot():
             data = os.pread(self._fd, length, start)
         else:
             data = self._map[start : start + length]
-        if len(data) != length or zlib.crc32(data) != int(self._crcs[row]):
+        if len(data) != length or zlib.crc32(data) != crc:
             raise ChunkDamaged(
                 f"index file {self.path.name}: chunk {int(self.ids[row])} fails its checksum"
             )
@@ -230,8 +245,34 @@ class ChunkFile:
 
     def decode(self, row: int) -> Chunk:
         """The chunk at `row` of the id table."""
+        return self._decoded(self.raw(row))
+
+    def read_ids(self, chunk_ids: list[int]) -> list[tuple[int, Chunk | ChunkDamaged]]:
+        """(id, chunk) for each of `chunk_ids` held here, a damaged record's ChunkDamaged in
+        place of its chunk (the others still read): the tables are indexed once for the lot,
+        not with numpy scalars per record (a search reads ~300 at once)."""
+        rows = self.positions(np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids)))
+        held = rows >= 0
+        picked = rows[held]
+        places = zip(
+            np.asarray(chunk_ids, dtype=np.int64)[held].tolist(),
+            picked.tolist(),
+            self._offsets[picked].tolist(),
+            self._lengths[picked].tolist(),
+            self._crcs[picked].tolist(),
+            strict=True,
+        )
+        out: list[tuple[int, Chunk | ChunkDamaged]] = []
+        for chunk_id, row, start, length, crc in places:
+            try:
+                out.append((chunk_id, self._decoded(self._checked(row, start, length, crc))))
+            except ChunkDamaged as exc:
+                out.append((chunk_id, exc))
+        return out
+
+    def _decoded(self, record: bytes) -> Chunk:
         try:
-            return record_codec.decode(self.raw(row))
+            return record_codec.decode(record)
         except (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError) as exc:
             raise ChunkDamaged(
                 f"index file {self.path.name}: a chunk is unreadable ({exc})"

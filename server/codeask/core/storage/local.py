@@ -125,8 +125,7 @@ class LocalStorage:
         return self._store.chunks.get(chunk_id)
 
     def chunks(self, chunk_ids: Iterable[int]) -> dict[int, Chunk]:
-        get = self._store.chunks.get  # as `chunk`: a dict read, no lock
-        return {i: c for i in chunk_ids if (c := get(i)) is not None}
+        return self._store.chunks.get_many(chunk_ids)  # as `chunk`: no lock
 
     def chunks_of(self, path: str) -> list[Chunk]:
         store = self._store

@@ -253,7 +253,8 @@ class VectorIndex:
         scored[ids < 0] = -np.inf
         top = np.argpartition(-scored, k - 1)[:k] if k < len(scored) else np.arange(len(scored))
         top = top[np.argsort(-scored[top], kind="stable")]
-        return [(int(ids[r]), float(scored[r])) for r in top if scored[r] > -np.inf]
+        top = top[scored[top] > -np.inf]  # then plain ints and floats at once, not per row
+        return list(zip(ids[top].tolist(), scored[top].tolist(), strict=True))
 
     def _scores(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every row's score and id: the mapped base's rows first, then the spilled and the

@@ -284,6 +284,13 @@ class Postings:
         """Every row's key as a plain Python object, in row order."""
         return list(self.keys.tolist())
 
+    def keys_at(self, rows: list[int]) -> list[object]:
+        """`key` of each row (plain Python objects)."""
+        keys = self.keys
+        if isinstance(keys, np.ndarray):
+            return list(keys[rows].tolist())
+        return [keys[row] for row in rows]
+
     def key(self, row: int) -> object:
         """One row's key as a plain Python object (an int, not a numpy scalar)."""
         found = self.keys[int(row)]
@@ -636,8 +643,16 @@ class LiveTable:
             if here.any():
                 order[here] = segment.order[row_of[here]]
         ordered = np.lexsort((order, -value))[:limit]
-        postings = [segment.postings for segment in self.segments]
-        return [(postings[segment_of[k]].key(row_of[k]), float(value[k])) for k in ordered]
+        rows, numbers = row_of[ordered].tolist(), segment_of[ordered].tolist()
+        places: dict[int, list[int]] = {}  # each segment's places in the answer
+        for place, number in enumerate(numbers):
+            places.setdefault(number, []).append(place)
+        keys: list[object] = [None] * len(rows)
+        for number, at in places.items():  # a segment's keys in one call, not one per row
+            found = self.segments[number].postings.keys_at([rows[p] for p in at])
+            for place, key in zip(at, found, strict=True):
+                keys[place] = key
+        return list(zip(keys, value[ordered].tolist(), strict=True))
 
 
 def _matching(scores: np.ndarray, first: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
