@@ -38,10 +38,10 @@ MIN_STEM = 3
 WORD = re.compile(r"[a-z][a-z0-9_]+")
 
 
-def named_words(text: str, times: int = NAMED_TIMES) -> set[str]:
-    """The lowercase words `text` uses at least `times` times."""
+def named_words(text: str) -> set[str]:
+    """The lowercase words `text` uses at least NAMED_TIMES times."""
     counts = Counter(WORD.findall(text.lower()))
-    return {word for word, n in counts.items() if n >= times}
+    return {word for word, n in counts.items() if n >= NAMED_TIMES}
 
 
 def folder_files(best: dict[str, float]) -> dict[PurePosixPath, list[str]]:
