@@ -2,13 +2,12 @@
 
 Tokens are code-aware: `parseHttpRequest` and `parse_http_request` both index as `parse`,
 `http`, `request` and the whole identifier (`parsehttprequest`), so a query may name either the
-identifier or its words. Rows are tokenized here into plain `[a-z0-9]+` words; the tables are
-BM25 postings (bm25.py, FTS5's formula) in segment files read through memory maps (disk.py).
+identifier or its words. Rows are tokenized by tokens.py into plain `[a-z0-9]+` words; the tables
+are BM25 postings (bm25.py, FTS5's formula) in segment files read through memory maps (disk.py).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -18,9 +17,10 @@ from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, LiveTable
 from codeask.core.storage.lexical.disk import SCHEMA as SCHEMA  # moved there
 from codeask.core.storage.lexical.disk import DiskTables, TableWrite
+from codeask.core.storage.lexical.tokens import code_tokens as code_tokens
+from codeask.core.storage.lexical.tokens import identifier_parts as identifier_parts
+from codeask.core.storage.lexical.tokens import token_text
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
-CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 STOPWORDS = frozenset(
     """
     a an and are as at be but by can do does for from has have how i if in into is it its of
@@ -41,33 +41,6 @@ MIN_DF_CEILING = 500
 PROSE_WORD = re.compile(r"(?<![\w.`'\"/-])[A-Za-z][a-z]{4,}(?![\w`'\"(/-])")
 #: Inflection endings and their replacements, longest first (see `stems`).
 INFLECTIONS = (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
-
-
-def identifier_parts(identifier: str) -> list[str]:
-    """`HTTPServer_config2` → ['http', 'server', 'config', '2'] (lower-cased)."""
-    parts: list[str] = []
-    for piece in identifier.split("_"):
-        parts.extend(p.lower() for p in CAMEL_PART.findall(piece))
-    return parts
-
-
-def code_tokens(text: str) -> list[str]:
-    """Whole identifiers (underscores dropped) plus their snake/Camel parts, lower-cased."""
-    tokens: list[str] = []
-    for word in IDENTIFIER.findall(text):
-        tokens.extend(_word_tokens(word))
-    return tokens
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _word_tokens(word: str) -> tuple[str, ...]:
-    """One identifier's tokens. Cached: code repeats its identifiers, and splitting each
-    occurrence again was over half of a first pass's time (sphinx-sized folders)."""
-    whole = word.replace("_", "").lower()
-    if not whole:
-        return ()
-    parts = identifier_parts(word)
-    return (whole, *parts) if len(parts) > 1 else (whole,)
 
 
 def query_terms(text: str) -> list[str]:
@@ -119,9 +92,9 @@ def doc_columns(chunk: Chunk) -> tuple[str, str, str]:
     body = chunk.text if chunk.docstring in chunk.text else f"{chunk.docstring}\n{chunk.text}"
     symbol = f"{chunk.parent} {chunk.symbol}"
     return (
-        " ".join(code_tokens(body)),
-        " ".join(code_tokens(symbol)),
-        " ".join(code_tokens(chunk.path)),
+        token_text(body),
+        token_text(symbol),
+        token_text(chunk.path),
     )
 
 
@@ -150,7 +123,7 @@ def file_row(path: str, columns: list[tuple[str, str, str]]) -> tuple[str, str] 
     """A file's whole-file row (body, path tokens) from its chunks' columns; None: no chunks."""
     if not columns:
         return None
-    return " ".join(c[0] for c in columns), " ".join(code_tokens(path))
+    return " ".join(c[0] for c in columns), token_text(path)
 
 
 def informative_terms(terms: list[str], table: LiveTable) -> list[str]:

@@ -1,0 +1,110 @@
+"""The lexical tokenizer (storage/lexical/tokens.py) gives exactly the tokens of the regex one
+it replaced (kept here as the reference): same tokens, same order, same multiplicity."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+import codeask
+from codeask.core.records import Chunk
+from codeask.core.storage.lexical import tokens
+from codeask.core.storage.lexical.index import code_tokens, doc_columns, file_row, token_text
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def reference_tokens(text: str) -> list[str]:
+    """The tokenizer as it was (index.py before LEXTOK): a regex over the text, then each word."""
+    out: list[str] = []
+    for word in _IDENTIFIER.findall(text):
+        whole = word.replace("_", "").lower()
+        if not whole:
+            continue
+        parts = [p.lower() for piece in word.split("_") for p in _CAMEL_PART.findall(piece)]
+        out.extend((whole, *parts) if len(parts) > 1 else (whole,))
+    return out
+
+
+def _check(text: str) -> None:
+    expected = reference_tokens(text)
+    assert code_tokens(text) == expected
+    assert token_text(text) == " ".join(expected)
+
+
+def test_the_engines_own_source_tokenizes_as_the_reference_did() -> None:
+    root = Path(codeask.__file__).parent
+    files = sorted(root.rglob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        _check(path.read_text(encoding="utf-8"))
+
+
+HOSTILE = [
+    "",
+    " ",
+    "_",
+    "___ __ _",
+    "__init__",
+    "2to3_x 12__ 007bond 9_ _9 __1a 0x1F 1e10 3.14",
+    "HTTPServer_config2 parseHTTPRequest XMLHttpRequest getID2Name ABC a1B2c3",
+    "naïve café Straße ΑΒΓ идентификатор 変数名 emoji😀done",
+    "tab\there\r\nnull\x00byte\x7fdel\x80\xff",
+    "lone \ud800 surrogate\udfffhere",
+    "ǅungla ﬁle ＡＢＣ１２３ ٣٤ K (Kelvin sign) İstanbul",
+    "a" * 5000 + "B" * 3000 + "_" * 100 + "9" * 400,
+    "x_" * 2000,
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_tokenizes_as_the_reference_did(text: str) -> None:
+    _check(text)
+
+
+def _random_text(rng: random.Random, alphabet: str, size: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(size))
+
+
+def test_random_ascii_and_unicode_tokenize_as_the_reference_did() -> None:
+    rng = random.Random(42)
+    ascii_code = "aAbBzZxX019_ _.:;()[]{}<>\n\t\"'-+*/#@$\\"
+    unicode_mix = ascii_code + "éßΣσЖж日本😀\u0301\u200b\x00\x85\u2028ǅﬁＡ１٣İK"
+    for round_ in range(400):
+        alphabet = ascii_code if round_ % 2 else unicode_mix
+        _check(_random_text(rng, alphabet, rng.randrange(0, 300)))
+    printable = "".join(chr(c) for c in range(32, 127))
+    for _ in range(200):
+        _check(_random_text(rng, printable, rng.randrange(0, 200)))
+
+
+def test_a_full_cache_is_dropped_and_tokens_stay_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "CACHE_WORDS", 8)
+    text = " ".join(f"word{i}_Part{i % 5}" for i in range(100))
+    _check(text)
+    assert len(tokens._RUNS) <= 8
+    _check(text)
+
+
+def test_columns_are_the_reference_tokens_joined() -> None:
+    chunk = Chunk(
+        id=7,
+        path="src/http_client/HTTPConnection.py",
+        language="python",
+        kind="method",
+        text="def open_connection(self):\n    return self._pool.get(HOST_2)\n",
+        start_line=1,
+        end_line=2,
+        symbol="open_connection",
+        parent="HTTPConnection",
+        docstring="Open a pooled connection.",
+    )
+    body, symbol, path = doc_columns(chunk)
+    assert body == " ".join(reference_tokens(f"{chunk.docstring}\n{chunk.text}"))
+    assert symbol == " ".join(reference_tokens("HTTPConnection open_connection"))
+    assert path == " ".join(reference_tokens(chunk.path))
+    assert file_row(chunk.path, [(body, symbol, path)]) == (body, path)
