@@ -26,8 +26,21 @@ def identifier_parts(identifier: str) -> list[str]:
     """`HTTPServer_config2` → ['http', 'server', 'config', '2'] (lower-cased)."""
     parts: list[str] = []
     for piece in identifier.split("_"):
-        parts.extend(p.lower() for p in CAMEL_PART.findall(piece))
+        if _one_part(piece):
+            parts.append(piece.lower())
+        else:
+            parts.extend(p.lower() for p in CAMEL_PART.findall(piece))
     return parts
+
+
+def _one_part(piece: str) -> bool:
+    """`CAMEL_PART` finds `piece` whole: ASCII letters all lower, all upper or Capitalized
+    (most pieces of code's identifiers; the regex costs ~1 µs a piece)."""
+    return (
+        piece.isascii()
+        and piece.isalpha()
+        and (piece.islower() or piece.isupper() or piece[1:].islower())
+    )
 
 
 def _identifier_text(word: str) -> str:
