@@ -12,10 +12,21 @@ import pytest
 import codeask
 from codeask.core.records import Chunk
 from codeask.core.storage.lexical import tokens
-from codeask.core.storage.lexical.index import code_tokens, doc_columns, file_row, token_text
+from codeask.core.storage.lexical.index import (
+    code_tokens,
+    doc_columns,
+    file_row,
+    identifier_parts,
+    token_text,
+)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def reference_parts(identifier: str) -> list[str]:
+    """identifier_parts as it was: CAMEL_PART over every piece between underscores."""
+    return [p.lower() for piece in identifier.split("_") for p in _CAMEL_PART.findall(piece)]
 
 
 def reference_tokens(text: str) -> list[str]:
@@ -25,7 +36,7 @@ def reference_tokens(text: str) -> list[str]:
         whole = word.replace("_", "").lower()
         if not whole:
             continue
-        parts = [p.lower() for piece in word.split("_") for p in _CAMEL_PART.findall(piece)]
+        parts = reference_parts(word)
         out.extend((whole, *parts) if len(parts) > 1 else (whole,))
     return out
 
@@ -80,6 +91,15 @@ def test_random_ascii_and_unicode_tokenize_as_the_reference_did() -> None:
     printable = "".join(chr(c) for c in range(32, 127))
     for _ in range(200):
         _check(_random_text(rng, printable, rng.randrange(0, 200)))
+
+
+def test_identifier_parts_are_the_references_on_any_text() -> None:
+    """name_match and name_cover split question words and paths (any text) with it too."""
+    rng = random.Random(7)
+    alphabet = "aAbBzZ09_éÉßΣσ日 .-"
+    words = [*HOSTILE, *(_random_text(rng, alphabet, rng.randrange(0, 40)) for _ in range(2000))]
+    for word in words:
+        assert identifier_parts(word) == reference_parts(word), word
 
 
 def test_a_full_cache_is_dropped_and_tokens_stay_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
