@@ -111,18 +111,10 @@ def test_a_full_cache_is_dropped_and_tokens_stay_the_same(monkeypatch: pytest.Mo
 
 
 def test_columns_are_the_reference_tokens_joined() -> None:
-    chunk = Chunk(
-        id=7,
-        path="src/http_client/HTTPConnection.py",
-        language="python",
-        kind="method",
-        text="def open_connection(self):\n    return self._pool.get(HOST_2)\n",
-        start_line=1,
-        end_line=2,
-        symbol="open_connection",
-        parent="HTTPConnection",
-        docstring="Open a pooled connection.",
-    )
+    text = "def open_connection(self):\n    return self._pool.get(HOST_2)\n"
+    place = {"path": "src/http_client/HTTPConnection.py", "start_line": 1, "end_line": 2}
+    chunk = Chunk(**place, language="python", kind="method", text=text, symbol="open_connection")
+    chunk.parent, chunk.docstring = "HTTPConnection", "Open a pooled connection."
     body, symbol, path = doc_columns(chunk)
     assert body == " ".join(reference_tokens(f"{chunk.docstring}\n{chunk.text}"))
     assert symbol == " ".join(reference_tokens("HTTPConnection open_connection"))
