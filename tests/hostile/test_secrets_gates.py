@@ -65,7 +65,9 @@ def full_scan(text: str) -> list[Span]:
 
 #: What goes around a value or a keyword in a near-miss: word characters the gates keep,
 #: separators they drop, letters whose lowercase changes length, a lone surrogate.
-_AROUND = ("A", "7", "x.", "-", "~", "_", "é", "İ", "\udc80", " ", "\n", "\\n", '"', "::", "$", "</")
+_AROUND = ("A", "7", "x.", "-", "~", "_", "é", "İ", "\udc80", " ", "\n", "\\n", '"', "::")
+#: Put before a value only: the short gates of htpasswd (`$`) and xml-password (`</`).
+_AROUND_MORE = ("$", "</")
 
 
 def _near_misses(line: str, value: str, rng: random.Random) -> list[str]:
@@ -74,7 +76,7 @@ def _near_misses(line: str, value: str, rng: random.Random) -> list[str]:
     cut, swapped = value[:-1], value.swapcase()
     variants = [line.replace(value, v) for v in (cut, value + "A", swapped, value[1:], "")]
     variants += [line.upper(), line.replace("_", "\n"), line.replace("=", " = "), line[::-1]]
-    for before in rng.sample(_AROUND, 4):
+    for before in rng.sample(_AROUND + _AROUND_MORE, 4):
         after = rng.choice(_AROUND)
         glued = line.replace(value, before + value + after)
         bare = before + value + after  # no name before it for the generic rule to see

@@ -16,7 +16,7 @@ elsewhere (`${env.PW}`, `$PASS`) or a documentation stand-in (`changeme`, `passw
 As in gitleaks, each rule has lowercase keywords: a rule's regex only runs when one of them
 occurs in the text. The text's distinct words (`_Seen`, ~1/5 of a source file's size) answer
 most keyword tests, so a file costs one lowering and one split, not a scan per keyword
-(kernel,mm,lib: 37 -> 20 ms/MB).
+(kernel,mm,lib: 38 -> 23 ms/MB).
 detect-secrets itself was measured at 0.03 MB/s here (200x too slow for indexing).
 
 Every pattern is compiled when a text first needs it (`LazyRegex`): a search imports this
