@@ -69,6 +69,7 @@ def full_pass(
         finally:
             index.checkpoint()
             index.state = "ready"
+            index.local.release_checks()  # the tiers' hash waited for the pass (tier_checks.py)
     report.seconds_total = time.perf_counter() - started
     emit(Progress("done", report.files_seen, report.files_seen, *index.embedded_counts()))
     return report
