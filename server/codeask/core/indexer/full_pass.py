@@ -59,7 +59,7 @@ def full_pass(
                 index.watch.settle(taken)
             if index.settings.history.enabled if history_on is None else history_on:
                 history.sync_into(index, report, emit, token)
-                if report.commits_added or report.watched is None:
+                if report.commits_added:  # the test before history saw every other chunk
                     embedding.embed_static(index.local.pending_ids("static"), report, emit, token)
             history.refresh_uncommitted(index)
             if embed and embedding.minilm_tier:
