@@ -343,18 +343,18 @@ def _damaged_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IndexSt
 def test_a_writer_hashes_its_big_tiers_when_it_releases_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """`hold_checks` (a writer's open): no hash runs until `checks.release` (after its first
+    """`hold_checks` (a writer's open): no hash runs until `release_checks` (after its first
     pass; on the kernel the hash is ~2 CPU-s racing the pass), then the damage is found."""
     _damaged_vectors(tmp_path, monkeypatch)
     loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM, hold_checks=True)
     assert reason == "" and loaded.checks.verifier is None and loaded.vectors.live
     with caplog.at_level(logging.WARNING):
-        loaded.checks.release()
+        loaded.release_checks()
         assert loaded.checks.verifier is not None
         loaded.checks.verifier.join()
     assert any("vectors.npz fails its checksum" in r.getMessage() for r in caplog.records)
     assert not loaded.vectors.live and not loaded.checks.held
-    loaded.checks.release()  # once: nothing is held any more
+    loaded.release_checks()  # once: nothing is held any more
 
 
 def test_a_save_folding_a_held_tier_hashes_it_first(

@@ -248,7 +248,7 @@ class LocalStorage:
         return chunk_id in self._tier(tier).live
 
     def release_checks(self) -> None:
-        self._store.checks.release()
+        self._store.release_checks()
 
     def size_model_tier(self, dim: int) -> bool:
         with self._store.lock:

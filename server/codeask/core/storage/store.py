@@ -81,7 +81,7 @@ class IndexStore:
         #: The snapshot folder this store was loaded from ('' when it started empty).
         self.loaded_from = ""
         #: The big tiers' hashes after the open (a writer's wait for its first pass).
-        self.checks = TierChecks(self._drop_tier)
+        self.checks = TierChecks()
 
     def _own(self, catalog: Catalog) -> Catalog:
         """`catalog`, its chunk delta spilled into this index folder when a pass grows it."""
@@ -164,9 +164,13 @@ class IndexStore:
             self.recovered = loader.recovered
         self.loaded_from = name
         self.saved_at = manifest.updated
-        self.checks = TierChecks(self._drop_tier, loader.later)
+        self.checks = TierChecks(loader.later)
         if not hold_checks:
-            self.checks.release()
+            self.release_checks()
+
+    def release_checks(self) -> None:
+        """Hash the big tiers the open left (a writer: after its first pass; tier_checks.py)."""
+        self.checks.release(self._drop_tier)
 
     def _drop_tier(self, name: str, why: str) -> None:
         """A big tier failed its hash: dropped (its vectors are computed again) with a logged
@@ -267,7 +271,7 @@ class IndexStore:
             self.snapshots.refuse_stale(self.generation)
             tier_parts = self.tiers.plan_save()
             if self.checks.held:
-                self.checks.before_fold(self.tiers.folding)
+                self.checks.before_fold(self.tiers.folding, self._drop_tier)
                 tier_parts = self.tiers.plan_save()
             self.catalog.plan_save()
             manifest = Manifest(

@@ -21,28 +21,30 @@ Drop = Callable[[str, str], None]
 class TierChecks:
     """The deferred hashes of one loaded snapshot: held, running in a thread, or done."""
 
-    def __init__(self, drop: Drop, items: list[Deferred] | None = None) -> None:
-        self._drop = drop
+    def __init__(self, items: list[Deferred] | None = None) -> None:
         #: Hashes not started yet (`release` starts them).
         self.held: list[Deferred] = list(items or [])
         #: The thread hashing the released ones, if any.
         self.verifier: threading.Thread | None = None
 
-    def release(self) -> None:
-        """Hash the held tiers in a background thread; once."""
+    def release(self, drop: Drop) -> None:
+        """Hash the held tiers in a background thread; once. `drop` is passed, not kept: a
+        store keeping its own bound method is a cycle only the collector frees (a daemon's
+        replaced reader kept ~110 MB of the kernel's index)."""
         held, self.held = self.held, []
         if held:
-            self.verifier = background.start(self._check, held, name="codeask-verify-index")
+            self.verifier = background.start(_check, held, drop, name="codeask-verify-index")
 
-    def before_fold(self, folding: Collection[str]) -> None:
+    def before_fold(self, folding: Collection[str], drop: Drop) -> None:
         """Check here the held tiers a save is about to rewrite."""
         now = [item for item in self.held if item.name in folding]
         if now:
             self.held = [item for item in self.held if item not in now]
-            self._check(now)
+            _check(now, drop)
 
-    def _check(self, items: list[Deferred]) -> None:
-        for item in items:
-            why = check_deferred(item)
-            if why:
-                self._drop(item.name, why)
+
+def _check(items: list[Deferred], drop: Drop) -> None:
+    for item in items:
+        why = check_deferred(item)
+        if why:
+            drop(item.name, why)
