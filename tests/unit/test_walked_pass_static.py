@@ -4,29 +4,21 @@ of the kernel, ~0.05-0.25 s of a one-file edit's pass). The real test is counted
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from codeask.core.indexer.folder import FolderIndex
 from codeask.core.storage.local import LocalStorage
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+from support.gitrepo import commit, make_repo
 
 
 def test_a_walked_pass_tests_the_static_tier_again_only_after_new_commits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "repo"
-    root.mkdir()
-    (root / "ledger.py").write_text("def post_entry(book, row):\n    book.append(row)\n")
-    _git(root, "init", "-q")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "x", "--allow-empty")
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ledger")
+    repo = make_repo(root)
+    commit(repo, {"ledger.py": "def post_entry(book, row):\n    book.append(row)\n"}, "ledger")
     monkeypatch.setenv("CODEASK_INDEX__LOCATION", str(tmp_path / "index"))
     tests: list[str] = []
     real = LocalStorage.pending_ids
@@ -47,9 +39,7 @@ def test_a_walked_pass_tests_the_static_tier_again_only_after_new_commits(
         assert tests.count("static") == 1
         assert not writer.local.pending_ids("static")  # the edit's chunks have their vectors
         tests.clear()
-        (root / "audit.py").write_text("def audit_trail(book):\n    return list(book)\n")
-        _git(root, "add", "-A")
-        _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "audit")
+        commit(repo, {"audit.py": "def audit_trail(book):\n    return list(book)\n"}, "audit")
         report = writer.refresh(embed=False, history=True)
         assert report.commits_added == 1 and tests.count("static") == 2
         assert not writer.local.pending_ids("static")
