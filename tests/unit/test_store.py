@@ -263,17 +263,11 @@ def test_damaged_big_vector_tier_is_found_after_the_open_and_dropped(
 ) -> None:
     """A big tier is size-checked at open and hashed by a background thread: a damaged one is
     dropped with a logged reason (its vectors are computed again), the chunks stay."""
-    monkeypatch.setattr(snapshot, "CHECK_AT_OPEN_BYTES", 0)
-    store = filled_store(tmp_path / "idx")
-    path = _component(store, "vectors.npz")
-    data = bytearray(path.read_bytes())
-    data[data.index(unit_rows(3)[1].tobytes()) + 1] ^= 0x01  # a row's bytes: still loads
-    path.unlink()
-    path.write_bytes(bytes(data))
+    store = _damaged_vectors(tmp_path, monkeypatch)
     with caplog.at_level(logging.WARNING):
         loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
-        assert loaded.verifier is not None  # the open read the size only
-        loaded.verifier.join()
+        assert loaded.checks.verifier is not None  # the open read the size only
+        loaded.checks.verifier.join()
     dropped = "vectors.npz fails its checksum (corrupted); dropped the vectors tier"
     assert any(dropped in r.getMessage() for r in caplog.records)
     assert not loaded.vectors.live and "vectors" in loaded.tiers.changed
@@ -332,3 +326,53 @@ def _unpadded(path: Path) -> Path:
     old = path.with_name("old-" + path.name)
     old.write_bytes(data[:end] + tables + _FOOTER.pack(n, m, end, crc, magic))
     return old
+
+
+def _damaged_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IndexStore:
+    """A saved store whose big vector tier has one flipped bit in a row (it still loads)."""
+    monkeypatch.setattr(snapshot, "CHECK_AT_OPEN_BYTES", 0)
+    store = filled_store(tmp_path / "idx")
+    path = _component(store, "vectors.npz")
+    data = bytearray(path.read_bytes())
+    data[data.index(unit_rows(3)[1].tobytes()) + 1] ^= 0x01
+    path.unlink()
+    path.write_bytes(bytes(data))
+    return store
+
+
+def test_a_writer_hashes_its_big_tiers_when_it_releases_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`hold_checks` (a writer's open): no hash runs until `release_checks` (after its first
+    pass; on the kernel the hash is ~2 CPU-s racing the pass), then the damage is found."""
+    _damaged_vectors(tmp_path, monkeypatch)
+    loaded, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM, hold_checks=True)
+    assert reason == "" and loaded.checks.verifier is None and loaded.vectors.live
+    with caplog.at_level(logging.WARNING):
+        loaded.release_checks()
+        assert loaded.checks.verifier is not None
+        loaded.checks.verifier.join()
+    assert any("vectors.npz fails its checksum" in r.getMessage() for r in caplog.records)
+    assert not loaded.vectors.live and not loaded.checks.held
+    loaded.release_checks()  # once: nothing is held any more
+
+
+def test_a_save_folding_a_held_tier_hashes_it_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A save that rewrites a tier whose hash is still held checks it before: the damaged
+    rows are dropped, never written into a new base under a fresh hash."""
+    _damaged_vectors(tmp_path, monkeypatch)
+    loaded, _ = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM, hold_checks=True)
+    ids = loaded.new_ids(3)
+    record = FileRecord(path="a.py", size=11, mtime_ns=2, sha256="y")
+    loaded.replace_file(record, window_chunks(ids))  # three rows out, three in: the tier folds
+    loaded.add_vectors(ids, unit_rows(3, seed=1))
+    with caplog.at_level(logging.WARNING):
+        loaded.save()
+    assert any("vectors.npz fails its checksum" in r.getMessage() for r in caplog.records)
+    again, reason = IndexStore.open(tmp_path / "idx", tmp_path, "model-a", DIM)
+    assert reason == "" and again.checks.verifier is not None
+    again.checks.verifier.join()
+    assert not again.vectors.live and not again.recovered  # clean and empty: embedded again
+    assert sorted(again.pending_ids()) == ids

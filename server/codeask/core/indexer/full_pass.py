@@ -59,7 +59,7 @@ def full_pass(
                 index.watch.settle(taken)
             if index.settings.history.enabled if history_on is None else history_on:
                 history.sync_into(index, report, emit, token)
-                if report.commits_added or report.watched is None:
+                if report.commits_added:  # the test before history saw every other chunk
                     embedding.embed_static(index.local.pending_ids("static"), report, emit, token)
             history.refresh_uncommitted(index)
             if embed and embedding.minilm_tier:
@@ -69,6 +69,7 @@ def full_pass(
         finally:
             index.checkpoint()
             index.state = "ready"
+            index.local.release_checks()  # the tiers' hash waited for the pass (tier_checks.py)
     report.seconds_total = time.perf_counter() - started
     emit(Progress("done", report.files_seen, report.files_seen, *index.embedded_counts()))
     return report

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from hashlib import blake2b, sha256
 from pathlib import Path, PurePosixPath
 
+import msgspec
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from codeask.config import IndexSettings
@@ -168,9 +169,9 @@ FOUND_STEP = 250
 _DEFAULTS, _INFO_EXCLUDE, _GITIGNORE, _CODEASKIGNORE, _SETTINGS = range(5)
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFile:
-    """A file that passed every rule that can be checked without reading it."""
+class SourceFile(msgspec.Struct, frozen=True):
+    """A file that passed every rule that can be checked without reading it (a Struct: a
+    frozen dataclass's init cost ~0.05 s of a walk over the kernel's 78k files)."""
 
     root: Path
     rel: str

@@ -33,11 +33,27 @@ class _Stat(msgspec.Struct, array_like=True):
 _STAT = msgspec.msgpack.Decoder(_Stat)
 
 
+class _Skipped(msgspec.Struct, array_like=True):
+    """A record read for its `skipped` field alone: the fields before it stay raw bytes (its
+    chunk-id list is not built: counting the kernel's 78k records 0.07 -> 0.03 s)."""
+
+    path: msgspec.Raw = msgspec.Raw(b"")
+    size: msgspec.Raw = msgspec.Raw(b"")
+    mtime_ns: msgspec.Raw = msgspec.Raw(b"")
+    sha256: msgspec.Raw = msgspec.Raw(b"")
+    language: msgspec.Raw = msgspec.Raw(b"")
+    chunk_ids: msgspec.Raw = msgspec.Raw(b"")
+    skipped: str = ""
+
+
+_SKIPPED = msgspec.msgpack.Decoder(_Skipped)
+
+
 def _indexed(value: FileRecord | msgspec.Raw | None) -> int:
     """1 when the record is of an indexed (not skipped) file."""
     if value is None:
         return 0
-    record = _RECORD.decode(value) if isinstance(value, msgspec.Raw) else value
+    record = _SKIPPED.decode(value) if isinstance(value, msgspec.Raw) else value
     return 0 if record.skipped else 1
 
 
@@ -122,8 +138,7 @@ class FileTable(MutableMapping[str, FileRecord]):
             return known
         version, count = self._version, 0
         for value in list(self._items.values()):  # a writer's thread may change the table
-            record = _RECORD.decode(value) if isinstance(value, msgspec.Raw) else value
-            count += not record.skipped
+            count += _indexed(value)
         if version == self._version:
             self._indexed = count
         return count

@@ -247,6 +247,9 @@ class LocalStorage:
     def has_vector(self, tier: Tier, chunk_id: int) -> bool:
         return chunk_id in self._tier(tier).live
 
+    def release_checks(self) -> None:
+        self._store.release_checks()
+
     def size_model_tier(self, dim: int) -> bool:
         with self._store.lock:
             return self._store.size_model_tier(dim)
@@ -310,7 +313,8 @@ def _open_store(
     static = (STATIC_MODEL_NAME, STATIC_DIM) if "static" in settings.embed.tiers else ("", 0)
     for _ in range(5):
         before = current_name(folder)
-        store, reason = IndexStore.open(folder, root, model, dim, static)
+        # a writer hashes its big tiers after its first pass (tier_checks.py)
+        store, reason = IndexStore.open(folder, root, model, dim, static, hold_checks=not read_only)
         if not (read_only and reason) or store.live_name() == before:
             break
     return store, reason

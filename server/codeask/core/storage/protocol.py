@@ -214,6 +214,11 @@ class IndexWriter(Protocol):
 
     def has_vector(self, tier: Tier, chunk_id: int) -> bool: ...
 
+    def release_checks(self) -> None:
+        """Start the background hash of the big tiers a writer's open only size-checked
+        (called after its first pass, so the hash does not race it for a core)."""
+        ...
+
     def size_model_tier(self, dim: int) -> bool:
         """Give a model tier that has no size yet (its server had not answered when the index
         opened: it holds no vectors) the size `dim`; False when it has a size already."""

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.runtime import background
 from codeask.core.storage.catalog import Catalog, HistoryState
 from codeask.core.storage.chunk_map import ChunkMap
 from codeask.core.storage.file_table import FileTable
@@ -30,16 +29,15 @@ from codeask.core.storage.snapshot import (
     COMPONENTS,
     SCHEMA_VERSION,
     ComponentInfo,
-    Deferred,
     Manifest,
     SnapshotFolder,
     StoreError,
-    check_deferred,
     current_name,
     generation_of,
     read_manifest,
 )
 from codeask.core.storage.snapshot_load import SnapshotLoader
+from codeask.core.storage.tier_checks import TierChecks
 from codeask.core.storage.vectors import VectorIndex, VectorTiers, empty_tier
 
 log = logging.getLogger("codeask.core.indexer")
@@ -82,8 +80,8 @@ class IndexStore:
         self.recovered: list[str] = []
         #: The snapshot folder this store was loaded from ('' when it started empty).
         self.loaded_from = ""
-        #: The thread hashing big tiers after the open (snapshot.Deferred), if any.
-        self.verifier: threading.Thread | None = None
+        #: The big tiers' hashes after the open (a writer's wait for its first pass).
+        self.checks = TierChecks()
 
     def _own(self, catalog: Catalog) -> Catalog:
         """`catalog`, its chunk delta spilled into this index folder when a pass grows it."""
@@ -124,7 +122,14 @@ class IndexStore:
     # ---- loading -------------------------------------------------------------------------
     @classmethod
     def open(
-        cls, folder: Path, root: Path, model: str, dim: int, static: tuple[str, int] = ("", 0)
+        cls,
+        folder: Path,
+        root: Path,
+        model: str,
+        dim: int,
+        static: tuple[str, int] = ("", 0),
+        *,
+        hold_checks: bool = False,
     ) -> tuple[IndexStore, str]:
         """Load the live snapshot, keeping every intact part; returns (store, what was lost).
 
@@ -135,7 +140,7 @@ class IndexStore:
         """
         store = cls(folder, root, model, dim, static)
         try:
-            store._load()
+            store._load(hold_checks=hold_checks)
         except StoreError as exc:
             fresh = cls(folder, root, model, dim, static)
             # above every generation folder on disk and above any id ever handed out
@@ -148,7 +153,7 @@ class IndexStore:
         """The snapshot folder CURRENT names now ('' when none): readers reload when it moves."""
         return self.snapshots.live_name()
 
-    def _load(self) -> None:
+    def _load(self, *, hold_checks: bool = False) -> None:
         static = (self.static_model, self.static_dim)
         loader = SnapshotLoader(self.snapshots, self.model, self.dim, static)
         try:
@@ -159,26 +164,23 @@ class IndexStore:
             self.recovered = loader.recovered
         self.loaded_from = name
         self.saved_at = manifest.updated
-        if loader.later:
-            self.verifier = background.start(
-                self._check_later, loader.later, name="codeask-verify-index"
-            )
+        self.checks = TierChecks(loader.later)
+        if not hold_checks:
+            self.release_checks()
 
-    def _check_later(self, items: list[Deferred]) -> None:
-        """Hash the big tiers loaded after a size check; a damaged one is dropped (its vectors
-        are computed again) with a logged reason: never searched on silently."""
-        for item in items:
-            why = check_deferred(item)
-            if not why:
-                continue
-            log.warning(
-                "index at %s: %s; dropped the %s tier, it is rebuilt", self.folder, why, item.name
-            )
-            with self.lock:
-                dim = self.dim if item.name == "vectors" else self.static_dim
-                self.tiers.set_tier(item.name, empty_tier(item.name, dim))
-                self.tiers.changed.add(item.name)
-                self.recovered.append(f"{item.name}: {why}")
+    def release_checks(self) -> None:
+        """Hash the big tiers the open left (a writer: after its first pass; tier_checks.py)."""
+        self.checks.release(self._drop_tier)
+
+    def _drop_tier(self, name: str, why: str) -> None:
+        """A big tier failed its hash: dropped (its vectors are computed again) with a logged
+        reason, never searched on silently."""
+        log.warning("index at %s: %s; dropped the %s tier, it is rebuilt", self.folder, why, name)
+        with self.lock:
+            dim = self.dim if name == "vectors" else self.static_dim
+            self.tiers.set_tier(name, empty_tier(name, dim))
+            self.tiers.changed.add(name)
+            self.recovered.append(f"{name}: {why}")
 
     # ---- mutation --------------------------------------------------------------------------
     def new_ids(self, count: int) -> list[int]:
@@ -268,6 +270,9 @@ class IndexStore:
         with self.lock:
             self.snapshots.refuse_stale(self.generation)
             tier_parts = self.tiers.plan_save()
+            if self.checks.held:
+                self.checks.before_fold(self.tiers.folding, self._drop_tier)
+                tier_parts = self.tiers.plan_save()
             self.catalog.plan_save()
             manifest = Manifest(
                 schema_version=SCHEMA_VERSION,

@@ -225,6 +225,9 @@ class TeamStorage(OverlayReader):
     def has_vector(self, tier: Tier, chunk_id: int) -> bool:
         return self.local.has_vector(tier, chunk_id)
 
+    def release_checks(self) -> None:
+        self.local.release_checks()
+
     def size_model_tier(self, dim: int) -> bool:
         return self.local.size_model_tier(dim)
 
