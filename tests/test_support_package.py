@@ -23,6 +23,7 @@ BENCHMARK_TESTS = {
     "test_debian_history.py",
     "test_search_compare.py",
     "test_scale_bench.py",
+    "test_scale_reports.py",
     "test_search_eval_smoke.py",
     "test_side_by_side.py",
 }
