@@ -39,6 +39,7 @@ from codeask.core.embedding.verified import VerifiedFiles
 from codeask.core.embedding.vocab_cache import read_cached, write_cached
 from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
+from codeask.core.runtime import resident
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -94,7 +95,7 @@ def read_matrix(path: Path, sha256: str = "", verified: VerifiedFiles | None = N
         raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
     if sha256 and not (verified is not None and verified.known(path, stat, sha256)):
         actual = hashlib.sha256(mapped).hexdigest()
-        release_pages(mapped)
+        resident.give_back(mapped)  # hashing touched every page
         if actual != sha256:
             mapped.close()
             raise EmbedError(
@@ -118,14 +119,6 @@ def read_matrix(path: Path, sha256: str = "", verified: VerifiedFiles | None = N
     except (struct.error, ValueError, KeyError, TypeError) as exc:
         mapped.close()
         raise EmbedError(f"{path} is not a readable safetensors matrix: {exc}") from exc
-
-
-def release_pages(mapped: mmap.mmap) -> None:
-    """Drop a read-only mapping's pages from this process (they stay in the page cache and come
-    back on the next touch): after hashing it or widening the whole matrix for a bulk call."""
-    advice = getattr(mmap, "MADV_DONTNEED", None)
-    if advice is not None and hasattr(mapped, "madvise"):
-        mapped.madvise(advice)
 
 
 def _mapping_of(matrix: np.ndarray) -> mmap.mmap | None:
@@ -337,7 +330,7 @@ class StaticEmbedder:
         wide = self._matrix.astype(np.float32)
         mapped = _mapping_of(self._matrix)
         if mapped is not None:
-            release_pages(mapped)  # the widening touched every page of the file
+            resident.give_back(mapped)  # the widening touched every page of the file
         return wide
 
     def _embed_batch(self, texts: Sequence[str], matrix: np.ndarray) -> np.ndarray:
