@@ -10,6 +10,7 @@ hold's timer lets the driver go (the registry's rule: the last subscriber saves 
 from __future__ import annotations
 
 import threading
+import weakref
 
 from codeask.core.driver.shared import Key, SharedDrivers, Subscription, finish
 
@@ -63,12 +64,13 @@ def _leave(sub: Subscription) -> None:
         finish(left)
 
 
-#: One per registry (the daemon has one `SharedDrivers`).
-_HOLDS: dict[int, Holds] = {}
+#: One per registry (the daemon has one `SharedDrivers`); weak, so a registry's id reused after
+#: it is gone (tests make many) never finds another registry's holds.
+_HOLDS: weakref.WeakKeyDictionary[SharedDrivers, Holds] = weakref.WeakKeyDictionary()
 _HOLDS_LOCK = threading.Lock()
 
 
 def holds_of(drivers: SharedDrivers) -> Holds:
     """The holds of `drivers`' folders."""
     with _HOLDS_LOCK:
-        return _HOLDS.setdefault(id(drivers), Holds())
+        return _HOLDS.setdefault(drivers, Holds())
