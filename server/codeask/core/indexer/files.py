@@ -35,11 +35,9 @@ def scan_and_chunk(
     a trusted file watch, only the paths it saw change are checked (no walk, no stat per
     file). Returns what the watch handed over, for `TreeWatch.settle` once the pass is saved."""
     taken = index.watch.take() if index.watch is not None else None
-    watched = taken is not None and taken.paths is not None and index.team.reader is None
-    if watched and taken is not None and taken.paths is not None:
-        files = changed_files(index, taken.paths, report)
-    else:
-        files = _walk(index, report, emit)
+    paths = taken.paths if taken is not None and index.team.reader is None else None
+    watched = paths is not None
+    files = changed_files(index, paths, report) if paths is not None else _walk(index, report, emit)
     report.files_checked = len(files)
     _chunk_changed(index, files, report, emit, token)
     if watched:  # the files the events did not name are unchanged, as a walk would count them
