@@ -234,6 +234,12 @@ class RetrieveSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     ("Python" → `domains/python.py`) lifts that file above its folder's other candidates by
     this share of the best score (core/search/steps/siblings.py); 0 turns it off (Python
     reports dev R@5 .872 → .885, MRR .722 → .732; benchmarks/README.md)."""
+    package_weight: float = 1.0
+    """A pasted report whose own sentences name a package by a word few of the project's files
+    use, in two lines or more, while none of the package's files is among the 5 best, lifts
+    each of its candidate files by this share of the best score
+    (core/search/steps/packages.py); 0 turns it off (Python reports dev R@5 .899 → .905, MRR
+    .735 → .739; benchmarks/README.md, round 22)."""
     field_weight: float = 0.3
     """A pasted report's reST fields and roles (`:param text:`, `:rtype:`) lift each of the 10
     best candidate files that names them as quoted strings (where the code registers them) by

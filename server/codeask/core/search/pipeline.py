@@ -24,6 +24,7 @@ from codeask.core.search.steps.fuse import fuse
 from codeask.core.search.steps.hub import lift_hub
 from codeask.core.search.steps.mentions import lift_mentioned_paths
 from codeask.core.search.steps.names import lift_named
+from codeask.core.search.steps.packages import lift_prose_named_package
 from codeask.core.search.steps.phrases import lift_quoted_phrases
 from codeask.core.search.steps.releases import demote_released_copies
 from codeask.core.search.steps.siblings import lift_named_sibling
@@ -49,6 +50,7 @@ ADJUST: tuple[Adjust, ...] = (
     propagate_calls,
     lift_coherent_files,
     lift_named_sibling,
+    lift_prose_named_package,
     lift_field_names,
     lift_deepest_frame,
 )
