@@ -9,6 +9,7 @@ import pytest
 
 from codeask.config import ChunkSettings
 from codeask.core.records import Chunk
+from codeask.core.source import chunk
 from codeask.core.source.chunk import ChunkResult, chunk_file
 from codeask.core.source.languages import LANGUAGES, language_for_path, language_name
 
@@ -904,3 +905,15 @@ def test_names_and_calls_are_whole_past_multibyte_text_and_read_boundaries() -> 
     (defined,) = [c for c in result.chunks if c.kind == "function"]
     assert defined.symbol == "überlange_funktion_mit_namen"
     assert defined.calls == ["helper_über_die_grenze", "zweiter_aufruf"]
+
+
+def test_the_windows_of_one_run_are_those_of_its_rows() -> None:
+    """A long function's windows are cut without listing its rows (one run); they are the ones
+    the general path cuts from the same rows given as two adjacent runs."""
+    for first in (0, 7):
+        for last in range(first + 1, first + 80):
+            for size in (1, 2, 5, 30):
+                for overlap in range(size):
+                    one = chunk._windows([(first, last)], size, overlap)
+                    two = chunk._windows([(first, first), (first + 1, last)], size, overlap)
+                    assert one == two, (first, last, size, overlap)

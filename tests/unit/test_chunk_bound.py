@@ -9,11 +9,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from tree_sitter import Parser
+from tree_sitter_language_pack import get_language
 
 from codeask.config import ChunkSettings, IndexSettings
 from codeask.core.indexer import chunk_pool
+from codeask.core.source import parse_bound
 from codeask.core.source.chunk import chunk_file
 from codeask.core.source.discover import discover
 from codeask.core.source.parse_bound import CHUNK_CPU_SECONDS, MAX_DEPTH
@@ -60,6 +64,36 @@ def test_nesting_below_the_bound_keeps_the_definitions(depth: int) -> None:
     result = chunk_file("ok.zig", text, ChunkSettings())
     assert result.fallback_reason == ""
     assert [c.symbol for c in result.chunks] == ["outer"]
+
+
+class _CountedReads:
+    """The real parser; counts the reads it makes through the callable it is given."""
+
+    def __init__(self, parser: Parser) -> None:
+        self.parser, self.reads = parser, 0
+
+    def parse(self, read: Any, **options: Any) -> Any:
+        def counted(offset: int, point: object) -> bytes:
+            self.reads += 1
+            return cast(bytes, read(offset, point))
+
+        return self.parser.parse(counted, **options)
+
+    def reset(self) -> None:
+        self.parser.reset()
+
+
+def test_a_parse_reads_the_file_in_one_piece() -> None:
+    """Every read is a Python call and a bytes object py-tree-sitter 0.26 never frees: the whole
+    file goes in the first read, so 100 KB of C is two reads (it was one per 256 bytes, ~400),
+    and the tree is the one a parse of the bytes gives."""
+    data = "".join(f"static int f{n}(int x) {{ return g(x) + {n}; }}\n" for n in range(2500))
+    source = data.encode()
+    assert len(source) > 100_000
+    spy = _CountedReads(Parser(get_language("c")))
+    tree = parse_bound.parse(cast(Parser, spy), source, parse_bound.Budget())
+    assert spy.reads <= 2
+    assert str(tree.root_node) == str(Parser(get_language("c")).parse(source).root_node)
 
 
 def test_deep_files_in_chunk_workers(tmp_path: Path) -> None:

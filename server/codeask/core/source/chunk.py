@@ -17,7 +17,6 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import islice
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, QueryError, Tree
 from tree_sitter_language_pack import get_language
@@ -181,9 +180,9 @@ def _split_lines(text: str) -> list[str]:
 def _trim(lines: list[str], run: Run) -> Run | None:
     """A run without its leading and trailing blank lines, None if nothing is left."""
     a, b = run
-    while a <= b and not lines[a].strip():
+    while a <= b and (not lines[a] or lines[a].isspace()):  # `strip()` would copy each line
         a += 1
-    while b >= a and not lines[b].strip():
+    while b >= a and (not lines[b] or lines[b].isspace()):
         b -= 1
     return (a, b) if a <= b else None
 
@@ -206,8 +205,15 @@ def _runs_of(rows: list[int]) -> list[Run]:
 
 def _windows(runs: list[Run], size: int, overlap: int) -> list[list[Run]]:
     """Overlapping windows of `size` rows over the rows of `runs`."""
-    rows = [row for a, b in runs for row in range(a, b + 1)]
     out: list[list[Run]] = []
+    if len(runs) == 1:  # one run (a long function): its windows without a list of its rows
+        a, last = runs[0]
+        while True:
+            out.append([(a, min(a + size - 1, last))])
+            if a + size - 1 >= last:
+                return out
+            a += size - overlap
+    rows = [row for a, b in runs for row in range(a, b + 1)]
     start, step = 0, size - overlap
     while True:
         out.append(_runs_of(rows[start : start + size]))
@@ -218,20 +224,23 @@ def _windows(runs: list[Run], size: int, overlap: int) -> list[list[Run]]:
 
 def _text(lines: list[str], runs: list[Run]) -> str:
     """Source lines of the runs; disjoint runs are joined by a '...' line."""
+    if len(runs) == 1:
+        a, b = runs[0]
+        return "\n".join(lines[a : b + 1])
     return ELISION.join("\n".join(lines[a : b + 1]) for a, b in runs)
 
 
 def _calls_in(ctx: _Ctx, runs: list[Run]) -> list[str]:
-    """Callee names whose call starts inside the runs, first-call order, deduplicated."""
+    """Callee names whose call starts inside the runs, first-call order, deduplicated (the
+    first MAX_CALLS of them)."""
+    rows, names = ctx.call_rows, ctx.call_names
+    if not rows:
+        return []
     seen: dict[str, None] = {}
     for a, b in runs:
-        lo = bisect.bisect_left(ctx.call_rows, a)
-        hi = bisect.bisect_right(ctx.call_rows, b)
-        for name in ctx.call_names[lo:hi]:
-            seen.setdefault(name, None)
-            if len(seen) >= MAX_CALLS:
-                return list(seen)
-    return list(seen)
+        lo, hi = bisect.bisect_left(rows, a), bisect.bisect_right(rows, b)
+        seen.update(dict.fromkeys(names[lo:hi]))
+    return list(seen)[:MAX_CALLS]
 
 
 def _emit(
@@ -249,7 +258,8 @@ def _emit(
         return
     limit = ctx.sizes.max_lines if limit is None else limit
     pieces = [runs]
-    if sum(b - a + 1 for a, b in runs) > limit:
+    rows = runs[0][1] - runs[0][0] + 1 if len(runs) == 1 else sum(b - a + 1 for a, b in runs)
+    if rows > limit:
         pieces = [_clean(ctx.lines, w) for w in _windows(runs, ctx.sizes.window, ctx.sizes.overlap)]
         pieces = [p for p in pieces if p]
     for i, piece in enumerate(pieces):
@@ -430,36 +440,36 @@ def _definitions(
 ) -> list[_Def]:
     """Nest the captured definitions; those inside a function stay in its chunk (hidden).
     OverBudget when the walk spends the file's budget (a node's parent costs its depth)."""
-    found = [(n, False) for n in functions] + [(n, True) for n in classes]
-    found.sort(key=lambda item: (item[0].start_byte, -item[0].end_byte))
+    # (start byte, end byte, node, is_class): a node's bytes are read once, not at every use
+    found = [(n.start_byte, n.end_byte, n, False) for n in functions]
+    found += [(n.start_byte, n.end_byte, n, True) for n in classes]
+    found.sort(key=lambda item: (item[0], -item[1]))
+    starts = [item[0] for item in found]
     roots: list[_Def] = []
-    stack: list[_Def] = []
+    stack: list[tuple[int, _Def]] = []  # (end byte, definition)
     seen: set[tuple[int, int]] = set()
-    for i, (node, is_class) in enumerate(found):
-        key = (node.start_byte, node.end_byte)
-        if key in seen:
+    for i, (start, end, node, is_class) in enumerate(found):
+        if (start, end) in seen:
             continue
-        seen.add(key)
-        while stack and stack[-1].node.end_byte <= node.start_byte:
+        seen.add((start, end))
+        while stack and stack[-1][0] <= start:
             stack.pop()
-        outer = stack[-1] if stack else None
+        outer = stack[-1][1] if stack else None
         d = _Def(node, is_class, hidden=outer is not None and (outer.hidden or not outer.is_class))
         if not d.hidden:
             budget.check("finding definitions")
-            _describe(spec, d, marks, _own_end(found, i))
+            _describe(spec, d, marks, _own_end(starts, i, end))
             (outer.children if outer is not None else roots).append(d)
-        stack.append(d)
+        stack.append((end, d))
     return _merge_clauses(roots) if spec.merge_clauses else roots
 
 
-def _own_end(found: list[tuple[Node, bool]], i: int) -> int:
+def _own_end(starts: list[int], i: int, end: int) -> int:
     """End byte of definition `i`'s own head: where the next definition inside it starts (a
-    nested definition's @name or @doc is not this one's), else its end."""
-    node = found[i][0]
-    for later, _ in islice(found, i + 1, None):  # no copy of the rest for every definition
-        if later.start_byte > node.start_byte:
-            return min(node.end_byte, later.start_byte)
-    return int(node.end_byte)
+    nested definition's @name or @doc is not this one's), else its end (`end`). `starts`: the
+    definitions' start bytes, sorted."""
+    later = bisect.bisect_right(starts, starts[i], i + 1)
+    return min(end, starts[later]) if later < len(starts) else end
 
 
 @dataclass
@@ -746,7 +756,10 @@ def _comment_docstring(comments: list[Node]) -> str:
     lines: list[str] = []
     for comment in comments:
         for line in _node_text(comment).split("\n"):
-            lines.append(_COMMENT_TAIL.sub("", _COMMENT_LEAD.sub("", line, count=1)).rstrip())
+            line = _COMMENT_LEAD.sub("", line, count=1)
+            if "*/" in line or "]" in line:  # the tail's markers; most lines end in neither
+                line = _COMMENT_TAIL.sub("", line)
+            lines.append(line.rstrip())
     text = "\n".join(lines).strip("\n")
     return inspect.cleandoc(text)[:MAX_DOCSTRING_CHARS] if text.strip() else ""
 
@@ -761,13 +774,21 @@ def _calls(callees: list[Node], names: Iterable[Node] = ()) -> tuple[list[int], 
     one: Elixir's `def get(id)` holds the call `get(id)`."""
     own = {n.start_byte for n in names}
     found: list[tuple[int, int, str]] = []
-    for node in callees:
-        leaf = _callee_leaf(node)
-        if leaf is None or leaf.start_byte in own:
+    source: bytes | None = getattr(_local, "source", None)
+    is_name = _IDENT.match
+    for node in callees:  # a loop run for every call of the file: kept lean
+        leaf = node if node.named_child_count == 0 else _callee_leaf(node)
+        if leaf is None:
             continue
-        name = _node_text(leaf)
-        if len(name) <= MAX_NAME_CHARS and _IDENT.match(name):
-            found.append((leaf.start_byte, int(leaf.start_point.row), name))
+        start = leaf.start_byte
+        if start in own:
+            continue
+        if source is None:
+            name = _node_text(leaf)
+        else:
+            name = source[start : leaf.end_byte].decode("utf-8", "replace")
+        if len(name) <= MAX_NAME_CHARS and is_name(name):
+            found.append((start, leaf.start_point.row, name))
     found.sort()
     return [row for _, row, _ in found], [name for _, _, name in found]
 

@@ -34,9 +34,11 @@ from tree_sitter import Node, Parser, Tree
 CHUNK_CPU_SECONDS = 5.0
 #: Levels of nesting above which a tree is not queried for definitions (see the module doc).
 MAX_DEPTH = 2000
-#: Bytes per read. Small: the lexer reads again whenever it steps back before the last read
-#: (Scala's, 15,700 times in a 383 KB file: 64 KB reads made its parse 14x slower, 256 B ones
-#: 1.2x), and a node's text (query predicates, names) is read back through the same callable.
+#: Bytes per read after the first. The first read (offset 0) hands the parser the whole file,
+#: the very bytes object it was given (no copy): the lexer then never leaves its chunk, so a parse
+#: makes two Python reads, not one per 256 bytes (a lexer stepping back before its last chunk read
+#: again: Scala's 15,700 times in a 383 KB file). Later reads are a node's text read back through
+#: the same callable (query predicates): small, so reading one node's text copies little.
 READ_BYTES = 256
 #: Asks of the budget per reading of the clock: reading thread CPU time is a system call
 #: (~1-3 us), and the parser asks every few dozen microseconds.
@@ -54,13 +56,17 @@ class Budget:
     def __init__(self, seconds: float = CHUNK_CPU_SECONDS) -> None:
         self.seconds = seconds
         self.deadline = time.thread_time() + seconds
-        self.asks = 0
+        self.left = ASKS_PER_CLOCK
 
     def spent(self, *_state: object) -> bool:
         """Whether the budget ran out (the clock read every ASKS_PER_CLOCK asks); never
-        raises, as tree-sitter's progress callback must not."""
-        self.asks += 1
-        return self.asks % ASKS_PER_CLOCK == 0 and time.thread_time() > self.deadline
+        raises, as tree-sitter's progress callback must not. A countdown: the parser asks
+        ~6,000 times a MB."""
+        self.left -= 1
+        if self.left:
+            return False
+        self.left = ASKS_PER_CLOCK
+        return time.thread_time() > self.deadline
 
     def check(self, doing: str) -> None:
         """Raise OverBudget when the budget ran out."""
@@ -75,7 +81,7 @@ def parse(parser: Parser, data: bytes, budget: Budget) -> Tree:
     callback for a bytes source; slices are bytes (a memoryview slice crashed it)."""
 
     def read(offset: int, _point: object) -> bytes:
-        return data[offset : offset + READ_BYTES]
+        return data if offset == 0 else data[offset : offset + READ_BYTES]
 
     with _signals_deferred():
         try:
