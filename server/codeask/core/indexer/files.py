@@ -57,6 +57,7 @@ def _walk(index: FolderState, report: IndexReport, emit: ProgressFn) -> list[Sou
         ignored_dirs=[index.folder],
         on_found=lambda n: emit(Progress("scan", files_done=n, message="discovering files")),
         cache=index.folder / WALK_CACHE,
+        on_folder=None if index.watch is None else index.watch.watch_folder,
     )
     files = found.files
     if index.team.reader is not None:  # the team's published revision has the rest

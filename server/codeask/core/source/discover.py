@@ -632,9 +632,11 @@ class _Walker:
         ignored_dirs: Sequence[Path],
         on_found: Callable[[int], None] | None = None,
         cache: Path | None = None,
+        on_folder: Callable[[str, str], None] | None = None,
     ) -> None:
         self.checks = _Files(root, settings, IgnoreRules.for_root(root, settings))
         self.on_found = on_found
+        self.on_folder = on_folder
         self.rules = self.checks.rules
         if cache is not None:  # names are judged by `skip_secrets` too
             key = self.rules.fingerprint() + bytes([settings.skip_secrets])
@@ -686,6 +688,8 @@ class _Walker:
 
     def _scan(self, folder: _Folder, stack: list[_Folder]) -> None:
         """List a folder and judge its entries, or replay the walk cache's unchanged listing."""
+        if self.on_folder is not None:  # a file watch's, set before the folder is looked at
+            self.on_folder(folder.path, folder.rel)
         cache = self.cache if folder.key is not None else None
         seen = None if cache is None else folder_stat(folder.path)  # before the listing
         own = None if folder.key is None else folder_key(folder.key, folder.path)
@@ -808,14 +812,17 @@ def discover(
     ignored_dirs: Sequence[Path] = (),
     on_found: Callable[[int], None] | None = None,
     cache: Path | None = None,
+    on_folder: Callable[[str, str], None] | None = None,
 ) -> Discovery:
     """Every indexable file under `root`, and every non-ignored file left out with its reason.
 
     `ignored_dirs` are absolute folders never entered (e.g. a relocated index folder).
     `on_found(n)` is told the number of files found so far, every FOUND_STEP files (progress).
     `cache`: a walk cache file (walk_cache.py): unchanged folders are not listed again.
+    `on_folder(path, rel)` is told each folder entered, before it is stat'ed or listed (a file
+    watch sets its watches there: tree_watch.py).
     """
-    return _Walker(_absolute(root), settings, ignored_dirs, on_found, cache).run()
+    return _Walker(_absolute(root), settings, ignored_dirs, on_found, cache, on_folder).run()
 
 
 def _normalise_rel(root: Path, rel: str) -> str | None:
