@@ -129,14 +129,27 @@ def test_a_damaged_cache_costs_a_full_listing_not_a_wrong_answer(tmp_path: Path)
 
 @pytest.mark.skipif(os.name != "posix", reason="symlinks")
 @pytest.mark.usefixtures("trusted_now")
-def test_a_folder_with_a_symlink_is_always_listed(tmp_path: Path) -> None:
+def test_a_folder_with_a_symlink_is_kept_and_its_link_judged_again(tmp_path: Path) -> None:
+    """A folder holding links is not listed again (the kernel's arch/arm/boot/dts, 2.5k
+    entries, was listed by every walk), but each link is judged again, rules included: its
+    target can change kind, leave the tree or vanish while the folder does not move."""
     root, cache = tree(tmp_path)
     (root / "a/link.c").symlink_to(root / "top.c")
+    (root / "a/gone.c").symlink_to(root / "b/three.c")
+    (root / "a/.gitignore").write_text("link.c/\n")  # ignores the link only while it is a folder
     walk(root, cache)
     (root / "top.c").unlink()
     (root / "top.c").mkdir()  # the link's target changed kind; folder `a` did not move
+    (root / "top.c/inner.c").write_text("int inner(void) { return 5; }\n")
+    (root / "b/three.c").unlink()
+    found = walk(root, cache)  # the same as a walk without the cache (walk() checks it)
+    assert found.listed == 3  # the root (top.c replaced), the new folder, b (three.c gone)
+    assert "a/link.c" not in rels(found) and "a/link.c/inner.c" not in rels(found)
+    assert ("a/gone.c", "broken symlink") in {(s.rel, s.reason) for s in found.skipped}
+    (root / "a/.gitignore").write_text("\n")  # in place: `a` does not move, its key does
     found = walk(root, cache)
-    assert found.listed == 3  # the root (top.c replaced), the new folder, `a` (it holds a link)
+    assert found.listed == 2  # `a` and `a/deep` (their rules' key changed)
+    assert any(s.rel == "a/link.c" for s in found.skipped), "a link to a folder walked already"
 
 
 def test_a_folder_changed_just_before_the_walk_is_listed_again(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from codeask.core.source.specialfs import SpecialMounts
 from codeask.core.source.walk_cache import (
     FILE,
     FOLDER,
+    LINK,
     NAMED,
     Listing,
     WalkCache,
@@ -733,6 +734,9 @@ class _Walker:
                 self._enter(stack, path, prefix + name, real + name, key)
             elif kind == FILE:  # its name passed under the same settings (the cache's key)
                 self._add(self.checks.stat_file(path, prefix + name))
+            elif kind == LINK:  # its target may have changed (or changed kind): judged again
+                layers = self.rules._layers_for(folder.rel)
+                self._symlink(path, prefix + name, name, os.path.isdir(path), layers)
             else:
                 self._file(path, prefix + name)
 
@@ -752,12 +756,15 @@ class _Walker:
             is_link, is_dir = entry.is_symlink(), entry.is_dir()
         except OSError:
             is_link, is_dir, typed = False, False, False
+        if is_link and typed and is_utf8(entry.name):
+            self._symlink(entry.path, rel, entry.name, is_dir, layers)
+            return LINK
         if self.rules._matches(rel, entry.name, is_dir, layers):
             return None if typed else _UNKEPT
         if not is_utf8(entry.name):
             self.skipped.append(_bad_name(rel))
         elif is_link:
-            self._link(entry, rel, is_dir)
+            self._link(entry.path, rel, is_dir)
         elif is_dir:
             self._enter(stack, entry.path, rel, os.path.join(folder.real, entry.name), key)
             return FOLDER
@@ -775,9 +782,17 @@ class _Walker:
         self._add(self.checks.stat_file(path, rel))
         return FILE
 
-    def _link(self, entry: os.DirEntry[str], rel: str, is_dir: bool) -> None:
+    def _symlink(
+        self, path: str, rel: str, name: str, is_dir: bool, layers: Sequence[_Layer]
+    ) -> None:
+        """A symlink, listed or kept: the rules judge it by its target's kind now, then the
+        link checks (`is_dir`: whether it leads to a folder)."""
+        if not self.rules._matches(rel, name, is_dir, layers):
+            self._link(path, rel, is_dir)
+
+    def _link(self, path: str, rel: str, is_dir: bool) -> None:
         try:
-            real = os.path.realpath(entry.path)
+            real = os.path.realpath(path)
         except OSError as exc:  # e.g. a link that loops or whose target vanished mid-resolve
             self.skipped.append(SkippedFile(rel, f"unreadable symlink: {exc.strerror or exc}"))
             return
@@ -785,9 +800,9 @@ class _Walker:
         if problem is not None:
             self.skipped.append(SkippedFile(rel, problem))
         elif is_dir:
-            self.deferred.append((rel, entry.path, real))
+            self.deferred.append((rel, path, real))
         else:
-            self._add(self.checks.judge(entry.path, rel, real))
+            self._add(self.checks.judge(path, rel, real))
 
     def _add(self, verdict: SourceFile | SkippedFile) -> None:
         if isinstance(verdict, SourceFile):

@@ -6,10 +6,12 @@ folder), kept with the folder's stat (inode, mtime, ctime: any entry added, remo
 moves them; ctime cannot be set back by a tool) and a key of every ignore line that judged it
 (the root's layers and the content of each `.gitignore`/`.codeaskignore` from the root down to
 the folder). A folder whose stat and key match is not listed or matched again; its files are
-still stat'ed by the walk (an edit in place moves no folder's stat). Folders with symlinks or
-names that are not UTF-8 are never kept (a link's target can change under an unchanged folder),
-nor a folder changed within `RACY_NS` of the walk (a change in the same clock tick as the stat
-would go unseen: git's "racy" rule).
+still stat'ed by the walk (an edit in place moves no folder's stat). A symlink is kept as a link
+and judged again by each walk, rules included (its target can change, or change kind, under an
+unchanged folder; the kernel's arch/arm/boot/dts, 2.5k entries, was listed by every walk when a
+folder with a link was not kept). Folders with names that are not UTF-8 are never kept, nor a
+folder changed within `RACY_NS` of the walk (a change in the same clock tick as the stat would
+go unseen: git's "racy" rule).
 
 The file lives beside the index (`walk.msgpack`) and is only a cache: missing, unreadable or
 from another version, the walk lists everything; a stale one is checked folder by folder.
@@ -32,12 +34,12 @@ log = logging.getLogger(__name__)
 #: The file's name in the index folder.
 WALK_CACHE = "walk.msgpack"
 #: Bumped whenever what a kept listing means changes: a cache of another version is dropped.
-VERSION = 1
+VERSION = 2
 #: A folder changed less than this before the walk started is listed again next time.
 RACY_NS = 3_000_000_000
 #: Kinds of kept entries: a file whose name passed the name policies, one that did not (its
-#: reason is found again), a folder.
-FILE, NAMED, FOLDER = "f", "n", "d"
+#: reason is found again), a folder, a symlink (judged again, rules included, by each walk).
+FILE, NAMED, FOLDER, LINK = "f", "n", "d", "l"
 #: The ignore files whose content is part of a folder's key.
 IGNORE_FILES = (".gitignore", ".codeaskignore")
 
@@ -129,7 +131,7 @@ class WalkCache:
         entries: list[tuple[str, str]] | None,
     ) -> None:
         """A folder just listed: kept for the next walk unless it cannot be (None entries: it
-        has a symlink or a bad name) or it changed too recently to trust its stat."""
+        has a bad name) or it changed too recently to trust its stat."""
         self.listed += 1
         if entries is None or stat is None or max(stat[1], stat[2]) > self.started_ns - RACY_NS:
             self._changed |= rel in self._old  # dropped: the file changes; never kept: it does not
