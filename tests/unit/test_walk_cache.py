@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,6 +151,28 @@ def test_a_folder_with_a_symlink_is_kept_and_its_link_judged_again(tmp_path: Pat
     found = walk(root, cache)
     assert found.listed == 2  # `a` and `a/deep` (their rules' key changed)
     assert any(s.rel == "a/link.c" for s in found.skipped), "a link to a folder walked already"
+
+
+@pytest.mark.usefixtures("trusted_now")
+def test_an_unchanged_folder_without_ignore_files_opens_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its key needs no file read (two failed opens a folder: ~0.05 s of a kernel walk); a new
+    ignore file moves the folder, so its rules are read again."""
+    root, cache = tree(tmp_path)
+    walk(root, cache)
+    opened: list[str] = []
+
+    def counted(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(os.path.relpath(path, root))
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(walk_cache, "open", counted, raising=False)
+    assert discover(root, IndexSettings(), cache=cache).listed == 0
+    assert sorted(opened) == ["b/.codeaskignore", "b/.gitignore"], "b alone has one"
+    (root / "a/.codeaskignore").write_text("one.c\n")
+    found = walk(root, cache)
+    assert found.listed == 2 and "a/one.c" not in rels(found)  # `a` and `a/deep`
 
 
 def test_a_folder_changed_just_before_the_walk_is_listed_again(tmp_path: Path) -> None:
