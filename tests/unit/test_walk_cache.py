@@ -137,15 +137,20 @@ def test_a_folder_with_a_symlink_is_kept_and_its_link_judged_again(tmp_path: Pat
     root, cache = tree(tmp_path)
     (root / "a/link.c").symlink_to(root / "top.c")
     (root / "a/gone.c").symlink_to(root / "b/three.c")
-    (root / "a/.gitignore").write_text("link.c/\n")  # ignores the link only while it is a folder
-    walk(root, cache)
+    (root / "t").mkdir()
+    (root / "a/twin.c").symlink_to(root / "t")
+    (root / "a/.gitignore").write_text("link.c/\ntwin.c/\n")  # links ignored while folders
+    assert "a/twin.c" not in rels(walk(root, cache))
     (root / "top.c").unlink()
     (root / "top.c").mkdir()  # the link's target changed kind; folder `a` did not move
     (root / "top.c/inner.c").write_text("int inner(void) { return 5; }\n")
     (root / "b/three.c").unlink()
+    (root / "t").rmdir()
+    (root / "t").write_text("int t(void) { return 6; }\n")  # twin.c: a file now, not ignored
     found = walk(root, cache)  # the same as a walk without the cache (walk() checks it)
-    assert found.listed == 3  # the root (top.c replaced), the new folder, b (three.c gone)
+    assert found.listed == 3  # the root (top.c and t replaced), top.c, b (three.c gone)
     assert "a/link.c" not in rels(found) and "a/link.c/inner.c" not in rels(found)
+    assert "a/twin.c" in rels(found)
     assert ("a/gone.c", "broken symlink") in {(s.rel, s.reason) for s in found.skipped}
     (root / "a/.gitignore").write_text("\n")  # in place: `a` does not move, its key does
     found = walk(root, cache)

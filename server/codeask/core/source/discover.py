@@ -33,7 +33,8 @@ from codeask.core.source.walk_cache import (
     FILE,
     FOLDER,
     IGNORE_FILES,
-    LINK,
+    LINK_KINDS,
+    LINKS,
     NAMED,
     Listing,
     WalkCache,
@@ -742,9 +743,8 @@ class _Walker:
             path = base + name  # os.path.join per file cost a tenth of a kernel walk
             if kind == FOLDER:
                 self._enter(stack, path, prefix + name, real + name, key)
-            elif kind == LINK:  # its target may have changed (or changed kind): judged again
-                layers = self.rules._layers_for(folder.rel)
-                self._symlink(path, prefix + name, name, os.path.isdir(path), layers)
+            elif kind in LINK_KINDS:  # its target may have changed: judged again
+                self._kept_link(path, prefix + name, LINK_KINDS[kind], folder.rel)
             else:
                 self._file(path, prefix + name)
         self._stat_kept(base, prefix, files)
@@ -785,8 +785,10 @@ class _Walker:
         except OSError:
             is_link, is_dir, typed = False, False, False
         if is_link and typed and is_utf8(entry.name):
-            self._symlink(entry.path, rel, entry.name, is_dir, layers)
-            return LINK
+            left_out = self.rules._matches(rel, entry.name, is_dir, layers)
+            if not left_out:
+                self._link(entry.path, rel, is_dir)
+            return LINKS[(is_dir, left_out)]
         if self.rules._matches(rel, entry.name, is_dir, layers):
             return None if typed else _UNKEPT
         if not is_utf8(entry.name):
@@ -810,12 +812,15 @@ class _Walker:
         self._add(self.checks.stat_file(path, rel))
         return FILE
 
-    def _symlink(
-        self, path: str, rel: str, name: str, is_dir: bool, layers: Sequence[_Layer]
-    ) -> None:
-        """A symlink, listed or kept: the rules judge it by its target's kind now, then the
-        link checks (`is_dir`: whether it leads to a folder)."""
-        if not self.rules._matches(rel, name, is_dir, layers):
+    def _kept_link(self, path: str, rel: str, was: tuple[bool, bool], folder: str) -> None:
+        """A symlink of a kept listing, with (whether it led to a folder, whether the rules left
+        it out) then: the rules judge it again only when its target changed kind (the rules'
+        layers of a folder cost the ignore files above it compiled), the link checks always."""
+        is_dir, left_out = os.path.isdir(path), was[1]
+        if is_dir != was[0]:
+            name = rel.rpartition("/")[2]
+            left_out = self.rules._matches(rel, name, is_dir, self.rules._layers_for(folder))
+        if not left_out:
             self._link(path, rel, is_dir)
 
     def _link(self, path: str, rel: str, is_dir: bool) -> None:

@@ -38,8 +38,12 @@ VERSION = 2
 #: A folder changed less than this before the walk started is listed again next time.
 RACY_NS = 3_000_000_000
 #: Kinds of kept entries: a file whose name passed the name policies, one that did not (its
-#: reason is found again), a folder, a symlink (judged again, rules included, by each walk).
-FILE, NAMED, FOLDER, LINK = "f", "n", "d", "l"
+#: reason is found again), a folder.
+FILE, NAMED, FOLDER = "f", "n", "d"
+#: A symlink's kind, by (whether it led to a folder, whether the rules left it out): each walk
+#: judges the link again, and the rules again only when its target changed kind.
+LINKS = {(False, False): "l", (True, False): "L", (False, True): "i", (True, True): "I"}
+LINK_KINDS = {kind: key for key, kind in LINKS.items()}
 #: The ignore files whose content is part of a folder's key.
 IGNORE_FILES = (".gitignore", ".codeaskignore")
 
