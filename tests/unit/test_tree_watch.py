@@ -148,9 +148,13 @@ def test_symlinked_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     (root / "a/f2.py").write_text("def f2():\n    return 'linked_probe'\n")
     report = folder.refresh(embed=False)
     assert report.files_checked == 1 and search(folder, "linked_probe") == ["a/f2.py"]
+    walks = Walks(monkeypatch)
+    os.symlink(root / ".git/info", root / "c/git")  # a new link to a folder: the walk judges it
+    report = folder.refresh(embed=False)
+    assert walks.count == 1 and not [p for p in folder.storage.paths() if p.startswith("c/git")]
+    (root / "a/f4.py").write_text("def f4():\n    return 'after_link'\n")
+    assert folder.refresh(embed=False).files_checked == 1 and walks.count == 1
     folder.close()
-    os.symlink(root / ".git/info", root / "c/git")
-    assert TreeWatch.start(root) is None
 
 
 def test_many_changed_paths_make_the_pass_walk(
@@ -171,8 +175,54 @@ def test_no_watch_past_a_share_of_the_users_watches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The user's inotify watches are shared with other tools: a tree needing more than its
-    share is walked (here a share of 2 folders for a tree of 4)."""
+    share is walked (here a share of 2 folders for a tree of 4), its watches given back."""
     monkeypatch.setattr(tree_watch, "_watch_budget", lambda: 2)
+    monkeypatch.setenv("CODEASK_INDEX__LOCATION", str(tmp_path / "index"))
     root = tmp_path / "work"
     write_tree(root, TREE)
-    assert TreeWatch.start(root) is None
+    folder = FolderIndex.open(root, mode="write")
+    folder.watch = TreeWatch.start(root, folder.folder)
+    assert folder.watch is not None
+    folder.refresh(embed=False)
+    assert folder.watch.broken.startswith("more than 2 folders")
+    walks = Walks(monkeypatch)
+    (root / "a/f1.py").write_text("def f1():\n    return 'walked'\n")
+    assert folder.refresh(embed=False).files_indexed == 1 and walks.count == 1
+    folder.close()
+
+
+def inotify_watches(watch: TreeWatch) -> int:
+    """How many watches the kernel holds for the watch's descriptor (its fdinfo lines)."""
+    fd = watch._notify.fileno()
+    lines = Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines()
+    return sum(line.startswith("inotify wd:") for line in lines)
+
+
+def test_the_watches_are_set_by_the_walk_on_the_folders_it_enters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No walk of its own at open (~0.2 s on the kernel): the pass's walk sets a watch on each
+    folder it enters, so a folder the rules leave out (a build output) is not watched and its
+    churn wakes no pass; an ignore file's change lets the next walk in, and watch it."""
+    monkeypatch.setenv("CODEASK_INDEX__LOCATION", str(tmp_path / "index"))
+    root = tmp_path / "work"
+    write_tree(root, TREE | {".gitignore": "build/\n", "build/out/x.py": "x = 1\n"})
+    folder = FolderIndex.open(root, mode="write")
+    watch = folder.watch = TreeWatch.start(root, folder.folder)
+    assert watch is not None and inotify_watches(watch) == 0, "nothing watched before the walk"
+    folder.refresh(embed=False)
+    assert inotify_watches(watch) == 4, "the root, a, a/b and c: what the walk entered"
+    (root / "build/out/x.py").write_text("x = 2\n")
+    assert not watch.pending(), "an ignored folder's change wakes no pass"
+    walks = Walks(monkeypatch)
+    (root / ".gitignore").write_text("# nothing ignored\n")
+    report = folder.refresh(embed=False)
+    assert walks.count == 1, "the rules changed: walked"
+    assert report.files_indexed == 2, "the ignore file itself and build/out/x.py"
+    assert inotify_watches(watch) == 6, "build and build/out entered, so watched"
+    (root / "build/out/x.py").write_text("x = 'build_probe'\n")
+    assert watch.pending()
+    report = folder.refresh(embed=False)
+    assert walks.count == 1 and report.files_checked == 1 and report.files_indexed == 1
+    assert search(folder, "build_probe") == ["build/out/x.py"]
+    folder.close()

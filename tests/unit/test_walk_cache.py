@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,14 +130,54 @@ def test_a_damaged_cache_costs_a_full_listing_not_a_wrong_answer(tmp_path: Path)
 
 @pytest.mark.skipif(os.name != "posix", reason="symlinks")
 @pytest.mark.usefixtures("trusted_now")
-def test_a_folder_with_a_symlink_is_always_listed(tmp_path: Path) -> None:
+def test_a_folder_with_a_symlink_is_kept_and_its_link_judged_again(tmp_path: Path) -> None:
+    """A folder holding links is not listed again (the kernel's arch/arm/boot/dts, 2.5k
+    entries, was listed by every walk), but each link is judged again, rules included: its
+    target can change kind, leave the tree or vanish while the folder does not move."""
     root, cache = tree(tmp_path)
     (root / "a/link.c").symlink_to(root / "top.c")
-    walk(root, cache)
+    (root / "a/gone.c").symlink_to(root / "b/three.c")
+    (root / "t").mkdir()
+    (root / "a/twin.c").symlink_to(root / "t")
+    (root / "a/.gitignore").write_text("link.c/\ntwin.c/\n")  # links ignored while folders
+    assert "a/twin.c" not in rels(walk(root, cache))
     (root / "top.c").unlink()
     (root / "top.c").mkdir()  # the link's target changed kind; folder `a` did not move
+    (root / "top.c/inner.c").write_text("int inner(void) { return 5; }\n")
+    (root / "b/three.c").unlink()
+    (root / "t").rmdir()
+    (root / "t").write_text("int t(void) { return 6; }\n")  # twin.c: a file now, not ignored
+    found = walk(root, cache)  # the same as a walk without the cache (walk() checks it)
+    assert found.listed == 3  # the root (top.c and t replaced), top.c, b (three.c gone)
+    assert "a/link.c" not in rels(found) and "a/link.c/inner.c" not in rels(found)
+    assert "a/twin.c" in rels(found)
+    assert ("a/gone.c", "broken symlink") in {(s.rel, s.reason) for s in found.skipped}
+    (root / "a/.gitignore").write_text("\n")  # in place: `a` does not move, its key does
     found = walk(root, cache)
-    assert found.listed == 3  # the root (top.c replaced), the new folder, `a` (it holds a link)
+    assert found.listed == 2  # `a` and `a/deep` (their rules' key changed)
+    assert any(s.rel == "a/link.c" for s in found.skipped), "a link to a folder walked already"
+
+
+@pytest.mark.usefixtures("trusted_now")
+def test_an_unchanged_folder_without_ignore_files_opens_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its key needs no file read (two failed opens a folder: ~0.05 s of a kernel walk); a new
+    ignore file moves the folder, so its rules are read again."""
+    root, cache = tree(tmp_path)
+    walk(root, cache)
+    opened: list[str] = []
+
+    def counted(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(os.path.relpath(path, root))
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(walk_cache, "open", counted, raising=False)
+    assert discover(root, IndexSettings(), cache=cache).listed == 0
+    assert sorted(opened) == ["b/.codeaskignore", "b/.gitignore"], "b alone has one"
+    (root / "a/.codeaskignore").write_text("one.c\n")
+    found = walk(root, cache)
+    assert found.listed == 2 and "a/one.c" not in rels(found)  # `a` and `a/deep`
 
 
 def test_a_folder_changed_just_before_the_walk_is_listed_again(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ Excluded by rules means silently absent. Everything else that is not indexed bec
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import re
 import stat
@@ -31,6 +32,9 @@ from codeask.core.source.specialfs import SpecialMounts
 from codeask.core.source.walk_cache import (
     FILE,
     FOLDER,
+    IGNORE_FILES,
+    LINK_KINDS,
+    LINKS,
     NAMED,
     Listing,
     WalkCache,
@@ -609,8 +613,9 @@ class _Files:
         return SourceFile(self.root, rel, path, st.st_size, st.st_mtime_ns)
 
 
-#: An entry whose folder's listing the walk cache must not keep (a symlink, a bad name).
+#: An entry whose folder's listing the walk cache must not keep (a bad name).
 _UNKEPT = "x"
+_REL = operator.attrgetter("rel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -632,9 +637,11 @@ class _Walker:
         ignored_dirs: Sequence[Path],
         on_found: Callable[[int], None] | None = None,
         cache: Path | None = None,
+        on_folder: Callable[[str, str], None] | None = None,
     ) -> None:
         self.checks = _Files(root, settings, IgnoreRules.for_root(root, settings))
         self.on_found = on_found
+        self.on_folder = on_folder
         self.rules = self.checks.rules
         if cache is not None:  # names are judged by `skip_secrets` too
             key = self.rules.fingerprint() + bytes([settings.skip_secrets])
@@ -653,8 +660,8 @@ class _Walker:
             links, self.deferred = sorted(self.deferred), []
             for rel, path, real in links:
                 self._walk(self._enter([], path, rel, real))
-        self.files.sort(key=lambda f: f.rel)
-        self.skipped.sort(key=lambda s: s.rel)
+        self.files.sort(key=_REL)
+        self.skipped.sort(key=_REL)
         listed = len(self.visited)
         if self.cache is not None:
             self.cache.save()
@@ -686,10 +693,14 @@ class _Walker:
 
     def _scan(self, folder: _Folder, stack: list[_Folder]) -> None:
         """List a folder and judge its entries, or replay the walk cache's unchanged listing."""
+        if self.on_folder is not None:  # a file watch's, set before the folder is looked at
+            self.on_folder(folder.path, folder.rel)
         cache = self.cache if folder.key is not None else None
         seen = None if cache is None else folder_stat(folder.path)  # before the listing
-        own = None if folder.key is None else folder_key(folder.key, folder.path)
         kept = None if cache is None else cache.kept(folder.rel, seen)
+        own = None
+        if folder.key is not None:
+            own = folder_key(folder.key, folder.path, kept is None or kept.ignores)
         if kept is not None and own is not None and own == kept.key:
             self._replay(folder, kept, own, stack)
             return
@@ -714,7 +725,8 @@ class _Walker:
             elif kind is not None and kinds is not None:
                 kinds.append((entry.name, kind))
         if cache is not None and own is not None:
-            cache.store(folder.rel, seen, own, kinds)
+            ignores = any(e.name in IGNORE_FILES for e in entries)
+            cache.store(folder.rel, seen, own, kinds, ignores)
 
     def _replay(self, folder: _Folder, kept: Listing, key: bytes, stack: list[_Folder]) -> None:
         """The entries of an unchanged folder under unchanged rules, as the last walk kept
@@ -723,14 +735,38 @@ class _Walker:
         self.cache.reuse(folder.rel, kept)
         prefix = folder.rel + "/" if folder.rel else ""
         base, real = os.path.join(folder.path, ""), os.path.join(folder.real, "")
+        files: list[str] = []
         for name, kind in zip(kept.names, kept.kinds, strict=True):
+            if kind == FILE:  # its name passed under the same settings (the cache's key)
+                files.append(name)
+                continue
             path = base + name  # os.path.join per file cost a tenth of a kernel walk
             if kind == FOLDER:
                 self._enter(stack, path, prefix + name, real + name, key)
-            elif kind == FILE:  # its name passed under the same settings (the cache's key)
-                self._add(self.checks.stat_file(path, prefix + name))
+            elif kind in LINK_KINDS:  # its target may have changed: judged again
+                self._kept_link(path, prefix + name, LINK_KINDS[kind], folder.rel)
             else:
                 self._file(path, prefix + name)
+        self._stat_kept(base, prefix, files)
+
+    def _stat_kept(self, base: str, prefix: str, names: list[str]) -> None:
+        """The kept files of an unchanged folder: a stat each, the usual verdict (a regular
+        file under the size cap) made here, any other by `stat_file` (a call per file cost
+        ~0.05 s of a walk of the kernel)."""
+        files, root = self.files, self.checks.root
+        cap, is_regular, before = self.checks.settings.max_file_bytes, stat.S_ISREG, len(files)
+        for name in names:
+            path = base + name
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if st is not None and is_regular(st.st_mode) and st.st_size <= cap:
+                files.append(SourceFile(root, prefix + name, path, st.st_size, st.st_mtime_ns))
+            else:  # why not (or gone), as a listing's walk says it
+                self._add(self.checks.stat_file(path, prefix + name))
+        if self.on_found is not None and len(files) // FOUND_STEP > before // FOUND_STEP:
+            self.on_found(len(files))
 
     def _entry(
         self,
@@ -748,12 +784,17 @@ class _Walker:
             is_link, is_dir = entry.is_symlink(), entry.is_dir()
         except OSError:
             is_link, is_dir, typed = False, False, False
+        if is_link and typed and is_utf8(entry.name):
+            left_out = self.rules._matches(rel, entry.name, is_dir, layers)
+            if not left_out:
+                self._link(entry.path, rel, is_dir)
+            return LINKS[(is_dir, left_out)]
         if self.rules._matches(rel, entry.name, is_dir, layers):
             return None if typed else _UNKEPT
         if not is_utf8(entry.name):
             self.skipped.append(_bad_name(rel))
         elif is_link:
-            self._link(entry, rel, is_dir)
+            self._link(entry.path, rel, is_dir)
         elif is_dir:
             self._enter(stack, entry.path, rel, os.path.join(folder.real, entry.name), key)
             return FOLDER
@@ -771,9 +812,20 @@ class _Walker:
         self._add(self.checks.stat_file(path, rel))
         return FILE
 
-    def _link(self, entry: os.DirEntry[str], rel: str, is_dir: bool) -> None:
+    def _kept_link(self, path: str, rel: str, was: tuple[bool, bool], folder: str) -> None:
+        """A symlink of a kept listing, with (whether it led to a folder, whether the rules left
+        it out) then: the rules judge it again only when its target changed kind (the rules'
+        layers of a folder cost the ignore files above it compiled), the link checks always."""
+        is_dir, left_out = os.path.isdir(path), was[1]
+        if is_dir != was[0]:
+            name = rel.rpartition("/")[2]
+            left_out = self.rules._matches(rel, name, is_dir, self.rules._layers_for(folder))
+        if not left_out:
+            self._link(path, rel, is_dir)
+
+    def _link(self, path: str, rel: str, is_dir: bool) -> None:
         try:
-            real = os.path.realpath(entry.path)
+            real = os.path.realpath(path)
         except OSError as exc:  # e.g. a link that loops or whose target vanished mid-resolve
             self.skipped.append(SkippedFile(rel, f"unreadable symlink: {exc.strerror or exc}"))
             return
@@ -781,9 +833,9 @@ class _Walker:
         if problem is not None:
             self.skipped.append(SkippedFile(rel, problem))
         elif is_dir:
-            self.deferred.append((rel, entry.path, real))
+            self.deferred.append((rel, path, real))
         else:
-            self._add(self.checks.judge(entry.path, rel, real))
+            self._add(self.checks.judge(path, rel, real))
 
     def _add(self, verdict: SourceFile | SkippedFile) -> None:
         if isinstance(verdict, SourceFile):
@@ -808,14 +860,17 @@ def discover(
     ignored_dirs: Sequence[Path] = (),
     on_found: Callable[[int], None] | None = None,
     cache: Path | None = None,
+    on_folder: Callable[[str, str], None] | None = None,
 ) -> Discovery:
     """Every indexable file under `root`, and every non-ignored file left out with its reason.
 
     `ignored_dirs` are absolute folders never entered (e.g. a relocated index folder).
     `on_found(n)` is told the number of files found so far, every FOUND_STEP files (progress).
     `cache`: a walk cache file (walk_cache.py): unchanged folders are not listed again.
+    `on_folder(path, rel)` is told each folder entered, before it is stat'ed or listed (a file
+    watch sets its watches there: tree_watch.py).
     """
-    return _Walker(_absolute(root), settings, ignored_dirs, on_found, cache).run()
+    return _Walker(_absolute(root), settings, ignored_dirs, on_found, cache, on_folder).run()
 
 
 def _normalise_rel(root: Path, rel: str) -> str | None:

@@ -11,6 +11,16 @@ the kernel's queue overflowed, a folder created or moved in (its files may preda
 watch), an ignore file changed (files may enter or leave the rules), or no full walk yet that
 began after the watches were in place. Nothing runs in the background: events are read when
 a pass or a poll asks (the kernel queues them; an overflow only costs a walk).
+
+The watches are set by the pass's own walk (`watch_folder`, called by discover() before it
+stats or lists a folder), not by a second walk of the tree at open: on the kernel the open's
+walk of ~5k folders cost ~0.2 s of a fresh daemon's first edit (issue 42). So the folders
+watched are those the walk enters; a folder it does not enter (ignored, `.git`, the index) is
+never indexed, and a change of the rules that would let the walk in is an ignore file's event
+(the next pass walks, and watches what it enters). A new symlink to a folder makes the next
+pass walk too: the walk judges the link (it never indexes through a link to a folder it
+walked, into an ignored one, or out of the tree; a folder it enters through a link is watched
+under the link's path).
 """
 
 from __future__ import annotations
@@ -101,14 +111,14 @@ class TreeWatch:
         self._trusted = False
         self._lock = threading.Lock()
         self._budget = _watch_budget()
+        self._mask_bits = self._mask()
         #: Why events cannot vouch for the tree for good ('' while they can).
         self.broken = ""
-        self._watch_tree("")
 
     @classmethod
     def start(cls, root: Path, skip: Path | None = None) -> TreeWatch | None:
-        """Watches on every folder under `root` (but `skip`, `.git`), or None when events
-        cannot vouch for it here (logged: passes walk as before)."""
+        """A watch of `root` whose folders the next walk sets (`watch_folder`), or None when
+        events cannot vouch for it here (logged: passes walk as before)."""
         real = os.path.realpath(root)
         why = _fs_trusted(real)
         watch: TreeWatch | None = None
@@ -127,45 +137,49 @@ class TreeWatch:
         return watch
 
     # ---- watches ------------------------------------------------------------------------
-    def _watch_tree(self, top: str) -> None:
-        """Watch `top` and every folder below it; then check its symlinked folders."""
-        mask = self._mask()
-        stack, links = [top], []
-        while stack and not self.broken:
-            rel = stack.pop()
-            path = os.path.join(self.root, rel) if rel else self.root
-            if len(self._folders) >= self._budget:
-                self.broken = f"more than {self._budget:,} folders to watch"
-                break
-            try:
-                self._folders[self._notify.add_watch(path, mask)] = rel
-                entries = list(os.scandir(path))
-            except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.ENOMEM):
-                    self.broken = f"too many folders to watch ({exc})"
-                continue  # gone meanwhile: its parent's event says so
-            for entry in entries:
-                child = f"{rel}/{entry.name}" if rel else entry.name
-                if entry.is_symlink():
-                    links.append(child)
-                elif entry.is_dir(follow_symlinks=False) and self._watched(entry.path, entry.name):
-                    stack.append(child)
-        for link in links:
-            self._check_link(link)
+    def watch_folder(self, path: str, rel: str) -> None:
+        """Watch a folder the walk is about to stat and list (`rel`: as the walk names it,
+        '' = the root): a change after this raises an event, one before it the walk sees."""
+        with self._lock:
+            self._add(path, rel)
 
-    def _check_link(self, rel: str) -> None:
-        """A symlinked folder is fine when the walk never indexes through it: its target
-        leaves the tree (the walk skips it) or is a folder watched here (the walk indexes
-        that real folder, the link is a duplicate). Otherwise its files would change under
-        a name no event carries: the events cannot vouch."""
-        path = os.path.join(self.root, rel)
-        if not os.path.isdir(path):
-            return
-        real = os.path.realpath(path)
-        inside = real == self.root or real.startswith(self.root.rstrip("/") + "/")
-        target = os.path.relpath(real, self.root) if inside else ""
-        if inside and ("" if target == "." else target) not in self._folders.values():
-            self.broken = f"a symlinked folder into an unwatched one ({rel})"
+    def _add(self, path: str, rel: str) -> bool:
+        """One watch (the lock held); False when the watches cannot cover the tree."""
+        if self.broken:
+            return False
+        if len(self._folders) >= self._budget:
+            self._break(f"more than {self._budget:,} folders to watch")
+            return False
+        try:
+            self._folders[self._notify.add_watch(path, self._mask_bits)] = rel
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.ENOMEM):
+                self._break(f"too many folders to watch ({exc})")
+            return False  # gone meanwhile: its parent's event says so
+        return True
+
+    def _break(self, why: str) -> None:
+        """The events cannot vouch for good: the watches are given back to the user's share."""
+        log.info("%s: %s; passes walk the tree", self.root, why)
+        self.broken = why
+        self._notify.close()
+
+    def _watch_tree(self, top: str) -> None:
+        """Watch a folder created or moved in, and every folder below it (the next pass walks
+        anyway: its files may predate these watches)."""
+        stack = [top]
+        while stack:
+            rel = stack.pop()
+            path = os.path.join(self.root, rel)
+            if not self._add(path, rel):
+                continue
+            try:
+                entries = list(os.scandir(path))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and self._watched(entry.path, entry.name):
+                    stack.append(f"{rel}/{entry.name}")
 
     def _watched(self, path: str, name: str) -> bool:
         return name not in UNWATCHED and path != self._skip
@@ -222,7 +236,9 @@ class TreeWatch:
         self._seq += 1
         self._dirty[rel] = self._seq
         if mask & (f.CREATE | f.MOVED_TO) and not mask & f.ISDIR:
-            self._check_link(rel)  # a new symlink to a folder
+            path = os.path.join(self.root, rel)
+            if os.path.islink(path) and os.path.isdir(path):
+                self._untrust("")  # a new symlink to a folder: the walk judges it
         if mask & f.ISDIR and mask & (f.CREATE | f.MOVED_TO | f.MOVED_FROM):
             if not mask & f.MOVED_FROM:  # (a moved folder's watches follow it: same inode)
                 self._watch_tree(rel)  # its files may predate the watch: the next pass walks

@@ -6,10 +6,12 @@ folder), kept with the folder's stat (inode, mtime, ctime: any entry added, remo
 moves them; ctime cannot be set back by a tool) and a key of every ignore line that judged it
 (the root's layers and the content of each `.gitignore`/`.codeaskignore` from the root down to
 the folder). A folder whose stat and key match is not listed or matched again; its files are
-still stat'ed by the walk (an edit in place moves no folder's stat). Folders with symlinks or
-names that are not UTF-8 are never kept (a link's target can change under an unchanged folder),
-nor a folder changed within `RACY_NS` of the walk (a change in the same clock tick as the stat
-would go unseen: git's "racy" rule).
+still stat'ed by the walk (an edit in place moves no folder's stat). A symlink is kept as a link
+and judged again by each walk, rules included (its target can change, or change kind, under an
+unchanged folder; the kernel's arch/arm/boot/dts, 2.5k entries, was listed by every walk when a
+folder with a link was not kept). Folders with names that are not UTF-8 are never kept, nor a
+folder changed within `RACY_NS` of the walk (a change in the same clock tick as the stat would
+go unseen: git's "racy" rule).
 
 The file lives beside the index (`walk.msgpack`) and is only a cache: missing, unreadable or
 from another version, the walk lists everything; a stale one is checked folder by folder.
@@ -32,12 +34,16 @@ log = logging.getLogger(__name__)
 #: The file's name in the index folder.
 WALK_CACHE = "walk.msgpack"
 #: Bumped whenever what a kept listing means changes: a cache of another version is dropped.
-VERSION = 1
+VERSION = 2
 #: A folder changed less than this before the walk started is listed again next time.
 RACY_NS = 3_000_000_000
 #: Kinds of kept entries: a file whose name passed the name policies, one that did not (its
 #: reason is found again), a folder.
 FILE, NAMED, FOLDER = "f", "n", "d"
+#: A symlink's kind, by (whether it led to a folder, whether the rules left it out): each walk
+#: judges the link again, and the rules again only when its target changed kind.
+LINKS = {(False, False): "l", (True, False): "L", (False, True): "i", (True, True): "I"}
+LINK_KINDS = {kind: key for key, kind in LINKS.items()}
 #: The ignore files whose content is part of a folder's key.
 IGNORE_FILES = (".gitignore", ".codeaskignore")
 
@@ -49,6 +55,9 @@ class Listing(msgspec.Struct, array_like=True, frozen=True):
     key: bytes
     names: list[str]
     kinds: str
+    #: Whether the folder held an ignore file (False: its key is its parent's alone, with no
+    #: file to open: an unchanged folder's names are the same, so none appeared since).
+    ignores: bool = True
 
 
 class _Saved(msgspec.Struct, array_like=True):
@@ -69,11 +78,12 @@ def folder_stat(path: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def folder_key(parent: bytes, path: str) -> bytes:
+def folder_key(parent: bytes, path: str, ignores: bool = True) -> bytes:
     """The key of a folder's rules: its parent's key and its own ignore files' content (read
-    even when the rules leave the file itself out: git still obeys it)."""
+    even when the rules leave the file itself out: git still obeys it); `ignores` False: the
+    folder has none (two failed opens a folder cost ~0.05 s of a walk of the kernel)."""
     digest = blake2b(parent, digest_size=16)
-    for name in IGNORE_FILES:
+    for name in IGNORE_FILES if ignores else ():
         try:
             with open(os.path.join(path, name), "rb") as handle:
                 digest.update(name.encode() + blake2b(handle.read(), digest_size=16).digest())
@@ -127,15 +137,16 @@ class WalkCache:
         stat: tuple[int, int, int] | None,
         key: bytes,
         entries: list[tuple[str, str]] | None,
+        ignores: bool = True,
     ) -> None:
         """A folder just listed: kept for the next walk unless it cannot be (None entries: it
-        has a symlink or a bad name) or it changed too recently to trust its stat."""
+        has a bad name) or it changed too recently to trust its stat."""
         self.listed += 1
         if entries is None or stat is None or max(stat[1], stat[2]) > self.started_ns - RACY_NS:
             self._changed |= rel in self._old  # dropped: the file changes; never kept: it does not
             return
         names = [name for name, _ in entries]
-        listing = Listing(stat, key, names, "".join(kind for _, kind in entries))
+        listing = Listing(stat, key, names, "".join(kind for _, kind in entries), ignores)
         self._changed |= self._old.get(rel) != listing
         self._new[rel] = listing
 
