@@ -13,18 +13,15 @@ import string
 import sys
 from collections.abc import Iterator, Sequence
 from itertools import chain, islice
-from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.unit.test_static_reach import HOSTILE, full_tokenizer
+from tests.unit.test_static_reach import HOSTILE, _source_pieces, full_tokenizer
 from tests.unit.test_wordpiece_ascii import SPECIALS, _random_ascii
 
 from codeask.core.embedding import wordpiece_ascii
 from codeask.core.embedding.static import MAX_TOKENS, WIDEN_AT, StaticEmbedder
 from codeask.core.embedding.wordpiece_ascii import WINDOW, AsciiWordPiece
-
-SERVER = Path(__file__).resolve().parents[2] / "server" / "codeask"
 
 # -- the replaced code, verbatim but for its names (main at a2d4814) --------------------------
 _OLD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -66,12 +63,7 @@ def _old_vectors(model: StaticEmbedder, texts: Sequence[str], matrix: np.ndarray
 def _source_chunks() -> list[str]:
     """The engine's source cut into chunk-sized pieces, from a few lines to past the 3072
     characters a text is cut to (so past the first window and the 512-token cut)."""
-    pieces = []
-    for path in sorted(SERVER.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        size = 200 + len(pieces) % 11 * 400
-        pieces += [text[i : i + size] for i in range(0, len(text), size)]
-    return pieces
+    return _source_pieces(200, 11, 400)
 
 
 def _random_unicode(rng: random.Random) -> str:

@@ -380,7 +380,8 @@ class StaticEmbedder:
         (tokens × texts) block padded with the -0.0 row, gathered by one `take` and summed
         over its first axis. numpy adds each column token after token just as it does for one
         text's (tokens × 256) rows, but in inner loops as long as the block's row of texts
-        rather than one per token (a per-text loop: ~a fifth of a chunk worker's pooling)."""
+        rather than one per token. With `take` (faster than indexing): pooling 25-28 -> 18-24
+        CPU-ms per 1k chunks of kernel,mm,lib (issue 42)."""
         lengths = np.diff(ends, prepend=0)
         sums = np.zeros((len(lengths), self.dim), dtype=np.float32)
         longest = int(lengths.max()) if len(lengths) else 0
