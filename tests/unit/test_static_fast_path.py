@@ -19,9 +19,10 @@ import pytest
 from tests.unit.test_static_reach import HOSTILE, _source_pieces, full_tokenizer
 from tests.unit.test_wordpiece_ascii import SPECIALS, _random_ascii
 
-from codeask.core.embedding import wordpiece_ascii
+from codeask.core.embedding import wordpiece_ascii, wordpiece_batch
 from codeask.core.embedding.static import MAX_TOKENS, WIDEN_AT, StaticEmbedder
-from codeask.core.embedding.wordpiece_ascii import WINDOW, AsciiWordPiece
+from codeask.core.embedding.wordpiece_ascii import WINDOW, AsciiWordPiece, normalised
+from codeask.core.embedding.wordpiece_batch import BatchWordPiece
 
 # -- the replaced code, verbatim but for its names (main at a2d4814) --------------------------
 _OLD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -158,3 +159,49 @@ def test_vectors_are_bit_for_bit_the_old_paths() -> None:
     for text in [*HOSTILE, "x " * 700]:  # a query's path: the float16 rows, widened per text
         alone = StaticEmbedder()
         assert alone.embed([text]).tobytes() == _old_vectors(alone, [text], alone._matrix).tobytes()
+
+
+# -- the batch tokenizer (wordpiece_batch.py) ----------------------------------------------------
+def _batch_matches(batch: BatchWordPiece, fast: AsciiWordPiece, texts: list[str]) -> int:
+    """Holds the batch tokenizer's ids, in batches of varied size, to the old path's; returns
+    how many texts it covered."""
+    plain = [t for t in texts if fast.plain(t)]
+    at, size = 0, 1
+    while at < len(plain):
+        part = plain[at : at + size]
+        ids, counts = batch.flat([normalised(t) for t in part])
+        expected = [_old_ids(fast, t) or [] for t in part]
+        assert counts.tolist() == [len(e) for e in expected]
+        assert ids.tolist() == list(chain.from_iterable(expected)), part[0][:80]
+        at, size = at + size, size % 150 + 7
+    return len(plain)
+
+
+def test_the_batch_tokenizer_gives_the_old_paths_ids(fast: AsciiWordPiece) -> None:
+    """The engine's source, seeded random ASCII (long and short), hostile text and window
+    edges, in batches of 1 to 150 texts."""
+    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS)
+    rng = random.Random(99)
+    texts = _source_chunks() + [_random_ascii(rng) for _ in range(800)]
+    texts += [_random_ascii(rng) * 6 for _ in range(100)] + HOSTILE + list(_window_edges(rng))
+    texts += ["".join(chr(c) for c in range(128)) * 30, string.printable * 50, "", " "]
+    texts += ["a" * n + " " + "b" * (n + 1) for n in range(1, 20)]  # at the 8-byte key
+    assert _batch_matches(batch, fast, texts) > 0.8 * len(texts)
+    batch.forget()
+    assert _batch_matches(batch, fast, texts[:300]) == len(
+        [t for t in texts[:300] if fast.plain(t)]
+    )
+
+
+def test_the_batch_tokenizers_table_starts_afresh_when_half_full(
+    fast: AsciiWordPiece, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table of 64 slots takes 32 words: many more words still give the old path's ids."""
+    monkeypatch.setattr(wordpiece_batch, "SLOTS_BITS", 6)
+    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS)
+    rng = random.Random(5)
+    texts = [
+        " ".join(f"w{rng.randrange(400)}x" for _ in range(rng.randint(0, 60))) for _ in range(300)
+    ]
+    assert _batch_matches(batch, fast, texts) == len(texts)
+    assert batch._table._learnt <= 32

@@ -37,7 +37,8 @@ from codeask.core.embedding.embed import (
 )
 from codeask.core.embedding.verified import VerifiedFiles
 from codeask.core.embedding.vocab_cache import read_cached, write_cached
-from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece
+from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece, normalised
+from codeask.core.embedding.wordpiece_batch import BatchWordPiece
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
 from codeask.core.runtime import resident
 
@@ -224,6 +225,7 @@ class StaticEmbedder:
         self._wide_lock = threading.Lock()
         self._reach: ReachTokenizers | None = None
         self._ascii: AsciiWordPiece | None = None
+        self._batch: BatchWordPiece | None = None
         self._reach_ascii: AsciiWordPiece | None = None
         pinned_tokenizer = hashes.get(TOKENIZER_FILE) == _SHIPPED_TOKENIZER
         self._pinned_tokenizer = pinned_tokenizer
@@ -251,6 +253,7 @@ class StaticEmbedder:
                 if self._pinned_tokenizer:  # the pipeline wordpiece_ascii.py reproduces
                     specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
                     self._ascii = AsciiWordPiece.of(tokenizer, MAX_TOKENS, specials)
+                    self._batch = BatchWordPiece(self._ascii.word_ids, MAX_TOKENS)
                 self._full = tokenizer
             return self._full
 
@@ -332,6 +335,8 @@ class StaticEmbedder:
                     self._wide = None
                     if self._ascii is not None:
                         self._ascii.forget()  # the words of a pass, not kept at rest
+                    if self._batch is not None:
+                        self._batch.forget()
 
     def _widen(self) -> np.ndarray:
         """The matrix as float32, with one more row of -0.0 after the tokens' (`_sums_by_length`
@@ -349,8 +354,10 @@ class StaticEmbedder:
         # Each text's mean is its rows summed token after token (column by column), in float32:
         # gathered float16 rows are widened before the sum (exact), so every vector is bit for
         # bit the one a float32 matrix gives.
-        flat, ends = self._flat_ids(texts)
-        if matrix.shape[0] > self._matrix.shape[0]:  # widened, with its -0.0 row
+        bulk = matrix.shape[0] > self._matrix.shape[0]  # widened, with its -0.0 row
+        held = self._wide is not None  # inside `widened`, which drops the word table after
+        flat, ends = self._bulk_ids(texts) if held else self._flat_ids(self._cut_ids(texts))
+        if bulk:
             sums = self._sums_by_length(flat, ends, matrix)
         else:
             sums = self._sums_one_by_one(flat, ends, matrix)
@@ -398,13 +405,34 @@ class StaticEmbedder:
             first = last
         return sums
 
-    def _flat_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _bulk_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`_flat_ids` of a bulk call: its plain ASCII texts tokenized together in numpy
+        (wordpiece_batch.py: ~a third of the CPU of one by one), the others one by one."""
+        self._full_tokenizer()
+        fast, batch = self._ascii, self._batch
+        if fast is None or batch is None:
+            return self._flat_ids(self._cut_ids(texts))
+        cut = [text[: self._char_cap] for text in texts]
+        plain = {n for n, text in enumerate(cut) if fast.plain(text)}
+        ids, counts = batch.flat([normalised(text) for n, text in enumerate(cut) if n in plain])
+        if self._wide is None:  # the pass ended meanwhile (a query's call): not kept at rest
+            batch.forget()
+        if len(plain) == len(cut):
+            return self._known(ids, np.cumsum(counts))
+        others = iter(self._cut_ids([text for n, text in enumerate(cut) if n not in plain]))
+        pieces = iter([piece.tolist() for piece in np.split(ids, np.cumsum(counts)[:-1])])
+        return self._flat_ids([next(pieces if n in plain else others) for n in range(len(cut))])
+
+    def _flat_ids(self, ids_of: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """The batch's ids as one array (numpy converting each text's list was ~a tenth of the
-        embedding) and where each text ends; `[UNK]` dropped from the array at once (testing
-        each text's list for it was ~3 % of a chunk worker's tokenizing)."""
-        ids_of = self._cut_ids(texts)
+        embedding) and where each text ends, `[UNK]` dropped (`_known`)."""
         ends = np.cumsum(np.fromiter(map(len, ids_of), np.intp, len(ids_of)))
-        flat = np.fromiter(chain.from_iterable(ids_of), np.intp, int(ends[-1]) if len(ends) else 0)
+        total = int(ends[-1]) if len(ends) else 0
+        return self._known(np.fromiter(chain.from_iterable(ids_of), np.intp, total), ends)
+
+    def _known(self, flat: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`flat` and `ends` without `[UNK]`, dropped from the array at once (testing each
+        text's list for it was ~3 % of a chunk worker's tokenizing)."""
         if self._unk_id is not None:
             known = flat != self._unk_id
             if not known.all():

@@ -63,11 +63,15 @@ class AsciiWordPiece:
         model = tokenizer.model
         return cls(lambda word: tuple(t.id for t in model.tokenize(word)), max_tokens, specials)
 
+    def plain(self, text: str) -> bool:
+        """Whether `text` is this path's: ASCII without an added token written out."""
+        return text.isascii() and not (self._specials is not None and self._specials.search(text))
+
     def ids(self, text: str) -> list[int] | None:
         """The ids the full tokenizer gives `text`, or None when it must tokenize it itself."""
-        if not text.isascii() or (self._specials is not None and self._specials.search(text)):
+        if not self.plain(text):
             return None
-        low = text.encode("ascii").translate(_LOWER, _CONTROLS).decode("ascii")
+        low = normalised(text).decode("ascii")
         cap, size, start = self._max_tokens, len(low), 0
         ids: list[int] = []
         while start < size and len(ids) < cap:
@@ -80,9 +84,18 @@ class AsciiWordPiece:
             start = end
         return ids
 
+    def word_ids(self, word: str) -> tuple[int, ...]:
+        """One pre-tokenized word's ids (remembered; wordpiece_batch.py splits with it)."""
+        return self._words[word]
+
     def forget(self) -> None:
         """Drop the remembered words (a pass is over; a server at rest does not keep them)."""
         self._words.clear()
+
+
+def normalised(text: str) -> bytes:
+    """An ASCII text as the BERT normalizer leaves it (lower case, control characters gone)."""
+    return text.encode("ascii").translate(_LOWER, _CONTROLS)
 
 
 class _Words(dict[str, tuple[int, ...]]):
