@@ -387,7 +387,7 @@ class StaticEmbedder:
         (tokens × texts) block padded with the -0.0 row, gathered by one `take` and summed
         over its first axis. numpy adds each column token after token just as it does for one
         text's (tokens × 256) rows, but in inner loops as long as the block's row of texts
-        rather than one per token. With `take` (faster than indexing): pooling 25-28 -> 18-24
+        rather than one per token. With `take` (faster than indexing): pooling 24-27 -> 16-19
         CPU-ms per 1k chunks of kernel,mm,lib (issue 42)."""
         lengths = np.diff(ends, prepend=0)
         sums = np.zeros((len(lengths), self.dim), dtype=np.float32)
@@ -407,7 +407,7 @@ class StaticEmbedder:
 
     def _bulk_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """`_flat_ids` of a bulk call: its plain ASCII texts tokenized together in numpy
-        (wordpiece_batch.py: ~a third of the CPU of one by one), the others one by one."""
+        (wordpiece_batch.py: under half the CPU of one by one), the others one by one."""
         self._full_tokenizer()
         fast, batch = self._ascii, self._batch
         if fast is None or batch is None:
