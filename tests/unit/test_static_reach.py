@@ -58,12 +58,13 @@ def _ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
     return [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
 
-def _source_pieces() -> list[str]:
-    """The engine's Python source cut into query-sized pieces (varied lengths and offsets)."""
+def _source_pieces(shortest: int = 40, sizes: int = 7, step: int = 300) -> list[str]:
+    """The engine's Python source cut into query-sized pieces (varied lengths and offsets; a
+    text-sized cut with other arguments)."""
     pieces = []
     for path in sorted(SERVER.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        size = 40 + len(pieces) % 7 * 300
+        size = shortest + len(pieces) % sizes * step
         pieces += [text[i : i + size] for i in range(0, len(text), size)]
     return pieces
 
