@@ -14,10 +14,10 @@ Apache file formats (htpasswd also crypt(3) `$1$`/`$5$`/`$6$`); `curl-auth-user`
 mysql client's `-pPW`) and `netrc-password` (netrc(5)) follow those formats. A value filled in
 elsewhere (`${env.PW}`, `$PASS`) or a documentation stand-in (`changeme`, `password`) stays.
 As in gitleaks, each rule has lowercase keywords: a rule's regex only runs when one of them
-occurs in the text. One pass of an RE2 set over the text's words (`_Seen`, secret_gates.py)
-answers every keyword and token prefix at once, so a file costs one lowering, one translate and
-that pass, not a scan per keyword (kernel,mm,lib: 38 -> 23 ms/MB with a split into distinct
-words; the gates 4x cheaper again with the set).
+occurs in the text. One pass of an RE2 set over the lowered text (`_Seen`, secret_gates.py)
+answers every keyword and token prefix at once, so a file costs one lowering and that pass, not
+a scan per keyword (kernel,mm,lib: 38 -> 23 ms/MB with a split into distinct words, 9.0 with
+the set).
 detect-secrets itself was measured at 0.03 MB/s here (200x too slow for indexing).
 
 Every pattern is compiled when a text first needs it (`LazyRegex`): a search imports this
@@ -597,32 +597,25 @@ def _key_core(line: str) -> str:
 _KEY_KEYWORD = "-----begin"
 
 
-def _kept_run(keyword: str) -> tuple[bytes, bool]:
-    """The longest part of `keyword` that `_WORD_BYTES` keeps as word bytes, and whether that
-    is the whole keyword: wherever the keyword occurs, this part lies inside one word."""
-    runs = keyword.encode().translate(_WORD_BYTES).split()
-    run = max(runs, key=len, default=b"")
-    return run, run == keyword.encode()
-
-
-_KEPT_RUNS = {
-    k: _kept_run(k)
-    for k in (_KEY_KEYWORD, *GENERIC_KEYWORDS, *(k for r in _CONTEXT_TABLE for k in r.keywords))
-}
-
-
-_GATE = KeywordGate([run for run, _ in _KEPT_RUNS.values()], _PREFIX_BYTES, MIN_TOKEN)
+#: Every keyword a gate asks about (ASCII, lowercase): `_GATE` looks for all of them at once.
+_GATE_KEYWORDS = tuple(
+    dict.fromkeys(
+        (_KEY_KEYWORD, *GENERIC_KEYWORDS, *(k for r in _CONTEXT_TABLE for k in r.keywords))
+    )
+)
+_GATE = KeywordGate([k.encode() for k in _GATE_KEYWORDS], _PREFIX_BYTES, MIN_TOKEN, _WORD_BYTES)
+_GATED = frozenset(_GATE_KEYWORDS)
 _PREFIX_OF = dict(zip(_PREFIX_BYTES, _PREFIXES, strict=True))
 
 
 @dataclass(frozen=True)
 class _Seen:
-    """A text as the keyword gates read it: lowered, and which keyword runs and token prefixes
-    occur in its words (one `bytes.translate` and one pass of `_GATE`). A keyword whose run is
-    absent is absent from the text; the answers are those of `keyword in lower`."""
+    """A text as the keyword gates read it: lowered, and which gate keywords and token prefixes
+    occur in it (one pass of `_GATE` over its bytes); `has` answers `keyword in lower`."""
 
     lower: str
-    runs: frozenset[bytes]
+    found: frozenset[bytes]
+    """The gate keywords (`_GATE_KEYWORDS`) that occur in `lower`."""
     heads: frozenset[bytes]
     """Token prefixes that start a word of MIN_TOKEN bytes or more."""
 
@@ -631,18 +624,13 @@ class _Seen:
         lower = text.lower()
         if len(lower) != len(text):  # a few non-ASCII letters change length when lowered
             lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-        words = lower.encode("utf-8", "replace").translate(_WORD_BYTES)
-        return cls(lower, *_GATE.scan(words))
+        return cls(lower, *_GATE.scan(lower.encode("utf-8", "replace")))
 
     def has(self, keyword: str) -> bool:
-        """`keyword in lower`, answered from the runs found where it can be."""
-        kept = _KEPT_RUNS.get(keyword)
-        if kept is None:
-            return keyword in self.lower
-        run, whole = kept
-        if run and run not in self.runs:
-            return False
-        return whole or keyword in self.lower
+        """`keyword in lower` (ASCII keywords: the same in the UTF-8 bytes the gate read)."""
+        if keyword in _GATED:
+            return keyword.encode() in self.found
+        return keyword in self.lower
 
 
 # --------------------------------------------------------------------------- redaction
