@@ -13,6 +13,7 @@ import codeask
 from codeask.core.records import Chunk
 from codeask.core.storage.lexical import tokens
 from codeask.core.storage.lexical.index import (
+    chunks_columns,
     code_tokens,
     doc_columns,
     file_row,
@@ -120,3 +121,26 @@ def test_columns_are_the_reference_tokens_joined() -> None:
     assert symbol == " ".join(reference_tokens("HTTPConnection open_connection"))
     assert path == " ".join(reference_tokens(chunk.path))
     assert file_row(chunk.path, [(body, symbol, path)]) == (body, path)
+
+
+def test_a_files_columns_tokenize_its_path_once_with_the_same_columns() -> None:
+    """`chunks_columns` (a chunk worker's, path tokens computed once per path) gives each
+    chunk's `doc_columns`, on the engine's own source and on chunks whose paths interleave,
+    repeat, hold no word or non-ASCII letters."""
+    from codeask.config import build_settings
+    from codeask.core.source.chunk import chunk_file
+
+    settings, _ = build_settings({}, {}, {}, {})
+    root = Path(codeask.__file__).parent
+    chunks: list[Chunk] = []
+    for source in sorted(root.rglob("*.py"))[:80]:
+        rel = source.relative_to(root).as_posix()
+        chunks += chunk_file(rel, source.read_text("utf-8"), settings.chunk).chunks
+    assert len({c.path for c in chunks}) > 50
+    paths = ["a/HTTPServer_x.py", "", "--/..", "dir/naïve_Ünïcode.py", "a/HTTPServer_x.py"]
+    odd = [
+        Chunk(path=p, language="text", kind="window", start_line=1, end_line=1, text=f"x{i} {p}")
+        for i, p in enumerate(paths * 3)
+    ]
+    for batch in (chunks, odd, odd + chunks[:40] + odd):
+        assert chunks_columns(batch) == [doc_columns(c) for c in batch]

@@ -137,12 +137,12 @@ def prepare(job: Job, index: IndexSettings, chunk: ChunkSettings) -> PreparedFil
     if loaded.sha256 == job.known_sha256:
         return kept
     from codeask.core.source.chunk import chunk_file  # tree-sitter: only when a file changed
-    from codeask.core.storage.lexical.index import doc_columns
+    from codeask.core.storage.lexical.index import chunks_columns
 
     result = chunk_file(job.rel, loaded.text, chunk)
     kept.changed, kept.language, kept.chunks = True, result.language, result.chunks
     kept.fallback_reason = result.fallback_reason
-    kept.columns = [doc_columns(c) for c in result.chunks]
+    kept.columns = chunks_columns(result.chunks)
     return kept
 
 

@@ -86,16 +86,30 @@ def stems(word: str) -> list[str]:
     return [form for form in forms if len(form) >= 3]
 
 
-def doc_columns(chunk: Chunk) -> tuple[str, str, str]:
+def doc_columns(chunk: Chunk, path_tokens: str | None = None) -> tuple[str, str, str]:
     """(body, symbol, path) as the FTS columns index them; shared by every lexical table
-    (local, overlay re-scoring, the published tsvector) so all tokenize alike."""
+    (local, overlay re-scoring, the published tsvector) so all tokenize alike. `path_tokens`:
+    the path column when the caller has it already (`token_text(chunk.path)`)."""
     body = chunk.text if chunk.docstring in chunk.text else f"{chunk.docstring}\n{chunk.text}"
     symbol = f"{chunk.parent} {chunk.symbol}"
     return (
         token_text(body),
         token_text(symbol),
-        token_text(chunk.path),
+        token_text(chunk.path) if path_tokens is None else path_tokens,
     )
+
+
+def chunks_columns(chunks: Iterable[Chunk]) -> list[tuple[str, str, str]]:
+    """`doc_columns` of each chunk, each distinct path tokenized once (a chunk worker's file:
+    all its chunks share one path)."""
+    paths: dict[str, str] = {}
+    out = []
+    for chunk in chunks:
+        path = paths.get(chunk.path)
+        if path is None:
+            path = paths[chunk.path] = token_text(chunk.path)
+        out.append(doc_columns(chunk, path))
+    return out
 
 
 def table_rows(
