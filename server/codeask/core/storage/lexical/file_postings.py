@@ -16,14 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from codeask.core.storage.lexical.bm25 import (
-    CHUNK_WEIGHTS,
-    FILE_WEIGHTS,
-    Bodies,
-    Postings,
-    collect,
-    new_vocab,
-)
+from codeask.core.storage.lexical.batch import Bodies, new_vocab
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Postings, collect
 
 
 def build_pair(
