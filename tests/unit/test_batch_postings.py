@@ -19,7 +19,7 @@ from codeask.core.source.chunk import chunk_file
 from codeask.core.storage.lexical import bm25
 from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Postings
-from codeask.core.storage.lexical.file_postings import build_pair
+from codeask.core.storage.lexical.file_postings import build_pair, summed_pairs
 from codeask.core.storage.lexical.index import doc_columns, file_row
 
 Result = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -201,3 +201,28 @@ def test_both_tables_of_the_engines_source_are_the_references_build(
             a, b = getattr(mine, field), getattr(reference, field)
             assert a.dtype == b.dtype and np.array_equal(a, b), field
         assert (mine.average, mine.total) == (reference.average, reference.total)
+
+
+def reference_sums(key: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The file table's sums as they were: np.unique's inverse, then bincount."""
+    pair, inverse = np.unique(key, return_inverse=True)
+    return pair, np.bincount(inverse.reshape(-1), weights=freq, minlength=len(pair))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_summed_pairs_are_uniques_sums_bit_for_bit(seed: int) -> None:
+    """Packed sort or the general path (fractions, big counts, big keys): the same keys, sums."""
+    rng = np.random.default_rng(seed)
+    cases = [
+        (rng.integers(0, 5000, 20_000), rng.integers(1, 9, 20_000) * 2.0),
+        (rng.integers(0, 2**40, 3000), rng.integers(0, 3, 3000).astype(np.float64)),
+        (rng.integers(0, 50, 500), rng.integers(0, 2**30, 500).astype(np.float64)),
+        (rng.integers(0, 50, 500), rng.random(500)),
+        (rng.integers(2**60, 2**62, 100), np.ones(100)),
+        (np.zeros(0, dtype=np.int64), np.zeros(0)),
+        (np.array([7, 7, 7]), np.array([1.0, 2.0, 4.0])),
+    ]
+    for key, freq in cases:
+        ours, theirs = summed_pairs(key, freq), reference_sums(key, freq)
+        assert ours[0].dtype == theirs[0].dtype and np.array_equal(ours[0], theirs[0])
+        assert ours[1].dtype == theirs[1].dtype and np.array_equal(ours[1], theirs[1])

@@ -61,8 +61,7 @@ def _files(
     term = rank[np.concatenate([*[t.astype(np.int64) for t in terms], chunk_term[mine]])]
     place = np.concatenate([*places, owner[mine]])
     freq = np.concatenate([*freqs, count[mine] * FILE_WEIGHTS[0]])
-    pair, inverse = np.unique(term * files + place, return_inverse=True)
-    summed = np.bincount(inverse.reshape(-1), weights=freq, minlength=len(pair))
+    pair, summed = summed_pairs(term * files + place, freq)
     length = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(files)
     has_body = file_of >= 0
     length += np.bincount(file_of[has_body], weights=body_length[has_body], minlength=files)
@@ -72,6 +71,25 @@ def _files(
     used = {names[r]: n for n, r in enumerate(ranked[first].tolist())}
     dense = np.cumsum(first) - 1
     return Postings.assemble(keys, used, [dense], [pair % files], [summed], [length])
+
+
+def summed_pairs(key: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys ascending, each one's summed `freq`). Whole, non-negative frequencies
+    (the file table's weights are whole) ride in the low bits of their key: one plain sort of
+    int64, no argsort and gathers (np.unique's inverse was ~60 % of this table's build); every
+    sum is below 2**52, so it is the float64 the bincount of the general path gives."""
+    if len(key) and key.min() >= 0 and freq.min() >= 0 and np.array_equal(freq, np.trunc(freq)):
+        bits = max(int(freq.max()).bit_length(), 1)
+        if int(key.max()) < 1 << (62 - bits) and bits <= 20 and len(key) < 1 << 31:
+            packed = np.sort((key << bits) | freq.astype(np.int64))
+            pair_of = packed >> bits
+            first = np.ones(len(pair_of), dtype=bool)
+            np.not_equal(pair_of[1:], pair_of[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            sums = np.add.reduceat(packed & ((1 << bits) - 1), starts)
+            return pair_of[starts], sums.astype(np.float64)
+    pair, inverse = np.unique(key, return_inverse=True)
+    return pair, np.bincount(inverse.reshape(-1), weights=freq, minlength=len(pair))
 
 
 def _joined(bodies: Bodies) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
