@@ -17,9 +17,9 @@ import codeask
 from codeask.config import ChunkSettings
 from codeask.core.source.chunk import chunk_file
 from codeask.core.storage.lexical import bm25
-from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab
+from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab, summed_pairs
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Postings
-from codeask.core.storage.lexical.file_postings import build_pair, summed_pairs
+from codeask.core.storage.lexical.file_postings import build_pair
 from codeask.core.storage.lexical.index import doc_columns, file_row
 
 Result = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -221,6 +221,8 @@ def test_summed_pairs_are_uniques_sums_bit_for_bit(seed: int) -> None:
         (rng.integers(2**60, 2**62, 100), np.ones(100)),
         (np.zeros(0, dtype=np.int64), np.zeros(0)),
         (np.array([7, 7, 7]), np.array([1.0, 2.0, 4.0])),
+        (np.array([1, 1, 2]), np.array([np.inf, 1.0, 2.0])),
+        (np.array([3, 1, 3]), np.array([-1.0, 1.0, 2.0])),
     ]
     for key, freq in cases:
         ours, theirs = summed_pairs(key, freq), reference_sums(key, freq)

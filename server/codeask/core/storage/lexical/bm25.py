@@ -272,7 +272,8 @@ class Postings:
         renumber[rank] = np.arange(len(names), dtype=np.int32)
         term_of = renumber[term_of]
         del vocab, rank, renumber
-        # one int64 key per (term, row): its stable argsort is lexsort's order, ~2x cheaper
+        # one int64 key per (term, row): its stable argsort (timsort, which takes each batch's
+        # runs of a term's rows as they are) is lexsort's order, ~2x cheaper
         order = np.argsort(term_of.astype(np.int64) * (len(keys) + 1) + row_of, kind="stable")
         term_of, row_of, freq = term_of[order], row_of[order], compact_freqs(freq[order])
         starts = np.searchsorted(term_of, np.arange(len(names) + 1)).astype(np.int64)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from codeask.core.storage.lexical.batch import Bodies, new_vocab
+from codeask.core.storage.lexical.batch import Bodies, new_vocab, summed_pairs
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Postings, collect
 
 
@@ -71,25 +71,6 @@ def _files(
     used = {names[r]: n for n, r in enumerate(ranked[first].tolist())}
     dense = np.cumsum(first) - 1
     return Postings.assemble(keys, used, [dense], [pair % files], [summed], [length])
-
-
-def summed_pairs(key: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct keys ascending, each one's summed `freq`). Whole, non-negative frequencies
-    (the file table's weights are whole) ride in the low bits of their key: one plain sort of
-    int64, no argsort and gathers (np.unique's inverse was ~60 % of this table's build); every
-    sum is below 2**52, so it is the float64 the bincount of the general path gives."""
-    if len(key) and key.min() >= 0 and freq.min() >= 0 and np.array_equal(freq, np.trunc(freq)):
-        bits = max(int(freq.max()).bit_length(), 1)
-        if int(key.max()) < 1 << (62 - bits) and bits <= 20 and len(key) < 1 << 31:
-            packed = np.sort((key << bits) | freq.astype(np.int64))
-            pair_of = packed >> bits
-            first = np.ones(len(pair_of), dtype=bool)
-            np.not_equal(pair_of[1:], pair_of[:-1], out=first[1:])
-            starts = np.flatnonzero(first)
-            sums = np.add.reduceat(packed & ((1 << bits) - 1), starts)
-            return pair_of[starts], sums.astype(np.float64)
-    pair, inverse = np.unique(key, return_inverse=True)
-    return pair, np.bincount(inverse.reshape(-1), weights=freq, minlength=len(pair))
 
 
 def _joined(bodies: Bodies) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
