@@ -6,12 +6,11 @@ body repeats its tokens (a C function names its locals, types and fields over an
 each body is counted first (`Counter`, whose counting loop is C): the flattening, the term-id
 lookups and the sort then see each (term, row) of the body once, not each token. The short
 symbol and path columns are taken token by token (a `Counter` costs more than their few
-tokens). Column weights that are whole numbers make every weighted frequency a sum of small
-integers, exact in float64 whatever the order of its terms, so the postings are those of
-counting token by token, bit for bit (tests/unit/test_batch_postings.py); other weights take
-the token-by-token path, which sums in column order. Whole frequencies also let a sort carry
-them inside their keys (`summed_pairs`, used by the file table too): a plain sort of int64
-instead of an argsort and its gathers.
+tokens). A (term, row)'s weighted frequency is summed as one pass over its tokens would, column
+by column, bit for bit (tests/unit/test_batch_postings.py keeps the token-by-token builder as
+the reference). Column weights that are whole numbers make every sum one of small integers,
+exact in any order, so a sort can carry them inside their keys (`summed_pairs`, used by the file
+table too): a plain sort of int64 instead of an argsort and its gathers.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from itertools import chain, count
 
 import numpy as np
 
-#: The largest column weight counted the fast way: a row's count (< 2**31 tokens) times it
+#: The largest column weight summed the fast way: a row's count (< 2**31 tokens) times it
 #: and the sums over the columns stay integers below 2**53, exact in float64.
 MAX_WHOLE_WEIGHT = 2**20
 
@@ -42,15 +41,7 @@ class Bodies:
     def empty(cls) -> Bodies:
         return cls([], [], [], [])
 
-    def add(self, key: np.ndarray, rows: int, columns: int, first: int, length: np.ndarray) -> None:
-        """From a batch's sorted (term, row, column) keys: the column-0 groups and their sizes."""
-        edge = np.flatnonzero(np.diff(key, prepend=-1, append=key[-1:] + 1 if len(key) else 0))
-        triple, size = key[edge[:-1]], np.diff(edge)
-        body = triple % columns == 0
-        term, place = np.divmod(triple[body] // columns, rows)
-        self.add_counted(term, place + first, size[body], length)
-
-    def add_counted(
+    def add(
         self, term: np.ndarray, place: np.ndarray, size: np.ndarray, length: np.ndarray
     ) -> None:
         """One batch's column-0 (term id, row, count) groups, each (term, row) once."""
@@ -75,8 +66,6 @@ def batch_postings(
     """(term id, row in the batch, weighted tf) of one batch's postings, and its row lengths;
     `bodies` gets the first column's groups (rows from `offset`). Term ids come from `vocab`
     (a `new_vocab()`: unseen tokens numbered in C, in order of first appearance)."""
-    if not _whole(weight_of):
-        return token_postings(chunk, vocab, weight_of, bodies, offset)
     rows = len(chunk)
     places = np.arange(rows, dtype=np.int64)
     counted = [Counter(str(row[1] or "").split()) for row in chunk]
@@ -86,23 +75,21 @@ def batch_postings(
     place = np.repeat(places, distinct)
     total = np.bincount(place, weights=tf, minlength=rows).astype(np.int64)
     if bodies is not None:
-        bodies.add_counted(ids, place + offset, tf, total.copy())
-    keys, weights = [ids * rows + place], [tf * weight_of[0]]
+        bodies.add(ids, place + offset, tf, total.copy())
+    keys, columns, counts = [ids * rows + place], [np.zeros(len(ids), np.int64)], [tf]
     for column in range(1, len(weight_of)):
         split = [str(row[column + 1] or "").split() for row in chunk]
-        counts = np.fromiter(map(len, split), dtype=np.int64, count=rows)
-        found = _ids(chain.from_iterable(split), vocab, int(counts.sum()))
-        keys.append(found * rows + np.repeat(places, counts))
-        weights.append(np.full(len(found), weight_of[column]))
-        total += counts
-    return (*_grouped(np.concatenate(keys), np.concatenate(weights), rows), total)
-
-
-def _whole(weights: np.ndarray) -> bool:
-    """Every weight a whole number no larger than MAX_WHOLE_WEIGHT (the fast path is exact)."""
-    return bool(
-        np.array_equal(weights, np.round(weights)) and np.all(np.abs(weights) <= MAX_WHOLE_WEIGHT)
+        sizes = np.fromiter(map(len, split), dtype=np.int64, count=rows)
+        found = _ids(chain.from_iterable(split), vocab, int(sizes.sum()))
+        keys.append(found * rows + np.repeat(places, sizes))
+        columns.append(np.full(len(found), column, dtype=np.int64))
+        counts.append(np.ones(len(found), dtype=np.int64))
+        total += sizes
+    pair, freq = _weighted(
+        np.concatenate(keys), np.concatenate(columns), np.concatenate(counts), weight_of
     )
+    term, place = np.divmod(pair, rows)
+    return term.astype(np.int32), place, freq, total
 
 
 def _ids(tokens: Iterable[str], vocab: dict[str, int], size: int) -> np.ndarray:
@@ -110,13 +97,22 @@ def _ids(tokens: Iterable[str], vocab: dict[str, int], size: int) -> np.ndarray:
     return np.fromiter(map(vocab.__getitem__, tokens), np.int64, size)
 
 
-def _grouped(
-    pair: np.ndarray, weight: np.ndarray, rows: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(term id, row, summed weight) of each distinct (term * rows + row) key, in key order."""
-    pair, freq = summed_pairs(pair, weight)
-    term, place = np.divmod(pair, rows)
-    return term.astype(np.int32), place, freq
+def _weighted(
+    pair: np.ndarray, column: np.ndarray, tokens: np.ndarray, weight_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct pairs ascending, weighted tf): entry i is `tokens[i]` tokens of `pair[i]` in
+    `column[i]`. Whole weights: one packed sort. Others: each token's weight added in the order
+    a pass over the tokens gives (column 0's first), as the token-by-token builder did."""
+    whole = np.array_equal(weight_of, np.trunc(weight_of))
+    if whole and bool(np.all(np.abs(weight_of) <= MAX_WHOLE_WEIGHT)):
+        return summed_pairs(pair, tokens * weight_of[column])
+    order = np.argsort(pair * len(weight_of) + column, kind="stable")
+    pair, column, tokens = pair[order], column[order], tokens[order]
+    first = np.ones(len(pair), dtype=bool)
+    np.not_equal(pair[1:], pair[:-1], out=first[1:])
+    group = np.cumsum(first) - 1
+    freq = np.bincount(np.repeat(group, tokens), weights=np.repeat(weight_of[column], tokens))
+    return pair[first], freq
 
 
 def summed_pairs(key: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -143,43 +139,6 @@ def _packed(key: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, int] | None:
     if not (freq.min() >= 0 and freq.max() < 1 << 20 and np.array_equal(freq, np.trunc(freq))):
         return None
     bits = max(int(freq.max()).bit_length(), 1)
-    if bits > 20 or int(key.max()) >= 1 << (62 - bits):
+    if int(key.max()) >= 1 << (62 - bits):
         return None
     return (key << bits) | freq.astype(np.int64), bits
-
-
-def token_postings(
-    chunk: list[Sequence[object]],
-    vocab: dict[str, int],
-    weight_of: np.ndarray,
-    bodies: Bodies | None = None,
-    offset: int = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`batch_postings` token by token: weights that are not whole numbers are summed in the
-    order one pass over the columns would (column 0's tokens first), bit for bit.
-
-    Every token becomes one int64 key (term, row, column) and the keys are sorted once (a
-    plain sort, no argsort); `bincount` then adds each (term, row)'s column weights."""
-    columns = len(weight_of)
-    rows = len(chunk)
-    spread = np.arange(rows, dtype=np.int64) * columns
-    keys: list[np.ndarray] = []
-    total = np.zeros(rows, dtype=np.int64)
-    per_column: list[np.ndarray] = []
-    for column in range(columns):
-        split = [str(row[column + 1] or "").split() for row in chunk]
-        counts = np.fromiter(map(len, split), dtype=np.int64, count=rows)
-        flat = list(chain.from_iterable(split))
-        ids = np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat))
-        keys.append(ids * (rows * columns) + np.repeat(spread, counts) + column)
-        total += counts
-        per_column.append(counts)
-    key = np.sort(np.concatenate(keys))
-    if bodies is not None:
-        bodies.add(key, rows, columns, offset, per_column[0])
-    pair = key // columns
-    first = np.ones(len(pair), dtype=bool)
-    np.not_equal(pair[1:], pair[:-1], out=first[1:])
-    freq = np.bincount(np.cumsum(first) - 1, weights=weight_of[key - pair * columns])
-    term, place = np.divmod(pair[first], rows)
-    return term.astype(np.int32), place, freq, total
