@@ -226,3 +226,29 @@ def test_a_spilled_map_reads_like_one_in_memory_while_searches_read_it(tmp_path:
     assert ours.symbol_ids("f20").tolist() == theirs.symbol_ids("f20").tolist()
     spilled.close()
     assert spill_files(tmp_path) == []
+
+
+def test_ids_written_again_replace_their_chunk_wherever_it_lies(tmp_path: Path) -> None:
+    """A new id skips the lookups (every id stored is below it); an id written again, whether
+    its chunk lies in the base, the spill or the delta, still replaces it: one live chunk per
+    id, the base's marked removed, the delta and a new base as a map of the last writes."""
+    first = ChunkMap()
+    for chunk_id in range(1, 11):
+        first[chunk_id] = chunk(chunk_id)
+    first.write_base(tmp_path / "base.rec")
+    mine = ChunkMap(ChunkFile(tmp_path / "base.rec"))
+    mine.spill_dir, mine.spill_at = tmp_path, 8
+    expected = {i: chunk(i) for i in range(1, 11)}
+    writes = [*range(11, 31), 3, 12, 29, 31, 7, 30, 40, 12]  # base, spilled, in delta, new
+    for at, chunk_id in enumerate(writes):
+        written = chunk(chunk_id)
+        written.text = f"write {at}"
+        mine[chunk_id] = expected[chunk_id] = written
+    assert mine.spill is not None
+    assert sorted(mine) == sorted(expected) and len(mine) == len(expected)
+    assert all(mine.get(i) == expected[i] for i in expected)
+    assert mine.removed == {3, 7}
+    mine.write_base(tmp_path / "next.rec")
+    again = ChunkFile(tmp_path / "next.rec")
+    assert again.ids.tolist() == sorted(expected)
+    mine.close()

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import math
 import mmap
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, count, pairwise
+from itertools import chain, pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from codeask.core.runtime import resident
+from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab
 from codeask.core.storage.lexical.packed import term_postings
 
 if TYPE_CHECKING:
@@ -275,7 +275,9 @@ class Postings:
         renumber[rank] = np.arange(len(names), dtype=np.int32)
         term_of = renumber[term_of]
         del vocab, rank, renumber
-        order = np.lexsort((row_of, term_of))
+        # one int64 key per (term, row): its stable argsort (timsort, which takes each batch's
+        # runs of a term's rows as they are) is lexsort's order, ~2x cheaper
+        order = np.argsort(term_of.astype(np.int64) * (len(keys) + 1) + row_of, kind="stable")
         term_of, row_of, freq = term_of[order], row_of[order], compact_freqs(freq[order])
         starts = np.searchsorted(term_of, np.arange(len(names) + 1)).astype(np.int64)
         widths = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
@@ -352,81 +354,12 @@ def collect(
     for chunk in _batches(rows, batch, len(weights)):
         first = len(keys)
         keys.extend(row[0] for row in chunk)
-        term, place, freq, total = _batch_postings(chunk, vocab, weight_of, bodies, first)
+        term, place, freq, total = batch_postings(chunk, vocab, weight_of, bodies, first)
         terms.append(term)
         places.append(place + first)
         freqs.append(freq)
         lengths.append(total)
     return keys, vocab, terms, places, freqs, lengths
-
-
-@dataclass
-class Bodies:
-    """The first column's postings of a build, as the batches found them: (term id, row,
-    token count) arrays and each row's token count in that column."""
-
-    terms: list[np.ndarray]
-    rows: list[np.ndarray]
-    counts: list[np.ndarray]
-    lengths: list[np.ndarray]
-
-    @classmethod
-    def empty(cls) -> Bodies:
-        return cls([], [], [], [])
-
-    def add(self, key: np.ndarray, rows: int, columns: int, first: int, length: np.ndarray) -> None:
-        """From a batch's sorted (term, row, column) keys: the column-0 groups and their sizes."""
-        edge = np.flatnonzero(np.diff(key, prepend=-1, append=key[-1:] + 1 if len(key) else 0))
-        triple, size = key[edge[:-1]], np.diff(edge)
-        body = triple % columns == 0
-        term, place = np.divmod(triple[body] // columns, rows)
-        self.terms.append(term)
-        self.rows.append(place + first)
-        self.counts.append(size[body])
-        self.lengths.append(length)
-
-
-def _batch_postings(
-    chunk: list[Sequence[object]],
-    vocab: dict[str, int],
-    weight_of: np.ndarray,
-    bodies: Bodies | None = None,
-    offset: int = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(term id, row in the batch, weighted tf) of one batch's postings, and its row lengths.
-
-    Every token becomes one int64 key (term, row, column) and the keys are sorted once (a
-    plain sort, no argsort); `bincount` then adds each (term, row)'s column weights in the
-    order one pass over the columns would (column 0's tokens first), so the sums are the same
-    bit for bit. Term ids come from `vocab` (a `new_vocab()`: unseen tokens numbered in C)."""
-    columns = len(weight_of)
-    rows = len(chunk)
-    spread = np.arange(rows, dtype=np.int64) * columns
-    keys: list[np.ndarray] = []
-    total = np.zeros(rows, dtype=np.int64)
-    per_column: list[np.ndarray] = []
-    for column in range(columns):
-        split = [str(row[column + 1] or "").split() for row in chunk]
-        counts = np.fromiter(map(len, split), dtype=np.int64, count=rows)
-        flat = list(chain.from_iterable(split))
-        ids = np.fromiter(map(vocab.__getitem__, flat), np.int64, len(flat))
-        keys.append(ids * (rows * columns) + np.repeat(spread, counts) + column)
-        total += counts
-        per_column.append(counts)
-    key = np.sort(np.concatenate(keys))
-    if bodies is not None:
-        bodies.add(key, rows, columns, offset, per_column[0])
-    pair = key // columns
-    first = np.ones(len(pair), dtype=bool)
-    np.not_equal(pair[1:], pair[:-1], out=first[1:])
-    freq = np.bincount(np.cumsum(first) - 1, weights=weight_of[key - pair * columns])
-    term, place = np.divmod(pair[first], rows)
-    return term.astype(np.int32), place, freq, total
-
-
-def new_vocab() -> dict[str, int]:
-    """token → term id, an unseen token getting the next id on lookup (no Python loop)."""
-    return defaultdict(count().__next__)
 
 
 @dataclass(eq=False)

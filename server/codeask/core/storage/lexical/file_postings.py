@@ -16,14 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from codeask.core.storage.lexical.bm25 import (
-    CHUNK_WEIGHTS,
-    FILE_WEIGHTS,
-    Bodies,
-    Postings,
-    collect,
-    new_vocab,
-)
+from codeask.core.storage.lexical.batch import Bodies, new_vocab, summed_pairs
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Postings, collect
 
 
 def build_pair(
@@ -60,18 +54,23 @@ def _files(
     owner = file_of[chunk_row]
     mine = owner >= 0
     files = len(file_rows)
-    term = np.concatenate([*[t.astype(np.int64) for t in terms], chunk_term[mine]])
+    # term ids as ranks in term order first: the one sort below is then the table's order
+    names = sorted(vocab)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))] = np.arange(len(names))
+    term = rank[np.concatenate([*[t.astype(np.int64) for t in terms], chunk_term[mine]])]
     place = np.concatenate([*places, owner[mine]])
     freq = np.concatenate([*freqs, count[mine] * FILE_WEIGHTS[0]])
-    pair, inverse = np.unique(term * files + place, return_inverse=True)
-    summed = np.bincount(inverse.reshape(-1), weights=freq, minlength=len(pair))
+    pair, summed = summed_pairs(term * files + place, freq)
     length = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(files)
     has_body = file_of >= 0
     length += np.bincount(file_of[has_body], weights=body_length[has_body], minlength=files)
-    used, dense = np.unique(pair // files, return_inverse=True)
-    by_id = list(vocab)  # a new_vocab's ids are its insertion order
-    names = {by_id[i]: n for n, i in enumerate(used.tolist())}
-    return Postings.assemble(keys, names, [dense.reshape(-1)], [pair % files], [summed], [length])
+    ranked = pair // files  # ascending: each term's first posting starts a new dense id
+    first = np.ones(len(ranked), dtype=bool)
+    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
+    used = {names[r]: n for n, r in enumerate(ranked[first].tolist())}
+    dense = np.cumsum(first) - 1
+    return Postings.assemble(keys, used, [dense], [pair % files], [summed], [length])
 
 
 def _joined(bodies: Bodies) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
