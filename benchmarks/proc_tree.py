@@ -8,13 +8,15 @@ process the child starts inherits it) and by parentage, sampled from /proc every
 CPU is the child's `os.wait4` rusage (user + system, waited-for children such as chunk workers
 included) plus what the marked processes that outlive the step (the daemon) spent during it.
 RSS is summed over the tree at each sample (shared pages count once per process, as `ps` shows
-them); the largest single process is reported by its own high-water mark (VmHWM). The tree's
+them); the largest single process is reported by its own high-water mark (VmHWM, reset at the
+step's start for a process that lived before it: a daemon). The tree's
 anonymous memory (RssAnon) is sampled beside it: RSS also counts mapped index pages, which are
 page cache.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -105,6 +107,8 @@ class Tree:
     ) -> Cost:
         """Run `command` to its end while sampling the tree; raise on a timeout."""
         before = self.members()
+        for pid in before:  # a daemon's high-water mark from an earlier step is not this one's
+            _reset_high_water(pid)
         load_before = os.getloadavg()[0]
         peaks = [0.0, 0.0, -1.0, 0.0]  # tree sum, largest single, the root's CPU, tree anon
         done = threading.Event()
@@ -180,6 +184,14 @@ class Tree:
     def sizes_mb(self) -> list[float]:
         """The RSS of each of the run's live processes now."""
         return [status_mb(pid)[0] for pid in self.members()]
+
+
+def _reset_high_water(pid: int) -> None:
+    """Reset a live process's VmHWM to its RSS now (Linux `clear_refs` 5): the step's peak
+    takes "at least the largest HWM", and a long-lived daemon's HWM was set by earlier steps
+    (4d read +151 MB above rest, all of it 4c's)."""
+    with contextlib.suppress(OSError):  # gone, or not ours: its HWM stays (an overestimate)
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 def anon_mb(pid: int) -> float:

@@ -131,6 +131,30 @@ def test_a_steps_cost_splits_its_own_cpu_from_its_childrens(tmp_path: Path) -> N
     assert 0 <= cost.main_cpu_s < cost.cpu_s
 
 
+def test_a_steps_peak_leaves_out_a_daemons_earlier_high_water(tmp_path: Path) -> None:
+    """A run's process that lived before the step (the daemon) had its high-water mark set by
+    an earlier step: the step's peak counts what happened during it, not that mark (4d read
+    +151 MB above rest, all of it 4c's)."""
+    from benchmarks.cold_peak import status_mb
+    from benchmarks.proc_tree import MARKER, Tree
+
+    spiked = (
+        "b = b'x' * (300 << 20); del b; print('ready', flush=True); import time; time.sleep(60)"
+    )
+    env = dict(os.environ) | {MARKER: "hwm-test"}
+    daemon = subprocess.Popen([sys.executable, "-c", spiked], env=env, stdout=subprocess.PIPE)
+    try:
+        assert daemon.stdout is not None and daemon.stdout.readline().strip() == b"ready"
+        rss, high_water = status_mb(daemon.pid)
+        assert high_water > 2 * rss + 100, (rss, high_water)
+        cost = Tree("hwm-test").run([sys.executable, "-c", "pass"], dict(os.environ), tmp_path)
+        assert cost.returncode == 0
+        assert cost.peak_tree_mb < high_water / 2, (cost.peak_tree_mb, high_water)
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
 def _runs_in(entry: Path, folder: str) -> bool:
     try:
         variables = (entry / "environ").read_bytes().split(b"\0")

@@ -459,3 +459,53 @@ def test_keys_at_reads_the_plain_key_of_each_row_asked() -> None:
         assert keys == [postings.key(r) for r in picked] == [rows[r][0] for r in picked]
         assert {type(k) for k in keys} == {type(rows[0][0])}
         assert postings.keys_at([]) == []
+
+
+def _dict_answer(keys: list[str], value: str) -> int | None:
+    """What a dict of the UTF-8 keys answers (the last of equal keys)."""
+    index = {key.encode("utf-8", "surrogatepass"): i for i, key in enumerate(keys)}
+    return index.get(value.encode("utf-8", "surrogatepass"))
+
+
+def test_a_column_finds_a_key_or_two_without_a_dict_of_every_key() -> None:
+    """A one-file edit looks up a key or two in the whole-file keys: the column searches its
+    bytes and builds no dict of every key (the kernel's 78k stayed in the held writer); keys
+    inside longer keys, repeated keys and absent ones answer as the dict answers, and after
+    `SCAN_LOOKUPS` lookups the dict is built and answers the same."""
+    from codeask.core.storage.lexical.bm25 import SCAN_LOOKUPS, StringColumn
+
+    keys = ["a/b.c", "b.c", "x/a/b.c", "", "b.c", "é/ü.py", "b", "a/b.cc", "c"]
+    column = StringColumn.of(keys)
+    probes = [*keys, "a/b", "b.cc", "x", "zz", "ü.py", "/b.c"]
+    for probe in probes:
+        if probe:
+            assert column.find(probe) == _dict_answer(keys, probe), probe
+    assert column._index is None, "no dict of every key for a few lookups"
+    for _ in range(SCAN_LOOKUPS):
+        column.find("b.c")
+    assert column._index is not None
+    assert [column.find(p) for p in probes] == [_dict_answer(keys, p) for p in probes]
+
+
+def test_a_mapped_columns_search_agrees_with_the_dict(tmp_path: Path) -> None:
+    """Random keys from small alphabets (many keys inside others), read from a mapped file at an
+    offset as a segment file holds them: every lookup answers as the dict does."""
+    import mmap
+
+    from codeask.core.storage.lexical.bm25 import StringColumn
+
+    rng = random.Random(42)
+    for trial in range(300):
+        alphabet = rng.choice(["ab", "ab/", "abc./", "é/a"])
+        keys = ["".join(rng.choices(alphabet, k=rng.randint(0, 6))) for _ in range(30)]
+        encoded = [key.encode() for key in keys]
+        pad = b"XYZ" * rng.randint(0, 3)
+        path = tmp_path / f"blob{trial}"
+        path.write_bytes(pad + b"".join(encoded) + b"tail")
+        with path.open("rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        bounds = np.concatenate(([0], np.cumsum([len(raw) for raw in encoded])))
+        column = StringColumn(mapped, bounds, len(pad))
+        probes = keys + ["".join(rng.choices(alphabet, k=rng.randint(0, 6))) for _ in range(10)]
+        assert [column.find(p) for p in probes] == [_dict_answer(keys, p) for p in probes]
+        mapped.close()

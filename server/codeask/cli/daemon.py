@@ -61,7 +61,7 @@ def serve() -> int:
             "search": _search_operation(folders),
             "status": _status_operation(folders),
             "ask": _prompt_operation(folders),
-            "index": _index_operation(drivers),
+            "index": _index_operation(drivers, folders),
         },
         idle_seconds=settings.daemon.idle_seconds,
         environment=protocol.environment(),
@@ -172,13 +172,14 @@ def _prompt_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
     return prompt
 
 
-def _index_operation(drivers: _Drivers) -> Callable[[Any, str], tuple[Any, str]]:
-    """`index`: the pass on each folder's one driver (cli/index_pass.py)."""
+def _index_operation(drivers: _Drivers, folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
+    """`index`: the pass on each folder's one driver (cli/index_pass.py); the read copy the
+    searches kept of that folder is let go first (`FolderCache.forget`)."""
 
     def index(call: Any, cwd: str) -> tuple[Any, str]:
         from codeask.cli.index_pass import answer
 
-        return answer(call, Path(cwd), drivers.get())
+        return answer(call, Path(cwd), drivers.get(), before_pass=folders.forget)
 
     return index
 

@@ -5,6 +5,7 @@ with -v the skipped files)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,27 +14,36 @@ from codeask.cli.index import LONG_LIVED_WRITERS, deferred
 from codeask.cli.index_view import summary_data
 
 
-def answer(call: Any, cwd: Path, drivers: Any) -> tuple[list[dict[str, Any]], str]:
+def answer(
+    call: Any,
+    cwd: Path,
+    drivers: Any,
+    before_pass: Callable[[Path], None] = lambda root: None,
+) -> tuple[list[dict[str, Any]], str]:
     """(one entry per folder: `summary`, or `in_process` when another process writes its
-    index and the client waits for it as it would alone; the notes). A user error raises
-    the daemon's CommandError with the notes so far."""
+    index and the client waits for it as it would alone; the notes). `before_pass(root)`
+    runs before a folder's pass on its driver. A user error raises the daemon's
+    CommandError with the notes so far."""
     from codeask.daemon.server import CommandError
 
     notes: list[str] = []
     try:
-        entries = [_one(drivers, root, call, notes) for root in roots(call.paths, cwd)]
+        entries = [_one(drivers, root, call, notes, before_pass) for root in roots(call.paths, cwd)]
     except UserError as exc:
         raise CommandError(str(exc), exc.exit_code, "".join(notes)) from exc
     return [entry for entry in entries if entry is not None], "".join(notes)
 
 
-def _one(drivers: Any, root: Path, call: Any, notes: list[str]) -> dict[str, Any] | None:
+def _one(
+    drivers: Any, root: Path, call: Any, notes: list[str], before_pass: Callable[[Path], None]
+) -> dict[str, Any] | None:
     from codeask.core.driver import PassBusy, PassRefused, long_and_unheld, run_pass
     from codeask.core.source.names import display_path
 
     embed = call.full and not call.lexical_only
     if long_and_unheld(drivers, root, rebuild=call.rebuild, embed=embed):
         return {"root": str(root), "in_process": True}
+    before_pass(root)
     try:
         done = run_pass(drivers, root, rebuild=call.rebuild, embed=embed)
     except PassRefused as exc:

@@ -49,7 +49,7 @@ class FolderCache:
         index the daemon writes for it when it holds one (the same snapshot, already loaded)."""
         writer = self.indexes.held_writer(root)
         if writer is not None:
-            self._forget(root)  # its read copy is the same snapshot, loaded twice
+            self.forget(root)  # its read copy is the same snapshot, loaded twice
             return writer
         before = self.indexes.opened
         folder = self.indexes.open(root, mode="read")
@@ -85,8 +85,12 @@ class FolderCache:
         for stale in dropped:
             self.release(stale)
 
-    def _forget(self, root: Path) -> None:
-        """Stop keeping `root`'s read-mode index (a request still reading it finishes)."""
+    def forget(self, root: Path) -> None:
+        """Stop keeping `root`'s read-mode index (a request still reading it finishes). Also
+        before this process opens the folder's writer for `codeask index` (issue 42): the
+        writer loads the same snapshot, and the kernel's read copy (~280 MB with its mapped
+        pages) beside the writer's open and pass made a one-file edit +216 MB above rest;
+        searches meanwhile read the writer once it is open (`open`), or load a copy again."""
         with self._lock:
             kept = self._kept.pop(root, None)
         if kept is not None:

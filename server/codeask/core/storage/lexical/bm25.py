@@ -54,6 +54,12 @@ _Arrays = list[np.ndarray]
 Collected = tuple[list[object], dict[str, int], _Arrays, _Arrays, _Arrays, _Arrays]
 #: Term lookups a segment's dictionary remembers (~100 B each): a few dozen queries' terms.
 MEMO_TERMS = 2048
+#: Key lookups a column answers by searching its bytes before it builds a dict of every key: a
+#: one-file edit looks up a key or two, and the dict of the kernel's 78k whole-file keys (~10 MB
+#: in 78k small objects, made amid the walk's garbage) stayed in the daemon's held writer.
+SCAN_LOOKUPS = 32
+#: Places a search of the bytes may find `key` inside longer keys before the dict is built.
+SCAN_HITS = 64
 
 
 class StringColumn:
@@ -62,7 +68,7 @@ class StringColumn:
     file (nothing decoded until asked). A dict of the terms held ~110 bytes per term in ~80k
     small objects (sphinx: 39k terms per table) and pinned allocator arenas after a build."""
 
-    __slots__ = ("_base", "_blob", "_bounds", "_index")
+    __slots__ = ("_base", "_blob", "_bounds", "_index", "_scans")
 
     def __init__(self, blob: bytes | mmap.mmap, bounds: np.ndarray, base: int = 0) -> None:
         """`bounds[i]`: where string i starts in `blob` after `base`; `bounds[-1]`: the end."""
@@ -70,6 +76,7 @@ class StringColumn:
         self._base = base
         self._bounds = np.ascontiguousarray(bounds, dtype=np.int64).data.cast("B").cast("q")
         self._index: dict[bytes, int] | None = None
+        self._scans = 0
 
     @classmethod
     def of(cls, strings: Sequence[str]) -> StringColumn:
@@ -109,11 +116,35 @@ class StringColumn:
         return np.asarray(self._bounds, dtype=np.int64) - self._bounds[0]
 
     def find(self, value: str) -> int | None:
-        """Where `value` is (a dict of the UTF-8 keys built on the first call: whole-file
-        keys, a writer's)."""
+        """Where `value` is (the last of equal strings): the first `SCAN_LOOKUPS` calls search
+        the bytes, later ones a dict of the UTF-8 keys (whole-file keys, a writer's)."""
+        raw = value.encode("utf-8", "surrogatepass")
+        if self._index is None and self._scans < SCAN_LOOKUPS:
+            self._scans += 1
+            found = self._scan(raw)
+            if found != -1:
+                return found
         if self._index is None:
-            self._index = {raw: i for i, raw in enumerate(self.raw_list())}
-        return self._index.get(value.encode("utf-8", "surrogatepass"))
+            self._index = {key: i for i, key in enumerate(self.raw_list())}
+        return self._index.get(raw)
+
+    def _scan(self, raw: bytes) -> int | None:
+        """The last string equal to `raw`, searched for from the end of the bytes (None: not
+        there; -1: more than `SCAN_HITS` places inside longer strings, the caller asks the
+        dict)."""
+        base, blob, width = self._base, self._blob, len(raw)
+        bounds = np.frombuffer(self._bounds, dtype=np.int64)
+        start, end = base + int(bounds[0]), base + int(bounds[-1])
+        for _ in range(SCAN_HITS if width else 0):  # empty strings: the dict
+            pos = blob.rfind(raw, start, end)
+            if pos < 0:
+                return None
+            # the last string starting there (empty strings before it start there too)
+            row = int(np.searchsorted(bounds, pos - base, side="right")) - 1
+            if bounds[row] == pos - base and bounds[row + 1] == pos - base + width:
+                return row
+            end = pos + width - 1  # an earlier place, overlapping this one or not
+        return -1
 
 
 class TermSlices:
