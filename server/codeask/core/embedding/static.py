@@ -38,7 +38,7 @@ from codeask.core.embedding.embed import (
 from codeask.core.embedding.verified import VerifiedFiles
 from codeask.core.embedding.vocab_cache import read_cached, write_cached
 from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece, normalised
-from codeask.core.embedding.wordpiece_batch import BatchWordPiece
+from codeask.core.embedding.wordpiece_batch import BatchWordPiece, model_split_many
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
 from codeask.core.runtime import resident
 
@@ -253,7 +253,8 @@ class StaticEmbedder:
                 if self._pinned_tokenizer:  # the pipeline wordpiece_ascii.py reproduces
                     specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
                     self._ascii = AsciiWordPiece.of(tokenizer, MAX_TOKENS, specials)
-                    self._batch = BatchWordPiece(self._ascii.word_ids, MAX_TOKENS)
+                    many = model_split_many(tokenizer)
+                    self._batch = BatchWordPiece(self._ascii.word_ids, MAX_TOKENS, many)
                 self._full = tokenizer
             return self._full
 
