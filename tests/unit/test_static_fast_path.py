@@ -213,7 +213,7 @@ def test_the_batch_tokenizers_table_starts_afresh_when_half_full(
         " ".join(f"w{rng.randrange(400)}x" for _ in range(rng.randint(0, 60))) for _ in range(300)
     ]
     assert _batch_matches(batch, fast, texts) == len(texts)
-    assert batch._table._learnt <= 32
+    assert len(batch._table._short.counts) <= 32
 
 
 def _words_of(texts: list[str]) -> list[str]:
@@ -227,7 +227,7 @@ def test_the_models_split_of_many_words_is_one_split_each() -> None:
     tokenizer = full_tokenizer()
     rng = random.Random(3)
     texts = _source_chunks() + [_random_ascii(rng) for _ in range(300)]
-    words = _words_of(texts) + ["a" * 150, "x" * 101, "zzqqxxjj", "0" * 40, "~", "_"]
+    words = [*_words_of(texts), "a" * 150, "x" * 101, "zzqqxxjj", "0" * 40, "~", "_"]
     model = tokenizer.model
     reference = one_by_one(lambda word: tuple(t.id for t in model.tokenize(word)))
     split_many = model_split_many(tokenizer)
@@ -239,9 +239,10 @@ def test_the_models_split_of_many_words_is_one_split_each() -> None:
 
 
 def test_a_batchs_new_words_are_learnt_in_one_call_mock_spy(fast: AsciiWordPiece) -> None:
-    """A cold table learns a batch's new short words with one `split_many` call, each word
-    once, and none again in a later batch that holds only words it knows (a spy around the
-    real model split records the calls)."""
+    """A cold table learns a batch's new words of up to 16 bytes with one `split_many` call
+    for each of its two tables (up to 8 bytes, 9 to 16), each word once, and none again in a
+    later batch that holds only words it knows (a spy around the real model split records
+    the calls)."""
     calls: list[list[str]] = []
     split_many = model_split_many(full_tokenizer())
 
@@ -255,8 +256,10 @@ def test_a_batchs_new_words_are_learnt_in_one_call_mock_spy(fast: AsciiWordPiece
     calls.clear()
     ids, _ = batch.flat([normalised(t) for t in texts])
     assert ids.tolist() == list(chain.from_iterable(_old_ids(fast, t) or [] for t in texts))
-    assert len(calls) == 1
-    short = [w for w in _words_of(texts) if len(w) <= wordpiece_batch.KEY_BYTES]
-    assert sorted(calls[0]) == sorted(set(short) - set(_words_of(texts[:1])))
+    assert len(calls) == 2
+    keyed = [w for w in _words_of(texts) if len(w) <= wordpiece_batch.KEY_BYTES]
+    assert sorted(chain(*calls)) == sorted(set(keyed) - set(_words_of(texts[:1])))
+    assert all(len(w) <= wordpiece_batch.SHORT_BYTES for w in calls[0])
+    assert all(len(w) > wordpiece_batch.SHORT_BYTES for w in calls[1])
     batch.flat([normalised(t) for t in reversed(texts)])
-    assert len(calls) == 1
+    assert len(calls) == 2
