@@ -19,7 +19,7 @@ import pytest
 from tests.unit.test_static_reach import HOSTILE, _source_pieces, full_tokenizer
 from tests.unit.test_wordpiece_ascii import SPECIALS, _random_ascii
 
-from codeask.core.embedding import wordpiece_ascii, wordpiece_batch
+from codeask.core.embedding import wordpiece_ascii, wordpiece_batch, wordpiece_mixed
 from codeask.core.embedding.static import MAX_TOKENS, WIDEN_AT, StaticEmbedder
 from codeask.core.embedding.wordpiece_ascii import WINDOW, AsciiWordPiece, normalised
 from codeask.core.embedding.wordpiece_batch import BatchWordPiece, model_split_many, one_by_one
@@ -263,3 +263,50 @@ def test_a_batchs_new_words_are_learnt_in_one_call_mock_spy(fast: AsciiWordPiece
     assert all(len(w) > wordpiece_batch.SHORT_BYTES for w in calls[1])
     batch.flat([normalised(t) for t in reversed(texts)])
     assert len(calls) == 2
+
+
+# -- texts past ASCII by stretches (wordpiece_mixed.py) ------------------------------------------
+def _mixed_texts(rng: random.Random) -> list[str]:
+    """Unicode beside ASCII words, controls, every kind of space, at word edges and past the
+    512-token cut."""
+    others = ["é", "中文", "🙂", "\u00a0", "\u2028", "\u0301", "İ", "ﬁ", "\u200b", "Σ", "ΑΣ", "→"]
+    glue = ["", " ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x00", "\x7f", "_", "."]
+    texts = [_random_unicode(rng) for _ in range(300)] + list(HOSTILE)
+    for _ in range(300):
+        parts = [rng.choice(["word", "CamelCase", "x1", "(", "unbelievably", rng.choice(others)])]
+        for _ in range(rng.randint(0, 80)):
+            parts += [rng.choice(glue), rng.choice(["ab", "Name", "é", "中", "Σ", "x" * 20, "🙂"])]
+        texts.append("".join(parts))
+    texts += [t[:500] + "→" + t[500:] for t in _source_chunks()[:100]]  # long: past the cut
+    texts += ["é" * 3000, "aé " * 900, "x" * 200 + "é", " é ", "é", "\u0301 a", "a \u0301b"]
+    return texts
+
+
+def test_texts_past_ascii_by_stretches_get_the_full_tokenizers_ids() -> None:
+    tokenizer = full_tokenizer()
+    fast = AsciiWordPiece.of(tokenizer, MAX_TOKENS, SPECIALS)
+    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS, model_split_many(tokenizer))
+
+    def encode(words: list[str]) -> list[list[int]]:
+        return [e.ids for e in tokenizer.encode_batch_fast(words, add_special_tokens=False)]
+
+    texts = [t for t in _mixed_texts(random.Random(11)) if fast.unspecial(t)]
+    assert sum(not t.isascii() for t in texts) > 700
+    expected = encode(texts)
+    at, size = 0, 1
+    while at < len(texts):
+        part = texts[at : at + size]
+        got = wordpiece_mixed.mixed_ids(part, batch, encode, MAX_TOKENS)
+        assert [g.tolist() for g in got] == expected[at : at + size], part[0][:80]
+        at, size = at + size, size % 40 + 3
+
+
+def test_a_text_past_ascii_is_cut_at_ascii_whitespace_only() -> None:
+    """Stretches end only at space, tab, newline or CR: a control character or another space
+    the normaliser drops or maps stays inside the word it touches."""
+    pieces = wordpiece_mixed.pieces
+    assert pieces("ab cé\x0bd ef") == [(True, "ab "), (False, "cé\x0bd"), (True, " ef")]
+    assert pieces("é") == [(False, "é")]
+    assert pieces("x\u00a0y z\tq→") == [(False, "x\u00a0y"), (True, " z\t"), (False, "q→")]
+    assert pieces("a\x1cé\nb") == [(False, "a\x1cé"), (True, "\nb")]
+    assert pieces("plain") == [(True, "plain")]
