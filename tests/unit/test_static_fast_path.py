@@ -19,10 +19,10 @@ import pytest
 from tests.unit.test_static_reach import HOSTILE, _source_pieces, full_tokenizer
 from tests.unit.test_wordpiece_ascii import SPECIALS, _random_ascii
 
-from codeask.core.embedding import wordpiece_ascii, wordpiece_batch
+from codeask.core.embedding import wordpiece_ascii, wordpiece_batch, wordpiece_mixed
 from codeask.core.embedding.static import MAX_TOKENS, WIDEN_AT, StaticEmbedder
 from codeask.core.embedding.wordpiece_ascii import WINDOW, AsciiWordPiece, normalised
-from codeask.core.embedding.wordpiece_batch import BatchWordPiece
+from codeask.core.embedding.wordpiece_batch import BatchWordPiece, model_split_many, one_by_one
 
 # -- the replaced code, verbatim but for its names (main at a2d4814) --------------------------
 _OLD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -177,10 +177,18 @@ def _batch_matches(batch: BatchWordPiece, fast: AsciiWordPiece, texts: list[str]
     return len(plain)
 
 
-def test_the_batch_tokenizer_gives_the_old_paths_ids(fast: AsciiWordPiece) -> None:
+@pytest.fixture(scope="module", params=["one_by_one", "model_split_many"])
+def many(request: pytest.FixtureRequest) -> wordpiece_batch.SplitMany | None:
+    """How a batch's new words are split: one `split` call each, or the model in one call."""
+    return None if request.param == "one_by_one" else model_split_many(full_tokenizer())
+
+
+def test_the_batch_tokenizer_gives_the_old_paths_ids(
+    fast: AsciiWordPiece, many: wordpiece_batch.SplitMany | None
+) -> None:
     """The engine's source, seeded random ASCII (long and short), hostile text and window
     edges, in batches of 1 to 150 texts."""
-    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS)
+    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS, many)
     rng = random.Random(99)
     texts = _source_chunks() + [_random_ascii(rng) for _ in range(800)]
     texts += [_random_ascii(rng) * 6 for _ in range(100)] + HOSTILE + list(_window_edges(rng))
@@ -194,14 +202,111 @@ def test_the_batch_tokenizer_gives_the_old_paths_ids(fast: AsciiWordPiece) -> No
 
 
 def test_the_batch_tokenizers_table_starts_afresh_when_half_full(
-    fast: AsciiWordPiece, monkeypatch: pytest.MonkeyPatch
+    fast: AsciiWordPiece, many: wordpiece_batch.SplitMany | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A table of 64 slots takes 32 words: many more words still give the old path's ids."""
+    """A table of 64 slots takes 32 words: many more words (colliding, met twice in a batch)
+    still give the old path's ids."""
     monkeypatch.setattr(wordpiece_batch, "SLOTS_BITS", 6)
-    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS)
+    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS, many)
     rng = random.Random(5)
     texts = [
         " ".join(f"w{rng.randrange(400)}x" for _ in range(rng.randint(0, 60))) for _ in range(300)
     ]
     assert _batch_matches(batch, fast, texts) == len(texts)
-    assert batch._table._learnt <= 32
+    assert len(batch._table._short.counts) <= 32
+
+
+def _words_of(texts: list[str]) -> list[str]:
+    plain = [normalised(t).decode("ascii") for t in texts if t.isascii()]
+    return sorted({w for t in plain for w in _OLD_WORD.findall(t)})
+
+
+def test_the_models_split_of_many_words_is_one_split_each() -> None:
+    """One call over many words (the source's, punctuation, digits, unknown and over-long
+    ones) gives each word the ids and count `model.tokenize` gives it alone."""
+    tokenizer = full_tokenizer()
+    rng = random.Random(3)
+    texts = _source_chunks() + [_random_ascii(rng) for _ in range(300)]
+    words = [*_words_of(texts), "a" * 150, "x" * 101, "zzqqxxjj", "0" * 40, "~", "_"]
+    model = tokenizer.model
+    reference = one_by_one(lambda word: tuple(t.id for t in model.tokenize(word)))
+    split_many = model_split_many(tokenizer)
+    for part in (words, words[:1], words[-7:], []):
+        ids, counts = split_many(part)
+        expected_ids, expected_counts = reference(part)
+        assert ids.tolist() == expected_ids.tolist()
+        assert counts.tolist() == expected_counts.tolist()
+
+
+def test_a_batchs_new_words_are_learnt_in_one_call_mock_spy(fast: AsciiWordPiece) -> None:
+    """A cold table learns a batch's new words of up to 16 bytes with one `split_many` call
+    for each of its two tables (up to 8 bytes, 9 to 16), each word once, and none again in a
+    later batch that holds only words it knows (a spy around the real model split records
+    the calls)."""
+    calls: list[list[str]] = []
+    split_many = model_split_many(full_tokenizer())
+
+    def spy(words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(list(words))
+        return split_many(words)
+
+    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS, spy)
+    texts = [t for t in _source_chunks()[:120] if fast.plain(t)]
+    assert _batch_matches(batch, fast, texts[:1]) == 1
+    calls.clear()
+    ids, _ = batch.flat([normalised(t) for t in texts])
+    assert ids.tolist() == list(chain.from_iterable(_old_ids(fast, t) or [] for t in texts))
+    assert len(calls) == 2
+    keyed = [w for w in _words_of(texts) if len(w) <= wordpiece_batch.KEY_BYTES]
+    assert sorted(chain(*calls)) == sorted(set(keyed) - set(_words_of(texts[:1])))
+    assert all(len(w) <= wordpiece_batch.SHORT_BYTES for w in calls[0])
+    assert all(len(w) > wordpiece_batch.SHORT_BYTES for w in calls[1])
+    batch.flat([normalised(t) for t in reversed(texts)])
+    assert len(calls) == 2
+
+
+# -- texts past ASCII by stretches (wordpiece_mixed.py) ------------------------------------------
+def _mixed_texts(rng: random.Random) -> list[str]:
+    """Unicode beside ASCII words, controls, every kind of space, at word edges and past the
+    512-token cut."""
+    others = ["é", "中文", "🙂", "\u00a0", "\u2028", "\u0301", "İ", "ﬁ", "\u200b", "Σ", "ΑΣ", "→"]
+    glue = ["", " ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x00", "\x7f", "_", "."]
+    texts = [_random_unicode(rng) for _ in range(300)] + list(HOSTILE)
+    for _ in range(300):
+        parts = [rng.choice(["word", "CamelCase", "x1", "(", "unbelievably", rng.choice(others)])]
+        for _ in range(rng.randint(0, 80)):
+            parts += [rng.choice(glue), rng.choice(["ab", "Name", "é", "中", "Σ", "x" * 20, "🙂"])]
+        texts.append("".join(parts))
+    texts += [t[:500] + "→" + t[500:] for t in _source_chunks()[:100]]  # long: past the cut
+    texts += ["é" * 3000, "aé " * 900, "x" * 200 + "é", " é ", "é", "\u0301 a", "a \u0301b"]
+    return texts
+
+
+def test_texts_past_ascii_by_stretches_get_the_full_tokenizers_ids() -> None:
+    tokenizer = full_tokenizer()
+    fast = AsciiWordPiece.of(tokenizer, MAX_TOKENS, SPECIALS)
+    batch = BatchWordPiece(fast.word_ids, MAX_TOKENS, model_split_many(tokenizer))
+
+    def encode(words: list[str]) -> list[list[int]]:
+        return [e.ids for e in tokenizer.encode_batch_fast(words, add_special_tokens=False)]
+
+    texts = [t for t in _mixed_texts(random.Random(11)) if fast.unspecial(t)]
+    assert sum(not t.isascii() for t in texts) > 700
+    expected = encode(texts)
+    at, size = 0, 1
+    while at < len(texts):
+        part = texts[at : at + size]
+        got = wordpiece_mixed.mixed_ids(part, batch, encode, MAX_TOKENS)
+        assert [g.tolist() for g in got] == expected[at : at + size], part[0][:80]
+        at, size = at + size, size % 40 + 3
+
+
+def test_a_text_past_ascii_is_cut_at_ascii_whitespace_only() -> None:
+    """Stretches end only at space, tab, newline or CR: a control character or another space
+    the normaliser drops or maps stays inside the word it touches."""
+    pieces = wordpiece_mixed.pieces
+    assert pieces("ab cé\x0bd ef") == [(True, "ab "), (False, "cé\x0bd"), (True, " ef")]
+    assert pieces("é") == [(False, "é")]
+    assert pieces("x\u00a0y z\tq→") == [(False, "x\u00a0y"), (True, " z\t"), (False, "q→")]
+    assert pieces("a\x1cé\nb") == [(False, "a\x1cé"), (True, "\nb")]
+    assert pieces("plain") == [(True, "plain")]

@@ -38,7 +38,8 @@ from codeask.core.embedding.embed import (
 from codeask.core.embedding.verified import VerifiedFiles
 from codeask.core.embedding.vocab_cache import read_cached, write_cached
 from codeask.core.embedding.wordpiece_ascii import AsciiWordPiece, normalised
-from codeask.core.embedding.wordpiece_batch import BatchWordPiece
+from codeask.core.embedding.wordpiece_batch import BatchWordPiece, model_split_many
+from codeask.core.embedding.wordpiece_mixed import mixed_ids
 from codeask.core.embedding.wordpiece_reach import ReachTokenizers, reachable
 from codeask.core.runtime import resident
 
@@ -253,7 +254,8 @@ class StaticEmbedder:
                 if self._pinned_tokenizer:  # the pipeline wordpiece_ascii.py reproduces
                     specials = [t.content for t in tokenizer.get_added_tokens_decoder().values()]
                     self._ascii = AsciiWordPiece.of(tokenizer, MAX_TOKENS, specials)
-                    self._batch = BatchWordPiece(self._ascii.word_ids, MAX_TOKENS)
+                    many = model_split_many(tokenizer)
+                    self._batch = BatchWordPiece(self._ascii.word_ids, MAX_TOKENS, many)
                 self._full = tokenizer
             return self._full
 
@@ -407,7 +409,8 @@ class StaticEmbedder:
 
     def _bulk_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """`_flat_ids` of a bulk call: its plain ASCII texts tokenized together in numpy
-        (wordpiece_batch.py: under half the CPU of one by one), the others one by one."""
+        (wordpiece_batch.py: under half the CPU of one by one), the other texts' ASCII
+        stretches too (wordpiece_mixed.py), a text writing out an added token alone."""
         self._full_tokenizer()
         fast, batch = self._ascii, self._batch
         if fast is None or batch is None:
@@ -415,30 +418,49 @@ class StaticEmbedder:
         cut = [text[: self._char_cap] for text in texts]
         plain = {n for n, text in enumerate(cut) if fast.plain(text)}
         ids, counts = batch.flat([normalised(text) for n, text in enumerate(cut) if n in plain])
+        rest = [n for n in range(len(cut)) if n not in plain]
+        mixed = [n for n in rest if fast.unspecial(cut[n])]
+        spans = mixed_ids([cut[n] for n in mixed], batch, self._encode_words, MAX_TOKENS)
+        by_pieces = dict(zip(mixed, spans, strict=True))
         if self._wide is None:  # the pass ended meanwhile (a query's call): not kept at rest
             batch.forget()
         if len(plain) == len(cut):
-            return self._known(ids, np.cumsum(counts))
-        others = iter(self._cut_ids([text for n, text in enumerate(cut) if n not in plain]))
-        pieces = iter([piece.tolist() for piece in np.split(ids, np.cumsum(counts)[:-1])])
-        return self._flat_ids([next(pieces if n in plain else others) for n in range(len(cut))])
+            return _known(ids, np.cumsum(counts), self._unk_id)
+        whole = iter(self._cut_ids([cut[n] for n in rest if n not in by_pieces]))
+        pieces = iter(np.split(ids, np.cumsum(counts)[:-1]))
+        return self._flat_ids(
+            [
+                next(pieces).tolist()
+                if n in plain
+                else by_pieces[n].tolist()
+                if n in by_pieces
+                else next(whole)
+                for n in range(len(cut))
+            ]
+        )
+
+    def _encode_words(self, words: list[str]) -> list[list[int]]:
+        """Words holding characters past ASCII, through the full tokenizer in one call."""
+        encodings = self._full_tokenizer().encode_batch_fast(words, add_special_tokens=False)
+        return [encoding.ids for encoding in encodings]
 
     def _flat_ids(self, ids_of: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """The batch's ids as one array (numpy converting each text's list was ~a tenth of the
         embedding) and where each text ends, `[UNK]` dropped (`_known`)."""
         ends = np.cumsum(np.fromiter(map(len, ids_of), np.intp, len(ids_of)))
         total = int(ends[-1]) if len(ends) else 0
-        return self._known(np.fromiter(chain.from_iterable(ids_of), np.intp, total), ends)
+        return _known(np.fromiter(chain.from_iterable(ids_of), np.intp, total), ends, self._unk_id)
 
-    def _known(self, flat: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`flat` and `ends` without `[UNK]`, dropped from the array at once (testing each
-        text's list for it was ~3 % of a chunk worker's tokenizing)."""
-        if self._unk_id is not None:
-            known = flat != self._unk_id
-            if not known.all():
-                ends = np.cumsum(known)[ends - 1] * (ends > 0)
-                flat = flat[known]
-        return flat, ends
+
+def _known(flat: np.ndarray, ends: np.ndarray, unk_id: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """`flat` and `ends` without `[UNK]`, dropped from the array at once (testing each text's
+    list for it was ~3 % of a chunk worker's tokenizing)."""
+    if unk_id is not None:
+        known = flat != unk_id
+        if not known.all():
+            ends = np.cumsum(known)[ends - 1] * (ends > 0)
+            flat = flat[known]
+    return flat, ends
 
 
 _shared: dict[str, CachedEmbedder] = {}

@@ -65,7 +65,11 @@ class AsciiWordPiece:
 
     def plain(self, text: str) -> bool:
         """Whether `text` is this path's: ASCII without an added token written out."""
-        return text.isascii() and not (self._specials is not None and self._specials.search(text))
+        return text.isascii() and self.unspecial(text)
+
+    def unspecial(self, text: str) -> bool:
+        """Whether `text` writes out no added token (the tokenizer matches those on raw text)."""
+        return not (self._specials is not None and self._specials.search(text))
 
     def ids(self, text: str) -> list[int] | None:
         """The ids the full tokenizer gives `text`, or None when it must tokenize it itself."""
