@@ -461,7 +461,7 @@ class LiveTable:
     A write masks the rows it replaces or removes and keeps its new rows pending; the next read
     indexes them as a small segment, so scores stay FTS5's over the current table (N, average
     length and document frequencies count live rows only). Past MAX_SEGMENTS the small segments
-    are merged into one (storage/lexical/merge.py).
+    are merged into one (`merge_segments`; their vocabularies: lexical/vocab.py).
     """
 
     def __init__(

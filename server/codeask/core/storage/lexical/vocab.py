@@ -14,17 +14,16 @@ stable sort (timsort, merging the runs) orders them all, and equal neighbours ar
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 #: Bytes of a term held in its sort key (a key is this + 4 bytes).
 PREFIX = 28
 
 
-def _gather(starts: np.ndarray, widths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(flat positions in `data` of the strings' bytes, each byte's place in its string)."""
-    total = int(widths.sum())
-    firsts = np.cumsum(widths) - widths
-    places = np.arange(total, dtype=np.int64) - np.repeat(firsts, widths)
-    return np.repeat(starts, widths) + places, places
+def _gather(starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """Positions of the strings' bytes, back to back (one repeat over their bytes)."""
+    shift = starts - (np.cumsum(widths) - widths)
+    return np.arange(int(widths.sum()), dtype=np.int64) + np.repeat(shift, widths)
 
 
 def _long_ranks(blob: bytes, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
@@ -38,11 +37,10 @@ def _long_ranks(blob: bytes, starts: np.ndarray, widths: np.ndarray) -> np.ndarr
 def _keys(blob: bytes, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
     """One sortable fixed-width bytes key per term (see the module's docstring)."""
     count = len(starts)
+    data = np.frombuffer(blob + bytes(PREFIX), dtype=np.uint8)  # a window past the last term
     cells = np.zeros((count, PREFIX + 4), dtype=np.uint8)
-    data = np.frombuffer(blob, dtype=np.uint8)
-    take = np.minimum(widths, PREFIX)
-    at, places = _gather(starts, take)
-    cells[np.repeat(np.arange(count), take), places] = data[at]
+    cells[:, :PREFIX] = sliding_window_view(data, PREFIX)[starts]
+    cells[:, :PREFIX][np.arange(PREFIX) >= widths[:, None]] = 0  # the next terms' bytes
     tie = widths.copy()
     long = np.flatnonzero(widths > PREFIX)
     if len(long):
@@ -72,7 +70,7 @@ def merge_vocabularies(
     numbers = np.empty(len(order), dtype=np.int32)
     numbers[order] = np.cumsum(new, dtype=np.int64) - 1
     firsts = order[new]
-    at, _ = _gather(starts[firsts], widths[firsts])
+    at = _gather(starts[firsts], widths[firsts])
     vocab = np.frombuffer(blob, dtype=np.uint8)[at].tobytes()
     bounds = np.concatenate(([0], np.cumsum(widths[firsts]))).astype(np.int64)
     counts = np.cumsum([len(b) - 1 for _, b in parts])[:-1]
