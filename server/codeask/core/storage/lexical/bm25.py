@@ -20,7 +20,7 @@ import math
 import mmap
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, pairwise
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +28,7 @@ import numpy as np
 from codeask.core.runtime import resident
 from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab
 from codeask.core.storage.lexical.packed import term_postings
+from codeask.core.storage.lexical.vocab import merge_vocabularies
 
 if TYPE_CHECKING:
     from codeask.core.storage.lexical.packed import PackedFreqs, PackedRows
@@ -460,7 +461,7 @@ class LiveTable:
     A write masks the rows it replaces or removes and keeps its new rows pending; the next read
     indexes them as a small segment, so scores stay FTS5's over the current table (N, average
     length and document frequencies count live rows only). Past MAX_SEGMENTS the small segments
-    are merged into one (storage/lexical/merge.py).
+    are merged into one (`merge_segments`; their vocabularies: lexical/vocab.py).
     """
 
     def __init__(
@@ -680,18 +681,15 @@ def _keys(parts: list[Segment], alive: list[np.ndarray]) -> StringColumn | np.nd
 def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     """(postings, tie order) of the live rows of `parts`, in their order."""
     alive = [_live_rows(p) for p in parts]
-    # terms as UTF-8 bytes, never decoded: their byte order is the code point order of str
-    names = [p.postings.slices.names.raw_list() for p in parts]
-    # each part's terms are sorted: timsort merges the runs (no set of all terms to sort
-    # afresh), and dict.fromkeys drops the repeats
-    vocab = list(dict.fromkeys(sorted(chain.from_iterable(names))))
-    number = dict(zip(vocab, range(len(vocab)), strict=True))
+    # terms as UTF-8 bytes, never decoded: their byte order is the code point order of str;
+    # joined in numpy (lexical/vocab.py), no Python object per term
+    names = [p.postings.slices.names for p in parts]
+    vocab, bounds, numbers = merge_vocabularies([(n.blob(), n.bounds()) for n in names])
     wide = any(p.postings.freqs.dtype != np.float32 for p in parts)
     terms, rows, freqs = [], [], []
     offset = 0
-    for part, live, terms_of in zip(parts, alive, names, strict=True):
+    for part, live, ids in zip(parts, alive, numbers, strict=True):
         postings = part.postings
-        ids = np.fromiter(map(number.__getitem__, terms_of), np.int32, len(terms_of))
         row_of = np.asarray(postings.rows)
         keep = live[row_of]
         terms.append(np.repeat(ids, np.diff(np.asarray(postings.slices.starts)))[keep])
@@ -709,7 +707,7 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     del rows
     freq = compact_freqs(np.concatenate(freqs)[order])
     del freqs, order
-    starts = np.searchsorted(term_of, np.arange(len(vocab) + 1)).astype(np.int64)
+    starts = np.searchsorted(term_of, np.arange(len(bounds))).astype(np.int64)
     lengths = np.concatenate(
         [np.asarray(p.postings.lengths)[a] for p, a in zip(parts, alive, strict=True)]
     )
@@ -720,7 +718,7 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
         _keys(parts, alive),
         compact_lengths(widths),
         average,
-        TermSlices(StringColumn.of_bytes(vocab), starts),
+        TermSlices(StringColumn(vocab, bounds), starts),
         row_of,
         freq,
     )
