@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -302,8 +303,20 @@ class SnapshotFolder:
 
     def disk_bytes(self) -> int:
         """Size of the index folder on disk."""
-        total = 0
-        for path in self.folder.rglob("*"):
-            if path.is_file():
-                total += path.stat().st_size
-        return total
+        return tree_bytes(self.folder)
+
+
+def tree_bytes(folder: Path) -> int:
+    """Bytes of the regular files under `folder`, while a writer may be publishing or removing
+    snapshots there: a file or folder gone between its listing and its stat counts as gone
+    (a status call must never fail because the writer saved at that moment)."""
+    total = 0
+    for top, _dirs, names in os.walk(folder):  # os.walk skips a folder it can no longer list
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+    return total
