@@ -15,6 +15,7 @@ again, in the child), and fork is unsafe in a threaded server.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import struct
@@ -64,6 +65,9 @@ WORKER_MODULE = "codeask.core.indexer.chunk_worker"
 #: so a worker grows with what it has parsed: ~840 MB each on the whole kernel before. A fresh
 #: worker starts at ~100 MB and costs ~0.3 s of CPU; its caches fill again as it goes.
 RECYCLE_RSS_BYTES = 320 * 1024 * 1024
+#: The pipe size asked for each worker's answers (Linux's default is 64 KB, its ceiling for a
+#: user 1 MB: /proc/sys/fs/pipe-max-size).
+PIPE_BYTES = 1024 * 1024
 _LENGTH = struct.Struct(">I")
 
 
@@ -197,13 +201,13 @@ class _Ahead:
     at most, and always room for one."""
 
     def __init__(self) -> None:
-        self._items: deque[bytes | Exception] = deque()
+        self._items: deque[bytearray | Exception] = deque()
         self._bytes = 0
         self._changed = threading.Condition()
 
-    def put(self, item: bytes | Exception, stopping: threading.Event) -> bool:
+    def put(self, item: bytearray | Exception, stopping: threading.Event) -> bool:
         """Queue `item` once there is room; False when the pool stopped meanwhile."""
-        size = len(item) if isinstance(item, bytes) else 0
+        size = 0 if isinstance(item, Exception) else len(item)
         with self._changed:
             while self._items and (
                 len(self._items) >= FRAMES_AHEAD or self._bytes + size > BYTES_AHEAD
@@ -216,13 +220,13 @@ class _Ahead:
             self._changed.notify_all()
         return True
 
-    def get(self) -> bytes | Exception:
+    def get(self) -> bytearray | Exception:
         """The next answer, waiting for it."""
         with self._changed:
             while not self._items:
                 self._changed.wait()
             item = self._items.popleft()
-            self._bytes -= len(item) if isinstance(item, bytes) else 0
+            self._bytes -= 0 if isinstance(item, Exception) else len(item)
             self._changed.notify_all()
             return item
 
@@ -247,6 +251,8 @@ class _Workers:
             )
             for _ in range(count)
         ]
+        for proc in self._procs:
+            widen_pipe(proc.stdout)
         self._feeder: threading.Thread | None = None
         self._stopping = threading.Event()
         self._answers: list[_Ahead] = []
@@ -306,7 +312,7 @@ class _Workers:
     def _read(self, proc: subprocess.Popen[bytes], answers: _Ahead) -> None:
         """One worker's frames into its queue until it ends (the end is queued as an error)."""
         while not self._stopping.is_set():
-            item: bytes | Exception
+            item: bytearray | Exception
             try:
                 if proc.stdout is None:
                     raise OSError("no pipe")
@@ -343,29 +349,39 @@ def _write_frame(pipe: IO[bytes] | None, payload: bytes) -> None:
     pipe.flush()
 
 
-def _read_exact(pipe: IO[bytes], size: int) -> bytes:
-    """`size` bytes, fewer only at end of file (an unbuffered pipe returns what is there)."""
-    parts: list[bytes] = []
-    left = size
-    while left:
-        part = pipe.read(left)
-        if not part:
-            break
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
-
-
-def _read_frame(pipe: IO[bytes]) -> bytes:
-    """One length-prefixed frame; WorkerStopped at end of file."""
-    head = _read_exact(pipe, _LENGTH.size)
-    if len(head) < _LENGTH.size:
+def _read_frame(pipe: IO[bytes]) -> bytearray:
+    """One length-prefixed frame; WorkerStopped at end of file. Read into one buffer of the
+    frame's size (`readinto`, no pieces joined: a kernel frame is ~0.7 MB)."""
+    head = bytearray(_LENGTH.size)
+    if _read_into(pipe, memoryview(head)) < _LENGTH.size:
         raise WorkerStopped("the process ended")
     (length,) = _LENGTH.unpack(head)
-    payload = _read_exact(pipe, length)
-    if len(payload) < length:
+    payload = bytearray(length)
+    if _read_into(pipe, memoryview(payload)) < length:
         raise WorkerStopped("the process ended mid-answer")
     return payload
+
+
+def _read_into(pipe: IO[bytes], view: memoryview) -> int:
+    """Fill `view`; the bytes read, fewer only at end of file (a pipe may return less)."""
+    got = 0
+    while got < len(view):
+        count = pipe.readinto(view[got:])  # type: ignore[attr-defined]
+        if not count:
+            break
+        got += count
+    return got
+
+
+def widen_pipe(pipe: IO[bytes] | None) -> None:
+    """Let `pipe` hold a whole frame (PIPE_BYTES) where Linux allows it: a worker then writes
+    its answer at once instead of waking the reader for every 64 KB. Left as it is elsewhere
+    (another system, a per-user limit on pipe memory reached)."""
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    if pipe is None or setting is None:
+        return
+    with suppress(OSError, ValueError):
+        fcntl.fcntl(pipe.fileno(), setting, PIPE_BYTES)
 
 
 def read_settings(stdin: IO[bytes]) -> WorkerSettings:
@@ -379,19 +395,23 @@ def serve(stdin: IO[bytes], stdout: IO[bytes], settings: WorkerSettings) -> Work
     `stdin` must not read ahead (unbuffered): a fresh worker reads on where this one left."""
     decoder = msgspec.msgpack.Decoder(list[Job])
     encoder = msgspec.msgpack.Encoder()
+    frame = bytearray()
     # the worker's chunks, token lists and frames are as short-lived as the indexing
     # process's: young collections at the default 700 allocations were ~1.4 % of its CPU
     with fewer_collections(), _static_model(settings.static_cache) as model:
         while True:
             try:
-                frame = _read_frame(stdin)
+                jobs = decoder.decode(_read_frame(stdin))
             except WorkerStopped:
                 return None
-            jobs = decoder.decode(frame)
             answers = [prepare(job, settings.index, settings.chunk) for job in jobs]
             if model is not None:
                 _embed_static(model, answers)
-            _write_frame(stdout, encoder.encode(answers))
+            # the length and the answers in one buffer, reused: one write, no frame-sized copy
+            encoder.encode_into(answers, frame, _LENGTH.size)
+            _LENGTH.pack_into(frame, 0, len(frame) - _LENGTH.size)
+            stdout.write(frame)
+            stdout.flush()
             if 0 < settings.recycle_bytes < resident_bytes():
                 return settings
 
