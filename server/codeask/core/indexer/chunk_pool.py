@@ -201,13 +201,13 @@ class _Ahead:
     at most, and always room for one."""
 
     def __init__(self) -> None:
-        self._items: deque[bytearray | Exception] = deque()
+        self._items: deque[bytes | Exception] = deque()
         self._bytes = 0
         self._changed = threading.Condition()
 
-    def put(self, item: bytearray | Exception, stopping: threading.Event) -> bool:
+    def put(self, item: bytes | Exception, stopping: threading.Event) -> bool:
         """Queue `item` once there is room; False when the pool stopped meanwhile."""
-        size = 0 if isinstance(item, Exception) else len(item)
+        size = len(item) if isinstance(item, bytes) else 0
         with self._changed:
             while self._items and (
                 len(self._items) >= FRAMES_AHEAD or self._bytes + size > BYTES_AHEAD
@@ -220,13 +220,13 @@ class _Ahead:
             self._changed.notify_all()
         return True
 
-    def get(self) -> bytearray | Exception:
+    def get(self) -> bytes | Exception:
         """The next answer, waiting for it."""
         with self._changed:
             while not self._items:
                 self._changed.wait()
             item = self._items.popleft()
-            self._bytes -= 0 if isinstance(item, Exception) else len(item)
+            self._bytes -= len(item) if isinstance(item, bytes) else 0
             self._changed.notify_all()
             return item
 
@@ -312,7 +312,7 @@ class _Workers:
     def _read(self, proc: subprocess.Popen[bytes], answers: _Ahead) -> None:
         """One worker's frames into its queue until it ends (the end is queued as an error)."""
         while not self._stopping.is_set():
-            item: bytearray | Exception
+            item: bytes | Exception
             try:
                 if proc.stdout is None:
                     raise OSError("no pipe")
@@ -349,28 +349,31 @@ def _write_frame(pipe: IO[bytes] | None, payload: bytes) -> None:
     pipe.flush()
 
 
-def _read_frame(pipe: IO[bytes]) -> bytearray:
-    """One length-prefixed frame; WorkerStopped at end of file. Read into one buffer of the
-    frame's size (`readinto`, no pieces joined: a kernel frame is ~0.7 MB)."""
-    head = bytearray(_LENGTH.size)
-    if _read_into(pipe, memoryview(head)) < _LENGTH.size:
+def _read_exact(pipe: IO[bytes], size: int) -> bytes:
+    """`size` bytes, fewer only at end of file (an unbuffered pipe returns what is there).
+    A buffered pipe's `read` fills one bytes object itself: one piece, no copy in the join
+    (`readinto` a fresh bytearray cost ~15 % more: bytearray zero-fills; measured, issue 42)."""
+    parts: list[bytes] = []
+    left = size
+    while left:
+        part = pipe.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _read_frame(pipe: IO[bytes]) -> bytes:
+    """One length-prefixed frame; WorkerStopped at end of file."""
+    head = _read_exact(pipe, _LENGTH.size)
+    if len(head) < _LENGTH.size:
         raise WorkerStopped("the process ended")
     (length,) = _LENGTH.unpack(head)
-    payload = bytearray(length)
-    if _read_into(pipe, memoryview(payload)) < length:
+    payload = _read_exact(pipe, length)
+    if len(payload) < length:
         raise WorkerStopped("the process ended mid-answer")
     return payload
-
-
-def _read_into(pipe: IO[bytes], view: memoryview) -> int:
-    """Fill `view`; the bytes read, fewer only at end of file (a pipe may return less)."""
-    got = 0
-    while got < len(view):
-        count = pipe.readinto(view[got:])  # type: ignore[attr-defined]
-        if not count:
-            break
-        got += count
-    return got
 
 
 def widen_pipe(pipe: IO[bytes] | None) -> None:
@@ -407,7 +410,8 @@ def serve(stdin: IO[bytes], stdout: IO[bytes], settings: WorkerSettings) -> Work
             answers = [prepare(job, settings.index, settings.chunk) for job in jobs]
             if model is not None:
                 _embed_static(model, answers)
-            # the length and the answers in one buffer, reused: one write, no frame-sized copy
+            # the length and the answers in one buffer kept between frames: one write, and no
+            # new frame-sized bytes each time (encoding ~15 % less CPU on kernel,mm,lib,fs)
             encoder.encode_into(answers, frame, _LENGTH.size)
             _LENGTH.pack_into(frame, 0, len(frame) - _LENGTH.size)
             stdout.write(frame)
