@@ -29,6 +29,7 @@ from codeask.core.runtime import resident
 from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab
 from codeask.core.storage.lexical.merge_runs import Run, merge_runs
 from codeask.core.storage.lexical.packed import term_postings
+from codeask.core.storage.lexical.ranked_vocab import RankedVocab
 from codeask.core.storage.lexical.vocab import merge_vocabularies
 
 if TYPE_CHECKING:
@@ -298,24 +299,39 @@ class Postings:
     ) -> Postings:
         """The batches' postings as one table, ids renumbered in term order (the slices bisect
         the terms) and sorted by term, then row: one pass's order."""
-        term_of = np.concatenate(terms) if terms else np.zeros(0, np.int32)
+        ranked = RankedVocab.of(vocab)
+        del vocab
+        places_of = [ranked.rank[term] for term in terms]
+        del terms
+        return cls.ranked(keys, ranked, places_of, places, freqs, lengths)
+
+    @classmethod
+    def ranked(
+        cls,
+        keys: list[object],
+        vocab: RankedVocab,
+        terms: list[np.ndarray],
+        places: list[np.ndarray],
+        freqs: list[np.ndarray],
+        lengths: list[np.ndarray],
+    ) -> Postings:
+        """`assemble` of terms given as their places in `vocab` (sorted once for a build's
+        two tables: lexical/ranked_vocab.py); the table keeps the terms its postings use."""
+        term_of = np.concatenate(terms) if terms else np.zeros(0, np.int64)
         row_of = np.concatenate(places).astype(np.int32) if places else np.zeros(0, np.int32)
         freq = np.concatenate(freqs) if freqs else np.zeros(0)
         del terms, places, freqs
-        names = sorted(vocab)
-        rank = np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))
-        renumber = np.empty(len(names), dtype=np.int32)
-        renumber[rank] = np.arange(len(names), dtype=np.int32)
-        term_of = renumber[term_of]
-        del vocab, rank, renumber
+        names, term_of = vocab.used(term_of)
         # one int64 key per (term, row): its stable argsort (timsort, which takes each batch's
         # runs of a term's rows as they are) is lexsort's order, ~2x cheaper
         order = np.argsort(term_of.astype(np.int64) * (len(keys) + 1) + row_of, kind="stable")
-        term_of, row_of, freq = term_of[order], row_of[order], compact_freqs(freq[order])
-        starts = np.searchsorted(term_of, np.arange(len(names) + 1)).astype(np.int64)
+        row_of, freq = row_of[order], compact_freqs(freq[order])
+        starts = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_of, minlength=len(names)), out=starts[1:])
+        del term_of, order
         widths = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
         average = float(widths.sum()) / max(len(keys), 1)
-        slices = TermSlices.of(names, starts)
+        slices = TermSlices(StringColumn.of_bytes(names), starts)
         return cls(_compact_keys(keys), compact_lengths(widths), average, slices, row_of, freq)
 
     def key_list(self) -> list[object]:
