@@ -10,11 +10,10 @@ import random
 from pathlib import Path
 
 import numpy as np
-from tests.unit.test_merge_vocab import _assert_same, _random_part, reference_merge
+from tests.unit.test_merge_vocab import _assert_same, mapped_copy, random_parts, reference_merge
 
-from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Segment, merge_segments
+from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, merge_segments
 from codeask.core.storage.lexical.merge_runs import Run, merge_runs
-from codeask.core.storage.lexical.segment_file import open_segment, write_segment
 
 
 def argsort_merge(
@@ -84,18 +83,7 @@ def test_merged_segments_hold_the_argsort_merges_postings(tmp_path: Path) -> Non
     tables), built in memory and read back mapped, against main's merge."""
     rng = random.Random(11)
     for trial in range(20):
-        weights = CHUNK_WEIGHTS if trial % 2 else FILE_WEIGHTS
-        sizes = [rng.choice((0, 1, 7, 60, 150)) for _ in range(rng.randint(1, 5))]
-        firsts = np.cumsum([0, *sizes]).tolist()
-        parts = [_random_part(rng, f, n, weights) for f, n in zip(firsts, sizes, strict=False)]
+        parts = random_parts(rng, CHUNK_WEIGHTS if trial % 2 else FILE_WEIGHTS, (0, 1, 7, 60, 150))
         _assert_same(merge_segments(parts), reference_merge(parts))
-        mapped = []
-        for n, part in enumerate(parts):
-            path = tmp_path / f"t{trial}-{n}.lex"
-            write_segment(path, part)
-            postings, order = open_segment(path)
-            segment = Segment(postings, order)
-            if part.masked is not None:
-                segment.set_mask(np.flatnonzero(part.masked))
-            mapped.append(segment)
+        mapped = [mapped_copy(p, tmp_path / f"t{trial}-{n}.lex") for n, p in enumerate(parts)]
         _assert_same(merge_segments(mapped), reference_merge(mapped))
