@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -94,6 +95,49 @@ def test_a_parse_reads_the_file_in_one_piece() -> None:
     tree = parse_bound.parse(cast(Parser, spy), source, parse_bound.Budget())
     assert spy.reads <= 2
     assert str(tree.root_node) == str(Parser(get_language("c")).parse(source).root_node)
+
+
+def test_a_parse_keeps_no_reference_to_the_file() -> None:
+    """py-tree-sitter 0.26.1 keeps a reference to every object its read callable returns
+    during a parse: handed the file's bytes, it kept each parsed file alive (a worker grew by
+    what it parsed). The file's bytes are free again once its tree is, parse after parse,
+    including a parse stopped by its budget; a node's text (read after the parse) is the
+    file's, from its first byte on."""
+    parser = Parser(get_language("c"))
+    source = "".join(f"int v{n} = {n};\n" for n in range(2000)).encode()
+    before = sys.getrefcount(source)
+    for _ in range(20):
+        tree = parse_bound.parse(parser, source, parse_bound.Budget())
+        assert tree.root_node.child(0).text == b"int v0 = 0;"
+        del tree
+    spent = parse_bound.Budget()
+    spent.deadline = 0.0
+    with pytest.raises(parse_bound.OverBudget):
+        parse_bound.parse(parser, deep_scala(20_000).encode(), spent)
+    assert sys.getrefcount(source) == before
+
+
+def test_parses_in_two_threads_read_their_own_files() -> None:
+    """The reusable buffer is per thread: two threads parsing at once each get their file's tree."""
+    files = [
+        "".join(f"int {name}{n}(void) {{ return {n}; }}\n" for n in range(3000)).encode()
+        for name in ("left", "right")
+    ]
+    expected = [str(Parser(get_language("c")).parse(source).root_node) for source in files]
+    got: list[list[str]] = [[], []]
+
+    def work(side: int) -> None:
+        parser = Parser(get_language("c"))
+        for _ in range(15):
+            tree = parse_bound.parse(parser, files[side], parse_bound.Budget())
+            got[side].append(str(tree.root_node))
+
+    threads = [threading.Thread(target=work, args=(side,)) for side in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert got == [[expected[0]] * 15, [expected[1]] * 15]
 
 
 def test_deep_files_in_chunk_workers(tmp_path: Path) -> None:

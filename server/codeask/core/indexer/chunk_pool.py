@@ -59,11 +59,11 @@ BYTES_AHEAD = 16 * 1024 * 1024
 #: The worker's module, run with this interpreter.
 WORKER_MODULE = "codeask.core.indexer.chunk_worker"
 #: Resident bytes past which a worker starts afresh between two frames (the same process id
-#: and pipes, a new interpreter: `recycle`). py-tree-sitter 0.26 keeps every bytes object a
-#: parse's read callable returned (parse_bound.py: now the file's own bytes, read whole; 20
-#: parses of a 293 KB C file held 7.0 MB more, 10.4 MB when it was read 256 bytes at a time),
-#: so a worker grows with what it has parsed: ~840 MB each on the whole kernel before. A fresh
-#: worker starts at ~100 MB and costs ~0.3 s of CPU; its caches fill again as it goes.
+#: and pipes, a new interpreter: `recycle`). py-tree-sitter 0.26 kept every object a parse's
+#: read callable returned, so a worker grew with what it parsed (~840 MB each on the whole
+#: kernel before); parse_bound.py now hands it a reused buffer, and this bound stays a guard
+#: against growth of any other kind. A fresh worker starts at ~100 MB and costs ~0.3 s of CPU;
+#: its caches fill again as it goes (~1.5 CPU-s on kernel,mm,lib).
 RECYCLE_RSS_BYTES = 320 * 1024 * 1024
 #: The pipe size asked for each worker's answers (Linux's default is 64 KB, its ceiling for a
 #: user 1 MB: /proc/sys/fs/pipe-max-size).

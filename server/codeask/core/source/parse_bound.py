@@ -78,20 +78,49 @@ def parse(parser: Parser, data: bytes, budget: Budget) -> Tree:
     """The file's tree, or OverBudget when parsing spends the budget.
 
     The text goes through a read callable because py-tree-sitter ignores the progress
-    callback for a bytes source; slices are bytes (a memoryview slice crashed it)."""
+    callback for a bytes source; slices are bytes (a memoryview slice crashed it).
 
-    def read(offset: int, _point: object) -> bytes:
-        return data if offset == 0 else data[offset : offset + READ_BYTES]
+    py-tree-sitter 0.26.1 never drops its reference to what the read callable returns during
+    a parse (`parser_read_wrapper` takes a buffer of it and releases the buffer, not the
+    object): handed the file's bytes, it kept every parsed file alive, so a chunk worker grew
+    by what it parsed (~840 MB each on the whole kernel) and a daemon by every file it
+    re-chunked. The whole-file read is therefore this thread's one reusable bytearray, emptied
+    once the parse returns (its buffer released by then): the kept reference holds an empty
+    object that lives anyway. Reads after the parse (a node's text) get bytes slices, which
+    that path releases."""
+    whole = _whole_file_buffer()
+    whole[:] = data
+    parsing = True
+
+    def read(offset: int, _point: object) -> bytes | bytearray:
+        if offset == 0 and parsing:
+            return whole
+        return data[offset : offset + READ_BYTES]
 
     with _signals_deferred():
         try:
             tree = parser.parse(read, progress_callback=budget.spent)
         except ValueError:  # "Parsing failed": the callback stopped it
             tree = None
+        finally:
+            parsing = False
+            whole.clear()
     if tree is None:
         parser.reset()  # else the next parse would resume this one
         raise OverBudget(f"parsing took more than {budget.seconds:g} s of CPU")
     return tree
+
+
+_thread_buffers = threading.local()
+
+
+def _whole_file_buffer() -> bytearray:
+    """This thread's bytearray the parser reads a file from (one per thread: parses of two
+    threads run at once in a daemon)."""
+    buffer: bytearray | None = getattr(_thread_buffers, "whole", None)
+    if buffer is None:
+        buffer = _thread_buffers.whole = bytearray()
+    return buffer
 
 
 def deeper_than(root: Node, limit: int = MAX_DEPTH) -> int | None:
