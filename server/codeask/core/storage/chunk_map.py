@@ -21,6 +21,7 @@ import numpy as np
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkDamaged, ChunkFile, ChunkFileWriter, symbol_of
 from codeask.core.storage.chunk_spill import SPILL_AT, ChunkSpill
+from codeask.core.storage.record_copy import copy_records
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -274,11 +275,16 @@ class ChunkMap:
     def _copy_base(self, writer: ChunkFileWriter, base: ChunkFile) -> np.ndarray:
         """Copy the base records that still count; returns the ids left out."""
         skipped: list[int] = []
-        for row in self.base_rows().tolist():
+        rows = self.base_rows()
+
+        def one(position: int) -> None:  # a run that failed a check: record by record
+            row = int(rows[position])
             chunk_id = int(base.ids[row])
             try:
                 writer.add_raw(chunk_id, base.raw(row), None, base.crc(row))
             except ChunkDamaged as exc:
                 self._damage(chunk_id, str(exc))
                 skipped.append(chunk_id)
+
+        copy_records(writer, base.records(rows), base.span, one)
         return np.fromiter([*self.removed, *skipped], dtype=np.int64)
