@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkFile, ChunkFileWriter, symbol_hash, symbol_of
 from codeask.core.storage.chunk_map import ChunkMap
