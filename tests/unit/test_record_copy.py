@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import numpy as np
+from tests.unit.test_chunk_spill import chunk as spill_chunk
 
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkFile, ChunkFileWriter, symbol_hash, symbol_of
@@ -15,16 +17,11 @@ from codeask.core.storage.record_copy import runs
 
 
 def chunk(chunk_id: int, version: int = 0) -> Chunk:
-    return Chunk(
-        path=f"pkg/m{chunk_id % 7}.py",
-        language="python",
-        kind="function",
-        start_line=chunk_id,
-        end_line=chunk_id + 1,
-        text=f"def f{chunk_id}_{version}():\n    return {chunk_id * (version + 1)}\n" * 3,
-        symbol=f"f{chunk_id % 50}" if chunk_id % 3 else "",
-        id=chunk_id,
-    )
+    """test_chunk_spill's chunk, its text longer and `version` in its name (a re-indexed file);
+    every third one defines no symbol."""
+    made = spill_chunk(chunk_id)
+    text = f"def f{chunk_id}_{version}():\n    return {chunk_id * (version + 1)}\n" * 3
+    return msgspec.structs.replace(made, text=text, symbol=made.symbol if chunk_id % 3 else "")
 
 
 def one_at_a_time(chunks: ChunkMap, path: Path) -> None:
