@@ -23,6 +23,11 @@ from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, scores
 
 #: A base of at least this many rows gets lists; below it every query scans every row.
 MIN_ROWS = 400_000
+#: Lists per square root of the base's rows (565 on the kernel's 1.28M). Half a list per root
+#: since issue 42's SAVES: the training (~lists^2) and every row's assignment (~rows x lists)
+#: took 14.7 CPU-s of the kernel's last save, 7.6 now; a query still scans `PROBE_SHARE` of the
+#: lists (kernel questions: R@5 the same, 88 % of the exact dense top-10 kept, 94 % before).
+LISTS_PER_ROOT = 0.5
 #: Rows sampled to train the centroids, per list.
 _SAMPLE_PER_LIST = 48
 #: k-means rounds (spherical: centroids are unit vectors, rows go to the best cosine).
@@ -153,7 +158,7 @@ def append(path: Path, lists: CoarseLists) -> None:
 def train(rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> CoarseLists:
     """Spherical k-means on a sample, then every row assigned to its nearest centroid."""
     count = len(rows)
-    lists = int(min(4096, max(16, round(np.sqrt(count)))))
+    lists = int(min(4096, max(16, round(np.sqrt(count) * LISTS_PER_ROOT))))
     rng = np.random.default_rng(seed)
     sample_rows = np.sort(
         rng.choice(count, size=min(count, lists * _SAMPLE_PER_LIST), replace=False)
