@@ -38,6 +38,7 @@ import zstandard
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.runtime import resident
 from codeask.core.storage import record_codec
+from codeask.core.storage.record_copy import Records
 from codeask.core.storage.snapshot import StoreError
 
 MAGIC = b"CQCHUNK2"
@@ -104,6 +105,19 @@ class ChunkFileWriter:
         crc = zlib.crc32(record) if crc < 0 else crc
         self._table.append(chunk_id, self._at, len(record), crc, sym)
         self._at += len(record)
+
+    def add_run(self, ids: np.ndarray, lengths: np.ndarray, crcs: np.ndarray, data: bytes) -> None:
+        """Append records lying end to end in `data` (checked by the caller, record_copy.py) as
+        one write: the same bytes and table entries as `add_raw` of each, without symbols."""
+        starts = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        table = self._table
+        table.ids.frombytes(np.ascontiguousarray(ids, dtype=np.int64).tobytes())
+        table.offsets.frombytes((starts + self._at).tobytes())
+        table.lengths.frombytes(np.ascontiguousarray(lengths, dtype=np.uint32).tobytes())
+        table.crcs.frombytes(np.ascontiguousarray(crcs, dtype=np.uint32).tobytes())
+        self._out.write(data)
+        self._at += len(data)
 
     def add_symbols(self, hashes: np.ndarray, ids: np.ndarray) -> None:
         """Symbol entries of records added with `add_raw(..., sym=None)` (copied in bulk)."""
@@ -233,6 +247,16 @@ class ChunkFile:
                 f"index file {self.path.name}: chunk {int(self.ids[row])} fails its checksum"
             )
         return data
+
+    def span(self, start: int, size: int) -> bytes:
+        """`size` bytes of the file from `start`, unchecked (record_copy.py checks each record)."""
+        if resident.one_shot():
+            return os.pread(self._fd, size, start)
+        return self._map[start : start + size]
+
+    def records(self, rows: np.ndarray) -> Records:
+        """The id, offset, length and crc32 of the records at `rows`, in that order."""
+        return Records(self.ids[rows], self._offsets[rows], self._lengths[rows], self._crcs[rows])
 
     def crc(self, row: int) -> int:
         """The stored crc32 of the record at `row` (copied along when compacting)."""

@@ -21,6 +21,7 @@ import numpy as np
 from codeask.core.records import Chunk
 from codeask.core.storage.chunk_file import ChunkDamaged, ChunkFile, ChunkFileWriter, symbol_of
 from codeask.core.storage.chunk_spill import SPILL_AT, ChunkSpill
+from codeask.core.storage.record_copy import copy_records
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -273,12 +274,26 @@ class ChunkMap:
 
     def _copy_base(self, writer: ChunkFileWriter, base: ChunkFile) -> np.ndarray:
         """Copy the base records that still count; returns the ids left out."""
-        skipped: list[int] = []
-        for row in self.base_rows().tolist():
-            chunk_id = int(base.ids[row])
-            try:
-                writer.add_raw(chunk_id, base.raw(row), None, base.crc(row))
-            except ChunkDamaged as exc:
-                self._damage(chunk_id, str(exc))
-                skipped.append(chunk_id)
+        skipped = copy_base(writer, base, self.base_rows(), self._damage)
         return np.fromiter([*self.removed, *skipped], dtype=np.int64)
+
+
+def copy_base(
+    writer: ChunkFileWriter, base: ChunkFile, rows: np.ndarray, damage: Callable[[int, str], None]
+) -> list[int]:
+    """Copy the base's records at `rows` in runs (record_copy.py); a run that fails a check
+    goes record by record, a damaged record left out and reported to `damage`. Returns the
+    ids left out."""
+    skipped: list[int] = []
+
+    def one(position: int) -> None:
+        row = int(rows[position])
+        chunk_id = int(base.ids[row])
+        try:
+            writer.add_raw(chunk_id, base.raw(row), None, base.crc(row))
+        except ChunkDamaged as exc:
+            damage(chunk_id, str(exc))
+            skipped.append(chunk_id)
+
+    copy_records(writer, base.records(rows), base.span, one)
+    return skipped

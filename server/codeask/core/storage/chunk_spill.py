@@ -31,6 +31,7 @@ from codeask.core.storage.chunk_file import (
     symbol_hash,
     symbol_of,
 )
+from codeask.core.storage.record_copy import Records, copy_records
 
 #: Chunks the map's in-memory delta may hold before it is spilled: ~1.4 KB a decoded chunk on
 #: the kernel, so ~20 MB; a pass of fewer chunks (an edit, a branch switch) never spills.
@@ -153,15 +154,34 @@ class ChunkSpill:
         return [i for i in found if i not in self.gone]
 
     def copy_to(self, writer: ChunkFileWriter) -> None:
-        """Every record not gone into `writer`, as encoded (no decode)."""
-        gone, sym_ids, sym_hash = self.gone, self._table.sym_ids, self._table.sym_hash
-        at = 0  # symbol entries were appended in the order of the records
-        for row, chunk_id in enumerate(self._table.ids):
-            sym = None
-            if at < len(sym_ids) and sym_ids[at] == chunk_id:
-                sym, at = sym_hash[at], at + 1
-            if chunk_id not in gone:
-                writer.add_raw(chunk_id, self.raw(row), sym, self._table.crcs[row])
+        """Every record not gone into `writer`, as encoded (no decode), adjacent ones in runs
+        (record_copy.py); a damaged record raises ChunkDamaged, as `raw` does."""
+        with self._lock:  # copies: the typed arrays may grow again once this returns
+            table = self._table
+            ids = np.array(table.ids, dtype=np.int64)
+            records = Records(
+                ids,
+                np.array(table.offsets, dtype=np.int64),
+                np.array(table.lengths, dtype=np.int64),
+                np.array(table.crcs, dtype=np.int64),
+            )
+            sym_hash = np.array(table.sym_hash, dtype=np.uint64)
+            sym_ids = np.array(table.sym_ids, dtype=np.int64)
+        if self.gone:
+            gone = np.fromiter(self.gone, dtype=np.int64, count=len(self.gone))
+            keep = np.flatnonzero(~np.isin(ids, gone))
+            records = Records(*(part[keep] for part in vars(records).values()))
+            kept = ~np.isin(sym_ids, gone)
+            sym_hash, sym_ids = sym_hash[kept], sym_ids[kept]
+        else:
+            keep = np.arange(len(ids))
+
+        def one(position: int) -> None:  # a run that failed a check: raises at the damage
+            row = int(keep[position])
+            writer.add_raw(int(ids[row]), self.raw(row), None, self._table.crcs[row])
+
+        copy_records(writer, records, lambda start, size: os.pread(self._fd, size, start), one)
+        writer.add_symbols(sym_hash, sym_ids)
 
     def discard(self) -> None:
         """Delete the file. Its descriptor stays open until this object goes, so a search

@@ -23,10 +23,18 @@ from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, scores
 
 #: A base of at least this many rows gets lists; below it every query scans every row.
 MIN_ROWS = 400_000
+#: Lists per square root of the base's rows (565 on the kernel's 1.28M). Half a list per root
+#: since issue 42's SAVES: the training (~lists^2) and every row's assignment (~rows x lists)
+#: took 14.7 CPU-s of the kernel's last save, 7.6 now; a query still scans `PROBE_SHARE` of the
+#: lists (kernel questions: R@5 the same, 88 % of the exact dense top-10 kept, 94 % before).
+LISTS_PER_ROOT = 0.5
 #: Rows sampled to train the centroids, per list.
 _SAMPLE_PER_LIST = 48
 #: k-means rounds (spherical: centroids are unit vectors, rows go to the best cosine).
 _ROUNDS = 8
+#: A list's first this many sample rows are summed a rank at a time (`_sums`), the rest by
+#: `np.add.at` (a list holds `_SAMPLE_PER_LIST` of them on average).
+_RANKS = 4 * _SAMPLE_PER_LIST
 #: Share of the lists a query scans (at least `_MIN_PROBES`); measured in benchmarks/vector_scan.
 PROBE_SHARE = 0.06
 _MIN_PROBES = 8
@@ -150,7 +158,7 @@ def append(path: Path, lists: CoarseLists) -> None:
 def train(rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> CoarseLists:
     """Spherical k-means on a sample, then every row assigned to its nearest centroid."""
     count = len(rows)
-    lists = int(min(4096, max(16, round(np.sqrt(count)))))
+    lists = int(min(4096, max(16, round(np.sqrt(count) * LISTS_PER_ROOT))))
     rng = np.random.default_rng(seed)
     sample_rows = np.sort(
         rng.choice(count, size=min(count, lists * _SAMPLE_PER_LIST), replace=False)
@@ -159,8 +167,7 @@ def train(rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> CoarseL
     centroids = sample[rng.choice(len(sample), size=lists, replace=False)].copy()
     for _ in range(_ROUNDS):
         owner = _nearest(sample, None, centroids)
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, owner, sample)
+        sums = _sums(sample, owner, lists)
         empty = np.bincount(owner, minlength=lists) == 0
         sums[empty] = centroids[empty]  # a list nothing chose keeps its centroid
         centroids = _unit(sums)
@@ -169,6 +176,29 @@ def train(rows: np.ndarray, scales: np.ndarray | None, seed: int = 0) -> CoarseL
     starts = np.zeros(lists + 1, dtype=np.int64)
     starts[1:] = np.cumsum(np.bincount(owners, minlength=lists))
     return CoarseLists(centroids.astype(np.float32), order, starts)
+
+
+def _sums(sample: np.ndarray, owner: np.ndarray, lists: int) -> np.ndarray:
+    """Each list's sum of its sample rows, added in sample order exactly as `np.add.at` adds
+    them (the same float32 additions: the same centroids), one numpy step per rank of a row
+    in its list (its first row, its second...) instead of one per row: `np.add.at` was ~0.1 s
+    a round on 32k rows. Rows past the `_RANKS`th of their list follow by `np.add.at`, still
+    in sample order after the ranks before them."""
+    order = np.argsort(owner, kind="stable")  # each list's rows, in sample order
+    counts = np.bincount(owner, minlength=lists)
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
+    by_rank = order[np.argsort(rank, kind="stable")]
+    bounds = np.searchsorted(np.sort(rank), np.arange(_RANKS + 1))
+    sums = np.zeros((lists, sample.shape[1]), dtype=np.float32)
+    head = by_rank[: bounds[-1]]
+    rows, owners = sample[head], owner[head]  # rank 0's rows, then rank 1's...
+    for first, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if first == end:  # no list has this many rows
+            break
+        sums[owners[first:end]] += rows[first:end]  # at most one row of each list
+    rest = np.sort(order[rank >= _RANKS])
+    np.add.at(sums, owner[rest], sample[rest])
+    return sums
 
 
 def _nearest(rows: np.ndarray, scales: np.ndarray | None, centroids: np.ndarray) -> np.ndarray:
