@@ -50,7 +50,8 @@ def test_paths_named_answers_as_a_table_of_every_suffix() -> None:
     asked = {*reference, "", "/", "mod", "sub/", "b/c/", "nowhere.py", "c", "tar", "archive.tar"}
     for key in sorted(asked):
         assert table.paths_named(key) == reference.get(key, []), key
-    assert sum(map(len, table.by_tail.values())) <= 2 * len(PATHS)
+    held = [[v] if isinstance(v, str) else v for v in table.by_tail.values()]
+    assert sum(map(len, held)) <= 2 * len(PATHS)
 
 
 def test_a_one_file_edit_keeps_the_writers_path_table(tmp_path: Path) -> None:

@@ -53,7 +53,8 @@ class SymbolTable:
     def __init__(self) -> None:
         self._key: object = None
         self.by_name: dict[str, list[int]] = {}
-        self.by_tail: dict[str, list[str]] = {}
+        self.by_tail: dict[str, str | list[str]] = {}
+        """tail -> its one file, or its files in the order given."""
 
     def built_for(self, key: object) -> bool:
         """Whether the last build was of the chunk set `key` identifies."""
@@ -62,14 +63,20 @@ class SymbolTable:
     def rebuild(self, key: object, chunks: Iterable[Chunk], paths: Iterable[str]) -> None:
         """Build from `chunks` and `paths`, the chunk set `key` identifies."""
         by_name: dict[str, list[int]] = defaultdict(list)
-        by_tail: dict[str, list[str]] = defaultdict(list)
+        by_tail: dict[str, str | list[str]] = {}
         for chunk in chunks:
             if chunk.symbol and chunk.kind not in HISTORY_KINDS:
                 by_name[chunk.symbol].append(chunk.id)
         for path in paths:
             for tail in path_tails(path):
-                by_tail[tail].append(path)
-        self.by_name, self.by_tail, self._key = dict(by_name), dict(by_tail), key
+                held = by_tail.get(tail)
+                if held is None:
+                    by_tail[tail] = path  # most tails name one file: no list (~8 of 20 MB)
+                elif isinstance(held, str):
+                    by_tail[tail] = [held, path]
+                else:
+                    held.append(path)
+        self.by_name, self.by_tail, self._key = dict(by_name), by_tail, key
 
     def copy(self) -> SymbolTable:
         """A table of its own over the same maps: a build replaces the maps, never changes
@@ -81,6 +88,8 @@ class SymbolTable:
     def paths_named(self, key: str) -> list[str]:
         """Files whose `path_keys` hold `key`, in the order they were given."""
         named = self.by_tail.get(key.rpartition("/")[2], [])
+        if isinstance(named, str):
+            named = [named]
         return [path for path in named if key in path_keys(path)]
 
 
