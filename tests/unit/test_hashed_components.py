@@ -73,3 +73,43 @@ def test_a_file_is_trusted_again_only_as_it_was_hashed(tmp_path: Path) -> None:
     os.utime(path, ns=(past, past))
     damaged = hashed.digest(path)
     assert damaged != fresh and not hashed.intact(path, fresh)
+
+
+def test_a_check_waits_for_the_hash_another_thread_is_making_of_the_same_file(
+    tmp_path: Path,
+) -> None:
+    """The daemon's read copy hashes the static tier in the background from its open; the writer
+    `codeask index` opens right after checks the same file: it waits for that hash, not a second."""
+    import threading
+    from typing import Any, BinaryIO
+
+    path = tmp_path / "static.npz"
+    path.write_bytes(os.urandom(3 << 20))
+    past = time.time_ns() - 10 * SETTLED_NS
+    os.utime(path, ns=(past, past))
+    expected = HashedFiles().digest(path)
+    gate = threading.Event()
+
+    class Gated(HashedFiles):
+        reads = 0
+
+        def _read(self, handle: BinaryIO, digest: Any) -> None:
+            type(self).reads += 1
+            gate.wait(timeout=60)  # the first hash holds here until the second check waits
+            super()._read(handle, digest)
+
+    hashed = Gated()
+    answers: list[bool] = []
+    first = threading.Thread(target=lambda: answers.append(hashed.intact(path, expected)))
+    first.start()
+    while Gated.reads == 0 and first.is_alive():
+        time.sleep(0.01)
+    second = threading.Thread(target=lambda: answers.append(hashed.intact(path, expected)))
+    second.start()
+    while hashed.waits == 0 and second.is_alive():
+        time.sleep(0.01)
+    gate.set()
+    first.join(timeout=60)
+    second.join(timeout=60)
+    assert answers == [True, True] and hashed.waits == 1 and hashed.reused == 1
+    assert Gated.reads == 1, "one read of the file: the second check took the first one's hash"

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any, BinaryIO
 
 #: A file is remembered only when it was last written (mtime) this long before its hash
 #: began: file times tick in coarse steps (a few ms), so a write in the same step as the last
@@ -45,35 +46,60 @@ class HashedFiles:
 
     def __init__(self, limit: int = LIMIT) -> None:
         self._seen: OrderedDict[_Identity, str] = OrderedDict()
+        self._running: dict[_Identity, threading.Event] = {}
         self._lock = threading.Lock()
         self._limit = limit
         self.reused = 0
         """How many hashes were spared (tests tell a reuse from a second hash)."""
+        self.waits = 0
+        """How many checks waited for another thread's hash of the same file."""
 
     def digest(self, path: Path) -> str:
         """The file's blake2b (16 bytes, hex), remembered when the file did not change while
-        it was read."""
+        it was read; a check of the same file meanwhile waits for it (`intact`)."""
         digest = hashlib.blake2b(digest_size=16)
         started = time.time_ns()
         with path.open("rb") as handle:
             before = _identity(os.fstat(handle.fileno()))
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-            after = _identity(os.fstat(handle.fileno()))
-        value = digest.hexdigest()
-        if before == after and before[3] < started - SETTLED_NS:
+            done = threading.Event()
             with self._lock:
-                self._seen[before] = value
-                self._seen.move_to_end(before)
-                while len(self._seen) > self._limit:
-                    self._seen.popitem(last=False)
+                mine = self._running.setdefault(before, done) is done
+            try:
+                self._read(handle, digest)
+                after = _identity(os.fstat(handle.fileno()))
+                value = digest.hexdigest()
+                if before == after and before[3] < started - SETTLED_NS:
+                    self._remember(before, value)
+            finally:
+                if mine:
+                    with self._lock:
+                        del self._running[before]
+                    done.set()
         return value
+
+    def _read(self, handle: BinaryIO, digest: Any) -> None:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+
+    def _remember(self, identity: _Identity, value: str) -> None:
+        with self._lock:
+            self._seen[identity] = value
+            self._seen.move_to_end(identity)
+            while len(self._seen) > self._limit:
+                self._seen.popitem(last=False)
 
     def intact(self, path: Path, expected: str) -> bool:
         """Whether the file's bytes hash to `expected`: known without reading them when this
-        process hashed this very file (same identity) to that digest before."""
+        process hashed this very file (same identity) to that digest before, or is hashing
+        it now (a released read copy's background check: the writer waits for it)."""
+        identity = _identity(path.stat())
         with self._lock:
-            known = self._seen.get(_identity(path.stat()))
+            running = self._running.get(identity)
+            self.waits += running is not None
+        if running is not None:
+            running.wait()
+        with self._lock:
+            known = self._seen.get(identity)
         if known == expected:
             self.reused += 1
             return True
