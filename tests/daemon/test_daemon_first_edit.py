@@ -30,13 +30,20 @@ def hits(root: Path, env: dict[str, str], query: str, *extra: str) -> list[str]:
     return [hit["relative_path"] for hit in json.loads(done.stdout)["results"]]
 
 
+def searched(tmp_path: Path, daemon_env: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """The project indexed in the client, then searched through a fresh daemon by a question
+    naming a file: its read copy has built the path table."""
+    env = agent_env(daemon_env)
+    root = indexed(tmp_path, env)
+    assert found(root, env, "pkg/mod3.py helper_3")[0] == "pkg/mod3.py"
+    assert TAKEN not in daemon_log(env)
+    return root, env
+
+
 def test_the_writer_takes_the_read_copys_path_table(
     tmp_path: Path, daemon_env: dict[str, str]
 ) -> None:
-    env = agent_env(daemon_env)
-    root = indexed(tmp_path, env)
-    assert found(root, env, "pkg/mod3.py helper_3")[0] == "pkg/mod3.py"  # the read copy's table
-    assert TAKEN not in daemon_log(env)
+    root, env = searched(tmp_path, daemon_env)
 
     add_function(root / "pkg/mod3.py", "first_probe")
     walked = index_json(root, env)  # the writer opens on the snapshot the read copy loaded
@@ -51,9 +58,7 @@ def test_the_writer_takes_the_read_copys_path_table(
 def test_a_pass_that_adds_a_file_builds_the_table_again(
     tmp_path: Path, daemon_env: dict[str, str]
 ) -> None:
-    env = agent_env(daemon_env)
-    root = indexed(tmp_path, env)
-    assert found(root, env, "pkg/mod3.py helper_3")[0] == "pkg/mod3.py"
+    root, env = searched(tmp_path, daemon_env)
 
     (root / "pkg/newcomer.py").write_text("def arrival(value):\n    return value - 1\n")
     added = index_json(root, env)
