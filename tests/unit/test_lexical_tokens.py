@@ -103,6 +103,26 @@ def test_identifier_parts_are_the_references_on_any_text() -> None:
         assert identifier_parts(word) == reference_parts(word), word
 
 
+def test_new_words_of_every_shape_tokenize_as_the_reference_did() -> None:
+    """A word not yet cached is cut by one CAMEL_PART pass over the whole word (`_run_text`):
+    the reference's tokens for register names, hex numbers, snake/Camel/UPPER words with digits
+    and runs of underscores, each tokenized afresh (not from the cache)."""
+    rng = random.Random(11)
+    words = [
+        "mmUVD_LMI_RBC_IB_64BIT_BAR_LOW",
+        "GC_CAC_WEIGHT_CU_0__WEIGHT_CU_SIG0_MASK",
+        "0x00ff00FFul",
+        "regDCHUBBUB_ARB_DRAM_STATE_CNTL_BASE_IDX",
+        "__PHYS_ADDR_T_TYPE__",
+        "_9a_B",
+        "ABc_dEF_GhI2jK",
+        "x86_64",
+    ]
+    words += [_random_text(rng, "aAbBzZ019__", rng.randrange(1, 30)) for _ in range(3000)]
+    expected = [" ".join(reference_tokens(word)) for word in words]
+    assert [tokens._run_text(word) for word in words] == expected
+
+
 def test_a_full_cache_is_dropped_and_tokens_stay_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tokens, "CACHE_WORDS", 8)
     text = " ".join(f"word{i}_Part{i % 5}" for i in range(100))

@@ -106,14 +106,30 @@ def _random_part(rng: random.Random, first: int, count: int, weights: tuple[floa
     return segment
 
 
+def random_parts(
+    rng: random.Random, weights: tuple[float, ...], sizes: tuple[int, ...]
+) -> list[Segment]:
+    """One to five random parts of one table (rows of each `sizes`), numbered one after another."""
+    counts = [rng.choice(sizes) for _ in range(rng.randint(1, 5))]
+    firsts = np.cumsum([0, *counts]).tolist()
+    return [_random_part(rng, f, n, weights) for f, n in zip(firsts, counts, strict=False)]
+
+
 def test_the_numpy_join_gives_the_python_joins_postings_on_random_segments() -> None:
     rng = random.Random(42)
     for trial in range(30):
-        weights = CHUNK_WEIGHTS if trial % 3 else FILE_WEIGHTS
-        sizes = [rng.choice((0, 1, 5, 40, 120)) for _ in range(rng.randint(1, 5))]
-        firsts = np.cumsum([0, *sizes]).tolist()
-        parts = [_random_part(rng, f, n, weights) for f, n in zip(firsts, sizes, strict=False)]
+        parts = random_parts(rng, CHUNK_WEIGHTS if trial % 3 else FILE_WEIGHTS, (0, 1, 5, 40, 120))
         _assert_same(merge_segments(parts), reference_merge(parts))
+
+
+def mapped_copy(built: Segment, path: Path) -> Segment:
+    """`built` written to a segment file at `path` and read back mapped, its mask kept."""
+    write_segment(path, built)
+    postings, order = open_segment(path)
+    mapped = Segment(postings, order)
+    if built.masked is not None:
+        mapped.set_mask(np.flatnonzero(built.masked))
+    return mapped
 
 
 def test_memory_mapped_segments_merge_as_built_ones(tmp_path: Path) -> None:
@@ -122,13 +138,7 @@ def test_memory_mapped_segments_merge_as_built_ones(tmp_path: Path) -> None:
     parts = []
     for n, size in enumerate((80, 0, 60, 100)):
         built = _random_part(rng, n * 100, size, CHUNK_WEIGHTS)
-        path = tmp_path / f"s{n}.seg"
-        write_segment(path, built)
-        postings, order = open_segment(path)
-        mapped = Segment(postings, order)
-        if built.masked is not None:
-            mapped.set_mask(np.flatnonzero(built.masked))
-        parts.append(mapped)
+        parts.append(mapped_copy(built, tmp_path / f"s{n}.seg"))
     _assert_same(merge_segments(parts), reference_merge(parts))
 
 

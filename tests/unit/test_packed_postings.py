@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 from codeask.core.storage.lexical import segment_file
-from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, LiveTable, Postings, Segment
+from codeask.core.storage.lexical.bm25 import (
+    CHUNK_WEIGHTS,
+    LiveTable,
+    Postings,
+    Segment,
+    merge_segments,
+)
 from codeask.core.storage.lexical.packed import PackedFreqs, PackedRows
 from codeask.core.storage.lexical.segment_file import (
     MAGIC,
@@ -132,3 +138,28 @@ def test_a_first_pass_writes_packed_segments_and_search_reads_them(tmp_path: Pat
         data = path.read_bytes()
         (length,) = struct.unpack("<Q", data[8:16])
         assert "row_cells" in json.loads(data[16 : 16 + length])["arrays"]
+
+
+def test_a_whole_decode_gives_every_slices_rows(tmp_path: Path) -> None:
+    """PackedRows.whole (a merge's read of a part) is the general slice read of every row, on
+    segments with empty terms, far steps (rows > 254 apart) and one posting a term."""
+    rng = random.Random(23)
+    for trial in range(12):
+        count = rng.choice((1, 3, 40, 900))
+        words = WORDS[: rng.choice((2, 30, 400))]
+        rows = [
+            (key, " ".join(rng.choices(words, k=rng.randint(0, 9))), "", "") for key in range(count)
+        ]
+        segment = Segment(Postings.build(rows, CHUNK_WEIGHTS), np.arange(count))
+        for position in range(count):
+            if trial % 2 and rng.random() < 0.5:  # merged without them: terms left empty
+                segment.mask(position)
+        if segment.masked is not None:
+            segment = Segment(*merge_segments([segment]))
+        path = tmp_path / f"w{trial}.lex"
+        write_segment(path, segment)
+        packed = open_segment(path)[0].rows
+        assert isinstance(packed, PackedRows)
+        whole = packed.whole()
+        assert whole.dtype == np.int32
+        assert whole.tolist() == packed[0 : len(packed)].tolist()

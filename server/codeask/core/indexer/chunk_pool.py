@@ -15,6 +15,7 @@ again, in the child), and fork is unsafe in a threaded server.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import struct
@@ -64,6 +65,9 @@ WORKER_MODULE = "codeask.core.indexer.chunk_worker"
 #: so a worker grows with what it has parsed: ~840 MB each on the whole kernel before. A fresh
 #: worker starts at ~100 MB and costs ~0.3 s of CPU; its caches fill again as it goes.
 RECYCLE_RSS_BYTES = 320 * 1024 * 1024
+#: The pipe size asked for each worker's answers (Linux's default is 64 KB, its ceiling for a
+#: user 1 MB: /proc/sys/fs/pipe-max-size).
+PIPE_BYTES = 1024 * 1024
 _LENGTH = struct.Struct(">I")
 
 
@@ -247,6 +251,8 @@ class _Workers:
             )
             for _ in range(count)
         ]
+        for proc in self._procs:
+            widen_pipe(proc.stdout)
         self._feeder: threading.Thread | None = None
         self._stopping = threading.Event()
         self._answers: list[_Ahead] = []
@@ -344,7 +350,9 @@ def _write_frame(pipe: IO[bytes] | None, payload: bytes) -> None:
 
 
 def _read_exact(pipe: IO[bytes], size: int) -> bytes:
-    """`size` bytes, fewer only at end of file (an unbuffered pipe returns what is there)."""
+    """`size` bytes, fewer only at end of file (an unbuffered pipe returns what is there).
+    A buffered pipe's `read` fills one bytes object itself: one piece, no copy in the join
+    (`readinto` a fresh bytearray cost ~15 % more: bytearray zero-fills; measured, issue 42)."""
     parts: list[bytes] = []
     left = size
     while left:
@@ -368,6 +376,17 @@ def _read_frame(pipe: IO[bytes]) -> bytes:
     return payload
 
 
+def widen_pipe(pipe: IO[bytes] | None) -> None:
+    """Let `pipe` hold a whole frame (PIPE_BYTES) where Linux allows it: a worker then writes
+    its answer at once instead of waking the reader for every 64 KB. Left as it is elsewhere
+    (another system, a per-user limit on pipe memory reached)."""
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    if pipe is None or setting is None:
+        return
+    with suppress(OSError, ValueError):
+        fcntl.fcntl(pipe.fileno(), setting, PIPE_BYTES)
+
+
 def read_settings(stdin: IO[bytes]) -> WorkerSettings:
     """The first frame a worker reads."""
     return msgspec.msgpack.decode(_read_frame(stdin), type=WorkerSettings)
@@ -379,19 +398,24 @@ def serve(stdin: IO[bytes], stdout: IO[bytes], settings: WorkerSettings) -> Work
     `stdin` must not read ahead (unbuffered): a fresh worker reads on where this one left."""
     decoder = msgspec.msgpack.Decoder(list[Job])
     encoder = msgspec.msgpack.Encoder()
+    frame = bytearray()
     # the worker's chunks, token lists and frames are as short-lived as the indexing
     # process's: young collections at the default 700 allocations were ~1.4 % of its CPU
     with fewer_collections(), _static_model(settings.static_cache) as model:
         while True:
             try:
-                frame = _read_frame(stdin)
+                jobs = decoder.decode(_read_frame(stdin))
             except WorkerStopped:
                 return None
-            jobs = decoder.decode(frame)
             answers = [prepare(job, settings.index, settings.chunk) for job in jobs]
             if model is not None:
                 _embed_static(model, answers)
-            _write_frame(stdout, encoder.encode(answers))
+            # the length and the answers in one buffer kept between frames: one write, and no
+            # new frame-sized bytes each time (encoding ~15 % less CPU on kernel,mm,lib,fs)
+            encoder.encode_into(answers, frame, _LENGTH.size)
+            _LENGTH.pack_into(frame, 0, len(frame) - _LENGTH.size)
+            stdout.write(frame)
+            stdout.flush()
             if 0 < settings.recycle_bytes < resident_bytes():
                 return settings
 

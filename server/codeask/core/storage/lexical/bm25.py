@@ -27,7 +27,9 @@ import numpy as np
 
 from codeask.core.runtime import resident
 from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab
+from codeask.core.storage.lexical.merge_runs import Run, merge_runs
 from codeask.core.storage.lexical.packed import term_postings
+from codeask.core.storage.lexical.ranked_vocab import RankedVocab
 from codeask.core.storage.lexical.vocab import merge_vocabularies
 
 if TYPE_CHECKING:
@@ -297,24 +299,39 @@ class Postings:
     ) -> Postings:
         """The batches' postings as one table, ids renumbered in term order (the slices bisect
         the terms) and sorted by term, then row: one pass's order."""
-        term_of = np.concatenate(terms) if terms else np.zeros(0, np.int32)
+        ranked = RankedVocab.of(vocab)
+        del vocab
+        places_of = [ranked.rank[term] for term in terms]
+        del terms
+        return cls.ranked(keys, ranked, places_of, places, freqs, lengths)
+
+    @classmethod
+    def ranked(
+        cls,
+        keys: list[object],
+        vocab: RankedVocab,
+        terms: list[np.ndarray],
+        places: list[np.ndarray],
+        freqs: list[np.ndarray],
+        lengths: list[np.ndarray],
+    ) -> Postings:
+        """`assemble` of terms given as their places in `vocab` (sorted once for a build's
+        two tables: lexical/ranked_vocab.py); the table keeps the terms its postings use."""
+        term_of = np.concatenate(terms) if terms else np.zeros(0, np.int64)
         row_of = np.concatenate(places).astype(np.int32) if places else np.zeros(0, np.int32)
         freq = np.concatenate(freqs) if freqs else np.zeros(0)
         del terms, places, freqs
-        names = sorted(vocab)
-        rank = np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))
-        renumber = np.empty(len(names), dtype=np.int32)
-        renumber[rank] = np.arange(len(names), dtype=np.int32)
-        term_of = renumber[term_of]
-        del vocab, rank, renumber
+        names, term_of = vocab.used(term_of)
         # one int64 key per (term, row): its stable argsort (timsort, which takes each batch's
         # runs of a term's rows as they are) is lexsort's order, ~2x cheaper
         order = np.argsort(term_of.astype(np.int64) * (len(keys) + 1) + row_of, kind="stable")
-        term_of, row_of, freq = term_of[order], row_of[order], compact_freqs(freq[order])
-        starts = np.searchsorted(term_of, np.arange(len(names) + 1)).astype(np.int64)
+        row_of, freq = row_of[order], compact_freqs(freq[order])
+        starts = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_of, minlength=len(names)), out=starts[1:])
+        del term_of, order
         widths = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
         average = float(widths.sum()) / max(len(keys), 1)
-        slices = TermSlices.of(names, starts)
+        slices = TermSlices(StringColumn.of_bytes(names), starts)
         return cls(_compact_keys(keys), compact_lengths(widths), average, slices, row_of, freq)
 
     def key_list(self) -> list[object]:
@@ -678,6 +695,19 @@ def _keys(parts: list[Segment], alive: list[np.ndarray]) -> StringColumn | np.nd
     return StringColumn.of([str(key) for key in paths])
 
 
+def _run(part: Segment, live: np.ndarray, numbers: np.ndarray, offset: int, wide: bool) -> Run:
+    """`part`'s live postings as a sorted run, its live rows numbered from `offset` on."""
+    postings = part.postings
+    row_of = np.asarray(postings.rows)
+    freqs = np.asarray(postings.freqs, dtype=np.float64 if wide else np.float32)
+    starts = np.asarray(postings.slices.starts)
+    if part.masked is None:
+        return Run(numbers, starts, None, (row_of + offset).astype(np.int32, copy=False), freqs)
+    keep = live[row_of]
+    renumber = (np.cumsum(live) - 1 + offset).astype(np.int32)
+    return Run(numbers, starts, keep, renumber[row_of[keep]], freqs[keep])
+
+
 def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     """(postings, tie order) of the live rows of `parts`, in their order."""
     alive = [_live_rows(p) for p in parts]
@@ -686,28 +716,13 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     names = [p.postings.slices.names for p in parts]
     vocab, bounds, numbers = merge_vocabularies([(n.blob(), n.bounds()) for n in names])
     wide = any(p.postings.freqs.dtype != np.float32 for p in parts)
-    terms, rows, freqs = [], [], []
-    offset = 0
-    for part, live, ids in zip(parts, alive, numbers, strict=True):
-        postings = part.postings
-        row_of = np.asarray(postings.rows)
-        keep = live[row_of]
-        terms.append(np.repeat(ids, np.diff(np.asarray(postings.slices.starts)))[keep])
-        renumber = (np.cumsum(live) - 1 + offset).astype(np.int32)
-        rows.append(renumber[row_of[keep]])
-        freqs.append(np.asarray(postings.freqs, dtype=np.float64 if wide else np.float32)[keep])
-        offset += int(live.sum())
-    # each part is sorted by (term, row) and its rows follow the previous part's: a stable
-    # sort by term alone gives (term, row) order (a radix sort of int32, no int64 keys)
-    term_of = np.concatenate(terms)
-    del terms
-    order = np.argsort(term_of, kind="stable")
-    term_of = term_of[order]
-    row_of = np.concatenate(rows)[order]
-    del rows
-    freq = compact_freqs(np.concatenate(freqs)[order])
-    del freqs, order
-    starts = np.searchsorted(term_of, np.arange(len(bounds))).astype(np.int64)
+    offsets = np.cumsum([0, *(int(live.sum()) for live in alive)]).tolist()
+    runs = [_run(*part, wide) for part in zip(parts, alive, numbers, offsets[:-1], strict=True)]
+    starts, row_of, freq = merge_runs(
+        runs, len(bounds) - 1, np.dtype(np.float64 if wide else np.float32)
+    )
+    del runs
+    freq = compact_freqs(freq)
     lengths = np.concatenate(
         [np.asarray(p.postings.lengths)[a] for p, a in zip(parts, alive, strict=True)]
     )

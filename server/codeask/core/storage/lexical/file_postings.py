@@ -17,7 +17,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from codeask.core.storage.lexical.batch import Bodies, new_vocab, summed_pairs
-from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Postings, collect
+from codeask.core.storage.lexical.bm25 import (
+    CHUNK_WEIGHTS,
+    FILE_WEIGHTS,
+    Collected,
+    Postings,
+    collect,
+)
+from codeask.core.storage.lexical.ranked_vocab import RankedVocab
 
 
 def build_pair(
@@ -27,50 +34,50 @@ def build_pair(
 ) -> tuple[Postings, Postings]:
     """(chunk postings, file postings): `chunk_rows` (id, body, symbol, path), `file_rows`
     (path, body, path tokens); `parts[i]` the positions in `chunk_rows` of file i's chunks, in
-    order, whose bodies joined are its body (None: its body is tokenized as usual)."""
+    order, whose bodies joined are its body (None: its body is tokenized as usual). Both
+    tables' rows are tokenized first, then the one vocabulary is sorted once for both."""
     vocab = new_vocab()
     bodies = Bodies.empty()
-    chunks = Postings.build(chunk_rows, CHUNK_WEIGHTS, vocab=vocab, bodies=bodies)
-    return chunks, _files(file_rows, parts, vocab, bodies, len(chunk_rows))
+    keys, _, terms, places, freqs, lengths = collect(
+        chunk_rows, CHUNK_WEIGHTS, vocab, bodies=bodies
+    )
+    derived = [part is not None for part in parts]
+    rows = [(r[0], "" if d else r[1], r[2]) for r, d in zip(file_rows, derived, strict=True)]
+    files = collect(rows, FILE_WEIGHTS, vocab)
+    ranked = RankedVocab.of(vocab)
+    del vocab
+    chunk_terms = [ranked.rank[term] for term in terms]
+    chunks = Postings.ranked(keys, ranked, chunk_terms, places, freqs, lengths)
+    return chunks, _files(files, parts, ranked, bodies, len(chunk_rows))
 
 
 def _files(
-    file_rows: Sequence[Sequence[object]],
+    collected: Collected,
     parts: Sequence[Sequence[int] | None],
-    vocab: dict[str, int],
+    vocab: RankedVocab,
     bodies: Bodies,
     chunk_count: int,
 ) -> Postings:
-    """The file table: the path column (and bodies not derived) tokenized in the chunks'
+    """The file table: the path column (and bodies not derived), tokenized in the chunks'
     vocabulary, plus each derived file's summed chunk body counts."""
     file_of = np.full(chunk_count, -1, dtype=np.int64)
     for at, part in enumerate(parts):
         if part is not None:
             file_of[np.asarray(part, dtype=np.int64)] = at
-    derived = [part is not None for part in parts]
-    rows = [(r[0], "" if d else r[1], r[2]) for r, d in zip(file_rows, derived, strict=True)]
-    keys, _, terms, places, freqs, lengths = collect(rows, FILE_WEIGHTS, vocab)
+    keys, _, terms, places, freqs, lengths = collected
     chunk_term, chunk_row, count, body_length = _joined(bodies)
     owner = file_of[chunk_row]
     mine = owner >= 0
-    files = len(file_rows)
-    # term ids as ranks in term order first: the one sort below is then the table's order
-    names = sorted(vocab)
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))] = np.arange(len(names))
-    term = rank[np.concatenate([*[t.astype(np.int64) for t in terms], chunk_term[mine]])]
+    files = len(parts)
+    # term ids as places in term order first: the one sort below is then the table's order
+    term = vocab.rank[np.concatenate([*[t.astype(np.int64) for t in terms], chunk_term[mine]])]
     place = np.concatenate([*places, owner[mine]])
     freq = np.concatenate([*freqs, count[mine] * FILE_WEIGHTS[0]])
     pair, summed = summed_pairs(term * files + place, freq)
     length = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(files)
     has_body = file_of >= 0
     length += np.bincount(file_of[has_body], weights=body_length[has_body], minlength=files)
-    ranked = pair // files  # ascending: each term's first posting starts a new dense id
-    first = np.ones(len(ranked), dtype=bool)
-    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
-    used = {names[r]: n for n, r in enumerate(ranked[first].tolist())}
-    dense = np.cumsum(first) - 1
-    return Postings.assemble(keys, used, [dense], [pair % files], [summed], [length])
+    return Postings.ranked(keys, vocab, [pair // files], [pair % files], [summed], [length])
 
 
 def _joined(bodies: Bodies) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

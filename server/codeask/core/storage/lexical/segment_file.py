@@ -77,7 +77,7 @@ def write_segment(path: Path, segment: Segment) -> None:
         handle.write(MAGIC + struct.pack("<Q", len(header)) + header)
         for name, array in arrays.items():
             handle.seek(start + int(layout[name][2]))  # type: ignore[call-overload]
-            handle.write(np.ascontiguousarray(array).tobytes())
+            handle.write(np.ascontiguousarray(array).data.cast("B"))  # no bytes copy
         handle.truncate(start + offset)
         handle.flush()
         os.fsync(handle.fileno())

@@ -49,6 +49,21 @@ def _keys(blob: bytes, starts: np.ndarray, widths: np.ndarray) -> np.ndarray:
     return cells.view(f"S{PREFIX + 4}").ravel()
 
 
+def _joined(blob: bytes, keys: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> bytes:
+    """The terms back to back, read from their sort keys (each holds a term's first PREFIX
+    bytes: one boolean pick of bytes, ~2x cheaper than an int64 position per byte gathered
+    from all over `blob`); only the bytes of terms longer than that come from `blob`."""
+    cells = keys.view(np.uint8).reshape(len(keys), PREFIX + 4)[:, :PREFIX]
+    cut = np.minimum(widths, PREFIX)
+    joined = cells[np.arange(PREFIX) < cut[:, None]]
+    long = np.flatnonzero(widths > PREFIX)
+    if len(long):  # each one's bytes past the prefix, inserted after its prefix
+        rest = widths[long] - PREFIX
+        tail = np.frombuffer(blob, dtype=np.uint8)[_gather(starts[long] + PREFIX, rest)]
+        joined = np.insert(joined, np.repeat(np.cumsum(cut)[long], rest), tail)
+    return joined.tobytes()
+
+
 def merge_vocabularies(
     parts: list[tuple[bytes, np.ndarray]],
 ) -> tuple[bytes, np.ndarray, list[np.ndarray]]:
@@ -66,12 +81,11 @@ def merge_vocabularies(
     ordered = keys[order]
     new = np.ones(len(keys), dtype=bool)
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    del keys, ordered
+    del keys
     numbers = np.empty(len(order), dtype=np.int32)
     numbers[order] = np.cumsum(new, dtype=np.int64) - 1
     firsts = order[new]
-    at = _gather(starts[firsts], widths[firsts])
-    vocab = np.frombuffer(blob, dtype=np.uint8)[at].tobytes()
+    vocab = _joined(blob, ordered[new], starts[firsts], widths[firsts])
     bounds = np.concatenate(([0], np.cumsum(widths[firsts]))).astype(np.int64)
     counts = np.cumsum([len(b) - 1 for _, b in parts])[:-1]
     return vocab, bounds, np.split(numbers, counts)
