@@ -71,7 +71,8 @@ def test_source_file_fields_and_sorted_posix_paths(tmp_path: Path) -> None:
     assert rels(found) == ["a/b/c.py", "a/z.py", "b.py"]
     first = found.files[0]
     st = (tmp_path / "a" / "b" / "c.py").stat()
-    assert first == SourceFile(tmp_path, "a/b/c.py", str(tmp_path / "a/b/c.py"), 6, st.st_mtime_ns)
+    assert first == SourceFile(tmp_path, "a/b/c.py", 6, st.st_mtime_ns)
+    assert first.path == str(tmp_path / "a/b/c.py")
     assert found.skipped == []
 
 

@@ -46,6 +46,7 @@ def serve() -> int:
 
     settings, _ = load_settings(None)
     logging.getLogger("codeask.daemon").setLevel(logging.INFO)  # start, exit, refusals: the log
+    logging.getLogger("codeask.core.storage.hand_over").setLevel(logging.INFO)  # symbol_table.py
     try:
         run_dir = private_dir(create=True)
     except Unsafe as exc:

@@ -88,7 +88,7 @@ class Job(msgspec.Struct, frozen=True, array_like=True):
         return cls(root, source.rel, path, source.size, source.mtime_ns, known_sha256)
 
     def source(self) -> SourceFile:
-        return SourceFile(Path(self.root), self.rel, self.path, self.size, self.mtime_ns)
+        return SourceFile(Path(self.root), self.rel, self.size, self.mtime_ns)
 
 
 class PreparedFile(msgspec.Struct, array_like=True, omit_defaults=True):

@@ -179,10 +179,15 @@ class SourceFile(msgspec.Struct, frozen=True):
 
     root: Path
     rel: str
-    path: str
-    """As the walk found it (a str: a Path per file cost a third of a pass over the kernel)."""
     size: int
     mtime_ns: int
+
+    @property
+    def path(self) -> str:
+        """Where the walk found it, `root/rel` (a str: a Path per file cost a third of a pass
+        over the kernel; made when asked: kept, the 78k strings were 10 MB of a kernel walk's
+        memory, held through a one-file edit's pass in the daemon)."""
+        return os.path.join(self.root, self.rel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -610,7 +615,7 @@ class _Files:
             return SkippedFile(rel, "not a regular file")
         if st.st_size > self.settings.max_file_bytes:
             return SkippedFile(rel, _too_large(st.st_size, self.settings.max_file_bytes))
-        return SourceFile(self.root, rel, path, st.st_size, st.st_mtime_ns)
+        return SourceFile(self.root, rel, st.st_size, st.st_mtime_ns)
 
 
 #: An entry whose folder's listing the walk cache must not keep (a bad name).
@@ -762,7 +767,7 @@ class _Walker:
             except OSError:
                 st = None
             if st is not None and is_regular(st.st_mode) and st.st_size <= cap:
-                files.append(SourceFile(root, prefix + name, path, st.st_size, st.st_mtime_ns))
+                files.append(SourceFile(root, prefix + name, st.st_size, st.st_mtime_ns))
             else:  # why not (or gone), as a listing's walk says it
                 self._add(self.checks.stat_file(path, prefix + name))
         if self.on_found is not None and len(files) // FOUND_STEP > before // FOUND_STEP:

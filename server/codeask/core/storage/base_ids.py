@@ -104,6 +104,10 @@ class IdRows(Protocol):
     def live(self) -> np.ndarray: ...
 
 
+#: `LiveIds.contains` tests ids against a part's live ids in one `np.isin` table when they are at
+#: least this fraction of the part's rows (else it bisects the part's sorted ids for each).
+TABLE_LOOKUP_RATIO = 8
+
 #: `LiveIds.contains` looks ids up one by one in the tail's dict when the tail is longer than this
 #: many times the ids asked (else one vectorised `isin` over a copy of the tail is cheaper).
 TAIL_LOOKUP_RATIO = 8
@@ -162,7 +166,12 @@ class LiveIds:
         if not len(chunk_ids):
             return found
         for part in self._parts:
-            found |= part.rows(chunk_ids) >= 0
+            if len(chunk_ids) * TABLE_LOOKUP_RATIO >= part.count:
+                # many ids (a pass's test of every chunk: 1.28M on the kernel): one table
+                # lookup over the part's live ids, ~4x cheaper than bisecting for each
+                found |= np.isin(chunk_ids, part.live())
+            else:
+                found |= part.rows(chunk_ids) >= 0
         if not self._tail:
             return found
         if len(chunk_ids) * TAIL_LOOKUP_RATIO < len(self._tail):

@@ -69,14 +69,18 @@ class FileTable(MutableMapping[str, FileRecord]):
         self._items: dict[str, FileRecord | msgspec.Raw] = dict(records or {})
         self._indexed: int | None = None
         self._version = 0  # changes counted, so a count taken meanwhile is not kept
-        self._paths = (next(_TABLES), 0)  # this table, and how often its set of paths changed
+        self._paths = ("", next(_TABLES))  # this set of paths: a new key at each change
 
     @classmethod
-    def decode(cls, data: bytes) -> FileTable:
+    def decode(cls, data: bytes, identity: str = "") -> FileTable:
         """The table of an encoded files.msgpack (msgspec errors when it is not one); each
-        record is checked when it is first read, and a bad one raises then."""
+        record is checked when it is first read, and a bad one raises then. `identity` (the
+        checked digest of `data`) keys its paths: two tables decoded from the same bytes have
+        the same paths, so one's path tables serve the other (symbol_table.py's hand-over)."""
         table = cls()
         table._items = dict(_RAW_TABLE.decode(data))
+        if identity:
+            table._paths = (identity, 0)
         return table
 
     def __getitem__(self, path: str) -> FileRecord:
@@ -90,7 +94,7 @@ class FileTable(MutableMapping[str, FileRecord]):
     def __setitem__(self, path: str, record: FileRecord) -> None:
         old = self._items.get(path)
         if old is None:
-            self._paths = (self._paths[0], self._paths[1] + 1)
+            self._paths = ("", next(_TABLES))
         self._items[path] = record
         self._version += 1
         known = self._indexed  # kept up to date: a recount decodes every record (78k: ~0.1 s)
@@ -99,14 +103,15 @@ class FileTable(MutableMapping[str, FileRecord]):
 
     def __delitem__(self, path: str) -> None:
         old = self._items.pop(path)
-        self._paths = (self._paths[0], self._paths[1] + 1)
+        self._paths = ("", next(_TABLES))
         self._version += 1
         if self._indexed is not None:
             self._indexed -= _indexed(old)
 
-    def paths_key(self) -> tuple[int, int]:
+    def paths_key(self) -> tuple[str, int]:
         """Changes when (and only when) a path is added or removed: tables built over the
-        paths (symbol_table.py) are kept across a one-file edit."""
+        paths (symbol_table.py) are kept across a one-file edit. ("", n) is this process's own
+        set; (digest, 0) the set of the files.msgpack of that digest, as loaded."""
         return self._paths
 
     def __iter__(self) -> Iterator[str]:

@@ -25,7 +25,7 @@ from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage.lexical.index import LexicalIndex
 from codeask.core.storage.protocol import DenseAsk, IndexCounts, Tier
 from codeask.core.storage.store import IndexStore, VectorIndex, current_name, read_manifest
-from codeask.core.storage.symbol_table import SymbolTable
+from codeask.core.storage.symbol_table import HAND_OVER, SymbolTable
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -145,10 +145,10 @@ class LocalStorage:
     def _symbol_table(self) -> SymbolTable:
         """Path keys only: symbol names are read from the chunk base's own table."""
         store = self._store
-        with store.lock:
-            key = store.files.paths_key()  # an edit that adds or removes no file keeps it
-            if not self._symbols.built_for(key):
-                self._symbols.rebuild(key, (), list(store.files))
+        with store.lock:  # an edit that adds or removes no file keeps it
+            self._symbols = HAND_OVER.kept_or_built(
+                self._symbols, store.files.paths_key(), store.files
+            )
         return self._symbols
 
     def symbol_ids(self, name: str) -> list[int]:
@@ -277,6 +277,7 @@ class LocalStorage:
 
     def close(self) -> None:
         self._lexical.close()
+        HAND_OVER.give(self._symbols, self._store.files.paths_key())
 
     def warm_up(self) -> None:
         self._lexical.warm_up()

@@ -16,7 +16,6 @@ knows files and bytes only; what the components hold is the store's business (st
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -26,6 +25,7 @@ from pathlib import Path
 import msgspec
 
 from codeask.core.runtime import private_files
+from codeask.core.storage.hashed import HASHED
 
 SCHEMA_VERSION = 2  # 2: chunks.rec (mapped records) + chunks_delta.msgpack replace chunks.msgpack
 COMPONENTS = (
@@ -76,7 +76,7 @@ class Deferred(msgspec.Struct, frozen=True):
 def check_deferred(item: Deferred) -> str:
     """Why `item` is damaged ('' when its hash matches, or it is gone: a newer snapshot)."""
     try:
-        intact = _digest(item.path) == item.blake2b
+        intact = HASHED.intact(item.path, item.blake2b)
     except OSError:
         return ""
     return "" if intact else f"index file {item.path.name} fails its checksum (corrupted)"
@@ -97,11 +97,7 @@ class Manifest(msgspec.Struct, kw_only=True):
 
 
 def _digest(path: Path) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return HASHED.digest(path)  # remembered: this process's next open of it reads no byte
 
 
 def fsync_write(path: Path, data: bytes) -> None:
@@ -222,7 +218,7 @@ class SnapshotFolder:
         if size > CHECK_AT_OPEN_BYTES and later is not None:
             later.append(Deferred(name, path, info.blake2b))
             return path
-        if _digest(path) != info.blake2b:
+        if not HASHED.intact(path, info.blake2b):
             raise StoreError(f"index file {path.name} fails its checksum (corrupted)")
         return path
 

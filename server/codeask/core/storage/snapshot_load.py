@@ -84,7 +84,7 @@ class SnapshotLoader:
         try:
             paths = [self.snapshots.verify(live, n, manifest) for n in ("files", "chunks")]
             delta_path = self.snapshots.verify(live, "chunks_delta", manifest)
-            files = FileTable.decode(paths[0].read_bytes())
+            files = FileTable.decode(paths[0].read_bytes(), manifest.components["files"].blake2b)
             delta = msgspec.msgpack.decode(delta_path.read_bytes(), type=ChunkDelta)
             chunks = ChunkMap(ChunkFile(paths[1]), delta)
         except StoreError as exc:
