@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -352,15 +353,6 @@ def test_static_vectors_of_the_wrong_size_are_not_used() -> None:
     assert chunk_pool.PreparedFile("a.py", static_vectors=b"").static_rows(4) is None
 
 
-def worker_commands() -> list[bytes]:
-    """The command lines of this process's chunking workers alive now."""
-    found = []
-    for pid in worker_processes():
-        with contextlib.suppress(OSError):
-            found.append(Path(f"/proc/{pid}/cmdline").read_bytes())
-    return found
-
-
 @pytest.mark.usefixtures("pool_for_small_passes")
 def test_workers_past_their_memory_bound_start_afresh_and_build_the_same_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -372,20 +364,33 @@ def test_workers_past_their_memory_bound_start_afresh_and_build_the_same_index(
     recycled = make_tree(tmp_path / "a")
     serial = make_tree(tmp_path / "b")
     one, two = open_index(recycled, 2), open_index(serial, 0)
-    seen: list[list[bytes]] = []
+    # every worker answers a frame, then starts afresh before it reads the next one (or its
+    # end of input): each one is seen running a fresh interpreter (`--resume`) at some point,
+    # an interpreter's start (~0.1 s) being far longer than the watcher's step
+    commands: dict[int, set[bool]] = {}
+    passing = threading.Event()
 
-    def progress(event: Progress) -> None:
-        if event.phase == "chunk" and 0 < event.files_done < event.files_total:
-            seen.append(worker_commands())  # each worker answered two frames or more by then
+    def watch() -> None:
+        while not passing.is_set():
+            for pid in worker_processes():
+                with contextlib.suppress(OSError):
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    commands.setdefault(pid, set()).add(b"--resume" in command)
+            time.sleep(0.002)
 
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
-        report = one.refresh(embed=False, progress=progress)
+        report = one.refresh(embed=False)
+        passing.set()
+        watcher.join()
         two.refresh(embed=False)
         assert report.files_indexed == 61
-        assert seen and seen[0]  # a worker still running (the other may be done)
-        assert all(b"--resume" in command for command in seen[0])
+        assert len(commands) == 2  # both workers were seen
+        assert all(True in states for states in commands.values()), commands
         assert snapshot(one) == snapshot(two)
     finally:
+        passing.set()
         one.close()
         two.close()
     assert worker_processes() == []
