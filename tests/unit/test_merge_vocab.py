@@ -18,11 +18,10 @@ from codeask.core.storage.lexical.bm25 import (
     Segment,
     StringColumn,
     TermSlices,
-    _keys,
     _live_rows,
     compact_freqs,
-    compact_lengths,
     merge_segments,
+    merged_postings,
 )
 from codeask.core.storage.lexical.segment_file import open_segment, write_segment
 from codeask.core.storage.lexical.vocab import PREFIX, merge_vocabularies
@@ -53,21 +52,8 @@ def reference_merge(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
     row_of = np.concatenate(rows)[order]
     freq = compact_freqs(np.concatenate(freqs)[order])
     starts = np.searchsorted(term_of, np.arange(len(vocab) + 1)).astype(np.int64)
-    lengths = np.concatenate(
-        [np.asarray(p.postings.lengths)[a] for p, a in zip(parts, alive, strict=True)]
-    )
-    widths = lengths.astype(np.float64)
-    average = float(widths.sum()) / max(len(widths), 1)
-    ties = np.concatenate([np.asarray(p.order)[a] for p, a in zip(parts, alive, strict=True)])
-    merged = Postings(
-        _keys(parts, alive),
-        compact_lengths(widths),
-        average,
-        TermSlices(StringColumn.of_bytes(vocab), starts),
-        row_of,
-        freq,
-    )
-    return merged, ties.astype(np.int64)
+    slices = TermSlices(StringColumn.of_bytes(vocab), starts)
+    return merged_postings(parts, alive, slices, row_of, freq)
 
 
 def _assert_same(got: tuple[Postings, np.ndarray], want: tuple[Postings, np.ndarray]) -> None:

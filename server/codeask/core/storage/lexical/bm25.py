@@ -722,19 +722,25 @@ def merge_segments(parts: list[Segment]) -> tuple[Postings, np.ndarray]:
         runs, len(bounds) - 1, np.dtype(np.float64 if wide else np.float32)
     )
     del runs
-    freq = compact_freqs(freq)
+    return merged_postings(
+        parts, alive, TermSlices(StringColumn(vocab, bounds), starts), row_of, compact_freqs(freq)
+    )
+
+
+def merged_postings(
+    parts: list[Segment],
+    alive: list[np.ndarray],
+    slices: TermSlices,
+    row_of: np.ndarray,
+    freq: np.ndarray,
+) -> tuple[Postings, np.ndarray]:
+    """A merge's table from its merged postings: the parts' live rows' keys, lengths and
+    average, and their tie order."""
     lengths = np.concatenate(
         [np.asarray(p.postings.lengths)[a] for p, a in zip(parts, alive, strict=True)]
     )
     widths = lengths.astype(np.float64)
     average = float(widths.sum()) / max(len(widths), 1)
     ties = np.concatenate([np.asarray(p.order)[a] for p, a in zip(parts, alive, strict=True)])
-    merged = Postings(
-        _keys(parts, alive),
-        compact_lengths(widths),
-        average,
-        TermSlices(StringColumn(vocab, bounds), starts),
-        row_of,
-        freq,
-    )
+    merged = Postings(_keys(parts, alive), compact_lengths(widths), average, slices, row_of, freq)
     return merged, ties.astype(np.int64)
