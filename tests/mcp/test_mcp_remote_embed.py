@@ -61,7 +61,10 @@ async def test_the_model_tier_fills_in_once_the_server_answers_without_a_restart
                 folder = (await call(client, "index_status"))["folders"][0]
                 minilm = folder["tiers"]["minilm"]
                 whole = folder["files"] == files + 1 and minilm["done"] == minilm["total"]
-                return folder if whole else None  # the new file is in, every chunk embedded
+                # `ready`: the backlog is done and the model's query path built (mcp/folders.py
+                # `phase`); between the last vector and that, searches use lexical + static
+                ready = folder["state"] == "ready"
+                return folder if whole and ready else None  # the new file in, every chunk embedded
 
             await wait_for(filled, 120)
             answer = await call(client, "search_code", query="value-added tax on an invoice")
