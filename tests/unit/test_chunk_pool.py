@@ -204,6 +204,40 @@ def test_a_worker_that_dies_costs_nothing(tmp_path: Path, caplog: pytest.LogCapt
     assert "a chunking process stopped" in caplog.text
 
 
+class GarbledOnce:
+    """A decoder whose second frame arrives garbled (an injected fault: a pipe that lost bytes
+    decoded as text that is not UTF-8, what a stopped and continued worker once caused)."""
+
+    def __init__(self) -> None:
+        self._real = msgspec.msgpack.Decoder(list[chunk_pool.PreparedFile])
+        self.frames = 0
+
+    def decode(self, frame: bytes) -> list[chunk_pool.PreparedFile]:
+        self.frames += 1
+        if self.frames == 2:
+            raise UnicodeDecodeError("utf-8", b"\x98", 0, 1, "invalid start byte")
+        return self._real.decode(frame)
+
+
+def test_a_frame_that_does_not_decode_costs_nothing_injected_fault(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = make_tree(tmp_path)
+    settings = build_settings({}, {})[0]
+    index_settings, chunk_settings = settings.index, settings.chunk
+    jobs = [chunk_pool.Job.of(f, "") for f in discover(root, index_settings).files]
+    expected = [chunk_pool.prepare(job, index_settings, chunk_settings) for job in jobs]
+    workers = chunk_pool._Workers(2, chunk_pool.WorkerSettings(index_settings, chunk_settings))
+    workers._decoder = GarbledOnce()  # type: ignore[assignment]
+    try:
+        with caplog.at_level(logging.WARNING, logger="codeask.core.indexer"):
+            received = list(workers.prepare_all(jobs))
+    finally:
+        workers.stop()
+    assert msgspec.msgpack.encode(received) == msgspec.msgpack.encode(expected)
+    assert f"the {len(jobs) - chunk_pool.FILES_PER_TASK} files left" in caplog.text
+
+
 @pytest.mark.usefixtures("pool_for_small_passes")
 def test_a_worker_that_cannot_start_costs_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
