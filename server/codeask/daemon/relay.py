@@ -94,8 +94,12 @@ class ChildUpstream(Upstream):
         )
 
     def send(self, data: bytes) -> None:
+        """All of `data`: an unbuffered pipe's write may take part of it (a write cut short by
+        a signal, a stop and continue) and says how much."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
+        view = memoryview(data)
+        while view:
+            view = view[self.proc.stdin.write(view) or 0 :]
 
     def recv(self) -> bytes:
         assert self.proc.stdout is not None
