@@ -209,9 +209,10 @@ def stop_and_continue(pid: int, done: threading.Event) -> None:
 
 
 def test_frames_written_through_stops_and_continues_arrive_whole() -> None:
-    """A write to a pipe cut short by a stop and a continue writes part of the frame; CPython
-    3.11's buffered writer then lost the rest (measured: a lost tail in every run of this shape,
-    and `codeask index` failed on a UnicodeDecodeError). Every frame arrives whole, in order."""
+    """A write to a pipe cut short by a stop and a continue writes part of the frame; a
+    worker's `sys.stdout.buffer` (CPython 3.11) then lost the rest (a lost tail in every run of
+    this shape, and `codeask index` failed on a UnicodeDecodeError). Every frame arrives whole,
+    in order."""
     import subprocess
     import sys
 

@@ -350,11 +350,13 @@ def _write_frame(pipe: IO[bytes] | None, payload: bytes) -> None:
 def write_all(pipe: IO[bytes], data: bytes | bytearray) -> None:
     """Every byte of `data`, one write(2) after another until the pipe took them all.
 
-    Not `pipe.write` + `flush`: CPython 3.11's buffered writer over a pipe lost the rest of a
-    frame when a write was cut short by a stop and a continue (Ctrl-Z then `fg` on `codeask
+    Not `pipe.write` + `flush`: a worker's `sys.stdout.buffer` (CPython 3.11) lost the rest of
+    a frame when a write was cut short by a stop and a continue (Ctrl-Z then `fg` on `codeask
     index`, a profiler attaching), and the pass then failed on a frame that held the start of
-    the next one. Measured with 400 frames of ~1.5 MB and 60 stops: the buffered writer lost
-    data in every run, this loop in none (tests/unit/test_chunk_frames.py)."""
+    the next one. Measured with 400 frames of ~1.5 MB and 60 stops: `sys.stdout.buffer` lost
+    data in every run (6 of 6), this loop in none; a BufferedWriter of `os.fdopen` did not
+    lose any either, so the cause is in how the interpreter's own stdout is set up, not found
+    (tests/unit/test_chunk_frames.py)."""
     pipe.flush()  # nothing of the buffered writer's may come after these bytes
     try:
         fd = pipe.fileno()
