@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import threading
+import time
 from typing import Any, BinaryIO, Protocol
 
 from codeask.core.source.limits import MAX_LINE_BYTES
@@ -29,6 +30,8 @@ log = logging.getLogger("codeask.mcp")
 
 #: A `\uD800`-`\uDFFF` escape: the only way a JSON line can carry an unpaired surrogate.
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+#: Seconds between tries of a write to a non-blocking stdout that is full.
+WAIT_WRITABLE = 0.002
 #: The request id near the start of a runaway line (clients write it before the params).
 LEADING_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 INVALID_REQUEST, INVALID_PARAMS = -32600, -32602
@@ -53,9 +56,10 @@ class RawIn(Protocol):
 
 
 class RawOut(Protocol):
-    """What the protocol writes to (each write whole)."""
+    """What the protocol writes to: a write takes some of the bytes and says how many (an
+    unbuffered pipe's, cut short by a signal or a stop and continue, takes part)."""
 
-    def write(self, data: bytes, /) -> object: ...
+    def write(self, data: memoryview, /) -> int | None: ...
 
 
 class Output:
@@ -67,9 +71,17 @@ class Output:
         self._lock = threading.Lock()
 
     def write(self, data: bytes) -> None:
+        """All of `data`, however many writes it takes (a part lost would leave the agent a
+        line cut in two, the next answer glued to it)."""
         with self._lock:
+            view = memoryview(data)
             try:
-                self._raw.write(data)
+                while view:
+                    written = self._raw.write(view)
+                    if written is None:  # a non-blocking pipe that is full: the agent reads on
+                        time.sleep(WAIT_WRITABLE)
+                        continue
+                    view = view[written:]
             except OSError as exc:  # the agent closed its end
                 log.info("an answer was not delivered: %s", exc)
 
