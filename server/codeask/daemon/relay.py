@@ -43,6 +43,8 @@ CLOSE_SECONDS = 10.0
 #: The id prefix of a replayed `initialize` (its answer is swallowed: the client had one).
 REPLAY_ID = "codeask-forwarder-replay-"
 CHUNK = 65536
+#: Seconds between tries of a write to a non-blocking stdout that is full.
+WAIT_WRITABLE = 0.002
 
 
 class Upstream:
@@ -227,11 +229,16 @@ def send_all(upstream: Upstream, pieces: Iterable[bytes]) -> bool:
 
 
 def write_all(fd: int, data: bytes) -> None:
-    """All of `data` to `fd` (the client's stdout), or as much as it takes before it closes."""
+    """All of `data` to `fd` (the client's stdout), or as much as it takes before it closes.
+    A full non-blocking stdout is waited on, not taken for a client gone (the forwarder's
+    own loop: core.runtime.pipe_write's would import the engine's package into it)."""
     view = memoryview(data)
     while view:
         try:
             written = os.write(fd, view)
+        except BlockingIOError:
+            time.sleep(WAIT_WRITABLE)  # the client reads on
+            continue
         except OSError:
             return  # the client is gone; its stdin ends too
         view = view[written:]

@@ -22,6 +22,7 @@ import threading
 from collections import deque
 from typing import Any, BinaryIO
 
+from codeask.core.runtime.pipe_write import write_fd
 from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id
 from codeask.lsp.gate import INVALID_REQUEST, MessageGate, Rejected
 
@@ -54,9 +55,17 @@ class LockedWriter:
         self._lock = threading.Lock()
 
     def write(self, data: bytes) -> int:
-        """Write a whole frame under the lock."""
+        """Write a whole frame under the lock, every byte of it however many writes the pipe
+        takes it in (`pipe_write`: a full non-blocking stdout, a write cut short by a stop and
+        continue)."""
         with self._lock:
-            return self._stream.write(data)
+            self._stream.flush()
+            try:
+                fd = self._stream.fileno()
+            except (OSError, ValueError):  # an in-memory stream: it takes everything at once
+                return self._stream.write(data)
+            write_fd(fd, data)
+            return len(data)
 
     def flush(self) -> None:
         """Flush under the lock."""

@@ -3,7 +3,8 @@ editor's requests (`background`), glibc's heap gives big freed blocks back (`hea
 every folder and file written for an index or a cache is owner-only (`private_files`), and a
 lock's holder is asked without taking the lock (`flock_probe`), and a bulk pass runs the cyclic
 garbage collector less often (`collector`), and a one-shot process gives the index pages
-a step read back (`resident`).
+a step read back (`resident`), and a write to a pipe takes every byte however many writes
+it takes (`pipe_write`).
 Imports nothing of ours.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
@@ -15,6 +16,7 @@ __all__ = [
     "collector",
     "flock_probe",
     "heap",
+    "pipe_write",
     "private_files",
     "resident",
 ]
