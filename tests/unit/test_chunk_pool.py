@@ -184,13 +184,21 @@ def test_a_second_pass_reads_nothing_and_an_edit_is_rechunked(tmp_path: Path) ->
         index.close()
 
 
-def test_a_worker_that_dies_costs_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    root = make_tree(tmp_path)
+def two_workers(
+    tmp_path: Path,
+) -> tuple[list[chunk_pool.Job], list[chunk_pool.PreparedFile], chunk_pool._Workers]:
+    """A generated tree's jobs, what they give in-process, and two workers to prepare them."""
     settings = build_settings({}, {})[0]
     index_settings, chunk_settings = settings.index, settings.chunk
-    jobs = [chunk_pool.Job.of(f, "") for f in discover(root, index_settings).files]
+    files = discover(make_tree(tmp_path), index_settings).files
+    jobs = [chunk_pool.Job.of(f, "") for f in files]
     expected = [chunk_pool.prepare(job, index_settings, chunk_settings) for job in jobs]
     workers = chunk_pool._Workers(2, chunk_pool.WorkerSettings(index_settings, chunk_settings))
+    return jobs, expected, workers
+
+
+def test_a_worker_that_dies_costs_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    jobs, expected, workers = two_workers(tmp_path)
     try:
         answers = workers.prepare_all(jobs)
         received = [next(answers)]
@@ -222,12 +230,7 @@ class GarbledOnce:
 def test_a_frame_that_does_not_decode_costs_nothing_injected_fault(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    root = make_tree(tmp_path)
-    settings = build_settings({}, {})[0]
-    index_settings, chunk_settings = settings.index, settings.chunk
-    jobs = [chunk_pool.Job.of(f, "") for f in discover(root, index_settings).files]
-    expected = [chunk_pool.prepare(job, index_settings, chunk_settings) for job in jobs]
-    workers = chunk_pool._Workers(2, chunk_pool.WorkerSettings(index_settings, chunk_settings))
+    jobs, expected, workers = two_workers(tmp_path)
     workers._decoder = GarbledOnce()  # type: ignore[assignment]
     try:
         with caplog.at_level(logging.WARNING, logger="codeask.core.indexer"):
