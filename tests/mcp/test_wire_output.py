@@ -1,8 +1,9 @@
-"""The MCP server's stdout (mcp/wire.py `Output`) writes every byte of an answer, however many
-writes the pipe takes it in. Its stdout is an unbuffered pipe: a write may take part of an
-answer and say how much (a non-blocking pipe that is full, a write cut short by a signal or a
-stop and continue). Before, the rest was dropped: the agent got a line cut in two with the next
-answer glued to it. Real pipes, a reader thread."""
+"""The MCP server's stdout (mcp/wire.py `Output` over `WholeWrites`, what `claim_stdio` hands
+it) writes every byte of an answer, however many writes the pipe takes it in. Its stdout is an
+unbuffered pipe: a write may take part of an answer and say how much (a non-blocking pipe that
+is full, a write cut short by a signal or a stop and continue). Before, the rest was dropped:
+the agent got a line cut in two with the next answer glued to it. Real pipes, a reader
+thread."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import fcntl
 import os
 import threading
 
-from codeask.mcp.wire import Output
+from codeask.mcp.wire import Output, WholeWrites
 
 #: An answer many times a pipe's 64 KB (a search with long snippets, a whole file's blame).
 ANSWER = b'{"jsonrpc":"2.0","id":7,"result":"' + b"x" * (3 << 20) + b'"}\n'
@@ -30,10 +31,10 @@ def test_an_answer_to_a_full_non_blocking_pipe_arrives_whole() -> None:
     received = bytearray()
     reader = threading.Thread(target=drain, args=(read_fd, received), daemon=True)
     reader.start()
-    with os.fdopen(write_fd, "wb", buffering=0) as raw:
-        output = Output(raw)
-        output.write(ANSWER)
-        output.write(b'{"jsonrpc":"2.0","id":8,"result":null}\n')
+    output = Output(WholeWrites(write_fd))
+    output.write(ANSWER)
+    output.write(b'{"jsonrpc":"2.0","id":8,"result":null}\n')
+    os.close(write_fd)
     reader.join(60)
     lines = bytes(received).split(b"\n")
     assert lines[0] + b"\n" == ANSWER
@@ -43,5 +44,7 @@ def test_an_answer_to_a_full_non_blocking_pipe_arrives_whole() -> None:
 def test_an_agent_gone_mid_answer_loses_that_answer_only() -> None:
     read_fd, write_fd = os.pipe()
     os.close(read_fd)
-    with os.fdopen(write_fd, "wb", buffering=0) as raw:
-        Output(raw).write(ANSWER)  # EPIPE: logged, not raised
+    try:
+        Output(WholeWrites(write_fd)).write(ANSWER)  # EPIPE: logged, not raised
+    finally:
+        os.close(write_fd)

@@ -180,15 +180,15 @@ def test_a_pipe_the_system_will_not_widen_is_left_as_it_is(
 
 
 #: A process writing STOPPED_FRAMES frames of ~1.5 MB (more than a widened pipe holds) with
-#: `write_all`, the n-th frame made of byte n.
+#: `pipe_write.write_stream` (what a worker writes its frames with), the n-th frame made of byte n.
 FRAME_WRITER = """
 import os, struct, sys
-from codeask.core.indexer.chunk_pool import write_all
+from codeask.core.runtime.pipe_write import write_stream
 frames = int(sys.argv[1])
 for n in range(frames):
     size = 1_400_000 + (n * 7919) % 200_000
     frame = bytearray(struct.pack(">I", size)) + bytes([n % 251]) * size
-    write_all(sys.stdout.buffer, frame)
+    write_stream(sys.stdout.buffer, frame)
 """
 STOPPED_FRAMES = 300
 

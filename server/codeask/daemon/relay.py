@@ -99,9 +99,7 @@ class ChildUpstream(Upstream):
         """All of `data`: an unbuffered pipe's write may take part of it (a write cut short by
         a signal, a stop and continue) and says how much."""
         assert self.proc.stdin is not None
-        view = memoryview(data)
-        while view:
-            view = view[self.proc.stdin.write(view) or 0 :]
+        write_whole(self.proc.stdin.fileno(), data)
 
     def recv(self) -> bytes:
         assert self.proc.stdout is not None
@@ -229,9 +227,17 @@ def send_all(upstream: Upstream, pieces: Iterable[bytes]) -> bool:
 
 
 def write_all(fd: int, data: bytes) -> None:
-    """All of `data` to `fd` (the client's stdout), or as much as it takes before it closes.
-    A full non-blocking stdout is waited on, not taken for a client gone (the forwarder's
-    own loop: core.runtime.pipe_write's would import the engine's package into it)."""
+    """All of `data` to `fd` (the client's stdout), or as much as it takes before it closes."""
+    try:
+        write_whole(fd, data)
+    except OSError:
+        return  # the client is gone; its stdin ends too
+
+
+def write_whole(fd: int, data: bytes) -> None:
+    """All of `data` to `fd`, however many writes it takes, waiting while a non-blocking one
+    is full (not a client gone); OSError when the reader is gone. The forwarder's own copy of
+    core.runtime.pipe_write's loop: importing that would bring the engine's package in."""
     view = memoryview(data)
     while view:
         try:
@@ -239,8 +245,6 @@ def write_all(fd: int, data: bytes) -> None:
         except BlockingIOError:
             time.sleep(WAIT_WRITABLE)  # the client reads on
             continue
-        except OSError:
-            return  # the client is gone; its stdin ends too
         view = view[written:]
 
 

@@ -22,7 +22,7 @@ import threading
 from collections import deque
 from typing import Any, BinaryIO
 
-from codeask.core.runtime.pipe_write import write_fd
+from codeask.core.runtime.pipe_write import write_stream
 from codeask.json_depth import MAX_DEPTH, too_deep, top_level_id
 from codeask.lsp.gate import INVALID_REQUEST, MessageGate, Rejected
 
@@ -59,12 +59,7 @@ class LockedWriter:
         takes it in (`pipe_write`: a full non-blocking stdout, a write cut short by a stop and
         continue)."""
         with self._lock:
-            self._stream.flush()
-            try:
-                fd = self._stream.fileno()
-            except (OSError, ValueError):  # an in-memory stream: it takes everything at once
-                return self._stream.write(data)
-            write_fd(fd, data)
+            write_stream(self._stream, data)
             return len(data)
 
     def flush(self) -> None:

@@ -64,7 +64,7 @@ class SocketWriter:
     def __init__(self, conn: socket.socket) -> None:
         self._conn = conn
 
-    def write(self, data: memoryview) -> int:
+    def write(self, data: bytes) -> int:
         self._conn.sendall(data)
         return len(data)
 

@@ -9,7 +9,6 @@ indexes.
 from __future__ import annotations
 
 import logging
-from typing import BinaryIO
 
 from codeask import __version__
 from codeask.mcp.folders import FolderDriver
@@ -40,7 +39,7 @@ def build_server(drivers: list[FolderDriver]) -> ServerInfo:
     )
 
 
-def run(drivers: list[FolderDriver], wire: tuple[BinaryIO, BinaryIO]) -> int:
+def run(drivers: list[FolderDriver], wire: tuple[RawIn, RawOut]) -> int:
     """Serve the started `drivers` over `wire` until the agent closes stdin; returns the exit
     code. The folders are saved and released on the way out."""
     server = build_server(drivers)

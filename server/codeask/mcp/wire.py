@@ -19,9 +19,9 @@ import os
 import re
 import sys
 import threading
-import time
 from typing import Any, BinaryIO, Protocol
 
+from codeask.core.runtime.pipe_write import write_fd
 from codeask.core.source.limits import MAX_LINE_BYTES
 from codeask.core.source.names import bad_text
 from codeask.json_depth import too_deep
@@ -30,17 +30,28 @@ log = logging.getLogger("codeask.mcp")
 
 #: A `\uD800`-`\uDFFF` escape: the only way a JSON line can carry an unpaired surrogate.
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-#: Seconds between tries of a write to a non-blocking stdout that is full.
-WAIT_WRITABLE = 0.002
 #: The request id near the start of a runaway line (clients write it before the params).
 LEADING_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 INVALID_REQUEST, INVALID_PARAMS = -32600, -32602
 
 
-def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
+class WholeWrites:
+    """A descriptor every write goes to whole (`pipe_write.write_fd`): an unbuffered pipe's
+    write may take part of an answer (a full non-blocking pipe, a signal, a stop and continue),
+    and the rest was dropped, leaving the agent a line cut in two."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, data: bytes, /) -> int:
+        write_fd(self.fd, data)
+        return len(data)
+
+
+def claim_stdio() -> tuple[BinaryIO, WholeWrites]:
     """Private copies of stdin and stdout for the protocol; fd 0 → /dev/null, fd 1 → stderr."""
     wire_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
-    wire_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    wire_out = WholeWrites(os.dup(sys.stdout.fileno()))
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, sys.stdin.fileno())
     os.close(null)
@@ -56,10 +67,9 @@ class RawIn(Protocol):
 
 
 class RawOut(Protocol):
-    """What the protocol writes to: a write takes some of the bytes and says how many (an
-    unbuffered pipe's, cut short by a signal or a stop and continue, takes part)."""
+    """What the protocol writes to (each write whole: `WholeWrites`, a socket's `sendall`)."""
 
-    def write(self, data: memoryview, /) -> int | None: ...
+    def write(self, data: bytes, /) -> object: ...
 
 
 class Output:
@@ -71,17 +81,9 @@ class Output:
         self._lock = threading.Lock()
 
     def write(self, data: bytes) -> None:
-        """All of `data`, however many writes it takes (a part lost would leave the agent a
-        line cut in two, the next answer glued to it)."""
         with self._lock:
-            view = memoryview(data)
             try:
-                while view:
-                    written = self._raw.write(view)
-                    if written is None:  # a non-blocking pipe that is full: the agent reads on
-                        time.sleep(WAIT_WRITABLE)
-                        continue
-                    view = view[written:]
+                self._raw.write(data)
             except OSError as exc:  # the agent closed its end
                 log.info("an answer was not delivered: %s", exc)
 

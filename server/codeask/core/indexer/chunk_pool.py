@@ -34,7 +34,7 @@ import numpy as np
 from codeask.config import ChunkSettings, IndexSettings, cpu_cores
 from codeask.core.records import Chunk
 from codeask.core.runtime.collector import fewer_collections
-from codeask.core.runtime.pipe_write import write_fd
+from codeask.core.runtime.pipe_write import write_stream
 from codeask.core.source.discover import SkippedFile, SourceFile, load_source
 
 if TYPE_CHECKING:
@@ -345,24 +345,7 @@ class _Workers:
 def _write_frame(pipe: IO[bytes] | None, payload: bytes) -> None:
     if pipe is None:
         raise OSError("no pipe")
-    write_all(pipe, _LENGTH.pack(len(payload)) + payload)
-
-
-def write_all(pipe: IO[bytes], data: bytes | bytearray) -> None:
-    """Every byte of `data` (`pipe_write.write_fd`), not `pipe.write` + `flush`: a worker's
-    `sys.stdout.buffer` (CPython 3.11) lost the rest of a frame when a write was cut short by a
-    stop and a continue (Ctrl-Z then `fg` on `codeask index`, a profiler attaching), and the
-    pass then failed on a frame that held the start of the next one. Measured with 400 frames
-    of ~1.5 MB and 60 stops: `sys.stdout.buffer` lost data in every run (6 of 6), this in none;
-    a BufferedWriter of `os.fdopen` did not lose any either: the cause is in how the
-    interpreter's own stdout is set up, not found (tests/unit/test_chunk_frames.py)."""
-    pipe.flush()  # nothing of the buffered writer's may come after these bytes
-    try:
-        fd = pipe.fileno()
-    except OSError:  # an in-memory stream (the tests): it takes everything at once
-        pipe.write(data)
-        return
-    write_fd(fd, data)
+    write_stream(pipe, _LENGTH.pack(len(payload)) + payload)
 
 
 def _read_exact(pipe: IO[bytes], size: int) -> bytes:
@@ -430,7 +413,7 @@ def serve(stdin: IO[bytes], stdout: IO[bytes], settings: WorkerSettings) -> Work
             # new frame-sized bytes each time (encoding ~15 % less CPU on kernel,mm,lib,fs)
             encoder.encode_into(answers, frame, _LENGTH.size)
             _LENGTH.pack_into(frame, 0, len(frame) - _LENGTH.size)
-            write_all(stdout, frame)
+            write_stream(stdout, frame)  # every byte (pipe_write.py: not `stdout.write`)
             if 0 < settings.recycle_bytes < resident_bytes():
                 return settings
 
