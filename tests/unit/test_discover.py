@@ -29,6 +29,8 @@ from codeask.core.source.discover import (
     LoadedSource,
     SkippedFile,
     SourceFile,
+    _read_capped,
+    _read_up_to,
     check_file,
     discover,
     load_source,
@@ -122,6 +124,26 @@ def test_load_source_rechecks_the_cap_on_a_file_that_grew(tmp_path: Path) -> Non
     assert isinstance(source, SourceFile)
     (tmp_path / "grows.py").write_text("g = 1\n" * 50, encoding="utf-8")
     assert load_source(source, settings) == SkippedFile("grows.py", "too large (300 bytes > 100)")
+
+
+def test_a_file_longer_than_its_stat_said_is_read_to_its_end_or_the_cap(tmp_path: Path) -> None:
+    """The read is sized by the stat (issue 42); a file that grew after it (or a short read) is
+    read on to its end, and never past the cap and one byte."""
+    path = tmp_path / "grew.py"
+    path.write_bytes(b"x" * 300)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _read_up_to(fd, 1001, 7) == b"x" * 300  # the stat said 6 bytes
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert _read_up_to(fd, 101, 7) == b"x" * 101  # past the cap: cap + 1, then "too large"
+    finally:
+        os.close(fd)
+
+
+def test_a_file_whose_stat_size_is_zero_is_read_whole() -> None:
+    """procfs and similar report size 0 for files with content."""
+    data, st = _read_capped("/proc/self/status", 1 << 20)
+    assert st.st_size == 0 and b"Pid:" in data
 
 
 def test_secrets_are_skipped_unless_disabled(tmp_path: Path) -> None:

@@ -963,14 +963,35 @@ def _read_capped(path: str | Path, cap: int) -> tuple[bytes, os.stat_result]:
     """At most cap + 1 bytes (none if the open file is already too large), and its stat.
 
     O_NONBLOCK keeps a FIFO that replaced the file from hanging the open; a non-regular file is
-    refused before any read.
+    refused before any read. Read with `os.read` sized by the stat, not a buffered `read(cap +
+    1)`: that one allocated cap + 1 bytes per file and shrank them (a fourth of the reading's
+    CPU at 1 MB: 0.34 -> 0.09 CPU-s over 8,770 kernel files, issue 42).
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    with open(os.open(path, flags), "rb") as handle:
-        st = os.fstat(handle.fileno())
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(0, "not a regular file")
-        return (b"" if st.st_size > cap else handle.read(cap + 1)), st
+        if st.st_size > cap:
+            return b"", st
+        return _read_up_to(fd, cap + 1, st.st_size + 1), st
+    finally:
+        os.close(fd)
+
+
+def _read_up_to(fd: int, limit: int, expected: int) -> bytes:
+    """The file's bytes up to `limit`, read until end of file: first `expected` (its stat size
+    and one more), then on while it grew meanwhile or a read came back short."""
+    parts = [os.read(fd, min(limit, expected))]
+    got = len(parts[0])
+    while got < limit:
+        part = os.read(fd, min(limit - got, 1 << 20))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _decode(data: bytes) -> tuple[str, str | None]:
