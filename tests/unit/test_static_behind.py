@@ -92,11 +92,13 @@ def test_a_pass_shares_one_widened_matrix_and_drops_it() -> None:
     texts = [f"def handler_{n}(request):\n    return route(request, {n})\n" for n in range(100)]
     alone = model.embed(texts)
     with model.widened():
+        assert model._wide is None  # made at the first bulk call, not before
+        shared = model.embed(texts)
         held = model._wide
         assert held is not None and held.dtype == np.float32
         with model.widened():  # a second holder (another folder's pass) shares it
+            assert np.array_equal(model.embed(texts), shared)
             assert model._wide is held
         assert model._wide is held
-        shared = model.embed(texts)
     assert model._wide is None  # a server at rest does not keep the copy
     assert np.array_equal(alone, shared)  # bit for bit

@@ -152,13 +152,28 @@ def test_vectors_are_bit_for_bit_the_old_paths() -> None:
     model = StaticEmbedder()
     assert len(texts) >= WIDEN_AT
     with model.widened():
-        assert model._wide is not None
+        assert model._wide is None  # made at the first bulk call
         ours = model.embed(texts)
+        assert model._wide is not None
         reference = _old_vectors(model, texts, model._wide)
     assert ours.tobytes() == reference.tobytes()
     for text in [*HOSTILE, "x " * 700]:  # a query's path: the float16 rows, widened per text
         alone = StaticEmbedder()
         assert alone.embed([text]).tobytes() == _old_vectors(alone, [text], alone._matrix).tobytes()
+
+
+def test_a_held_run_of_a_few_chunks_never_widens_the_matrix() -> None:
+    """An edit's pass embeds a handful of chunks inside `widened`: no 30 MB float32 copy is
+    made for them (issue 42), and their vectors are the bulk path's, bit for bit."""
+    texts = _source_chunks()[: WIDEN_AT - 1]
+    bulk = StaticEmbedder()
+    with bulk.widened():
+        expected = bulk.embed(texts * 2)  # a bulk call: widened
+    model = StaticEmbedder()
+    with model.widened():
+        few = model.embed(texts)
+        assert model._wide is None
+    assert few.tobytes() == expected[: len(texts)].tobytes()
 
 
 # -- the batch tokenizer (wordpiece_batch.py) ----------------------------------------------------

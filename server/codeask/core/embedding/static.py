@@ -264,7 +264,7 @@ class StaticEmbedder:
         same ids, wordpiece_reach.py), unless the full tokenizer is built already or a bulk
         run (inside `widened`) will need it anyway."""
         small = len(texts) <= REACH_TEXTS and sum(map(len, texts)) <= REACH_CHARS
-        return self._full is None and self._reach is not None and small and self._wide is None
+        return self._full is None and self._reach is not None and small and not self._wide_holders
 
     def _ascii_for(self, reached: bool) -> AsciiWordPiece | None:
         """The Python path for ASCII texts: over the full tokenizer's model, or for a query
@@ -312,21 +312,33 @@ class StaticEmbedder:
         # Many texts (indexing): one float32 copy of the matrix for this call (~10 ms, 30 MB
         # while it runs), since widening each text's gathered rows cost ~20% of a first
         # pass; a query widens only its own rows. The sums are bit for bit the same.
-        matrix = self._wide  # inside `widened`: every call uses it, whatever its size
-        if matrix is None:
-            matrix = self._widen() if len(texts) >= WIDEN_AT else self._matrix
+        matrix = self._matrix_for(len(texts))
         for start in range(0, len(texts), BATCH):
             out[start : start + BATCH] = self._embed_batch(texts[start : start + BATCH], matrix)
         return out
 
+    def _matrix_for(self, count: int) -> np.ndarray:
+        """The float32 copy for a call of `count` texts from WIDEN_AT on (kept while `widened`
+        is held), else whichever is there. Made at a held run's first bulk call, not when it
+        starts: a pass of a few chunks (an edit, a save) embeds them without widening the whole
+        matrix (~0.1 s and 30 MB of a one-file reindex on the kernel, issue 42)."""
+        if count < WIDEN_AT:
+            return self._matrix if self._wide is None else self._wide
+        with self._wide_lock:
+            if self._wide is not None:
+                return self._wide
+            wide = self._widen()
+            if self._wide_holders:
+                self._wide = wide
+            return wide
+
     @contextmanager
     def widened(self) -> Iterator[None]:
-        """Bulk calls inside share one float32 copy of the matrix: an indexing pass embeds as
-        it goes, in many batches, and widening for each cost ~20 ms. Dropped when the last
-        holder leaves, so a server at rest does not keep its 30 MB."""
+        """Bulk calls inside share one float32 copy of the matrix (made at the first: see
+        `_matrix_for`): an indexing pass embeds as it goes, in many batches, and widening for
+        each cost ~20 ms. Dropped when the last holder leaves, so a server at rest does not
+        keep its 30 MB."""
         with self._wide_lock:
-            if self._wide_holders == 0:
-                self._wide = self._widen()
             self._wide_holders += 1
         try:
             yield
@@ -357,7 +369,7 @@ class StaticEmbedder:
         # gathered float16 rows are widened before the sum (exact), so every vector is bit for
         # bit the one a float32 matrix gives.
         bulk = matrix.shape[0] > self._matrix.shape[0]  # widened, with its -0.0 row
-        held = self._wide is not None  # inside `widened`, which drops the word table after
+        held = self._wide_holders > 0  # inside `widened`, which drops the word table after
         flat, ends = self._bulk_ids(texts) if held else self._flat_ids(self._cut_ids(texts))
         if bulk:
             sums = self._sums_by_length(flat, ends, matrix)
@@ -422,7 +434,7 @@ class StaticEmbedder:
         mixed = [n for n in rest if fast.unspecial(cut[n])]
         spans = mixed_ids([cut[n] for n in mixed], batch, self._encode_words, MAX_TOKENS)
         by_pieces = dict(zip(mixed, spans, strict=True))
-        if self._wide is None:  # the pass ended meanwhile (a query's call): not kept at rest
+        if not self._wide_holders:  # the pass ended meanwhile (a query's call): not kept at rest
             batch.forget()
         if len(plain) == len(cut):
             return _known(ids, np.cumsum(counts), self._unk_id)
