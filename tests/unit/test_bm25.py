@@ -12,6 +12,7 @@ from tests.unit.test_lexical import make_chunk
 
 from codeask.core.records import Chunk
 from codeask.core.storage.lexical import bm25, disk
+from codeask.core.storage.lexical.asked import askable
 from codeask.core.storage.lexical.bm25 import (
     CHUNK_WEIGHTS,
     FILE_WEIGHTS,
@@ -83,6 +84,31 @@ def test_postings_rank_exactly_as_fts5() -> None:
     index = LexicalIndex(None)
     index.rebuild(corpus(400))
     check_against_fts5(index, chunk_rows, file_rows, seed=9)
+
+
+def test_tokens_no_query_asks_for_get_no_postings_and_every_score_is_fts5s() -> None:
+    """Stopwords, one-character tokens and numbers (`query_terms` drops them) are left out of
+    the postings and the term dictionary, not out of the rows' lengths: FTS5, which indexes
+    them, ranks the same rows with the same scores (issue 42: a fifth of a pass's postings)."""
+    unasked = ["the", "if", "i", "x", "0", "42", "0x1f", "for"]
+    rng = random.Random(5)
+    chunks = [
+        make_chunk(
+            i,
+            f"pkg/{rng.choice(WORDS)}.py",
+            rng.choice(WORDS),
+            " ".join(rng.choices(WORDS + unasked * 6, k=rng.randint(3, 60))),
+        )
+        for i in range(1, 300)
+    ]
+    chunk_rows, file_rows = table_rows(chunks)
+    index = LexicalIndex(None)
+    index.rebuild(chunks)
+    for table in (index.tables.chunks, index.tables.files):
+        for token in ("the", "if", "i", "x", "0", "42", "1", "f", "for"):
+            assert table.doc_frequency(token) == 0
+        assert table.doc_frequency("w1") > 0
+    check_against_fts5(index, chunk_rows, file_rows, seed=6)
 
 
 def test_saved_segments_and_edits_rank_exactly_as_fts5(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -197,11 +223,14 @@ def test_a_build_in_small_batches_holds_the_same_postings(monkeypatch) -> None: 
 
 
 def naive_postings(rows: list, weights: tuple) -> dict:  # type: ignore[type-arg]
-    """term → {row position: weighted tf}, counted one token at a time."""
+    """term → {row position: weighted tf}, counted one token at a time, of the terms a query
+    can ask for (asked.py: the others get no postings)."""
     found: dict[str, dict[int, float]] = {}
     for position, row in enumerate(rows):
         for column, weight in enumerate(weights, start=1):
             for token in str(row[column] or "").split():
+                if not askable(token):
+                    continue
                 per_row = found.setdefault(token, {})
                 per_row[position] = per_row.get(position, 0.0) + weight
     return found
@@ -212,7 +241,7 @@ def test_weighted_frequencies_are_summed_in_column_order_bit_for_bit() -> None:
     frequency of a term is the sum a pass token by token, column by column, gives, to the last
     bit, in batches or not; and non-ASCII terms sort as Python sorts them."""
     rng = random.Random(11)
-    words = [*WORDS[:12], "é", "ß", "z", "\u4e2d", "\U0001d518"]
+    words = [*WORDS[:12], "é", "ßa", "z", "zz", "\u4e2d\u6587", "\U0001d518x", "the", "42"]
     rows = [
         (i, *(" ".join(rng.choices(words, k=rng.randint(0, 25))) for _ in range(3)))
         for i in range(1, 200)

@@ -16,12 +16,12 @@ WORDS = [f"w{i}" for i in range(40)] + ["parse", "request", "cookie", "session"]
 
 
 def _table(rows: int) -> LiveTable:
-    """`rows` chunks that all say "the", a base and a later write (a second segment, and masked
+    """`rows` chunks that all say "kfree", a base and a later write (a second segment, and masked
     rows in the base): the shapes a search meets."""
     rng = random.Random(3)
 
     def row(key: int) -> tuple[object, ...]:
-        words = " ".join(["the", *rng.sample(WORDS, 3), *(["the"] * (key % 3))])
+        words = " ".join(["kfree", *rng.sample(WORDS, 3), *(["kfree"] * (key % 3))])
         return (key, words, f"sym{key % 97}", f"pkg/m{key % 50}.c")
 
     table = LiveTable(Postings.build([row(i) for i in range(rows)], CHUNK_WEIGHTS), CHUNK_WEIGHTS)
@@ -33,7 +33,7 @@ def _table(rows: int) -> LiveTable:
 def test_blocked_scores_are_the_whole_term_scores(monkeypatch: pytest.MonkeyPatch) -> None:
     table = _table(20_000)
     assert len(table.segments) == 2 and table.segments[0].masked is not None
-    queries = [["the", "parse"], ["request", "the", "w7"], ["cookie"], ["sym12", "the"]]
+    queries = [["kfree", "parse"], ["request", "kfree", "w7"], ["cookie"], ["sym12", "kfree"]]
     monkeypatch.setattr(bm25, "SCORE_BLOCK", 10**9)  # every term in one block: the old way
     whole = [table.search(q, 50) for q in queries]
     monkeypatch.setattr(bm25, "SCORE_BLOCK", 1_000)
@@ -44,14 +44,14 @@ def test_blocked_scores_are_the_whole_term_scores(monkeypatch: pytest.MonkeyPatc
 def _peak(table: LiveTable) -> int:
     tracemalloc.start()
     try:
-        table.search(["the", "parse"], 20)
+        table.search(["kfree", "parse"], 20)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
 
 def test_a_common_terms_temporaries_stay_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """300k postings of "the": scored whole and cut over the whole row space, 20.4 MB traced at
+    """300k postings of "kfree": scored whole and cut over the whole row space, 20.4 MB traced at
     once; in blocks, the row space's score array (8 bytes a row: 2.4 MB), the term's live
     postings as read (rows and float64 tf, per segment) and one block's temporaries: 9.2 MB."""
     table = _table(300_000)

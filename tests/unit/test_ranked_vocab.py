@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from tests.unit.test_bm25 import same_postings
 
+from codeask.core.storage.lexical.asked import askable
 from codeask.core.storage.lexical.batch import new_vocab
 from codeask.core.storage.lexical.bm25 import (
     CHUNK_WEIGHTS,
@@ -28,14 +29,18 @@ from codeask.core.storage.lexical.ranked_vocab import RankedVocab
 
 
 def reference_build(rows: Sequence[Sequence[object]], weights: Sequence[float]) -> Postings:
-    """Postings.build as it was: its own vocabulary, sorted by the table's assemble."""
+    """Postings.build as it was: its own vocabulary, sorted by the table's assemble (of the
+    terms a query can ask for: asked.py)."""
     keys, vocab, terms, places, freqs, lengths = collect(rows, weights, new_vocab())
     term_of = np.concatenate(terms) if terms else np.zeros(0, np.int32)
     row_of = np.concatenate(places).astype(np.int32) if places else np.zeros(0, np.int32)
     freq = np.concatenate(freqs) if freqs else np.zeros(0)
+    asked = np.isin(term_of, [i for term, i in vocab.items() if askable(term)])
+    term_of, row_of, freq = term_of[asked], row_of[asked], freq[asked]
+    vocab = {term: i for term, i in vocab.items() if askable(term)}
     names = sorted(vocab)
     rank = np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))
-    renumber = np.empty(len(names), dtype=np.int32)
+    renumber = np.full(int(rank.max(initial=-1)) + 1, -1, dtype=np.int32)
     renumber[rank] = np.arange(len(names), dtype=np.int32)
     term_of = renumber[term_of]
     order = np.argsort(term_of.astype(np.int64) * (len(keys) + 1) + row_of, kind="stable")

@@ -316,11 +316,16 @@ class Postings:
         lengths: list[np.ndarray],
     ) -> Postings:
         """`assemble` of terms given as their places in `vocab` (sorted once for a build's
-        two tables: lexical/ranked_vocab.py); the table keeps the terms its postings use."""
+        two tables: lexical/ranked_vocab.py); the table keeps the terms its postings use, of
+        those a query can ask for (asked.py; the rows' lengths still count every token)."""
         term_of = np.concatenate(terms) if terms else np.zeros(0, np.int64)
         row_of = np.concatenate(places).astype(np.int32) if places else np.zeros(0, np.int32)
         freq = np.concatenate(freqs) if freqs else np.zeros(0)
         del terms, places, freqs
+        asked = vocab.asked[term_of]
+        if not asked.all():
+            term_of, row_of, freq = term_of[asked], row_of[asked], freq[asked]
+        del asked
         names, term_of = vocab.used(term_of)
         # one int64 key per (term, row): its stable argsort (timsort, which takes each batch's
         # runs of a term's rows as they are) is lexsort's order, ~2x cheaper

@@ -69,10 +69,13 @@ def _files(
     owner = file_of[chunk_row]
     mine = owner >= 0
     files = len(parts)
-    # term ids as places in term order first: the one sort below is then the table's order
+    # term ids as places in term order first: the one sort below is then the table's order;
+    # terms no query asks for are dropped before it (Postings.ranked would, after it)
     term = vocab.rank[np.concatenate([*[t.astype(np.int64) for t in terms], chunk_term[mine]])]
     place = np.concatenate([*places, owner[mine]])
     freq = np.concatenate([*freqs, count[mine] * FILE_WEIGHTS[0]])
+    asked = vocab.asked[term]
+    term, place, freq = term[asked], place[asked], freq[asked]
     pair, summed = summed_pairs(term * files + place, freq)
     length = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(files)
     has_body = file_of >= 0

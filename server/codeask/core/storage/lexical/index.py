@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from codeask.core.records import HISTORY_KINDS, Chunk
+from codeask.core.storage.lexical.asked import STOPWORDS as STOPWORDS  # moved there
+from codeask.core.storage.lexical.asked import askable
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, LiveTable
 from codeask.core.storage.lexical.disk import SCHEMA as SCHEMA  # moved there
 from codeask.core.storage.lexical.disk import DiskTables, TableWrite
@@ -21,15 +23,6 @@ from codeask.core.storage.lexical.tokens import code_tokens as code_tokens
 from codeask.core.storage.lexical.tokens import identifier_parts as identifier_parts
 from codeask.core.storage.lexical.tokens import token_text
 
-STOPWORDS = frozenset(
-    """
-    a an and are as at be but by can do does for from has have how i if in into is it its of
-    on or so that the then there these this to was we what when where which while who why
-    will with would you your not no yes all any some my me our us they them their he she his
-    her been being were should could may might must also just only very more most other such
-    than too using use used get got
-    """.split()  # noqa: SIM905
-)
 MAX_QUERY_TERMS = 48
 #: Chunk rows per write of a rebuild (a first pass writes one file's rows at a time).
 REBUILD_ROWS = 2000
@@ -47,7 +40,7 @@ def query_terms(text: str) -> list[str]:
     """Distinct informative tokens of a query, in order of first appearance."""
     seen: dict[str, None] = {}
     for token in code_tokens(text):
-        if len(token) > 1 and token not in STOPWORDS and not token.isdigit():
+        if askable(token):  # the rule the postings follow (asked.py)
             seen.setdefault(token, None)
     return list(seen)
 

@@ -13,14 +13,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from codeask.core.storage.lexical.asked import askable_flags
+
 
 @dataclass(frozen=True)
 class RankedVocab:
-    """The terms sorted (as UTF-8 bytes: the same order as the strings) and each term id's
-    place among them."""
+    """The terms sorted (as UTF-8 bytes: the same order as the strings), each term id's place
+    among them, and whether a query can ask for each (asked.py: the others get no postings)."""
 
     names: list[bytes]
     rank: np.ndarray
+    asked: np.ndarray
 
     @classmethod
     def of(cls, vocab: dict[str, int]) -> RankedVocab:
@@ -29,7 +32,7 @@ class RankedVocab:
         rank[np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))] = np.arange(
             len(names)
         )
-        return cls(list(map(str.encode, names)), rank)
+        return cls(list(map(str.encode, names)), rank, askable_flags(names))
 
     def used(self, places: np.ndarray) -> tuple[list[bytes], np.ndarray]:
         """(the terms at `places`, sorted and each once; `places` numbered among them)."""
