@@ -202,6 +202,31 @@ def _vocabulary_facts(tokenizer: Tokenizer, pinned: bool) -> tuple[int, int | No
     return len(vocab), vocab.get(unk) if unk is not None else None, char_cap(vocab)
 
 
+def sums_by_length(flat: np.ndarray, ends: np.ndarray, wide: np.ndarray) -> np.ndarray:
+    """Each text's rows of `wide` (the widened matrix, its last row -0.0) summed: a bulk
+    call's texts longest first, a few of like length at a time: their ids as one (tokens ×
+    texts) block padded with the -0.0 row, gathered by one `take` and summed over its first
+    axis. numpy adds each column token after token just as it does for one text's (tokens ×
+    256) rows, but in inner loops as long as the block's row of texts rather than one per
+    token. With `take` (faster than indexing): pooling 24-27 -> 16-19 CPU-ms per 1k chunks of
+    kernel,mm,lib (issue 42)."""
+    lengths = np.diff(ends, prepend=0)
+    sums = np.zeros((len(lengths), wide.shape[1]), dtype=np.float32)
+    longest = int(lengths.max()) if len(lengths) else 0
+    padded = np.full((len(lengths), longest), wide.shape[0] - 1, dtype=np.intp)
+    padded[np.arange(longest) < lengths[:, None]] = flat
+    order = np.argsort(-lengths, kind="stable")
+    padded, sorted_lengths = padded[order], lengths[order].tolist()
+    first = 0
+    while first < len(order) and sorted_lengths[first] > 0:
+        size = sorted_lengths[first]
+        last = min(len(order), first + max(1, GROUP_ROWS // size))
+        block = wide.take(padded[first:last, :size].T, axis=0)
+        sums[order[first:last]] = np.add.reduce(block, axis=0)
+        first = last
+    return sums
+
+
 class StaticEmbedder:
     """potion-base-8M: tokenizer + float16 token matrix; `embed` is a mean of rows."""
 
@@ -318,26 +343,23 @@ class StaticEmbedder:
         return out
 
     def _matrix_for(self, count: int) -> np.ndarray:
-        """The float32 copy for a call of `count` texts from WIDEN_AT on (kept while `widened`
-        is held), else whichever is there. Made at a held run's first bulk call, not when it
-        starts: a pass of a few chunks (an edit, a save) embeds them without widening the whole
-        matrix (~0.1 s and 30 MB of a one-file reindex on the kernel, issue 42)."""
+        """The float32 copy from WIDEN_AT texts on (kept while `widened` is held, made at its
+        first bulk call: an edit's few chunks never widen 30 MB), else whichever is there."""
         if count < WIDEN_AT:
             return self._matrix if self._wide is None else self._wide
         with self._wide_lock:
-            if self._wide is not None:
-                return self._wide
-            wide = self._widen()
-            if self._wide_holders:
+            if self._wide is None:
+                wide = self._widen()
+                if not self._wide_holders:
+                    return wide
                 self._wide = wide
-            return wide
+            return self._wide
 
     @contextmanager
     def widened(self) -> Iterator[None]:
-        """Bulk calls inside share one float32 copy of the matrix (made at the first: see
-        `_matrix_for`): an indexing pass embeds as it goes, in many batches, and widening for
-        each cost ~20 ms. Dropped when the last holder leaves, so a server at rest does not
-        keep its 30 MB."""
+        """Bulk calls inside share one float32 copy of the matrix (`_matrix_for`): a pass
+        embeds in many batches, and widening for each cost ~20 ms. Dropped when the last holder
+        leaves, so a server at rest does not keep its 30 MB."""
         with self._wide_lock:
             self._wide_holders += 1
         try:
@@ -353,7 +375,7 @@ class StaticEmbedder:
                         self._batch.forget()
 
     def _widen(self) -> np.ndarray:
-        """The matrix as float32, with one more row of -0.0 after the tokens' (`_sums_by_length`
+        """The matrix as float32, with one more row of -0.0 after the tokens' (`sums_by_length`
         pads with it: x + -0.0 is x, bit for bit, whatever x)."""
         rows, dim = self._matrix.shape
         wide = np.empty((rows + 1, dim), dtype=np.float32)
@@ -372,7 +394,7 @@ class StaticEmbedder:
         held = self._wide_holders > 0  # inside `widened`, which drops the word table after
         flat, ends = self._bulk_ids(texts) if held else self._flat_ids(self._cut_ids(texts))
         if bulk:
-            sums = self._sums_by_length(flat, ends, matrix)
+            sums = sums_by_length(flat, ends, matrix)
         else:
             sums = self._sums_one_by_one(flat, ends, matrix)
         counts = np.diff(ends, prepend=0).astype(np.float32)
@@ -394,29 +416,6 @@ class StaticEmbedder:
                     rows = rows.astype(np.float32)
                 sums[row] = np.add.reduce(rows, axis=0)
             start = end
-        return sums
-
-    def _sums_by_length(self, flat: np.ndarray, ends: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-        """A bulk call's texts longest first, a few of like length at a time: their ids as one
-        (tokens × texts) block padded with the -0.0 row, gathered by one `take` and summed
-        over its first axis. numpy adds each column token after token just as it does for one
-        text's (tokens × 256) rows, but in inner loops as long as the block's row of texts
-        rather than one per token. With `take` (faster than indexing): pooling 24-27 -> 16-19
-        CPU-ms per 1k chunks of kernel,mm,lib (issue 42)."""
-        lengths = np.diff(ends, prepend=0)
-        sums = np.zeros((len(lengths), self.dim), dtype=np.float32)
-        longest = int(lengths.max()) if len(lengths) else 0
-        padded = np.full((len(lengths), longest), self._matrix.shape[0], dtype=np.intp)
-        padded[np.arange(longest) < lengths[:, None]] = flat
-        order = np.argsort(-lengths, kind="stable")
-        padded, sorted_lengths = padded[order], lengths[order].tolist()
-        first = 0
-        while first < len(order) and sorted_lengths[first] > 0:
-            size = sorted_lengths[first]
-            last = min(len(order), first + max(1, GROUP_ROWS // size))
-            block = matrix.take(padded[first:last, :size].T, axis=0)
-            sums[order[first:last]] = np.add.reduce(block, axis=0)
-            first = last
         return sums
 
     def _bulk_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
