@@ -115,3 +115,23 @@ def test_a_missing_eval_folder_is_one_clear_line_and_exit_2(tmp_path: Path) -> N
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in result.stderr, (module, result.stderr)
         assert str(missing) in lines[0] and "--eval-dir" in lines[0], lines[0]
+
+
+def test_pass_parts_times_every_part_of_a_first_pass() -> None:
+    """benchmarks.pass_parts on the vendored corpus: every part of a worker's work and the
+    lexical tables get a row, and the parts that always run (parse, static vectors, lexical
+    tables) took some CPU."""
+    result = run("benchmarks.pass_parts", str(CORPUS), "--files", "20", "--repeat", "1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {
+        line.split("|")[1].strip(): float(line.split("|")[2])
+        for line in result.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| part")
+    }
+    assert set(rows) == {
+        *("read", "redact", "parse", "query", "chunking walk", "lexical columns"),
+        *("static vectors", "frame encode", "lexical tables (indexing process)", "all"),
+    }
+    assert rows["parse"] > 0 and rows["static vectors"] > 0
+    assert rows["lexical tables (indexing process)"] > 0
+    assert abs(sum(v for k, v in rows.items() if k != "all") - rows["all"]) < 0.01
