@@ -33,6 +33,7 @@ from codeask.core.indexer.vectors import VectorTiers
 from codeask.core.records import Chunk
 from codeask.core.runtime import collector
 from codeask.core.source.discover import discover
+from codeask.core.storage.quantized_rows import unit_quantized
 from support import in_process_env
 
 PY = '''"""Module {n}: {topic} helpers."""
@@ -381,13 +382,19 @@ def test_static_vectors_of_the_wrong_size_are_not_used() -> None:
     chunk = Chunk(
         path="a.py", language="python", kind="function", start_line=1, end_line=2, text="x"
     )
-    rows = np.ones((1, 4), np.float32)
-    prepared = chunk_pool.PreparedFile("a.py", chunks=[chunk], static_vectors=rows.tobytes())
-    assert prepared.static_rows(4) is not None
-    assert np.array_equal(prepared.static_rows(4), rows)  # type: ignore[arg-type]
+    stored = unit_quantized(np.ones((1, 4), np.float32))  # as a worker sends them
+    rows, scales = stored.rows.tobytes(), stored.scales.tobytes()
+    prepared = chunk_pool.PreparedFile(
+        "a.py", chunks=[chunk], static_vectors=rows, static_scales=scales
+    )
+    found = prepared.static_rows(4)
+    assert found is not None
+    assert np.array_equal(found.rows, stored.rows) and np.array_equal(found.scales, stored.scales)
     assert prepared.static_rows(8) is None  # a row per chunk of this model's width, or none
     assert chunk_pool.PreparedFile("a.py", chunks=[chunk]).static_rows(4) is None
     assert chunk_pool.PreparedFile("a.py", static_vectors=b"").static_rows(4) is None
+    no_scales = chunk_pool.PreparedFile("a.py", chunks=[chunk], static_vectors=rows)
+    assert no_scales.static_rows(4) is None  # a row without its scale is no row
 
 
 @pytest.mark.usefixtures("pool_for_small_passes")

@@ -36,6 +36,7 @@ from codeask.core.records import Chunk
 from codeask.core.runtime.collector import fewer_collections
 from codeask.core.runtime.pipe_write import write_stream
 from codeask.core.source.discover import SkippedFile, SourceFile, load_source
+from codeask.core.storage.quantized_rows import QuantizedRows, unit_quantized
 
 if TYPE_CHECKING:
     from codeask.core.embedding.static import StaticEmbedder
@@ -110,14 +111,21 @@ class PreparedFile(msgspec.Struct, array_like=True, omit_defaults=True):
     columns: list[tuple[str, str, str]] = msgspec.field(default_factory=list)
     """Each chunk's lexical columns (body, symbol, path), computed where the chunk was made."""
     static_vectors: bytes = b""
-    """The chunks' static-tier vectors (float32 rows in chunk order) when a worker embedded
-    them; empty when the indexing process does (in-process passes, the tier off)."""
+    """The chunks' static-tier vectors as the tier stores them (int8 unit rows in chunk order,
+    `unit_quantized`) when a worker embedded them; empty when the indexing process does
+    (in-process passes, the tier off) ..."""
+    static_scales: bytes = b""
+    """... and their scales (float32, one a row)."""
 
-    def static_rows(self, dim: int) -> np.ndarray | None:
-        """`static_vectors` as rows, or None when absent or not one row of `dim` per chunk."""
-        if len(self.static_vectors) != len(self.chunks) * dim * 4 or not self.chunks:
+    def static_rows(self, dim: int) -> QuantizedRows | None:
+        """The static vectors, or None when absent or not one row of `dim` per chunk."""
+        count = len(self.chunks)
+        if not count or len(self.static_vectors) != count * dim:
             return None
-        return np.frombuffer(self.static_vectors, dtype=np.float32).reshape(len(self.chunks), dim)
+        if len(self.static_scales) != count * 4:
+            return None
+        rows = np.frombuffer(self.static_vectors, dtype=np.int8).reshape(count, dim)
+        return QuantizedRows(rows, np.frombuffer(self.static_scales, dtype=np.float32))
 
 
 class WorkerSettings(msgspec.Struct, array_like=True):
@@ -446,9 +454,13 @@ def _embed_static(model: StaticEmbedder, answers: list[PreparedFile]) -> None:
     chunks = [c for answer in answers for c in answer.chunks]
     if not chunks:
         return
-    rows = model.embed([c.embed_text() for c in chunks])
+    # stored as the tier stores them (int8 and a scale a row): a quarter of the float32 bytes
+    # through the pipe, and the indexing process keeps them as they come (issue 42)
+    stored = unit_quantized(model.embed([c.embed_text() for c in chunks]))
     at = 0
     for answer in answers:
         if answer.chunks:
-            answer.static_vectors = rows[at : at + len(answer.chunks)].tobytes()
-            at += len(answer.chunks)
+            end = at + len(answer.chunks)
+            answer.static_vectors = stored.rows[at:end].tobytes()
+            answer.static_scales = stored.scales[at:end].tobytes()
+            at = end

@@ -23,7 +23,10 @@ from codeask.core.source.walk_cache import WALK_CACHE
 from codeask.core.storage.team import refresh_shadowed
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from codeask.core.indexer.folder_state import FolderState
+    from codeask.core.storage.quantized_rows import QuantizedRows
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -199,7 +202,7 @@ def store_prepared(
         sha256=prepared.sha256,
         language=prepared.language,
     )
-    rows = prepared.static_rows(STATIC_DIM)
+    rows: np.ndarray | QuantizedRows | None = prepared.static_rows(STATIC_DIM)
     if rows is not None:  # a chunking worker embedded them
         report.static_computed += len(chunks)
     elif static_now:

@@ -7,6 +7,7 @@
 - `team`: `TeamStorage`, the team's published revision (`postgres/`: the team index on
   PostgreSQL) under a local index of the files that differ (`overlay`, `overlay_shadow`).
 - `writer_lock`: one writer per index folder (an OS file lock).
+- `quantized_rows`: the int8 rows a quantized tier stores, which the chunk workers make too.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
 checks it); the others are this room's own.
@@ -17,6 +18,7 @@ __all__ = [
     "lexical",
     "postgres",
     "protocol",
+    "quantized_rows",
     "store",
     "symbol_table",
     "team",

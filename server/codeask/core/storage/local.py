@@ -24,6 +24,7 @@ from codeask.core.embedding.static import STATIC_DIM, STATIC_MODEL_NAME
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage.lexical.index import LexicalIndex
 from codeask.core.storage.protocol import DenseAsk, IndexCounts, Tier
+from codeask.core.storage.quantized_rows import QuantizedRows
 from codeask.core.storage.store import IndexStore, VectorIndex, current_name, read_manifest
 from codeask.core.storage.symbol_table import HAND_OVER, SymbolTable
 
@@ -199,7 +200,7 @@ class LocalStorage:
         self,
         record: FileRecord,
         chunks: Sequence[Chunk],
-        static_rows: np.ndarray | None = None,
+        static_rows: np.ndarray | QuantizedRows | None = None,
         columns: Sequence[tuple[str, str, str]] | None = None,
     ) -> list[int]:
         store, lexical = self._store, self._lexical

@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage.quantized_rows import QuantizedRows
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class IndexWriter(Protocol):
         self,
         record: FileRecord,
         chunks: Sequence[Chunk],
-        static_rows: np.ndarray | None = None,
+        static_rows: np.ndarray | QuantizedRows | None = None,
         columns: Sequence[tuple[str, str, str]] | None = None,
     ) -> list[int]:
         """Swap a file's chunks (fresh ids), their lexical rows and, when given, their static

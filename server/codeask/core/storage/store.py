@@ -25,6 +25,7 @@ from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage.catalog import Catalog, HistoryState
 from codeask.core.storage.chunk_map import ChunkMap
 from codeask.core.storage.file_table import FileTable
+from codeask.core.storage.quantized_rows import QuantizedRows
 from codeask.core.storage.snapshot import (
     COMPONENTS,
     SCHEMA_VERSION,
@@ -231,7 +232,7 @@ class IndexStore:
         with self.lock:
             self.tiers.attach("vectors", ids, rows, self.catalog.chunks)
 
-    def add_static_vectors(self, ids: list[int], rows: np.ndarray) -> None:
+    def add_static_vectors(self, ids: list[int], rows: np.ndarray | QuantizedRows) -> None:
         """Attach static-tier vectors to chunks that still exist."""
         with self.lock:
             self.tiers.attach("static", ids, rows, self.catalog.chunks)

@@ -35,6 +35,7 @@ import numpy as np
 from codeask.core.records import Chunk, FileRecord
 from codeask.core.storage.overlay import LexicalMerge, OverlayReader, overlay_paths
 from codeask.core.storage.protocol import IndexReader, Storage, Tier
+from codeask.core.storage.quantized_rows import QuantizedRows
 
 log = logging.getLogger("codeask.core.indexer")
 
@@ -197,7 +198,7 @@ class TeamStorage(OverlayReader):
         self,
         record: FileRecord,
         chunks: Sequence[Chunk],
-        static_rows: np.ndarray | None = None,
+        static_rows: np.ndarray | QuantizedRows | None = None,
         columns: Sequence[tuple[str, str, str]] | None = None,
     ) -> list[int]:
         return self.local.replace_file(record, chunks, static_rows, columns)

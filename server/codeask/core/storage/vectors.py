@@ -24,7 +24,13 @@ from codeask.core.storage.base_ids import BaseIds, LiveIds, as_id_array
 from codeask.core.storage.coarse_lists import MIN_ROWS, CoarseLists, scan
 from codeask.core.storage.list_order import read_id_order, write_in_list_order
 from codeask.core.storage.mapped_rows import MappedRows
-from codeask.core.storage.quantized_rows import BLOCK_ROWS, dequantize, quantize, scores
+from codeask.core.storage.quantized_rows import (
+    BLOCK_ROWS,
+    QuantizedRows,
+    dequantize,
+    scores,
+    unit_quantized,
+)
 from codeask.core.storage.snapshot import component_path, fsync_write
 from codeask.core.storage.vector_file import (
     Delta,
@@ -136,18 +142,24 @@ class VectorIndex:
         self._base_ids = BaseIds(ids, keep, order)
         self.deleted = len(ids) - self._base_ids.count
 
-    def add(self, ids: list[int], rows: np.ndarray) -> None:
-        """Insert (or replace) vectors; rows are L2-normalised here, so scores are cosines."""
+    def add(self, ids: list[int], rows: np.ndarray | QuantizedRows) -> None:
+        """Insert (or replace) vectors; rows are L2-normalised here, so scores are cosines
+        (`QuantizedRows` already are: a chunk worker's, kept as they came)."""
         if not ids:
             return
-        rows = np.asarray(rows, dtype=np.float32).reshape(len(ids), self.dim)
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        unit = rows / np.where(norms > 0, norms, 1.0)
         ids_array = np.asarray(ids, dtype=np.int64)
+        if isinstance(rows, QuantizedRows):
+            if self.quantized:
+                self._put_stored(Stored(ids_array, rows.rows, rows.scales))
+                return
+            rows = dequantize(rows.rows, rows.scales)
+        rows = np.asarray(rows, dtype=np.float32).reshape(len(ids), self.dim)
         if self.quantized:
-            self._put_stored(Stored(ids_array, *quantize(unit)))
-        else:
-            self._put_stored(Stored(ids_array, unit, None))
+            stored = unit_quantized(rows)
+            self._put_stored(Stored(ids_array, stored.rows, stored.scales))
+            return
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        self._put_stored(Stored(ids_array, rows / np.where(norms > 0, norms, 1.0), None))
 
     def _put_stored(self, stored: Stored, *, counted: bool = True) -> None:
         """Put rows as stored into the tail (spilled past `spill_rows` when the tier has a
@@ -351,14 +363,19 @@ class VectorTiers:
                 self.changed.add(name)
                 self._edits[name] += 1
 
-    def attach(self, name: str, ids: list[int], rows: np.ndarray, known: Container[int]) -> None:
+    def attach(
+        self, name: str, ids: list[int], rows: np.ndarray | QuantizedRows, known: Container[int]
+    ) -> None:
         """Add vectors for the chunks in `known` only (a concurrent edit may have removed some)."""
         keep = [i for i, chunk_id in enumerate(ids) if chunk_id in known]
         if not keep:
             return
         index = self.tier(name)
         index.spill_dir = self.spill_dir
-        index.add([ids[i] for i in keep], rows[keep])
+        if len(keep) < len(ids):
+            ids = [ids[i] for i in keep]
+            rows = rows.take(keep) if isinstance(rows, QuantizedRows) else rows[keep]
+        index.add(ids, rows)
         self.changed.add(name)
         self._edits[name] += 1
 
