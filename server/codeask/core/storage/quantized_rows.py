@@ -46,19 +46,21 @@ class QuantizedRows:
     rows: np.ndarray
     scales: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     def take(self, positions: Sequence[int]) -> QuantizedRows:
         return QuantizedRows(self.rows[positions], self.scales[positions])
 
 
-def unit_quantized(rows: np.ndarray) -> QuantizedRows:
-    """Rows made unit length, then `quantize`d: what a quantized tier stores of them (one
-    definition for the tier and the chunk workers, so both store the same bytes)."""
+def unit_rows(rows: np.ndarray) -> np.ndarray:
+    """Each row scaled to unit length (an all-zero row left as it is): what every tier stores."""
     rows = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return QuantizedRows(*quantize(rows / np.where(norms > 0, norms, 1.0)))
+    return rows / np.where(norms > 0, norms, 1.0)
+
+
+def unit_quantized(rows: np.ndarray) -> QuantizedRows:
+    """`unit_rows`, then `quantize`d: what a quantized tier stores of them (one definition for
+    the tier and the chunk workers, so both store the same bytes)."""
+    return QuantizedRows(*quantize(unit_rows(rows)))
 
 
 def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

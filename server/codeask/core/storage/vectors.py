@@ -30,6 +30,7 @@ from codeask.core.storage.quantized_rows import (
     dequantize,
     scores,
     unit_quantized,
+    unit_rows,
 )
 from codeask.core.storage.snapshot import component_path, fsync_write
 from codeask.core.storage.vector_file import (
@@ -158,8 +159,7 @@ class VectorIndex:
             stored = unit_quantized(rows)
             self._put_stored(Stored(ids_array, stored.rows, stored.scales))
             return
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        self._put_stored(Stored(ids_array, rows / np.where(norms > 0, norms, 1.0), None))
+        self._put_stored(Stored(ids_array, unit_rows(rows), None))
 
     def _put_stored(self, stored: Stored, *, counted: bool = True) -> None:
         """Put rows as stored into the tail (spilled past `spill_rows` when the tier has a
