@@ -224,3 +224,61 @@ def _hits(root: Path, env: dict[str, str], query: str) -> list[str]:
         "search", "--json", "--mode", "lexical", "--root", str(root), query, env=env, check=True
     )
     return sorted({hit["relative_path"] for hit in json.loads(done.stdout)["results"]})
+
+
+def _listed_now(
+    cache: walk_cache.WalkCache, folder: Path, raw: list[os.DirEntry[str]] | None = None
+) -> tuple[int, int, int]:
+    """`folder` stored in `cache` as a walk lists it at this instant (its change is recent)."""
+    stat = walk_cache.folder_stat(str(folder))
+    assert stat is not None
+    with os.scandir(folder) as listing:
+        entries = list(listing)
+    names = [(e.name, walk_cache.FILE) for e in sorted(entries, key=lambda e: e.name)]
+    cache.store(
+        "a",
+        stat,
+        b"key",
+        names,
+        listed_ns=time.time_ns(),
+        path=str(folder),
+        raw=entries if raw is None else raw,
+    )
+    return stat
+
+
+def test_a_recent_folder_is_kept_when_its_change_is_old_by_the_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree unpacked just before its first pass: a folder listed within the racy window is
+    kept if, by the save, the window has passed and the folder lists the same entries."""
+    monkeypatch.setattr(walk_cache, "RACY_NS", 300_000_000)
+    folder = tmp_path / "a"
+    write_tree(folder, {"one.c": "int one;\n", "two.c": "int two;\n"})
+    path = tmp_path / "walk.msgpack"
+    cache = walk_cache.WalkCache(path, b"root")
+    stat = _listed_now(cache, folder)
+    time.sleep(0.4)
+    cache.save()
+    kept = walk_cache.WalkCache(path, b"root").kept("a", stat)
+    assert kept is not None and kept.names == ["one.c", "two.c"]
+
+
+def test_a_recent_folder_is_dropped_while_racy_or_when_it_lists_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved within the window, or listing entries its walk did not see (a change in the same
+    clock tick leaves the stat as it was), the folder is listed again by the next walk."""
+    monkeypatch.setattr(walk_cache, "RACY_NS", 300_000_000)
+    folder = tmp_path / "a"
+    write_tree(folder, {"one.c": "int one;\n"})
+    path = tmp_path / "walk.msgpack"
+    cache = walk_cache.WalkCache(path, b"root")
+    stat = _listed_now(cache, folder)
+    cache.save()  # at once: still within the window
+    assert walk_cache.WalkCache(path, b"root").kept("a", stat) is None
+    cache = walk_cache.WalkCache(path, b"root")
+    stat = _listed_now(cache, folder, raw=[])  # as if its listing had missed one.c
+    time.sleep(0.4)
+    cache.save()
+    assert walk_cache.WalkCache(path, b"root").kept("a", stat) is None

@@ -17,6 +17,7 @@ import operator
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b, sha256
@@ -701,6 +702,7 @@ class _Walker:
         if self.on_folder is not None:  # a file watch's, set before the folder is looked at
             self.on_folder(folder.path, folder.rel)
         cache = self.cache if folder.key is not None else None
+        listed_ns = 0 if cache is None else time.time_ns()  # walk_cache.py: the racy rule
         seen = None if cache is None else folder_stat(folder.path)  # before the listing
         kept = None if cache is None else cache.kept(folder.rel, seen)
         own = None
@@ -731,7 +733,16 @@ class _Walker:
                 kinds.append((entry.name, kind))
         if cache is not None and own is not None:
             ignores = any(e.name in IGNORE_FILES for e in entries)
-            cache.store(folder.rel, seen, own, kinds, ignores)
+            cache.store(
+                folder.rel,
+                seen,
+                own,
+                kinds,
+                ignores,
+                listed_ns=listed_ns,
+                path=folder.path,
+                raw=entries,
+            )
 
     def _replay(self, folder: _Folder, kept: Listing, key: bytes, stack: list[_Folder]) -> None:
         """The entries of an unchanged folder under unchanged rules, as the last walk kept

@@ -10,8 +10,11 @@ still stat'ed by the walk (an edit in place moves no folder's stat). A symlink i
 and judged again by each walk, rules included (its target can change, or change kind, under an
 unchanged folder; the kernel's arch/arm/boot/dts, 2.5k entries, was listed by every walk when a
 folder with a link was not kept). Folders with names that are not UTF-8 are never kept, nor a
-folder changed within `RACY_NS` of the walk (a change in the same clock tick as the stat would
-go unseen: git's "racy" rule).
+folder changed within `RACY_NS` before its listing (a change in the same clock tick as the stat
+would go unseen: git's "racy" rule) unless, when the walk's listings are saved, `RACY_NS` has
+passed since its change and it lists the same names and inodes under the same stat: a tree
+unpacked or cloned just before its first pass (a benchmark's copy) was otherwise listed again
+whole by the next pass, ~5 s of ignore matching on the kernel.
 
 The file lives beside the index (`walk.msgpack`) and is only a cache: missing, unreadable or
 from another version, the walk lists everything; a stale one is checked folder by folder.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterable, Sequence
 from hashlib import blake2b
 from pathlib import Path
 
@@ -60,6 +64,15 @@ class Listing(msgspec.Struct, array_like=True, frozen=True):
     ignores: bool = True
 
 
+class _Racy(msgspec.Struct, frozen=True):
+    """A listing changed too recently to trust at once, confirmed or dropped at the save."""
+
+    path: str
+    listing: Listing
+    #: `entries_digest` of the listing's raw entries.
+    digest: bytes
+
+
 class _Saved(msgspec.Struct, array_like=True):
     version: int
     root_key: bytes
@@ -76,6 +89,15 @@ def folder_stat(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def entries_digest(entries: Iterable[os.DirEntry[str]]) -> bytes:
+    """Every name a listing saw, ignored ones included, with its inode (a name replaced by
+    another file or folder moves its inode), in sorted order."""
+    digest = blake2b(digest_size=16)
+    for name, inode in sorted((entry.name, entry.inode()) for entry in entries):
+        digest.update(f"{name}\0{inode}\0".encode("utf-8", "surrogateescape"))
+    return digest.digest()
 
 
 def folder_key(parent: bytes, path: str, ignores: bool = True) -> bytes:
@@ -103,6 +125,7 @@ class WalkCache:
         self.started_ns = time.time_ns()
         self._old = self._read()
         self._new: dict[str, Listing] = {}
+        self._racy: dict[str, _Racy] = {}
         self._changed = False
         #: Folders listed from the disk by this walk (the rest came from the cache).
         self.listed = 0
@@ -138,21 +161,52 @@ class WalkCache:
         key: bytes,
         entries: list[tuple[str, str]] | None,
         ignores: bool = True,
+        *,
+        listed_ns: int | None = None,
+        path: str = "",
+        raw: Sequence[os.DirEntry[str]] = (),
     ) -> None:
         """A folder just listed: kept for the next walk unless it cannot be (None entries: it
-        has a bad name) or it changed too recently to trust its stat."""
+        has a bad name); one changed within `RACY_NS` before `listed_ns` (taken before its stat
+        and listing; default: the walk's start) waits for the save to be confirmed (`path`,
+        `raw`: where it is and every entry its listing saw)."""
         self.listed += 1
-        if entries is None or stat is None or max(stat[1], stat[2]) > self.started_ns - RACY_NS:
+        if entries is None or stat is None:
             self._changed |= rel in self._old  # dropped: the file changes; never kept: it does not
             return
         names = [name for name, _ in entries]
         listing = Listing(stat, key, names, "".join(kind for _, kind in entries), ignores)
+        if max(stat[1], stat[2]) > (listed_ns or self.started_ns) - RACY_NS:
+            self._changed |= rel in self._old
+            if path:
+                self._racy[rel] = _Racy(path, listing, entries_digest(raw))
+            return
         self._changed |= self._old.get(rel) != listing
         self._new[rel] = listing
+
+    def _confirm_racy(self) -> None:
+        """Keep each recently changed folder whose change is now `RACY_NS` old and which lists
+        the same entries under the same stat: a change after its listing would have moved its
+        stat, as its clock tick is past (one stat and one listing per such folder)."""
+        racy, self._racy = self._racy, {}
+        now = time.time_ns()
+        for rel, each in racy.items():
+            stat = each.listing.stat
+            if max(stat[1], stat[2]) > now - RACY_NS or folder_stat(each.path) != stat:
+                continue
+            try:
+                with os.scandir(each.path) as listing:
+                    digest = entries_digest(listing)
+            except OSError:
+                continue
+            if digest == each.digest and folder_stat(each.path) == stat:
+                self._changed |= self._old.get(rel) != each.listing
+                self._new[rel] = each.listing
 
     def save(self) -> None:
         """Write the walk's listings when they differ from the file's (atomic; a failure is
         logged: the next walk simply lists more)."""
+        self._confirm_racy()
         if not self._changed and self._new.keys() == self._old.keys():
             return
         data = msgspec.msgpack.encode(_Saved(VERSION, self.root_key, self._new))
