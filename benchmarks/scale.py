@@ -7,7 +7,8 @@ download` and unpacked once under ~/.cache/codeask-eval/linux-source/). It is co
 where the file system allows; `--subset a,b` keeps only those top-level folders) into a fresh
 work folder, with a fresh index location (`index.location`), an empty embedding cache (a fresh
 XDG_CACHE_HOME with the user's model folder linked) and a private XDG_RUNTIME_DIR for the daemon.
-Each step is its own child process, measured with its whole process tree (benchmarks.proc_tree):
+codeask's modules are compiled first, as an install leaves them (benchmarks.bytecode). Each step
+is its own child process, measured with its whole process tree (benchmarks.proc_tree):
 
 1. index cold: `codeask index` (first pass): wall, CPU, peak RSS of the tree and of its largest
    process, index on disk vs the source, files and chunks (`codeask status --json`), and when
@@ -66,6 +67,7 @@ from typing import Any
 
 from tests.support.env import in_process_env
 
+from benchmarks.bytecode import compile_codeask
 from benchmarks.cold_peak import fresh_cache
 from benchmarks.kernel_source import cache_root, kernel_tree
 from benchmarks.proc_tree import Cost, Tree
@@ -613,6 +615,7 @@ def chosen_steps(run: Run, args: argparse.Namespace) -> list[Callable[[], None]]
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    print(compile_codeask(), flush=True)
     work, tree, line = prepare(args)
     try:
         questions, dropped = load_questions(args.questions, tree)
