@@ -181,6 +181,10 @@ class Tree:
         """The RSS of the run's live processes now (between steps: the resting daemon)."""
         return sum(self.sizes_mb())
 
+    def anon_now_mb(self) -> float:
+        """The RssAnon of the run's live processes now: `rss_mb` less mapped file pages."""
+        return sum(anon_mb(pid) for pid in self.members())
+
     def sizes_mb(self) -> list[float]:
         """The RSS of each of the run's live processes now."""
         return [status_mb(pid)[0] for pid in self.members()]

@@ -330,7 +330,7 @@ class Run:
         driver the daemon held after 4c, whose file watch names the changed file)."""
         target = edit_target(self.tree)
         probe = f"codeask_scale_probe_{secrets.token_hex(4)}"
-        resting = self.procs.rss_mb()
+        resting, resting_anon = self.procs.rss_mb(), self.procs.anon_now_mb()
         load_before = os.getloadavg()[0]
         replace_with_appended(target, f"\nint {probe}(int budget)\n{{\n\treturn budget * 2;\n}}\n")
         edited = time.perf_counter()
@@ -343,8 +343,9 @@ class Run:
             costs.append(cost)
             found = relative in ranked_files(answer["results"])
         searchable = time.perf_counter() - edited
-        after = self.procs.rss_mb()
+        after, after_anon = self.procs.rss_mb(), self.procs.anon_now_mb()
         peak = max(c.peak_tree_mb for c in costs)
+        peak_anon = max(c.peak_anon_mb for c in costs)
         total = Cost(
             searchable,
             sum(c.cpu_s for c in costs),
@@ -361,7 +362,9 @@ class Run:
             f"{relative} {state}: reindex {index.wall_s:.2f} s ({checked(index.stdout)} files "
             f"checked) + {len(costs) - 1} search(es); "
             f"resting {resting:.0f} MB, peak +{peak - resting:.0f} MB, "
-            f"after +{after - resting:.0f} MB"
+            f"after +{after - resting:.0f} MB; RssAnon (RSS less mapped index pages) resting "
+            f"{resting_anon:.0f} MB, peak +{peak_anon - resting_anon:.0f}, after "
+            f"+{after_anon - resting_anon:.0f} MB"
         )
         if again:
             step, target_text = (
