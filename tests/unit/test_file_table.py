@@ -6,7 +6,10 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import msgspec
+
 from codeask.core.records import FileRecord
+from codeask.core.storage.file_table import FileTable
 from codeask.core.storage.store import IndexStore
 
 FILES = 20_000
@@ -128,3 +131,20 @@ def test_the_count_of_indexed_files_is_kept_through_edits(tmp_path: Path) -> Non
     kept = table.indexed_count()
     table._indexed = None  # a recount from the records
     assert kept == table.indexed_count() == FILES - FILES // 100  # -1 +1 +1 -1
+
+
+def test_an_open_takes_the_count_of_indexed_files_from_the_manifest(tmp_path: Path) -> None:
+    """The save writes the count (kept by edits, counted once): the next open counts no record,
+    and its count is a recount's; a manifest from before the count counts at first ask."""
+    folder = _saved(tmp_path)
+    store, _ = IndexStore.open(folder, tmp_path, "m", 8)
+    table = store.catalog.files
+    assert table._indexed == FILES - FILES // 100, "from the manifest"
+    store.catalog.replace_file(_record(3, skipped=True), [])
+    store.save()
+    again, _ = IndexStore.open(folder, tmp_path, "m", 8)
+    kept = again.catalog.files._indexed
+    again.catalog.files._indexed = None  # a recount from the records
+    assert kept == again.catalog.files.indexed_count() == FILES - FILES // 100 - 1
+    old = FileTable.decode(msgspec.msgpack.encode({r.path: r for r in map(_record, range(5))}))
+    assert old._indexed is None and old.indexed_count() == 5

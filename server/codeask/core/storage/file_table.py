@@ -67,20 +67,25 @@ class FileTable(MutableMapping[str, FileRecord]):
 
     def __init__(self, records: dict[str, FileRecord] | None = None) -> None:
         self._items: dict[str, FileRecord | msgspec.Raw] = dict(records or {})
-        self._indexed: int | None = None
+        #: None: counted when first asked. An empty table's is kept from the start, so a first
+        #: pass's saves know it (the manifest's `indexed_files`).
+        self._indexed: int | None = None if self._items else 0
         self._version = 0  # changes counted, so a count taken meanwhile is not kept
         self._paths = ("", next(_TABLES))  # this set of paths: a new key at each change
 
     @classmethod
-    def decode(cls, data: bytes, identity: str = "") -> FileTable:
+    def decode(cls, data: bytes, identity: str = "", indexed: int = -1) -> FileTable:
         """The table of an encoded files.msgpack (msgspec errors when it is not one); each
         record is checked when it is first read, and a bad one raises then. `identity` (the
         checked digest of `data`) keys its paths: two tables decoded from the same bytes have
-        the same paths, so one's path tables serve the other (symbol_table.py's hand-over)."""
+        the same paths, so one's path tables serve the other (symbol_table.py's hand-over).
+        `indexed`: the count of indexed files its snapshot's manifest gives (-1: counted when
+        first asked)."""
         table = cls()
         table._items = dict(_RAW_TABLE.decode(data))
         if identity:
             table._paths = (identity, 0)
+        table._indexed = indexed if 0 <= indexed <= len(table._items) else None
         return table
 
     def __getitem__(self, path: str) -> FileRecord:

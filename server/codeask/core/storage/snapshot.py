@@ -94,6 +94,10 @@ class Manifest(msgspec.Struct, kw_only=True):
     static_model: str = ""
     """The static tier's model ('' in snapshots written before the tier existed)."""
     static_dim: int = 0
+    #: Files with chunks in this snapshot's files.msgpack (-1: not known at the save, or a
+    #: snapshot written before the count was kept): an open need not decode every record to
+    #: count them (78k on the kernel: ~0.05 s of each cold search and edit).
+    indexed_files: int = -1
 
 
 def _digest(path: Path) -> str:

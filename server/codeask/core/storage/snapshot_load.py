@@ -84,7 +84,11 @@ class SnapshotLoader:
         try:
             paths = [self.snapshots.verify(live, n, manifest) for n in ("files", "chunks")]
             delta_path = self.snapshots.verify(live, "chunks_delta", manifest)
-            files = FileTable.decode(paths[0].read_bytes(), manifest.components["files"].blake2b)
+            files = FileTable.decode(
+                paths[0].read_bytes(),
+                manifest.components["files"].blake2b,
+                indexed=manifest.indexed_files,
+            )
             delta = msgspec.msgpack.decode(delta_path.read_bytes(), type=ChunkDelta)
             chunks = ChunkMap(ChunkFile(paths[1]), delta)
         except StoreError as exc:

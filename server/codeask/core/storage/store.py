@@ -285,6 +285,7 @@ class IndexStore:
                 updated=time.time(),
                 static_model=self.static_model,
                 static_dim=self.static_dim,
+                indexed_files=self.files.indexed_count(),  # kept by edits: counted once
             )
             changed = self.catalog.changed | tier_parts
             target = self.snapshots.write(manifest, changed, self._write_component)
