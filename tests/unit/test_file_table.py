@@ -89,6 +89,30 @@ def test_a_pass_over_unchanged_files_decodes_no_record(tmp_path: Path) -> None:
     assert table.stat("src/module_7.c") == (5, 6)
 
 
+def test_changed_is_the_files_whose_stat_is_not_their_records(tmp_path: Path) -> None:
+    """A walked pass's check of every file in one call: the same answer as `stat` per file,
+    from raw and decoded records alike, with new files included; nothing decoded and kept."""
+    from codeask.core.source.discover import SourceFile
+
+    folder = _saved(tmp_path)
+    store, _ = IndexStore.open(folder, tmp_path, "m", 8)
+    table = store.catalog.files
+    store.touch_file("src/module_9.c", 5, 6)  # a decoded record
+    found = [SourceFile(tmp_path, f"src/module_{n}.c", 100 + n, n) for n in range(FILES)]
+    found[3] = SourceFile(tmp_path, "src/module_3.c", 103, 42)  # mtime moved
+    found[4] = SourceFile(tmp_path, "src/module_4.c", 1, 4)  # size moved
+    found.append(SourceFile(tmp_path, "src/new.c", 1, 1))
+    expected = [f for f in found if table.stat(f.rel) != (f.size, f.mtime_ns)]
+    assert table.changed(found) == expected
+    assert [f.rel for f in expected] == [
+        "src/module_3.c",
+        "src/module_4.c",
+        "src/module_9.c",
+        "src/new.c",
+    ]
+    assert [p for p, v in table._items.items() if isinstance(v, FileRecord)] == ["src/module_9.c"]
+
+
 def test_a_pass_after_a_one_file_edit_decodes_only_that_record(tmp_path: Path) -> None:
     """The real pass: a reopened index, one file edited, the others only compared."""
     from codeask.config import build_settings

@@ -22,6 +22,7 @@ from codeask.config import Settings
 from codeask.core.embedding.embed import tier_dim
 from codeask.core.embedding.static import STATIC_DIM, STATIC_MODEL_NAME
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage.file_table import StatedT
 from codeask.core.storage.lexical.index import LexicalIndex
 from codeask.core.storage.protocol import DenseAsk, IndexCounts, Tier
 from codeask.core.storage.quantized_rows import QuantizedRows
@@ -216,6 +217,9 @@ class LocalStorage:
 
     def file_stat(self, path: str) -> tuple[int, int] | None:
         return self._store.files.stat(path)
+
+    def changed_files(self, files: Sequence[StatedT]) -> list[StatedT]:
+        return self._store.files.changed(files)
 
     def remove_file(self, path: str) -> list[int]:
         with self._store.lock:

@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage.file_table import StatedT
 from codeask.core.storage.quantized_rows import QuantizedRows
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,11 @@ class IndexWriter(Protocol):
     def file_stat(self, path: str) -> tuple[int, int] | None:
         """(size, mtime_ns) of the local record, for the pass's is-it-unchanged check: cheaper
         than `file` (no record is decoded and kept for a file that did not change)."""
+        ...
+
+    def changed_files(self, files: Sequence[StatedT]) -> list[StatedT]:
+        """`files` whose size or mtime is not their local record's (or with none): a walked
+        pass's check of every file, in one call."""
         ...
 
     def remove_file(self, path: str) -> list[int]:

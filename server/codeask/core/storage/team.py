@@ -33,6 +33,7 @@ from typing import Any, Literal, Protocol, cast
 import numpy as np
 
 from codeask.core.records import Chunk, FileRecord
+from codeask.core.storage.file_table import StatedT
 from codeask.core.storage.overlay import LexicalMerge, OverlayReader, overlay_paths
 from codeask.core.storage.protocol import IndexReader, Storage, Tier
 from codeask.core.storage.quantized_rows import QuantizedRows
@@ -208,6 +209,9 @@ class TeamStorage(OverlayReader):
 
     def file_stat(self, path: str) -> tuple[int, int] | None:
         return self.local.file_stat(path)
+
+    def changed_files(self, files: Sequence[StatedT]) -> list[StatedT]:
+        return self.local.changed_files(files)
 
     def remove_file(self, path: str) -> list[int]:
         return self.local.remove_file(path)
