@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import operator
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -235,12 +234,14 @@ class _Rule:
     line: str
 
     @classmethod
-    def of(cls, regex: re.Pattern[str], include: bool, origin: str, line: str) -> _Rule:
-        """Raises GlobError when RE2 refuses the line (too long or complex)."""
+    def of(cls, pattern: str, include: bool, origin: str, line: str) -> _Rule:
+        """`pattern`: pathspec's regex for the line, compiled by RE2 alone (pathspec's own
+        `re` compile of each line was ~0.1 s of an edit's walk of the kernel, for its symlinks'
+        rules). Raises GlobError when RE2 refuses the line (too long or complex)."""
         at_end = None
-        if "ps_d" in regex.groupindex:
-            at_end = linear(f"(?:{regex.pattern})$")  # RE2's `$`: the very end, as re's \Z
-        return cls(linear(regex.pattern), include, at_end, regex.pattern, origin, line)
+        if "(?P<ps_d>" in pattern:  # the folder marker: also anchored at the end
+            at_end = linear(f"(?:{pattern})$")  # RE2's `$`: the very end, as re's \Z
+        return cls(linear(pattern), include, at_end, pattern, origin, line)
 
     def names(self, query: bytes, is_dir: bool) -> bool:
         """Whether the line matches the path itself, not merely one of its parent folders.
@@ -309,9 +310,9 @@ def _compile(lines: Sequence[str], origin: str, numbered: bool = True) -> tuple[
         where = f"{origin}:{number}" if numbered else origin
         try:
             check_length(line)
-            pattern = GitIgnoreSpecPattern(line)
-            if pattern.include is not None and pattern.regex is not None:
-                rules.append(_Rule.of(pattern.regex, pattern.include, where, line))
+            regex, include = GitIgnoreSpecPattern.pattern_to_regex(line)
+            if include is not None and isinstance(regex, str):
+                rules.append(_Rule.of(regex, include, where, line))
         except GlobError as exc:
             log.warning("%s: ignoring pattern %.80r: %s", where, line, exc)
         except ValueError:
