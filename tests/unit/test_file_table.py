@@ -77,21 +77,25 @@ def test_a_save_after_one_edit_keeps_every_other_record_and_the_order(tmp_path: 
 
 def test_a_pass_over_unchanged_files_decodes_no_record(tmp_path: Path) -> None:
     """A pass compares every file's size and mtime with the index's (78k files on the kernel
-    after a one-file edit): `stat` reads them from the raw record and keeps nothing decoded."""
+    after a one-file edit): `changed` reads them from the raw record and keeps nothing decoded."""
+    from codeask.core.source.discover import SourceFile
+
     folder = _saved(tmp_path)
     store, _ = IndexStore.open(folder, tmp_path, "m", 8)
     table = store.catalog.files
-    assert table.stat("src/module_7.c") == (107, 7)
-    assert table.stat("src/nowhere.c") is None
-    assert all(table.stat(f"src/module_{n}.c") == (100 + n, n) for n in range(FILES))
+    seven = SourceFile(tmp_path, "src/module_7.c", 107, 7)
+    nowhere = SourceFile(tmp_path, "src/nowhere.c", 1, 1)
+    assert table.changed([seven, nowhere]) == [nowhere]
+    found = [SourceFile(tmp_path, f"src/module_{n}.c", 100 + n, n) for n in range(FILES)]
+    assert table.changed(found) == []
     assert not [v for v in table._items.values() if isinstance(v, FileRecord)]
     store.touch_file("src/module_7.c", 5, 6)  # a decoded record answers from itself
-    assert table.stat("src/module_7.c") == (5, 6)
+    assert table.changed([SourceFile(tmp_path, "src/module_7.c", 5, 6), seven]) == [seven]
 
 
 def test_changed_is_the_files_whose_stat_is_not_their_records(tmp_path: Path) -> None:
-    """A walked pass's check of every file in one call: the same answer as `stat` per file,
-    from raw and decoded records alike, with new files included; nothing decoded and kept."""
+    """A walked pass's check of every file in one call: size or mtime moved, from raw and
+    decoded records alike, with new files included; nothing decoded and kept."""
     from codeask.core.source.discover import SourceFile
 
     folder = _saved(tmp_path)
@@ -102,9 +106,7 @@ def test_changed_is_the_files_whose_stat_is_not_their_records(tmp_path: Path) ->
     found[3] = SourceFile(tmp_path, "src/module_3.c", 103, 42)  # mtime moved
     found[4] = SourceFile(tmp_path, "src/module_4.c", 1, 4)  # size moved
     found.append(SourceFile(tmp_path, "src/new.c", 1, 1))
-    expected = [f for f in found if table.stat(f.rel) != (f.size, f.mtime_ns)]
-    assert table.changed(found) == expected
-    assert [f.rel for f in expected] == [
+    assert [f.rel for f in table.changed(found)] == [
         "src/module_3.c",
         "src/module_4.c",
         "src/module_9.c",

@@ -149,7 +149,7 @@ def index_file(
 
 def _job_if_changed(index: FolderState, source: SourceFile, report: IndexReport) -> Job | None:
     """The file's job, or None (counted unchanged) when its size and mtime are the index's."""
-    if index.local.file_stat(source.rel) == (source.size, source.mtime_ns):
+    if not index.local.changed_files([source]):
         report.files_unchanged += 1
         return None
     return _job(index, source)

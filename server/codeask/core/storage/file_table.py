@@ -143,15 +143,6 @@ class FileTable(MutableMapping[str, FileRecord]):
     def __contains__(self, path: object) -> bool:
         return path in self._items
 
-    def stat(self, path: str) -> tuple[int, int] | None:
-        """(size, mtime_ns) of a path's record without decoding or keeping the record (a pass
-        after a one-file edit asks this of all 78k files of the kernel)."""
-        value = self._items.get(path)
-        if value is None:
-            return None
-        known = _STAT.decode(value) if isinstance(value, msgspec.Raw) else value
-        return known.size, known.mtime_ns
-
     def changed(self, files: Iterable[StatedT]) -> list[StatedT]:
         """The files whose size or mtime is not their record's (or that have none): one loop
         here, no call per file (a pass after a one-file edit asks it of the kernel's 78k)."""

@@ -215,9 +215,6 @@ class LocalStorage:
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self._store.touch_file(path, size, mtime_ns)
 
-    def file_stat(self, path: str) -> tuple[int, int] | None:
-        return self._store.files.stat(path)
-
     def changed_files(self, files: Sequence[StatedT]) -> list[StatedT]:
         return self._store.files.changed(files)
 

@@ -191,14 +191,10 @@ class IndexWriter(Protocol):
         """Same content, new stat: keep chunks and vectors."""
         ...
 
-    def file_stat(self, path: str) -> tuple[int, int] | None:
-        """(size, mtime_ns) of the local record, for the pass's is-it-unchanged check: cheaper
-        than `file` (no record is decoded and kept for a file that did not change)."""
-        ...
-
     def changed_files(self, files: Sequence[StatedT]) -> list[StatedT]:
-        """`files` whose size or mtime is not their local record's (or with none): a walked
-        pass's check of every file, in one call."""
+        """`files` whose size or mtime is not their local record's (or with none): the pass's
+        is-it-unchanged check, cheaper than `file` (no record is decoded and kept for a file
+        that did not change), for every file of a walk in one call."""
         ...
 
     def remove_file(self, path: str) -> list[int]:

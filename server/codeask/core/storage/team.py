@@ -207,9 +207,6 @@ class TeamStorage(OverlayReader):
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
         self.local.touch_file(path, size, mtime_ns)
 
-    def file_stat(self, path: str) -> tuple[int, int] | None:
-        return self.local.file_stat(path)
-
     def changed_files(self, files: Sequence[StatedT]) -> list[StatedT]:
         return self.local.changed_files(files)
 
