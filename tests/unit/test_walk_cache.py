@@ -229,7 +229,9 @@ def _hits(root: Path, env: dict[str, str], query: str) -> list[str]:
 def _listed_now(
     cache: walk_cache.WalkCache, folder: Path, raw: list[os.DirEntry[str]] | None = None
 ) -> tuple[int, int, int]:
-    """`folder` stored in `cache` as a walk lists it at this instant (its change is recent)."""
+    """`folder` stored in `cache` as a walk would list it in the clock tick of its change: racy
+    by construction, however slow the machine (a listing time taken now may be past the
+    window under load)."""
     stat = walk_cache.folder_stat(str(folder))
     assert stat is not None
     with os.scandir(folder) as listing:
@@ -240,7 +242,7 @@ def _listed_now(
         stat,
         b"key",
         names,
-        listed_ns=time.time_ns(),
+        listed_ns=max(stat[1], stat[2]),
         path=str(folder),
         raw=entries if raw is None else raw,
     )
@@ -269,7 +271,7 @@ def test_a_recent_folder_is_dropped_while_racy_or_when_it_lists_otherwise(
 ) -> None:
     """Saved within the window, or listing entries its walk did not see (a change in the same
     clock tick leaves the stat as it was), the folder is listed again by the next walk."""
-    monkeypatch.setattr(walk_cache, "RACY_NS", 300_000_000)
+    monkeypatch.setattr(walk_cache, "RACY_NS", 600_000_000_000)  # ten minutes
     folder = tmp_path / "a"
     write_tree(folder, {"one.c": "int one;\n"})
     path = tmp_path / "walk.msgpack"
@@ -277,6 +279,7 @@ def test_a_recent_folder_is_dropped_while_racy_or_when_it_lists_otherwise(
     stat = _listed_now(cache, folder)
     cache.save()  # at once: still within the window
     assert walk_cache.WalkCache(path, b"root").kept("a", stat) is None
+    monkeypatch.setattr(walk_cache, "RACY_NS", 300_000_000)
     cache = walk_cache.WalkCache(path, b"root")
     stat = _listed_now(cache, folder, raw=[])  # as if its listing had missed one.c
     time.sleep(0.4)
