@@ -323,9 +323,10 @@ class DaemonSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     idle_seconds: float = 600.0
     """The daemon exits after this many seconds without a request."""
     hold_seconds: float = 300.0
-    """After `codeask index` through the daemon on a folder no session holds, its index stays
-    open this long, with a file watch, so the next `codeask index` re-checks only what changed
-    (0: closed right after the pass)."""
+    """After `codeask index` or a search through the daemon on a folder no session holds, its
+    index stays open for writing this long (renewed by each search), with a file watch: an edit
+    is indexed without asking, and the next `codeask index` re-checks only what changed (0: the
+    index is closed right after a pass, and a search holds nothing)."""
 
     def __post_init__(self) -> None:
         if not self.idle_seconds > 0:

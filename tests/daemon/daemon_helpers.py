@@ -66,6 +66,24 @@ def wait_until(predicate: object, timeout: float = 15.0) -> bool:
     return False
 
 
+def daemon_log(env: dict[str, str]) -> str:
+    return (Path(env["XDG_RUNTIME_DIR"]) / "codeask" / "daemon.log").read_text()
+
+
+def kept_outcome(root: Path, env: dict[str, str], timeout: float = 120.0) -> str:
+    """What the daemon did with `root` after a search (core/driver/keep_current.py: held, or
+    why not), once it has done it; generous `timeout`: its pass on a loaded machine."""
+
+    def said() -> str:
+        done = codeask("daemon", "--status", cwd=root, env=env)
+        assert done.returncode == 0, done.stderr
+        kept = json.loads(done.stdout).get("kept_current", {})
+        return str(kept.get(str(root.resolve()), ""))
+
+    assert wait_until(lambda: said() != "", timeout), f"no outcome for {root}"
+    return said()
+
+
 def stop_daemon(env: dict[str, str]) -> None:
     """Stop the daemon of `env` if one runs: asked first, then SIGKILL by its pid."""
     pid = daemon_pid(env)

@@ -86,7 +86,9 @@ def test_two_clients_share_one_daemon(project: Path, daemon_env: dict[str, str])
     state = codeask("daemon", "--status", cwd=project, env=daemon_env)
     info = json.loads(state.stdout)
     assert info["pid"] == pid and info["requests"] == 13
-    assert info["folders"] == [str(project)] and info["loads"] == 1, "the index loaded once"
+    assert info["loads"] == 1, "the index loaded once"
+    # its read copy, or none: the daemon's writer, held after a search, answers then
+    assert info["folders"] in ([str(project)], [])
 
 
 def test_the_daemon_sees_a_new_snapshot(project: Path, daemon_env: dict[str, str]) -> None:

@@ -76,7 +76,10 @@ def test_kill_9_while_clients_search(project: Path, daemon_env: dict[str, str]) 
     alive = daemon_pid(daemon_env)
     assert alive and alive not in killed
     status_after = codeask("status", "--json", cwd=project, env=daemon_env)
-    assert json.loads(status_after.stdout) == json.loads(status_before.stdout)
+    # the daemon's pass after a search (core/driver/keep_current.py) may have saved its walk
+    # cache (disk_bytes); everything the index holds is as it was
+    [after], [before] = json.loads(status_after.stdout), json.loads(status_before.stdout)
+    assert after | {"disk_bytes": 0} == before | {"disk_bytes": 0}
 
 
 def test_daemon_killed_mid_request(project: Path, daemon_env: dict[str, str]) -> None:

@@ -1,5 +1,7 @@
-"""The first `codeask index` through a daemon that so far only searched (issue 42): the daemon
-lets its searches' read copy go before the pass opens the writer on the same snapshot, and the
+"""The first `codeask index` through a daemon that so far only searched, the folder's writer
+elsewhere at the time (else the daemon holds the folder after a search: test_daemon_search_hold.py)
+(issue 42): the daemon lets its searches' read copy go before the pass opens the writer on the
+same snapshot, and the
 writer takes that copy's path table (what a question naming a file looks up) instead of
 building it again over every file; a pass that adds a file builds it afresh, so the new file is
 found by its name. Real processes: `codeask index`, `codeask search`, the daemon."""
@@ -10,17 +12,17 @@ import json
 from pathlib import Path
 
 import pytest
-from daemon_helpers import codeask
+from daemon_helpers import codeask, daemon_log, kept_outcome
 from mcp_agents import agent_env
 from test_daemon_index_hold import add_function, found, index_json, indexed
+
+from codeask.config import load_settings
+from codeask.core.indexer.location import index_dir_for
+from codeask.core.storage.writer_lock import WriterLock
 
 pytestmark = pytest.mark.slow
 
 TAKEN = "taken over from a closed copy"
-
-
-def daemon_log(env: dict[str, str]) -> str:
-    return (Path(env["XDG_RUNTIME_DIR"]) / "codeask" / "daemon.log").read_text()
 
 
 def hits(root: Path, env: dict[str, str], query: str, *extra: str) -> list[str]:
@@ -32,10 +34,17 @@ def hits(root: Path, env: dict[str, str], query: str, *extra: str) -> list[str]:
 
 def searched(tmp_path: Path, daemon_env: dict[str, str]) -> tuple[Path, dict[str, str]]:
     """The project indexed in the client, then searched through a fresh daemon by a question
-    naming a file: its read copy has built the path table."""
+    naming a file while another process (the test's, as an editor's server would) held the
+    writer lock: the daemon held nothing, and its read copy has built the path table."""
     env = agent_env(daemon_env)
-    root = indexed(tmp_path, env)
-    assert found(root, env, "pkg/mod3.py helper_3")[0] == "pkg/mod3.py"
+    root = indexed(tmp_path, env).resolve()
+    lock = WriterLock.try_acquire(index_dir_for(root, load_settings(root, {})[0]), "serve")
+    assert lock is not None
+    try:
+        assert found(root, env, "pkg/mod3.py helper_3")[0] == "pkg/mod3.py"
+        assert kept_outcome(root, env).startswith("left alone: codeask serve")
+    finally:
+        lock.release()
     assert TAKEN not in daemon_log(env)
     return root, env
 

@@ -137,28 +137,3 @@ def test_new_settings_take_the_held_folder_over(tmp_path: Path, daemon_env: dict
     assert row["files_removed"] == 1, row  # pkg/mod1.py, now excluded
     [driver] = held(root, env)
     assert driver["sessions"] == ["daemon"], "one held driver: the new settings'"
-
-
-def test_the_pass_lets_the_searches_read_copy_go(
-    tmp_path: Path, daemon_env: dict[str, str]
-) -> None:
-    """The searches' read copy of the folder is let go when `codeask index` through the daemon
-    opens its writer (issue 42: on the kernel the two side by side made an edit +216 MB above
-    rest): the daemon then holds one index of the folder, the writer, and searches read it."""
-    env = agent_env(daemon_env)
-    root = indexed(tmp_path, env)
-    assert found(root, env, "helper_3")[0] == "pkg/mod3.py"
-    info = json.loads(codeask("daemon", "--status", cwd=root, env=env).stdout)
-    assert [Path(f) for f in info["folders"]] == [root.resolve()], "the searches keep a copy"
-    assert [i["writer"] for i in info["indexes"]] == [False]
-
-    add_function(root / "pkg/mod5.py", "pass_probe")
-    assert index_json(root, env)["files_indexed"] == 1
-    info = json.loads(codeask("daemon", "--status", cwd=root, env=env).stdout)
-    assert info["folders"] == [], "the read copy was let go for the writer's pass"
-    assert [i["writer"] for i in info["indexes"]] == [True], "one index open: the writer"
-
-    assert found(root, env, "pass_probe")[0] == "pkg/mod5.py"
-    info = json.loads(codeask("daemon", "--status", cwd=root, env=env).stdout)
-    assert info["loads"] == 1, "the search after the pass read the writer: no load again"
-    assert [i["writer"] for i in info["indexes"]] == [True]

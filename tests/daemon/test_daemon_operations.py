@@ -131,11 +131,14 @@ def test_cli_requests_and_sessions_share_one_cache_of_indexes(
     project: Path, daemon_env: dict[str, str]
 ) -> None:
     """The CLI's read-mode index is held by the daemon's one `SharedIndexes` (the one its
-    editor and agent sessions open theirs in), not by a cache of its own."""
+    editor and agent sessions open theirs in), not by a cache of its own. (A daemon that holds
+    nothing after a search: else its writer soon replaces the read copy, as
+    test_daemon_search_hold.py shows.)"""
+    env = daemon_env | {"CODEASK_DAEMON__HOLD_SECONDS": "0"}
     for _ in range(2):
-        found = codeask("search", "invoice", cwd=project, env=daemon_env)
+        found = codeask("search", "invoice", cwd=project, env=env)
         assert found.returncode == 0 and "daemon unavailable" not in found.stderr
-    info = json.loads(codeask("daemon", "--status", cwd=project, env=daemon_env).stdout)
+    info = json.loads(codeask("daemon", "--status", cwd=project, env=env).stdout)
     assert info["folders"] == [str(project)] and info["loads"] == 1
     assert info["indexes"] == [
         {

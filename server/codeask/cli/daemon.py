@@ -54,14 +54,15 @@ def serve() -> int:
     indexes = SharedIndexes()  # the one cache of open indexes: CLI requests and sessions
     folders = FolderCache(indexes)
     drivers = _Drivers(indexes)  # the one registry of folder drivers: every session's
+    searched = _Searched(drivers, folders)
     agents = _Agents(drivers)
     editors = _Editors(drivers)
     daemon = Daemon(
         run_dir,
         {
-            "search": _search_operation(folders),
+            "search": _search_operation(folders, searched),
             "status": _status_operation(folders),
-            "ask": _prompt_operation(folders),
+            "ask": _prompt_operation(folders, searched),
             "index": _index_operation(drivers, folders),
         },
         idle_seconds=settings.daemon.idle_seconds,
@@ -77,6 +78,7 @@ def serve() -> int:
             "editors": editors.count(),
             "indexes": indexes.describe(),
             "drivers": drivers.describe(),
+            "kept_current": searched.outcomes(),
         }
     )
     threading.Thread(target=_warm_imports, daemon=True).start()
@@ -91,10 +93,12 @@ class _Request:
         self.cache = folders
         self.notes: list[str] = []
         self.held: list[Any] = []
+        self.roots: list[Path] = []
 
     def open(self, root: Path) -> Any:
         folder = self.cache.open(root)
         self.held.append(folder)
+        self.roots.append(root)
         self.notes.extend(f"WARNING codeask.core.indexer: {w}\n" for w in folder.warnings)
         return folder
 
@@ -121,16 +125,19 @@ class _Request:
         return found, self.done()
 
 
-def _search_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
-    """`search`: cli/search.py's `answer` over the daemon's open indexes."""
+def _search_operation(folders: Any, searched: _Searched) -> Callable[[Any, str], tuple[Any, str]]:
+    """`search`: cli/search.py's `answer` over the daemon's open indexes; the folders it read
+    are then kept current (core/driver/keep_current.py)."""
 
     def search(call: Any, cwd: str) -> tuple[Any, str]:
         from codeask.cli.search import answer
 
         request = _Request(folders)
-        return request.run(
+        found = request.run(
             lambda: answer(call, cwd=Path(cwd), open_folder=request.open, note=request.note)
         )
+        searched.add(request.roots)
+        return found
 
     return search
 
@@ -150,8 +157,9 @@ def _status_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
     return status
 
 
-def _prompt_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
-    """`ask --prompt-only`: cli/ask.py's `prompt_data` over the daemon's open indexes."""
+def _prompt_operation(folders: Any, searched: _Searched) -> Callable[[Any, str], tuple[Any, str]]:
+    """`ask --prompt-only`: cli/ask.py's `prompt_data` over the daemon's open indexes; the
+    folders it read are then kept current, as a search's."""
 
     def prompt(call: Any, cwd: str) -> tuple[Any, str]:
         from codeask.cli.ask import prompt_data
@@ -168,7 +176,9 @@ def _prompt_operation(folders: Any) -> Callable[[Any, str], tuple[Any, str]]:
             opened = [request.open(root) for root in roots(call.root, Path(cwd))]
             return prompt_data(call, opened, request.note)
 
-        return request.run(work)
+        answered = request.run(work)
+        searched.add(request.roots)
+        return answered
 
     return prompt
 
@@ -211,6 +221,34 @@ class _Drivers:
     def close(self) -> None:
         if self._made is not None:
             self._made.close()
+
+
+class _Searched:
+    """The folders searches read, handed to the engine's `KeepCurrent` (made with the first:
+    the driver is not imported before a request needs it)."""
+
+    def __init__(self, drivers: _Drivers, folders: Any) -> None:
+        self._drivers = drivers
+        self._folders = folders
+        self._keeper: Any = None
+        self._lock = threading.Lock()
+
+    def add(self, roots: list[Path]) -> None:
+        if not roots:
+            return
+        with self._lock:
+            if self._keeper is None:
+                from codeask.core.driver import KeepCurrent
+
+                self._keeper = KeepCurrent(self._drivers.get, self._folders.forget)
+            keeper = self._keeper
+        keeper.searched(roots)
+
+    def outcomes(self) -> dict[str, str]:
+        """Each searched folder's last outcome (`--status`): held, or why not."""
+        with self._lock:
+            keeper = self._keeper
+        return keeper.outcomes() if keeper is not None else {}
 
 
 def _close_all(*closers: Callable[[], None]) -> None:

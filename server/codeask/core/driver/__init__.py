@@ -27,7 +27,8 @@ The modules, one job each:
   subscribes to its one worker (`Subscription`); `fanout`: the listener that passes the
   worker's bars and warnings on to each subscribed session's own.
 - `index_op`: `run_pass`, `codeask index` on the folder's one driver (the daemon's `index`
-  operation; `passes`: what it answers).
+  operation; `passes`: what it answers); `hold`: the drivers the daemon keeps after a pass;
+  `keep_current`: the pass and hold the daemon starts after a search.
 """
 
 from codeask.core.driver.common import (
@@ -41,6 +42,7 @@ from codeask.core.driver.common import (
     serving,
 )
 from codeask.core.driver.index_op import long_and_unheld, run_pass
+from codeask.core.driver.keep_current import KeepCurrent
 from codeask.core.driver.listener import Bar, Listener, QuietBar
 from codeask.core.driver.passes import PassBusy, PassDone, PassRefused
 from codeask.core.driver.shared import SharedDrivers, Subscription, finish
@@ -58,6 +60,7 @@ __all__ = [
     "FolderStatus",
     "FolderWorker",
     "FullKind",
+    "KeepCurrent",
     "Listener",
     "PassBusy",
     "PassDone",

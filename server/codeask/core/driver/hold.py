@@ -39,6 +39,29 @@ class Holds:
         else:
             _leave(sub)
 
+    def renew(self, key: Key, seconds: float) -> bool:
+        """Restart the hold of `key`'s folder for `seconds` (a search read it again); False
+        when none is held."""
+        with self._lock:
+            held = self._held.get(key)
+            if held is None:
+                return False
+            sub = held[0]
+            timer = threading.Timer(seconds, self._expire, args=(key, sub))
+            timer.daemon = True
+            held[1].cancel()
+            self._held[key] = (sub, timer)
+            timer.start()
+        return True
+
+    def let_go(self, key: Key) -> None:
+        """Let go of `key`'s hold now (none held: nothing to do)."""
+        with self._lock:
+            held = self._held.pop(key, None)
+        if held is not None:
+            held[1].cancel()
+            _leave(held[0])
+
     def drop_others(self, key: Key) -> None:
         """Let go at once of the holds of the same folder under other settings (a project file
         changed): the new settings' driver needs the writer lock they hold."""

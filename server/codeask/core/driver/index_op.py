@@ -51,10 +51,16 @@ def long_and_unheld(drivers: SharedDrivers, root: Path, *, rebuild: bool, embed:
 
 
 def run_pass(
-    drivers: SharedDrivers, root: Path, *, rebuild: bool, embed: bool
+    drivers: SharedDrivers,
+    root: Path,
+    *,
+    rebuild: bool,
+    embed: bool,
+    after_open: Callable[[Path], None] = lambda root: None,
 ) -> PassDone | PassBusy:
     """Index `root` on its driver (started when no session holds it) and wait for the report;
-    `PassRefused` when the driver has no index, `CancelledError` when it stopped first."""
+    `PassRefused` when the driver has no index, `CancelledError` when it stopped first.
+    `after_open(root)` runs once the driver's index is open, before the pass."""
     from codeask.config import load_settings
 
     holds = holds_of(drivers)
@@ -63,6 +69,7 @@ def run_pass(
     hold = 0.0
     try:
         sub.worker.opened.wait()
+        after_open(sub.root)
         future = sub.worker.index_pass(rebuild=rebuild, embed=embed, backlog=sub.shared())
         done = future.result()
         # held when it wrote, on its own: a session's driver lives on anyway, a follower's
