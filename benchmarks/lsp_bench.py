@@ -193,12 +193,12 @@ async def run(args: argparse.Namespace) -> int:
                 await asyncio.sleep(2)
             print(f"index complete after {time.perf_counter() - started:.0f} s", file=sys.stderr)
             warm_hovers = [await bench.hover(p, ln) for p, ln in hover_positions(root, 100)]
-            shown = sum(ok for _, ok in warm_hovers)
+            warm_shown = sum(ok for _, ok in warm_hovers)
             rows.append(
                 (
                     "hover (warm)",
                     [t for t, _ in warm_hovers],
-                    f"{shown}/{len(warm_hovers)} with links",
+                    f"{warm_shown}/{len(warm_hovers)} with links",
                 )
             )
             warm = [(await bench.search(q))[0] for q in QUERIES * 2]
