@@ -117,3 +117,20 @@ def test_searches_hold_a_few_folders_at_most(tmp_path: Path, daemon_env: dict[st
         assert kept_outcome(root, env) == "held"
     held = {Path(d["root"]) for d in status(roots[0], env)["drivers"]}
     assert held == set(roots[1:]), "the first folder searched was let go"
+
+
+def test_a_long_pass_on_a_folder_only_the_hold_keeps_runs_in_the_client(
+    tmp_path: Path, daemon_env: dict[str, str]
+) -> None:
+    """`--rebuild` after a search: the daemon lets its hold go (no session shares the driver)
+    and the asking CLI runs the pass, with its progress line, as on a folder nobody holds."""
+    env = agent_env(daemon_env)
+    root = indexed(tmp_path, env)
+    assert found(root, env, "helper_3")[0] == "pkg/mod3.py"
+    assert kept_outcome(root, env) == "held"
+    done = codeask("index", "--rebuild", str(root), cwd=root, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{root.name}: scanning" in done.stderr, "the rebuild ran in the CLI, with its line"
+    assert f"({len(TREE)} indexed, 0 unchanged, 0 removed" in done.stderr, done.stderr
+    assert [d for d in status(root, env)["drivers"] if Path(d["root"]) == root.resolve()] == []
+    assert found(root, env, "helper_5")[0] == "pkg/mod5.py"

@@ -62,6 +62,18 @@ class Holds:
             held[1].cancel()
             _leave(held[0])
 
+    def let_go_unshared(self, key: Key) -> bool:
+        """Let go of `key`'s hold now if no session shares its driver; True when it did (the
+        writer lock is released on return)."""
+        with self._lock:
+            held = self._held.get(key)
+            if held is None or held[0].shared():
+                return False
+            del self._held[key]
+        held[1].cancel()
+        _leave(held[0])
+        return True
+
     def drop_others(self, key: Key) -> None:
         """Let go at once of the holds of the same folder under other settings (a project file
         changed): the new settings' driver needs the writer lock they hold."""

@@ -41,11 +41,15 @@ def long_and_unheld(drivers: SharedDrivers, root: Path, *, rebuild: bool, embed:
     first pass, `--rebuild`, `--full`'s model tier) on a folder no session holds. There the
     user sees its progress line, and `--full` embeds on every core instead of the driver's
     one ONNX thread; the daemon's answer adds nothing (it would open the index for the pass
-    and close it after)."""
+    and close it after). A folder only the daemon's hold keeps (after a pass or a search) is
+    let go for such a pass: its writer lock is free when this answers."""
     from codeask.config import load_settings
     from codeask.core.indexer import has_index
 
     if drivers.holds(root, {}):
+        if rebuild or embed:
+            key = SharedIndexes.key_of(root.resolve(), {})
+            return holds_of(drivers).let_go_unshared(key)
         return False
     return rebuild or embed or not has_index(root, load_settings(root.resolve(), {})[0])
 
