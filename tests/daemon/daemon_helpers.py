@@ -70,18 +70,19 @@ def daemon_log(env: dict[str, str]) -> str:
     return (Path(env["XDG_RUNTIME_DIR"]) / "codeask" / "daemon.log").read_text()
 
 
+def kept_now(root: Path, env: dict[str, str]) -> str:
+    """What the daemon last did with `root` after a search (core/driver/keep_current.py: held,
+    or why not); '' while it has done nothing yet."""
+    done = codeask("daemon", "--status", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout).get("kept_current", {}).get(str(root.resolve()), ""))
+
+
 def kept_outcome(root: Path, env: dict[str, str], timeout: float = 120.0) -> str:
-    """What the daemon did with `root` after a search (core/driver/keep_current.py: held, or
-    why not), once it has done it; generous `timeout`: its pass on a loaded machine."""
-
-    def said() -> str:
-        done = codeask("daemon", "--status", cwd=root, env=env)
-        assert done.returncode == 0, done.stderr
-        kept = json.loads(done.stdout).get("kept_current", {})
-        return str(kept.get(str(root.resolve()), ""))
-
-    assert wait_until(lambda: said() != "", timeout), f"no outcome for {root}"
-    return said()
+    """`kept_now`, once the daemon has done something; generous `timeout`: its pass on a
+    loaded machine."""
+    assert wait_until(lambda: kept_now(root, env) != "", timeout), f"no outcome for {root}"
+    return kept_now(root, env)
 
 
 def stop_daemon(env: dict[str, str]) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import codeask, daemon_log, kept_outcome, wait_until
+from daemon_helpers import codeask, daemon_log, kept_now, kept_outcome, wait_until
 from mcp_agents import agent_env
 from test_daemon_first_edit import TAKEN
-from test_daemon_index_hold import TREE, add_function, found, index_json, indexed
+from test_daemon_index_hold import TREE, add_function, found, held, index_json, indexed
 
 from codeask.config import load_settings
 from codeask.core.driver.keep_current import MAX_HELD
@@ -36,10 +36,6 @@ def status(root: Path, env: dict[str, str]) -> dict[str, Any]:
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def outcome(root: Path, env: dict[str, str]) -> str:
-    return str(status(root, env).get("kept_current", {}).get(str(root.resolve()), ""))
-
-
 def test_a_search_leaves_the_folder_held_and_its_edits_found(
     tmp_path: Path, daemon_env: dict[str, str]
 ) -> None:
@@ -47,9 +43,9 @@ def test_a_search_leaves_the_folder_held_and_its_edits_found(
     root = indexed(tmp_path, env)
     assert found(root, env, "pkg/mod3.py helper_3")[0] == "pkg/mod3.py"  # builds the path table
     assert kept_outcome(root, env) == "held"
-    info = status(root, env)
-    [driver] = [d for d in info["drivers"] if Path(d["root"]) == root.resolve()]
+    [driver] = held(root, env)
     assert driver["sessions"] == ["daemon"]
+    info = status(root, env)
     assert info["folders"] == [], "the searches' read copy was let go for the writer"
     assert [i["writer"] for i in info["indexes"]] == [True], "one index open: the writer"
     assert found(root, env, "pkg/mod5.py helper_5")[0] == "pkg/mod5.py"
@@ -68,7 +64,7 @@ def test_a_search_leaves_the_folder_held_and_its_edits_found(
     while "pkg/mod9.py" not in found(root, env, "unasked_probe") and time.monotonic() < deadline:
         time.sleep(0.5)
     assert found(root, env, "unasked_probe")[0] == "pkg/mod9.py"
-    renewed = wait_until(lambda: outcome(root, env) == "held (renewed)", SETTLE_S)
+    renewed = wait_until(lambda: kept_now(root, env) == "held (renewed)", SETTLE_S)
     assert renewed, "each search renews the hold"
 
 
@@ -77,7 +73,7 @@ def test_nothing_is_held_when_set_to_zero(tmp_path: Path, daemon_env: dict[str, 
     root = indexed(tmp_path, env)
     assert found(root, env, "helper_3")[0] == "pkg/mod3.py"
     assert kept_outcome(root, env) == "left alone: daemon.hold_seconds is 0"
-    assert [d for d in status(root, env)["drivers"] if Path(d["root"]) == root.resolve()] == []
+    assert held(root, env) == []
     add_function(root / "pkg/mod1.py", "walked_probe")
     row = index_json(root, env)
     assert row["files_checked"] == len(TREE), "no watch: the pass stat'ed every file"
@@ -97,7 +93,7 @@ def test_a_folder_another_writer_holds_is_left_alone(
         assert found(root, env, "helper_3")[0] == "pkg/mod3.py"
         said = kept_outcome(root, env)
         assert said.startswith("left alone: codeask serve (pid ") and said.endswith(" writes it")
-        assert [d for d in status(root, env)["drivers"] if Path(d["root"]) == root.resolve()] == []
+        assert held(root, env) == []
     finally:
         lock.release()
 
@@ -115,8 +111,8 @@ def test_searches_hold_a_few_folders_at_most(tmp_path: Path, daemon_env: dict[st
     for n, root in enumerate(roots):
         assert found(root, env, f"only_{n}") == ["mod.py"]
         assert kept_outcome(root, env) == "held"
-    held = {Path(d["root"]) for d in status(roots[0], env)["drivers"]}
-    assert held == set(roots[1:]), "the first folder searched was let go"
+    holding = {Path(d["root"]) for d in status(roots[0], env)["drivers"]}
+    assert holding == set(roots[1:]), "the first folder searched was let go"
 
 
 def test_a_long_pass_on_a_folder_only_the_hold_keeps_runs_in_the_client(
@@ -132,5 +128,5 @@ def test_a_long_pass_on_a_folder_only_the_hold_keeps_runs_in_the_client(
     assert done.returncode == 0, done.stderr
     assert f"{root.name}: scanning" in done.stderr, "the rebuild ran in the CLI, with its line"
     assert f"({len(TREE)} indexed, 0 unchanged, 0 removed" in done.stderr, done.stderr
-    assert [d for d in status(root, env)["drivers"] if Path(d["root"]) == root.resolve()] == []
+    assert held(root, env) == []
     assert found(root, env, "helper_5")[0] == "pkg/mod5.py"

@@ -25,8 +25,7 @@ class Holds:
     def keep(self, key: Key, sub: Subscription, seconds: float) -> None:
         """Keep `sub` for `seconds` (0: let it go now), letting go of the one it replaces."""
         old = None
-        timer = threading.Timer(seconds, self._expire, args=(key, sub))
-        timer.daemon = True
+        timer = self._timer(key, sub, seconds)
         with self._lock:
             old = self._held.pop(key, None)
             if seconds > 0:
@@ -46,33 +45,29 @@ class Holds:
             held = self._held.get(key)
             if held is None:
                 return False
-            sub = held[0]
-            timer = threading.Timer(seconds, self._expire, args=(key, sub))
-            timer.daemon = True
+            timer = self._timer(key, held[0], seconds)
             held[1].cancel()
-            self._held[key] = (sub, timer)
+            self._held[key] = (held[0], timer)
             timer.start()
         return True
 
-    def let_go(self, key: Key) -> None:
-        """Let go of `key`'s hold now (none held: nothing to do)."""
-        with self._lock:
-            held = self._held.pop(key, None)
-        if held is not None:
-            held[1].cancel()
-            _leave(held[0])
-
-    def let_go_unshared(self, key: Key) -> bool:
-        """Let go of `key`'s hold now if no session shares its driver; True when it did (the
-        writer lock is released on return)."""
+    def let_go(self, key: Key, *, unless_shared: bool = False) -> bool:
+        """Let go of `key`'s hold now (`unless_shared`: only if no session shares its driver);
+        True when it did (a driver left alone released the writer lock on return)."""
         with self._lock:
             held = self._held.get(key)
-            if held is None or held[0].shared():
+            if held is None or (unless_shared and held[0].shared()):
                 return False
             del self._held[key]
         held[1].cancel()
         _leave(held[0])
         return True
+
+    def _timer(self, key: Key, sub: Subscription, seconds: float) -> threading.Timer:
+        """The timer that lets `sub` go after `seconds` (not started)."""
+        timer = threading.Timer(seconds, self._expire, args=(key, sub))
+        timer.daemon = True
+        return timer
 
     def drop_others(self, key: Key) -> None:
         """Let go at once of the holds of the same folder under other settings (a project file

@@ -49,7 +49,7 @@ def long_and_unheld(drivers: SharedDrivers, root: Path, *, rebuild: bool, embed:
     if drivers.holds(root, {}):
         if rebuild or embed:
             key = SharedIndexes.key_of(root.resolve(), {})
-            return holds_of(drivers).let_go_unshared(key)
+            return holds_of(drivers).let_go(key, unless_shared=True)
         return False
     return rebuild or embed or not has_index(root, load_settings(root.resolve(), {})[0])
 
