@@ -6,6 +6,7 @@ engine's own source and on hostile text, and through whole builds of both tables
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
@@ -16,9 +17,16 @@ from tests.unit.test_bm25 import same_postings
 
 import codeask
 from codeask.config import ChunkSettings
+from codeask.core.runtime import word_table
 from codeask.core.source.chunk import chunk_file
-from codeask.core.storage.lexical import bm25
-from codeask.core.storage.lexical.batch import Bodies, batch_postings, new_vocab, summed_pairs
+from codeask.core.storage.lexical import batch, bm25
+from codeask.core.storage.lexical.batch import (
+    Bodies,
+    Vocab,
+    batch_postings,
+    new_vocab,
+    summed_pairs,
+)
 from codeask.core.storage.lexical.bm25 import CHUNK_WEIGHTS, FILE_WEIGHTS, Postings
 from codeask.core.storage.lexical.file_postings import build_pair
 from codeask.core.storage.lexical.index import doc_columns, file_row
@@ -73,12 +81,20 @@ def reference_bodies(
     bodies.lengths.append(length)
 
 
-def body_groups(bodies: Bodies) -> list[tuple[int, int, int]]:
-    """Every (term, row, count) group, sorted (the builders find them in different orders)."""
+def spelt(vocab: dict[str, int]) -> np.ndarray:
+    """Each term id's token (the builders number tokens in different orders)."""
+    names = np.empty(len(vocab), dtype=object)
+    for token, term in vocab.items():
+        names[term] = token
+    return names
+
+
+def body_groups(bodies: Bodies, vocab: dict[str, int]) -> list[tuple[str, int, int]]:
+    """Every (token, row, count) group, sorted (the builders find them in different orders)."""
     if not bodies.terms:
         return []
     joined = zip(
-        np.concatenate(bodies.terms).tolist(),
+        spelt(vocab)[np.concatenate(bodies.terms)].tolist(),
         np.concatenate(bodies.rows).tolist(),
         np.concatenate(bodies.counts).tolist(),
         strict=True,
@@ -87,7 +103,9 @@ def body_groups(bodies: Bodies) -> list[tuple[int, int, int]]:
 
 
 def same_batch(rows: list[Sequence[object]], weights: Sequence[float], offset: int = 7) -> None:
-    """Both builders on `rows`: identical outputs, dtypes, vocabularies and body groups."""
+    """Both builders on `rows`: the same postings (by token: the plain path numbers tokens in
+    another order), dtypes, row lengths, vocabularies and body groups; on the split path the
+    same arrays outright."""
     weight_of = np.asarray(weights, dtype=np.float64)
     ours_vocab, their_vocab = new_vocab(), new_vocab()
     ours_bodies, their_bodies = Bodies.empty(), Bodies.empty()
@@ -95,9 +113,16 @@ def same_batch(rows: list[Sequence[object]], weights: Sequence[float], offset: i
     theirs = reference_postings(rows, their_vocab, weight_of, their_bodies, offset)
     for mine, reference, name in zip(ours, theirs, ("term", "row", "freq", "length"), strict=True):
         assert mine.dtype == reference.dtype, name
-        assert np.array_equal(mine, reference), name
-    assert list(ours_vocab.items()) == list(their_vocab.items())
-    assert body_groups(ours_bodies) == body_groups(their_bodies)
+    assert np.array_equal(ours[3], theirs[3])
+    assert set(ours_vocab) == set(their_vocab)
+    postings = [
+        sorted(zip(spelt(vocab)[term].tolist(), row.tolist(), freq.tolist(), strict=True))
+        for (term, row, freq, _), vocab in ((ours, ours_vocab), (theirs, their_vocab))
+    ]
+    assert postings[0] == postings[1]
+    if list(ours_vocab.items()) == list(their_vocab.items()):
+        assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))
+    assert body_groups(ours_bodies, ours_vocab) == body_groups(their_bodies, their_vocab)
     body_lengths = [np.concatenate(b.lengths).tolist() for b in (ours_bodies, their_bodies)]
     assert body_lengths[0] == body_lengths[1]
 
@@ -223,3 +248,87 @@ def test_summed_pairs_are_uniques_sums_bit_for_bit(seed: int) -> None:
         ours, theirs = summed_pairs(key, freq), reference_sums(key, freq)
         assert ours[0].dtype == theirs[0].dtype and np.array_equal(ours[0], theirs[0])
         assert ours[1].dtype == theirs[1].dtype and np.array_equal(ours[1], theirs[1])
+
+
+# -- plain columns (token_text's output) through the vocabulary's word table --------------------
+#: Tokens of every key width's edges (8, 9, 16, 17, 24, 25, 32, 33 bytes) and past them.
+PLAIN_WORDS = [
+    *("a", "0", "x1", "parse", "http", "request", "parsehttprequest"),
+    *("abcdefgh", "abcdefghi", "a" * 16, "b" * 17, "c" * 24, "d" * 25, "e" * 32, "f" * 33),
+    *("g" * 100, "netifreceiveskbcore", "0123456789" * 4, "zz"),
+]
+
+
+def plain_rows(rng: random.Random, count: int, columns: int) -> list[tuple[object, ...]]:
+    """Rows of plain columns (lower-case ASCII tokens between single spaces), some empty or
+    None, with repeats and words made up on the spot."""
+    rows: list[tuple[object, ...]] = []
+    for key in range(count):
+        cells: list[object] = []
+        for _ in range(columns):
+            size = rng.choice((0, 1, 3, 40, 400))
+            made = [f"w{rng.randrange(5000)}" for _ in range(size // 4)]
+            cells.append(
+                None if rng.random() < 0.05 else " ".join(rng.choices(PLAIN_WORDS, k=size) + made)
+            )
+        rows.append((key, *cells))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plain_columns_give_the_references_postings(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plain path (every size of batch here) gives the split path's postings, row lengths
+    and body groups, whole weights or not; a batch whose other column is not plain mixes both."""
+    monkeypatch.setattr(batch, "PLAIN_MIN_CHARS", 0)
+    rng = random.Random(seed)
+    for size in (1, 2, 17, 300):
+        same_batch(plain_rows(rng, size, 3), CHUNK_WEIGHTS)
+        same_batch(plain_rows(rng, size, 2), FILE_WEIGHTS)
+        same_batch(plain_rows(rng, size, 3), (0.1, 0.7, 0.3))
+    mixed = [
+        (key, body, hostile[2], path)
+        for (key, body, _, path), hostile in zip(
+            plain_rows(rng, 200, 3), hostile_rows(rng, 200, 3), strict=True
+        )
+    ]
+    same_batch(mixed, CHUNK_WEIGHTS)
+    vocab = new_vocab()
+    batch_postings(plain_rows(rng, 50, 3), vocab, np.asarray(CHUNK_WEIGHTS))
+    assert isinstance(vocab, Vocab) and vocab.words is not None  # the plain path ran
+
+
+def test_a_word_table_that_starts_afresh_gives_the_same_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tables of 64 slots (32 words each) under one vocabulary across batches of hundreds of
+    distinct words: each batch's postings are the reference's, by token, with the same ids."""
+    monkeypatch.setattr(batch, "PLAIN_MIN_CHARS", 0)
+    monkeypatch.setattr(word_table, "SLOTS_BITS", 6)
+    rng = random.Random(11)
+    weight_of = np.asarray(CHUNK_WEIGHTS)
+    ours_vocab, their_vocab = new_vocab(), new_vocab()
+    for size in (3, 40, 120, 40):
+        rows = plain_rows(rng, size, 3)
+        ours = batch_postings(rows, ours_vocab, weight_of)
+        theirs = reference_postings(rows, their_vocab, weight_of)
+        assert set(ours_vocab) == set(their_vocab)
+        postings = [
+            sorted(zip(spelt(vocab)[term].tolist(), row.tolist(), freq.tolist(), strict=True))
+            for (term, row, freq, _), vocab in ((ours, ours_vocab), (theirs, their_vocab))
+        ]
+        assert postings[0] == postings[1]
+    assert isinstance(ours_vocab, Vocab) and ours_vocab.words is not None
+    assert all(len(table.counts) <= 32 for table in ours_vocab.words.tables)
+
+
+def test_a_vocabulary_goes_with_its_word_table_at_once() -> None:
+    """The table's callbacks hold the vocabulary weakly: no cycle waits for the collector (a
+    build's tables are 28 MB)."""
+    vocab = new_vocab()
+    assert isinstance(vocab, Vocab)
+    vocab.table()
+    gone = weakref.ref(vocab)
+    del vocab
+    assert gone() is None

@@ -23,6 +23,7 @@ from codeask.core.embedding import wordpiece_ascii, wordpiece_batch, wordpiece_m
 from codeask.core.embedding.static import MAX_TOKENS, WIDEN_AT, StaticEmbedder
 from codeask.core.embedding.wordpiece_ascii import WINDOW, AsciiWordPiece, normalised
 from codeask.core.embedding.wordpiece_batch import BatchWordPiece, model_split_many, one_by_one
+from codeask.core.runtime import word_table
 
 # -- the replaced code, verbatim but for its names (main at a2d4814) --------------------------
 _OLD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -221,14 +222,14 @@ def test_the_batch_tokenizers_table_starts_afresh_when_half_full(
 ) -> None:
     """A table of 64 slots takes 32 words: many more words (colliding, met twice in a batch)
     still give the old path's ids."""
-    monkeypatch.setattr(wordpiece_batch, "SLOTS_BITS", 6)
+    monkeypatch.setattr(word_table, "SLOTS_BITS", 6)
     batch = BatchWordPiece(fast.word_ids, MAX_TOKENS, many)
     rng = random.Random(5)
     texts = [
         " ".join(f"w{rng.randrange(400)}x" for _ in range(rng.randint(0, 60))) for _ in range(300)
     ]
     assert _batch_matches(batch, fast, texts) == len(texts)
-    assert len(batch._table._short.counts) <= 32
+    assert len(batch._table.tables[0].counts) <= 32
 
 
 def _words_of(texts: list[str]) -> list[str]:

@@ -4,7 +4,8 @@ every folder and file written for an index or a cache is owner-only (`private_fi
 lock's holder is asked without taking the lock (`flock_probe`), and a bulk pass runs the cyclic
 garbage collector less often (`collector`), and a one-shot process gives the index pages
 a step read back (`resident`), and a write to a pipe takes every byte however many writes
-it takes (`pipe_write`).
+it takes (`pipe_write`), and a text's words are found by their bytes in numpy, many at once,
+by the tokenizer and the lexical builder alike (`word_table`).
 Imports nothing of ours.
 
 `__all__` lists the modules other rooms (and the faces) may import (tests/test_architecture.py
@@ -19,4 +20,5 @@ __all__ = [
     "pipe_write",
     "private_files",
     "resident",
+    "word_table",
 ]
