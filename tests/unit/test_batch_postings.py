@@ -17,7 +17,6 @@ from tests.unit.test_bm25 import same_postings
 
 import codeask
 from codeask.config import ChunkSettings
-from codeask.core.runtime import word_table
 from codeask.core.source.chunk import chunk_file
 from codeask.core.storage.lexical import batch, bm25
 from codeask.core.storage.lexical.batch import (
@@ -305,7 +304,7 @@ def test_a_word_table_that_starts_afresh_gives_the_same_ids(
     """Tables of 64 slots (32 words each) under one vocabulary across batches of hundreds of
     distinct words: each batch's postings are the reference's, by token, with the same ids."""
     monkeypatch.setattr(batch, "PLAIN_MIN_CHARS", 0)
-    monkeypatch.setattr(word_table, "SLOTS_BITS", 6)
+    monkeypatch.setattr(batch, "SLOTS_BITS", 6)
     rng = random.Random(11)
     weight_of = np.asarray(CHUNK_WEIGHTS)
     ours_vocab, their_vocab = new_vocab(), new_vocab()
@@ -325,7 +324,7 @@ def test_a_word_table_that_starts_afresh_gives_the_same_ids(
 
 def test_a_vocabulary_goes_with_its_word_table_at_once() -> None:
     """The table's callbacks hold the vocabulary weakly: no cycle waits for the collector (a
-    build's tables are 28 MB)."""
+    build's tables are 7 MB)."""
     vocab = new_vocab()
     assert isinstance(vocab, Vocab)
     vocab.table()

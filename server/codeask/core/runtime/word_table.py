@@ -29,8 +29,8 @@ _MULTIPLIERS = tuple(
     np.uint64(m)
     for m in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
 )
-#: Slots of each table (a power of two): distinct words met at most before it starts afresh is
-#: half of it (a table stays at most half full; 2^17 words).
+#: Slots of each table by default (a power of two): distinct words met at most before it starts
+#: afresh is half of it (a table stays at most half full; 2^17 words).
 SLOTS_BITS = 18
 #: Key widths (integers of 8 bytes) a table set may use.
 MAX_WIDTHS = len(_MULTIPLIERS)
@@ -52,11 +52,11 @@ def keys_of(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, width: int) 
     return (*whole, every[starts + 8 * (width - 1)] & _MASKS[lengths - 8 * (width - 1)])
 
 
-def _home(keys: Keys) -> np.ndarray:
+def _home(keys: Keys, bits: int) -> np.ndarray:
     mixed = keys[0] * _MULTIPLIERS[0]
     for key, multiplier in zip(keys[1:], _MULTIPLIERS[1:], strict=False):
         mixed += key * multiplier
-    return (mixed >> np.uint64(64 - SLOTS_BITS)).astype(np.intp)
+    return (mixed >> np.uint64(64 - bits)).astype(np.intp)
 
 
 def _strings(keys: Keys) -> list[str]:
@@ -70,13 +70,17 @@ def _strings(keys: Keys) -> list[str]:
 class Words:
     """Every word's entry number and every entry's values: words of up to 8 bytes in one table,
     of 9 to 16 in the next (two integers a key), and so on for `widths` tables; longer ones split
-    one by one (`split`, a Python string each)."""
+    one by one (`split`, a Python string each). Each table has 2^`slots_bits` slots (by default
+    SLOTS_BITS), allocated on first use."""
 
-    def __init__(self, split: Split, split_many: SplitMany, widths: int = 2) -> None:
+    def __init__(
+        self, split: Split, split_many: SplitMany, widths: int = 2, slots_bits: int | None = None
+    ) -> None:
         if not 1 <= widths <= MAX_WIDTHS:
             raise ValueError(f"widths must be 1 to {MAX_WIDTHS}")
         self._split = split
-        self.tables = [WordTable(width, split_many) for width in range(1, widths + 1)]
+        bits = SLOTS_BITS if slots_bits is None else slots_bits
+        self.tables = [WordTable(width, split_many, bits) for width in range(1, widths + 1)]
         self.key_bytes = 8 * widths
 
     def clear(self) -> None:
@@ -117,8 +121,9 @@ class WordTable:
     """Words' keys (`width` integers) -> entry numbers (open addressing, linear probing), every
     entry's values in one array. A batch's new words are split together (`split_many`)."""
 
-    def __init__(self, width: int, split_many: SplitMany) -> None:
+    def __init__(self, width: int, split_many: SplitMany, slots_bits: int = SLOTS_BITS) -> None:
         self.width = width
+        self.slots_bits = slots_bits
         self._split_many = split_many
         self.clear()
 
@@ -136,9 +141,9 @@ class WordTable:
         The keys missing are learnt as many at a time as there is room for if each were new,
         then the rest looked up again (a cold table meets most words many times in a batch);
         a full table starts afresh, with the whole batch."""
-        half = (1 << SLOTS_BITS) // 2
+        half = (1 << self.slots_bits) // 2
         if not len(self._values):
-            self.clear(1 << SLOTS_BITS)
+            self.clear(1 << self.slots_bits)
         slots = self._find(keys)
         missing = np.flatnonzero(slots < 0)
         afresh = False
@@ -147,7 +152,7 @@ class WordTable:
             if room <= 0:  # (a minified file: not unbounded)
                 if afresh:
                     return None
-                self.clear(1 << SLOTS_BITS)
+                self.clear(1 << self.slots_bits)
                 afresh, missing = True, np.arange(len(keys[0]))
                 continue
             part, rest = missing[:room], missing[room:]
@@ -167,8 +172,8 @@ class WordTable:
 
     def _find(self, keys: Keys) -> np.ndarray:
         """Each key's slot, or -1 where the table does not hold it."""
-        mask = (1 << SLOTS_BITS) - 1
-        slot = _home(keys)
+        mask = (1 << self.slots_bits) - 1
+        slot = _home(keys, self.slots_bits)
         found = np.full(len(slot), -1, dtype=np.intp)
         pending = np.arange(len(slot))
         while len(pending):
@@ -182,8 +187,8 @@ class WordTable:
         """Store keys the table does not hold (some more than once), all at once: each round,
         one key takes each free slot it reaches, a key meeting its own is placed, the others
         probe on; the placed words are split together. Returns each key's slot."""
-        mask = (1 << SLOTS_BITS) - 1
-        slot = _home(keys)
+        mask = (1 << self.slots_bits) - 1
+        slot = _home(keys, self.slots_bits)
         pending = np.arange(len(slot))
         placed: list[np.ndarray] = []
         while len(pending):
