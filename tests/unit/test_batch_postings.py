@@ -88,6 +88,12 @@ def spelt(vocab: dict[str, int]) -> np.ndarray:
     return names
 
 
+def by_token(result: Result, vocab: dict[str, int]) -> list[tuple[str, int, float]]:
+    """A batch's postings as (token, row, weighted tf), sorted."""
+    term, row, freq, _ = result
+    return sorted(zip(spelt(vocab)[term].tolist(), row.tolist(), freq.tolist(), strict=True))
+
+
 def body_groups(bodies: Bodies, vocab: dict[str, int]) -> list[tuple[str, int, int]]:
     """Every (token, row, count) group, sorted (the builders find them in different orders)."""
     if not bodies.terms:
@@ -114,11 +120,7 @@ def same_batch(rows: list[Sequence[object]], weights: Sequence[float], offset: i
         assert mine.dtype == reference.dtype, name
     assert np.array_equal(ours[3], theirs[3])
     assert set(ours_vocab) == set(their_vocab)
-    postings = [
-        sorted(zip(spelt(vocab)[term].tolist(), row.tolist(), freq.tolist(), strict=True))
-        for (term, row, freq, _), vocab in ((ours, ours_vocab), (theirs, their_vocab))
-    ]
-    assert postings[0] == postings[1]
+    assert by_token(ours, ours_vocab) == by_token(theirs, their_vocab)
     if list(ours_vocab.items()) == list(their_vocab.items()):
         assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))
     assert body_groups(ours_bodies, ours_vocab) == body_groups(their_bodies, their_vocab)
@@ -313,11 +315,7 @@ def test_a_word_table_that_starts_afresh_gives_the_same_ids(
         ours = batch_postings(rows, ours_vocab, weight_of)
         theirs = reference_postings(rows, their_vocab, weight_of)
         assert set(ours_vocab) == set(their_vocab)
-        postings = [
-            sorted(zip(spelt(vocab)[term].tolist(), row.tolist(), freq.tolist(), strict=True))
-            for (term, row, freq, _), vocab in ((ours, ours_vocab), (theirs, their_vocab))
-        ]
-        assert postings[0] == postings[1]
+        assert by_token(ours, ours_vocab) == by_token(theirs, their_vocab)
     assert isinstance(ours_vocab, Vocab) and ours_vocab.words is not None
     assert all(len(table.counts) <= 32 for table in ours_vocab.words.tables)
 
