@@ -38,6 +38,7 @@ import zstandard
 from codeask.core.records import HISTORY_KINDS, Chunk
 from codeask.core.runtime import resident
 from codeask.core.storage import record_codec
+from codeask.core.storage.recent_chunks import RecentChunks
 from codeask.core.storage.record_copy import Records
 from codeask.core.storage.snapshot import StoreError
 
@@ -208,6 +209,9 @@ class ChunkFile:
         #: the first lookup that needs them.
         self._id_keys: np.ndarray | None = None
         self._sym_keys: np.ndarray | None = None
+        #: What `read_ids` decoded last, for the next question (a long-lived process only: a
+        #: one-shot one asks once).
+        self.recent = RecentChunks()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -273,8 +277,17 @@ class ChunkFile:
 
     def read_ids(self, chunk_ids: list[int]) -> list[tuple[int, Chunk | ChunkDamaged]]:
         """(id, chunk) for each of `chunk_ids` held here, a damaged record's ChunkDamaged in
-        place of its chunk (the others still read): the tables are indexed once for the lot,
-        not with numpy scalars per record (a search reads ~300 at once)."""
+        place of its chunk (the others still read), the ones decoded lately first: the tables
+        are indexed once for the lot, not with numpy scalars per record (a search reads ~300
+        at once), and a long-lived process keeps what it decodes (recent_chunks.py)."""
+        if resident.one_shot():
+            return self._decode_ids(chunk_ids)
+        held, missing = self.recent.take(chunk_ids)
+        read = self._decode_ids(missing) if missing else []
+        self.recent.keep([(i, c) for i, c in read if not isinstance(c, ChunkDamaged)])
+        return [*held, *read]
+
+    def _decode_ids(self, chunk_ids: list[int]) -> list[tuple[int, Chunk | ChunkDamaged]]:
         rows = self.positions(np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids)))
         held = rows >= 0
         picked = rows[held]
