@@ -249,3 +249,62 @@ def test_a_scanned_tier_gives_its_pages_back_once_idle(tmp_path: Path) -> None:
     assert loaded._base.release_if_idle(later)
     assert scanned - _rss_file_mb() > 20, (scanned, _rss_file_mb())
     assert loaded.query(rows[5], 10) == hits  # faulted back in from the page cache
+
+
+def _loaded_quantized(tmp_path: Path, count: int, dim: int) -> tuple[VectorIndex, np.ndarray]:
+    rows = _rows(count, dim)
+    index = VectorIndex(dim, quantized=True)
+    index.add(list(range(1, count + 1)), rows)
+    path = tmp_path / "static.npz"
+    path.write_bytes(index.encode())
+    loaded = VectorIndex.load(path, dim, count + 1024, set(range(1, count + 1)), quantized=True)
+    assert loaded._base is not None and loaded._base.scales is not None
+    return loaded, rows
+
+
+@pytest.mark.parametrize("quantized", [True, False])
+def test_a_small_tier_in_use_is_scanned_from_a_float32_copy_with_the_same_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quantized: bool
+) -> None:
+    """Issue 42: a long-lived process scans a small tier from a float32 copy of its rows, kept
+    until the tier is idle; every query scores exactly as the block-by-block scan a one-shot
+    process makes (same ids, same float32 scores)."""
+    import time
+
+    from codeask.core.runtime import resident
+    from codeask.core.storage import mapped_rows
+
+    if quantized:
+        loaded, rows = _loaded_quantized(tmp_path, 5000, 64)
+    else:
+        rows = _rows(5000, 64)
+        loaded = VectorIndex.load(
+            _saved(tmp_path, rows, list(range(1, 5001))), 64, 6024, set(range(1, 5001))
+        )
+    base = loaded._base
+    assert base is not None
+    queries = [rows[7], rows[4000], _rows(1, 64, seed=9)[0]]
+    monkeypatch.setattr(resident, "_one_shot", True)
+    block_by_block = [loaded.query(q, 50) for q in queries]
+    assert base.wide() is None  # a one-shot process keeps no copy
+    monkeypatch.setattr(resident, "_one_shot", False)
+
+    from_copy = [loaded.query(q, 50) for q in queries]
+
+    assert from_copy == block_by_block
+    wide = base.wide()
+    assert wide is not None and wide.dtype == np.float32 and wide.shape == (5000, 64)
+    assert base.release_if_idle(time.monotonic() + mapped_rows.IDLE_SECONDS + 1)
+    assert base._wide is None  # dropped with the pages; the next scan copies again
+    assert loaded.query(queries[0], 50) == block_by_block[0]
+
+
+def test_a_tier_past_the_copy_size_is_scanned_block_by_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codeask.core.storage import mapped_rows
+
+    loaded, rows = _loaded_quantized(tmp_path, 2000, 32)
+    monkeypatch.setattr(mapped_rows, "WIDE_BYTES", 2000 * 32 * 4 - 1)
+    assert loaded.query(rows[3], 5)[0][0] == 4
+    assert loaded._base is not None and loaded._base.wide() is None

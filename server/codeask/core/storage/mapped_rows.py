@@ -38,6 +38,9 @@ _LOCAL_HEADER = struct.Struct("<4s22xHH")
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 #: Bytes of the .npy header read to find where its data starts (headers are 64-256 bytes).
 _NPY_HEADER_READ = 4096
+#: A tier whose rows fit in this as float32 is scanned from a float32 copy while it is in use
+#: (`wide`): 32 MB is 32k static rows (256 dims) or 21k MiniLM rows (384).
+WIDE_BYTES = 32 << 20
 
 
 class MappedRows:
@@ -53,6 +56,24 @@ class MappedRows:
         self._last_scan = 0.0
         self._resident = False
         self._lock = threading.Lock()
+        self._wide: np.ndarray | None = None
+
+    def wide(self) -> np.ndarray | None:
+        """The rows as float32 (unscaled), copied at the first scan after the tier was idle
+        and dropped with its pages, when they fit in `WIDE_BYTES` and the process is
+        long-lived; else None (the scan converts block by block, quantized_rows.scores).
+
+        Why (issue 42): converting int8 rows to float32 is most of a scan's cost; a product
+        over a kept copy takes a quarter of the time (24k rows: 0.43 ms against 1.98).
+        The copy is 4 bytes a row's dimension for as long as questions come."""
+        wide = self._wide
+        if wide is not None or resident.one_shot() or self.rows.size * 4 > WIDE_BYTES:
+            return wide
+        wide = np.ascontiguousarray(self.rows, dtype=np.float32)
+        with self._lock:
+            if self._wide is None:
+                self._wide = wide
+            return self._wide
 
     def scanned(self) -> None:
         """A query read every row: its pages are resident until the tier is idle again (a
@@ -75,6 +96,7 @@ class MappedRows:
             if not self._resident or now - self._last_scan < IDLE_SECONDS:
                 return False
             self._resident = False
+            self._wide = None
         release(self._mapping)
         return True
 

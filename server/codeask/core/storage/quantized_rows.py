@@ -99,6 +99,12 @@ def scores(
         out[start : start + len(block)] = wide @ unit
         if done is not None:
             done()
+    return scaled(out, scales)
+
+
+def scaled(products: np.ndarray, scales: np.ndarray | None) -> np.ndarray:
+    """Rows' products with a unit query, times their scales (float32 rows have none), in
+    place: the same float32 multiplication however the products were made."""
     if scales is not None:
-        out *= scales
-    return out
+        products *= scales
+    return products

@@ -28,6 +28,7 @@ from codeask.core.storage.quantized_rows import (
     BLOCK_ROWS,
     QuantizedRows,
     dequantize,
+    scaled,
     scores,
     unit_quantized,
     unit_rows,
@@ -278,6 +279,8 @@ class VectorIndex:
         if self._lists is not None:  # a large base: its candidate lists' rows only
             base_scores, picked = scan(self._lists, base.rows, base.scales, unit, base.step_done)
             base_ids = base_ids[picked]
+        elif (wide := base.wide()) is not None:
+            base_scores = scaled(wide @ unit, base.scales)
         else:
             base_scores = scores(base.rows, base.scales, unit, base.step_done)
         base.scanned()
