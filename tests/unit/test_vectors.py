@@ -262,25 +262,18 @@ def _loaded_quantized(tmp_path: Path, count: int, dim: int) -> tuple[VectorIndex
     return loaded, rows
 
 
-@pytest.mark.parametrize("quantized", [True, False])
 def test_a_small_tier_in_use_is_scanned_from_a_float32_copy_with_the_same_scores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quantized: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 42: a long-lived process scans a small tier from a float32 copy of its rows, kept
-    until the tier is idle; every query scores exactly as the block-by-block scan a one-shot
-    process makes (same ids, same float32 scores)."""
+    """Issue 42: a long-lived process scans a small int8 tier from a float32 copy of its rows,
+    kept until the tier is idle; every query scores exactly as the block-by-block scan a
+    one-shot process makes (same ids, same float32 scores)."""
     import time
 
     from codeask.core.runtime import resident
     from codeask.core.storage import mapped_rows
 
-    if quantized:
-        loaded, rows = _loaded_quantized(tmp_path, 5000, 64)
-    else:
-        rows = _rows(5000, 64)
-        loaded = VectorIndex.load(
-            _saved(tmp_path, rows, list(range(1, 5001))), 64, 6024, set(range(1, 5001))
-        )
+    loaded, rows = _loaded_quantized(tmp_path, 5000, 64)
     base = loaded._base
     assert base is not None
     queries = [rows[7], rows[4000], _rows(1, 64, seed=9)[0]]
@@ -297,6 +290,15 @@ def test_a_small_tier_in_use_is_scanned_from_a_float32_copy_with_the_same_scores
     assert base.release_if_idle(time.monotonic() + mapped_rows.IDLE_SECONDS + 1)
     assert base._wide is None  # dropped with the pages; the next scan copies again
     assert loaded.query(queries[0], 50) == block_by_block[0]
+
+
+def test_float32_rows_keep_no_copy(tmp_path: Path) -> None:
+    rows = _rows(500, 16)
+    loaded = VectorIndex.load(
+        _saved(tmp_path, rows, list(range(1, 501))), 16, 1524, set(range(1, 501))
+    )
+    assert loaded.query(rows[9], 3)[0][0] == 10
+    assert loaded._base is not None and loaded._base.wide() is None
 
 
 def test_a_tier_past_the_copy_size_is_scanned_block_by_block(
