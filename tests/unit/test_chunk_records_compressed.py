@@ -108,6 +108,7 @@ def test_a_chunk_file_of_plain_records_from_before_reads_and_compacts(
 
     base = ChunkFile(old)
     assert [base.get(c.id) for c in chunks] == chunks
+    assert base.read_ids([c.id for c in chunks]) == [(c.id, c) for c in chunks]
     chunk_map = ChunkMap(base)
     chunk_map[999] = msgspec.structs.replace(long_chunks(31)[-1], id=999)
     new = tmp_path / "new.rec"
@@ -134,6 +135,7 @@ def test_a_damaged_compressed_record_is_reported_and_never_misread(tmp_path: Pat
     path.write_bytes(bytes(data))
     with pytest.raises(ChunkDamaged, match="checksum"):
         ChunkFile(path).decode(1)
+    assert_batch_read(ChunkFile(path), chunks, damaged_row=1, why="fails its checksum")
 
     # a broken frame header with the record's crc32 rewritten to match: zstd refuses the frame
     data[at + len(record) // 2] ^= 0x01
@@ -148,3 +150,15 @@ def test_a_damaged_compressed_record_is_reported_and_never_misread(tmp_path: Pat
     with pytest.raises(ChunkDamaged, match="unreadable"):
         damaged.decode(1)
     assert damaged.decode(0) == chunks[0] and damaged.decode(2) == chunks[2]
+    assert_batch_read(ChunkFile(path), chunks, damaged_row=1, why="is unreadable")
+
+
+def assert_batch_read(base: ChunkFile, chunks: list[Chunk], damaged_row: int, why: str) -> None:
+    """A batch read (`read_ids`, a search's path) reports the damaged record as `why` and
+    reads the others as they were written."""
+    read = dict(base.read_ids([c.id for c in chunks]))
+    for row, chunk in enumerate(chunks):
+        if row == damaged_row:
+            assert isinstance(read[chunk.id], ChunkDamaged) and why in str(read[chunk.id])
+        else:
+            assert read[chunk.id] == chunk

@@ -5,6 +5,7 @@ one-shot process decodes every time and keeps nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,14 +22,19 @@ from codeask.core.storage.recent_chunks import RecentChunks
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The ids of the chunks decoded from their records from now on."""
     seen: list[int] = []
-    real = record_codec.decode
+    real = record_codec.reader
 
-    def counted(record: bytes) -> Chunk:
-        found = real(record)
-        seen.append(found.id)
-        return found
+    def counting() -> Callable[[bytes], Chunk]:
+        read = real()
 
-    monkeypatch.setattr(record_codec, "decode", counted)
+        def counted(record: bytes) -> Chunk:
+            found = read(record)
+            seen.append(found.id)
+            return found
+
+        return counted
+
+    monkeypatch.setattr(record_codec, "reader", counting)
     return seen
 
 

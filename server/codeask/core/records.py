@@ -20,8 +20,12 @@ HISTORY_KINDS = ("commit", "hunk")
 ELISION = "\n...\n"
 
 
-class Chunk(msgspec.Struct, kw_only=True, array_like=True, omit_defaults=True):
-    """A piece of a file (or of git history) that is searched, embedded and cited."""
+class Chunk(msgspec.Struct, kw_only=True, array_like=True, omit_defaults=True, gc=False):
+    """A piece of a file (or of git history) that is searched, embedded and cited.
+
+    Not tracked by the cyclic collector (`gc=False`): it holds strings, numbers and a list and
+    a dict of strings, so it is never part of a cycle, and a collection need not walk the
+    chunks a pass makes or a search reads and keeps (storage/recent_chunks.py)."""
 
     path: str
     """Workspace-relative POSIX path (for history chunks: the main file touched, or '')."""

@@ -288,23 +288,32 @@ class ChunkFile:
         return [*held, *read]
 
     def _decode_ids(self, chunk_ids: list[int]) -> list[tuple[int, Chunk | ChunkDamaged]]:
+        """`read_ids` without the recent chunks: each record read, checked and decoded in
+        one loop (a function call per step cost ~1.4 of a record's ~4 us)."""
         rows = self.positions(np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids)))
         held = rows >= 0
         picked = rows[held]
         places = zip(
             np.asarray(chunk_ids, dtype=np.int64)[held].tolist(),
-            picked.tolist(),
             self._offsets[picked].tolist(),
             self._lengths[picked].tolist(),
             self._crcs[picked].tolist(),
             strict=True,
         )
+        pread, fd, mapping = resident.one_shot(), self._fd, self._map
+        decode = record_codec.reader()
         out: list[tuple[int, Chunk | ChunkDamaged]] = []
-        for chunk_id, row, start, length, crc in places:
+        for chunk_id, start, length, crc in places:
+            data = os.pread(fd, length, start) if pread else mapping[start : start + length]
+            if len(data) != length or zlib.crc32(data) != crc:
+                why = f"index file {self.path.name}: chunk {chunk_id} fails its checksum"
+                out.append((chunk_id, ChunkDamaged(why)))
+                continue
             try:
-                out.append((chunk_id, self._decoded(self._checked(row, start, length, crc))))
-            except ChunkDamaged as exc:
-                out.append((chunk_id, exc))
+                out.append((chunk_id, decode(data)))
+            except (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError) as exc:
+                why = f"index file {self.path.name}: a chunk is unreadable ({exc})"
+                out.append((chunk_id, ChunkDamaged(why)))
         return out
 
     def _decoded(self, record: bytes) -> Chunk:

@@ -17,6 +17,7 @@ shrink, stay plain.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import msgspec
 import zstandard
@@ -66,3 +67,13 @@ def decode(record: bytes) -> Chunk:
     if record[:4] == ZSTD_MAGIC:
         record = _decompressor().decompress(record)
     return _DECODE.decode(record)
+
+
+def reader() -> Callable[[bytes], Chunk]:
+    """`decode` bound to this thread's decompressor, for a loop over many records."""
+    unzip, decode_plain = _decompressor().decompress, _DECODE.decode
+
+    def read(record: bytes) -> Chunk:
+        return decode_plain(unzip(record) if record[:4] == ZSTD_MAGIC else record)
+
+    return read
