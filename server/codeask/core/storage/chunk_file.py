@@ -53,6 +53,10 @@ class ChunkDamaged(StoreError):
     """A record or the index of a chunk file does not match its checksum."""
 
 
+#: What decoding a damaged record that still matches its checksum raises.
+UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError)
+
+
 def symbol_hash(name: str) -> int:
     """The 64-bit key of a symbol name (blake2b: a collision among a million names is ~1e-7)."""
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
@@ -247,10 +251,14 @@ class ChunkFile:
         else:
             data = self._map[start : start + length]
         if len(data) != length or zlib.crc32(data) != crc:
-            raise ChunkDamaged(
-                f"index file {self.path.name}: chunk {int(self.ids[row])} fails its checksum"
-            )
+            raise self._failed_checksum(int(self.ids[row]))
         return data
+
+    def _failed_checksum(self, chunk_id: int) -> ChunkDamaged:
+        return ChunkDamaged(f"index file {self.path.name}: chunk {chunk_id} fails its checksum")
+
+    def _unreadable(self, exc: Exception) -> ChunkDamaged:
+        return ChunkDamaged(f"index file {self.path.name}: a chunk is unreadable ({exc})")
 
     def span(self, start: int, size: int) -> bytes:
         """`size` bytes of the file from `start`, unchecked (record_copy.py checks each record)."""
@@ -289,7 +297,7 @@ class ChunkFile:
 
     def _decode_ids(self, chunk_ids: list[int]) -> list[tuple[int, Chunk | ChunkDamaged]]:
         """`read_ids` without the recent chunks: each record read, checked and decoded in
-        one loop (a function call per step cost ~1.4 of a record's ~4 us)."""
+        one loop (a function call per step cost ~0.5 of a record's ~4 us)."""
         rows = self.positions(np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids)))
         held = rows >= 0
         picked = rows[held]
@@ -306,23 +314,19 @@ class ChunkFile:
         for chunk_id, start, length, crc in places:
             data = os.pread(fd, length, start) if pread else mapping[start : start + length]
             if len(data) != length or zlib.crc32(data) != crc:
-                why = f"index file {self.path.name}: chunk {chunk_id} fails its checksum"
-                out.append((chunk_id, ChunkDamaged(why)))
+                out.append((chunk_id, self._failed_checksum(chunk_id)))
                 continue
             try:
                 out.append((chunk_id, decode(data)))
-            except (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError) as exc:
-                why = f"index file {self.path.name}: a chunk is unreadable ({exc})"
-                out.append((chunk_id, ChunkDamaged(why)))
+            except UNREADABLE as exc:
+                out.append((chunk_id, self._unreadable(exc)))
         return out
 
     def _decoded(self, record: bytes) -> Chunk:
         try:
             return record_codec.decode(record)
-        except (msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError) as exc:
-            raise ChunkDamaged(
-                f"index file {self.path.name}: a chunk is unreadable ({exc})"
-            ) from exc
+        except UNREADABLE as exc:
+            raise self._unreadable(exc) from exc
 
     def symbol_ids(self, name: str) -> np.ndarray:
         """Ids of the chunks defining `name`, ascending."""
