@@ -63,10 +63,9 @@ def encode(chunk: Chunk) -> bytes:
 
 
 def decode(record: bytes) -> Chunk:
-    """The chunk of a stored record (msgspec.DecodeError / zstandard.ZstdError when damaged)."""
-    if record[:4] == ZSTD_MAGIC:
-        record = _decompressor().decompress(record)
-    return _DECODE.decode(record)
+    """The chunk of a stored record (msgspec.DecodeError / zstandard.ZstdError when damaged):
+    one record's `reader` (single reads are rare; a batch binds one reader for the lot)."""
+    return reader()(record)
 
 
 def reader() -> Callable[[bytes], Chunk]:
