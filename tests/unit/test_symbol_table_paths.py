@@ -7,11 +7,15 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from codeask.config import build_settings
 from codeask.core.operations.index import FolderIndex
 from codeask.core.records import FileRecord
+from codeask.core.runtime import resident
 from codeask.core.storage.file_table import FileTable
 from codeask.core.storage.local import LocalStorage
+from codeask.core.storage.path_scan import SCANS_PER_BUILD, PathScan
 from codeask.core.storage.symbol_table import HandOver, SymbolTable, path_keys
 from support.gitrepo import write_tree
 
@@ -32,6 +36,8 @@ PATHS = [
     "x/c/d.c",
     "docs/c.md",
 ]
+#: Keys whose last part is a folder's name too, is in a path twice, or is part of another name.
+SCANNED = [*PATHS, "mod/mod/mod.py", "modmod/mod_mod.py", "c/c.c"]
 
 
 def every_suffix(paths: list[str]) -> dict[str, list[str]]:
@@ -52,6 +58,52 @@ def test_paths_named_answers_as_a_table_of_every_suffix() -> None:
         assert table.paths_named(key) == reference.get(key, []), key
     held = [[v] if isinstance(v, str) else v for v in table.by_tail.values()]
     assert sum(map(len, held)) <= 2 * len(PATHS)
+
+
+def test_a_scan_of_the_paths_answers_as_the_table() -> None:
+    """A one-shot process's scan (path_scan.py): the same files in the same order, for keys
+    whose last part is in a folder's name, twice in one path, or part of another name."""
+    table, scan = SymbolTable(), PathScan("k", SCANNED)
+    table.rebuild("k", (), SCANNED)
+    asked = {*every_suffix(SCANNED), "", "/", "mod", "sub/", "b/c/", "nowhere.py", "tar", "od"}
+    for key in sorted(asked):
+        assert scan.paths_named(key) == table.paths_named(key), key
+    assert scan.built_for("k") and not scan.built_for("other")
+
+
+def test_scans_stop_once_they_cost_a_build() -> None:
+    """An ask costs a 32nd of a build, and each line it finds one path's share: once the scans
+    have cost a build, the storage builds its table (the next test)."""
+    asks = PathScan("k", [f"d{n}/c.c" for n in range(64)])  # an ask: 2
+    for _ in range(SCANS_PER_BUILD - 1):
+        assert asks.paths_named("nowhere.h") == []
+    assert not asks.spent()
+    asks.paths_named("nowhere.h")
+    assert asks.spent()
+    lines = PathScan("k", [f"d{n}/c.c" for n in range(64)])
+    assert lines.paths_named("d7/c.c") == ["d7/c.c"] and lines.spent()  # 64 lines judged
+
+
+def test_a_one_shot_storage_scans_until_a_table_pays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "work"
+    files = {f"d{n}/c{n}.c": f"int f_{n}(void) {{ return {n}; }}\n" for n in range(10)}
+    files |= {f"e{n}/c.c": f"int g_{n}(void) {{ return {n}; }}\n" for n in range(40)}
+    write_tree(root, files)
+    folder = FolderIndex(root, build_settings({"history": {"enabled": False}}, {})[0])
+    folder.refresh(embed=False)
+    local = folder.local
+    assert isinstance(local, LocalStorage)
+    monkeypatch.setattr(resident, "_one_shot", True)
+    assert local.paths_named("c7") == ["d7/c7.c"]
+    assert local._scan is not None and not local._symbols.by_tail  # scanned, nothing built
+    assert local.paths_named("e3/c.c") == ["e3/c.c"]  # 40 lines judged
+    assert local._scan is not None
+    assert local.paths_named("e5/c") == ["e5/c.c"]  # 40 more: the scans have cost a build
+    assert local.paths_named("d3/c3.c") == ["d3/c3.c"]
+    assert local._scan is None and local._symbols.by_tail  # the table, from then on
+    folder.close()
 
 
 def test_a_one_file_edit_keeps_the_writers_path_table(tmp_path: Path) -> None:
