@@ -6,6 +6,7 @@ Real model, real files, fresh interpreters for every memory figure."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,25 @@ from tests.unit.fresh import run_python
 from tests.unit.no_onnx import shadow_onnx
 
 from codeask.config import build_settings
+from codeask.core.embedding import on_demand
 from codeask.core.embedding.base import file_sha256
 from codeask.core.embedding.chunk_fold import WORD_TABLE, data_name
 from codeask.core.embedding.chunk_model import (
     CHUNK_FILE,
     CHUNK_RECIPE,
+    MAX_LANES,
     NO_SPINNING,
     ChunkProvenance,
     ChunkSession,
     derive_chunk_model,
 )
-from codeask.core.embedding.embed import PACKAGED_ONNX_SHA256, FastEmbedder, packaged_model_dir
+from codeask.core.embedding.embed import (
+    PACKAGED_ONNX_SHA256,
+    CachedEmbedder,
+    EmbeddingCache,
+    FastEmbedder,
+    packaged_model_dir,
+)
 
 #: Code and prose of every length the backlog sees: one word piece, past the 256-piece cap,
 #: non-ASCII, blank.
@@ -182,6 +191,54 @@ def test_the_chunk_sessions_idle_threads_sleep_and_its_vectors_do_not_change(cop
     rows = np.stack(list(session.embed(TEXTS)))
     alone = np.stack(list(ChunkSession(copy, copy.parent, 1).embed(TEXTS)))
     np.testing.assert_allclose(rows, alone, atol=1e-6)  # threads change nothing but order
+
+
+def test_a_one_thread_session_runs_a_waiting_callers_batches_in_lanes(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's session (one onnxruntime thread) runs a request's batches on `lanes`
+    threads at once (none on the caller's), in order and to the bit the rows of one lane; a
+    session of the runtime's threads runs them on the caller's thread, whatever it is asked."""
+    ran_on: list[int] = []
+    batch = ChunkSession._batch
+
+    def recorded(self: ChunkSession, texts: list[str]) -> np.ndarray:
+        ran_on.append(threading.get_ident())
+        return batch(self, texts)
+
+    monkeypatch.setattr(ChunkSession, "_batch", recorded)
+    server = ChunkSession(copy, copy.parent, 1)
+    alone = np.stack(list(server.embed(TEXTS)))
+    assert set(ran_on) == {threading.get_ident()}
+    ran_on.clear()
+    laned = np.stack(list(server.embed(TEXTS, lanes=MAX_LANES)))
+    assert np.array_equal(laned, alone)
+    assert len(ran_on) == len(TEXTS) and threading.get_ident() not in ran_on
+    ran_on.clear()
+    np.stack(list(ChunkSession(copy, copy.parent, 0).embed(TEXTS, lanes=MAX_LANES)))
+    assert set(ran_on) == {threading.get_ident()}
+
+
+def test_candidates_embedded_on_demand_take_the_lanes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report's candidates (`on_demand.vectors`) are embedded while the user waits: through
+    the server's one-thread session they run in lanes, and give the rows one lane gives."""
+    lanes_asked: list[int] = []
+    embed = ChunkSession.embed
+
+    def recorded(self: ChunkSession, texts: Any, batch_size: int = 1, lanes: int = 1) -> Any:
+        lanes_asked.append(lanes)
+        return embed(self, texts, batch_size, lanes)
+
+    monkeypatch.setattr(ChunkSession, "embed", recorded)
+    inner = model(tmp_path, threads=1)
+    keys = [f"k{n}" for n in range(len(TEXTS))]
+    cache = on_demand.OnDemandCache(tmp_path / on_demand.ON_DEMAND_FILE, inner.dim)
+    embedder = CachedEmbedder(inner, EmbeddingCache(tmp_path / "user.sqlite", inner.dim))
+    rows = on_demand.vectors(embedder, cache, keys, TEXTS)
+    assert lanes_asked == [MAX_LANES]
+    assert np.array_equal(rows, inner.embed(TEXTS)) and lanes_asked[-1] == 1
 
 
 def test_without_the_onnx_package_fastembed_loads_the_model_simulated(

@@ -28,8 +28,9 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One row per text, in order."""
+    def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
+        """One row per text, in order. `lanes`: how many cores a caller who waits for the rows
+        (a request) lets one call take at most; a model run elsewhere (a server) ignores it."""
         ...
 
 

@@ -241,12 +241,19 @@ class FastEmbedder:
         # int8 derivation takes seconds): the model itself answers, the search does not wait
         return _blended(self.embed, text, lead, lead_weight)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed in length-sorted batches (padding is per batch, so this saves real time)."""
+    def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
+        """Embed in length-sorted batches (padding is per batch, so this saves real time);
+        `lanes` batches at once on the packaged model's session (`ChunkSession.embed`)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        rows = self.chunk_model().embed([texts[i] for i in order], batch_size=self.batch_size)
+        model, batch = self.chunk_model(), self.batch_size
+        ordered = [texts[i] for i in order]
+        rows: Iterable[np.ndarray] = (
+            model.embed(ordered, batch_size=batch, lanes=lanes)
+            if isinstance(model, ChunkSession)
+            else model.embed(ordered, batch_size=batch)
+        )
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for position, row in zip(order, rows, strict=True):
             out[position] = row
@@ -412,15 +419,17 @@ class CachedEmbedder:
         self.computed = 0
         self.reused = 0
 
-    def embed_keyed(self, keys: Sequence[str], texts: Sequence[str]) -> np.ndarray:
-        """Vectors for texts whose cache keys are `keys` (computed once per distinct key)."""
+    def embed_keyed(self, keys: Sequence[str], texts: Sequence[str], lanes: int = 1) -> np.ndarray:
+        """Vectors for texts whose cache keys are `keys` (computed once per distinct key;
+        `lanes`: `Embedder.embed`'s)."""
         cached = self.cache.get_many(keys)
         missing = [i for i, key in enumerate(keys) if key not in cached]
         unique: dict[str, int] = {}
         for i in missing:
             unique.setdefault(keys[i], i)
         if unique:
-            fresh = self.inner.embed([texts[i] for i in unique.values()])
+            wanted = [texts[i] for i in unique.values()]
+            fresh = self.inner.embed(wanted, lanes) if lanes > 1 else self.inner.embed(wanted)
             new_rows = dict(zip(unique.keys(), fresh, strict=True))
             self.cache.put_many(new_rows.items())
             cached.update(new_rows)
@@ -430,9 +439,9 @@ class CachedEmbedder:
             np.stack([cached[key] for key in keys]) if keys else np.zeros((0, self.dim), np.float32)
         )
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
         """Uncached: rows for texts that are not chunks (no disk write)."""
-        return self.inner.embed(texts)
+        return self.inner.embed(texts, lanes) if lanes > 1 else self.inner.embed(texts)
 
     def embed_query(self, text: str, lead: str = "", lead_weight: float = 0.0) -> np.ndarray:
         """A search query's vector (uncached: short, unique, not worth a disk write), through

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from codeask.config import Settings
+from codeask.core.embedding.chunk_model import MAX_LANES
 from codeask.core.embedding.embed import CachedEmbedder, EmbeddingCache
 
 log = logging.getLogger(__name__)
@@ -101,11 +102,12 @@ def vectors(
     embedder: CachedEmbedder, cache: OnDemandCache | None, keys: Sequence[str], texts: Sequence[str]
 ) -> np.ndarray:
     """One row per text: from the folder's cache, else the user's cache, else embedded now
-    (and then kept in both)."""
+    (and then kept in both), on up to `MAX_LANES` cores: a question waits for them."""
     known = cache.get_many(keys) if cache is not None else {}
     missing = [i for i, key in enumerate(keys) if key not in known]
     if missing:
-        rows = embedder.embed_keyed([keys[i] for i in missing], [texts[i] for i in missing])
+        wanted = [texts[i] for i in missing]  # a request waits: as many cores as a run may take
+        rows = embedder.embed_keyed([keys[i] for i in missing], wanted, lanes=MAX_LANES)
         fresh = {keys[i]: row for i, row in zip(missing, rows, strict=True)}
         if cache is not None:
             cache.put_many(fresh.items())

@@ -245,8 +245,9 @@ class RemoteEmbedder:
             text = redact_secrets(text)[0]
         return text[: self.max_chars] or " "
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One row per text, in order; each text cut to `embed.max_input_chars`."""
+    def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
+        """One row per text, in order; each text cut to `embed.max_input_chars` (`lanes`:
+        the server runs at its own pace)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         clipped = [self._sendable(text) for text in texts]

@@ -331,8 +331,9 @@ class StaticEmbedder:
                 ids_of[n] = encoding.ids
         return ids_of
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One L2-normalised float32 row per text (a text without tokens gives a zero row)."""
+    def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
+        """One L2-normalised float32 row per text (a text without tokens gives a zero row;
+        `lanes`: a static model's call is a table lookup, one core is all it uses)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Many texts (indexing): one float32 copy of the matrix for this call (~10 ms, 30 MB
         # while it runs), since widening each text's gathered rows cost ~20% of a first
