@@ -218,6 +218,15 @@ def test_a_one_thread_session_runs_a_waiting_callers_batches_in_lanes(
     np.stack(list(ChunkSession(copy, copy.parent, 0).embed(TEXTS, lanes=MAX_LANES)))
     assert set(ran_on) == {threading.get_ident()}
 
+    def failing(self: ChunkSession, texts: list[str]) -> np.ndarray:
+        if texts == [TEXTS[1]]:
+            raise RuntimeError("a run failed")
+        return batch(self, texts)
+
+    monkeypatch.setattr(ChunkSession, "_batch", failing)
+    with pytest.raises(RuntimeError, match="a run failed"):  # the caller hears of it
+        list(server.embed(TEXTS, lanes=MAX_LANES))
+
 
 def test_candidates_embedded_on_demand_take_the_lanes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -148,9 +148,12 @@ class ChunkSession:
         size = max(1, batch_size)
         batches = [list(texts[start : start + size]) for start in range(0, len(texts), size)]
         if min(lanes, MAX_LANES) > 1 and self.threads == 1 and len(batches) > 1:
-            with ThreadPoolExecutor(min(lanes, MAX_LANES, len(batches))) as pool:
+            pool = ThreadPoolExecutor(min(lanes, MAX_LANES, len(batches)))
+            try:
                 for rows in pool.map(self._batch, batches):
                     yield from rows
+            finally:  # a failed batch or a caller gone: the batches not started are dropped
+                pool.shutdown(wait=True, cancel_futures=True)
             return
         for batch in batches:
             yield from self._batch(batch)
