@@ -17,7 +17,7 @@ from tests.unit.fresh import run_python
 from tests.unit.no_onnx import shadow_onnx
 
 from codeask.config import build_settings
-from codeask.core.embedding import on_demand
+from codeask.core.embedding import chunk_model, on_demand
 from codeask.core.embedding.base import file_sha256
 from codeask.core.embedding.chunk_fold import WORD_TABLE, data_name
 from codeask.core.embedding.chunk_model import (
@@ -198,7 +198,8 @@ def test_a_one_thread_session_runs_a_waiting_callers_batches_in_lanes(
 ) -> None:
     """The server's session (one onnxruntime thread) runs a request's batches on `lanes`
     threads at once (none on the caller's), in order and to the bit the rows of one lane; a
-    session of the runtime's threads runs them on the caller's thread, whatever it is asked."""
+    session of the runtime's threads, or a call while another holds the process's spare
+    lanes, runs them on the caller's thread."""
     ran_on: list[int] = []
     batch = ChunkSession._batch
 
@@ -217,6 +218,10 @@ def test_a_one_thread_session_runs_a_waiting_callers_batches_in_lanes(
     ran_on.clear()
     np.stack(list(ChunkSession(copy, copy.parent, 0).embed(TEXTS, lanes=MAX_LANES)))
     assert set(ran_on) == {threading.get_ident()}
+    ran_on.clear()
+    with chunk_model._SPARE_LANES:  # another call holds the process's spare lanes
+        held = np.stack(list(server.embed(TEXTS, lanes=MAX_LANES)))
+    assert set(ran_on) == {threading.get_ident()} and np.array_equal(held, alone)
 
     def failing(self: ChunkSession, texts: list[str]) -> np.ndarray:
         if texts == [TEXTS[1]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
 #: cores, what the laptop this is measured on has; a daemon shared by several sessions on a
 #: bigger machine leaves the other cores to them.
 MAX_LANES = 2
+#: Lanes beyond one, for the whole process: a call gets its extra lanes only when they are
+#: free, so many requests at once (a shared daemon's sessions) run one lane each as before and
+#: none waits for another's lanes.
+_SPARE_LANES = threading.BoundedSemaphore(MAX_LANES - 1)
 #: Changes whenever chunk_fold's recipe changes: a copy made by another recipe is remade.
 CHUNK_RECIPE = "word-table-int8+ort-basic-external/1"
 CHUNK_FILE = "chunk-model.onnx"
@@ -143,17 +148,21 @@ class ChunkSession:
         and with one thread a run computes on the thread that calls it. A report's 25
         candidates embedded on demand took one core for ~2.6 s in the daemon, while the same
         report without the daemon (a session of the runtime's two threads) took ~1.4 s of
-        model time. Each batch is the same run either way: the same rows, bit for bit.
+        model time. Each batch is the same run either way: the same rows, bit for bit. Lanes
+        beyond one are the process's (`_SPARE_LANES`): while another call holds them, this one
+        runs its batches itself.
         """
         size = max(1, batch_size)
         batches = [list(texts[start : start + size]) for start in range(0, len(texts), size)]
-        if min(lanes, MAX_LANES) > 1 and self.threads == 1 and len(batches) > 1:
-            pool = ThreadPoolExecutor(min(lanes, MAX_LANES, len(batches)))
+        laned = lanes > 1 and self.threads == 1 and len(batches) > 1
+        if laned and _SPARE_LANES.acquire(blocking=False):
+            pool = ThreadPoolExecutor(MAX_LANES)
             try:
                 for rows in pool.map(self._batch, batches):
                     yield from rows
             finally:  # a failed batch or a caller gone: the batches not started are dropped
                 pool.shutdown(wait=True, cancel_futures=True)
+                _SPARE_LANES.release()
             return
         for batch in batches:
             yield from self._batch(batch)
