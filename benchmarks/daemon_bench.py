@@ -255,7 +255,7 @@ def _daemon_turn(work: Path, env: dict[str, str], *, runs: int) -> dict[str, lis
     from codeask.cli import common, search
     from codeask.cli.parser import build_parser
     from codeask.core import operations
-    from codeask.core.indexer import SharedIndexes
+    from codeask.core.indexer import FolderIndex, SharedIndexes
     from codeask.daemon import client, protocol
     from codeask.daemon.folders import FolderCache
     from codeask.daemon.messages import Request, SearchCall
@@ -266,7 +266,14 @@ def _daemon_turn(work: Path, env: dict[str, str], *, runs: int) -> dict[str, lis
     times: dict[str, list[float]] = {}
     try:
         cache, watch = FolderCache(SharedIndexes()), CodeWatch()
-        held: list[Any] = []  # what one `answer` opened, released after it
+        held: list[FolderIndex] = []  # what one `answer` opened, released after it
+
+        def open_held(path: Path) -> FolderIndex:
+            """The daemon's `open_folder`: a folder from the cache, noted to be released."""
+            opened = cache.open(path)
+            held.append(opened)
+            return opened
+
         for i in range(runs + 3):  # the first three warm up (index load, imports)
             query = QUERIES[i % len(QUERIES)]
             args = build_parser().parse_args(["search", query])
@@ -301,7 +308,7 @@ def _daemon_turn(work: Path, env: dict[str, str], *, runs: int) -> dict[str, lis
             search.answer(
                 call,
                 cwd=Path(request.cwd),
-                open_folder=lambda r: held.append(cache.open(r)) or held[-1],
+                open_folder=open_held,
                 note=lambda _: None,
             )
             for opened in held:

@@ -90,7 +90,7 @@ class GrepAgent:
         self.terms: dict[str, frozenset[str]] = {}
         for source in discover(root, folder.settings.index).files:
             try:
-                text = source.path.read_text(encoding="utf-8", errors="replace")
+                text = Path(source.path).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
             self.files[source.rel] = text
@@ -98,7 +98,7 @@ class GrepAgent:
 
     def cost(self, q: Question) -> Cost:
         wanted = query_terms(q.text)[:48]
-        matched = defaultdict(int)
+        matched: defaultdict[str, int] = defaultdict(int)
         for rel, present in self.terms.items():
             for term in wanted:
                 if term in present:

@@ -48,8 +48,9 @@ import os
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -250,23 +251,26 @@ def profile_folder(
     meter = Meter(profile, traced)
     meter.step("interpreter (python -X ..., stdlib)", lambda: None)
     for module in IMPORTS:
-        meter.step(f"import {module}", lambda m=module: importlib.import_module(m))
+        meter.step(f"import {module}", partial(importlib.import_module, module))
 
     from codeask.core.embedding.static import load_static_embedder
     from codeask.core.indexer import FolderIndex
     from codeask.core.search.retrieve import search
+    from codeask.core.storage.local import LocalStorage
 
-    folder = meter.step(
+    folder: FolderIndex = meter.step(
         "open index (catalog + vector tiers + lexical segments)",
         lambda: FolderIndex.open(root, mode="read"),
     )
     storage = folder.storage
-    store, lexical = folder.local.parts()  # type: ignore[attr-defined]  # LocalStorage: measured
+    local = folder.local  # always the LocalStorage (storage/factory.py), typed by its Protocol
+    assert isinstance(local, LocalStorage)
+    store, lexical = local.parts()  # measured themselves, not through the Protocol
     meter.step("lexical warm_up (pending rows indexed)", lexical.warm_up)
     meter.step("symbol table", lambda: storage.symbol_ids("__init__"))
     meter.step("static tier model (potion-base-8M)", lambda: load_static_embedder(folder.settings))
     for query in TYPED[:typed]:
-        meter.step("typed search", lambda q=query: search([folder], q))
+        meter.step("typed search", partial(search, [folder], query))
     _merge_repeats(profile, "typed search", typed)
     if reports and query_only:
         meter.step("int8 query session alone (no fastembed)", lambda: _query_only(folder))
@@ -276,7 +280,7 @@ def profile_folder(
         meter.step("int8 query session (QueryEncoder)", folder.embedder.prepare_queries)
     if reports:
         for query in (REPORTS * reports)[:reports]:
-            meter.step("report search (MiniLM + static)", lambda q=query: search([folder], q))
+            meter.step("report search (MiniLM + static)", partial(search, [folder], query))
         _merge_repeats(profile, "report search (MiniLM + static)", reports)
     meter.step("end (gc + malloc_trim)", lambda: None)
     profile.sizes.update(_vector_sizes(store))
@@ -294,6 +298,8 @@ def _query_only(folder: Any) -> None:
     session alone, with fastembed's chunk model left unloaded until a chunk needs embedding.
     On an index whose MiniLM tier is complete (a server at rest, every CLI search) nothing else
     asks for it."""
+    import numpy as np  # imported already (IMPORTS); named here for QueryOnly's types
+
     from codeask.config import cache_dir
     from codeask.core.embedding.embed import (
         PACKAGED_DIM,
@@ -324,7 +330,7 @@ def _query_only(folder: Any) -> None:
     class QueryOnly:
         name, dim = settings.embed.model, PACKAGED_DIM
 
-        def embed(self, texts: Any) -> Any:
+        def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
             raise RuntimeError("the chunk model is not loaded in --query-only")
 
         def embed_query(self, text: str, lead: str = "", lead_weight: float = 0.0) -> Any:

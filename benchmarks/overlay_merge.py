@@ -13,6 +13,7 @@ from pathlib import Path
 
 from codeask.config import build_settings
 from codeask.core.indexer import FolderIndex
+from codeask.core.records import Chunk
 from codeask.core.storage.overlay import OverlayReader
 
 tmp = Path(sys.argv[1])
@@ -40,7 +41,8 @@ for rel in changed:
     shutil.copyfile(work / rel, ov_dir / rel)
 
 
-def idx(d):
+def idx(d: Path) -> FolderIndex:
+    """`d` indexed with the static tier only (lexical merges need no model)."""
     f = FolderIndex(d, settings)
     f.refresh(embed=False)
     return f
@@ -62,13 +64,14 @@ qs = [
 K = 10
 
 
-def key(c):
+def key(c: Chunk | None) -> tuple[str, int, int]:
+    """A chunk by place, not id: the three indexes number the same chunk differently."""
+    assert c is not None, "a lexical hit's chunk is missing"
     return (c.path, c.start_line, c.end_line)
 
 
 for how, r in readers.items():
     ov_ref = ov_got = overlap = 0
-    ranks = []
     for q in qs:
         truth = [key(ref.storage.chunk(i)) for i, _ in ref.storage.lexical_top_k(q, K)]
         got = [key(r.chunk(i)) for i, _ in r.lexical_top_k(q, K)]

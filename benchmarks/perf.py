@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def cold_index(folders: list[FolderIndex]) -> dict[str, float]:
     """Time to lexically searchable and to fully embedded, and pipeline throughput."""
     lexical = 0.0
     for folder in folders:
-        seconds, _ = timed(lambda f=folder: f.refresh(embed=False))
+        seconds, _ = timed(partial(folder.refresh, embed=False))
         lexical += seconds
     chunks = sum(f.storage.chunk_count() for f in folders)
     embed_seconds = 0.0
@@ -163,7 +164,7 @@ def query_latency(
     search(folders, queries[0], k=10, mode=mode)
     for folder in folders:
         folder.storage.warm_up()
-    times = [timed(lambda q=q: search(folders, q, k=10, mode=mode))[0] * 1000 for q in queries]
+    times = [timed(partial(search, folders, q, k=10, mode=mode))[0] * 1000 for q in queries]
     return percentile(times, 0.5), percentile(times, 0.95)
 
 
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     queries = eval_queries(instances, args.queries)
     load_embedder(settings)
     for mode in ("lexical", "dense", "hybrid"):
-        p50, p95 = query_latency(folders, queries, mode)  # type: ignore[arg-type]
+        p50, p95 = query_latency(folders, queries, mode)
         result[f"{mode}_p50_ms"], result[f"{mode}_p95_ms"] = p50, p95
     short = [q for q in queries if len(q) <= SHORT_QUERY]
     result["short_queries"] = len(short)

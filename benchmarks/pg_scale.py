@@ -63,6 +63,7 @@ from benchmarks.pg_bench import (
 from codeask.core.indexer import FolderIndex
 from codeask.core.search.retrieve import Mode, search
 from codeask.core.storage.postgres.publish import publish_folder
+from codeask.core.storage.postgres.published import PublishedReader
 from codeask.core.storage.postgres.schema import CHUNK_TABLE, FILE_TABLE, REVISION_TABLE
 from codeask.core.storage.team import TeamStorage
 
@@ -195,7 +196,10 @@ def open_team(repo: Path, work: Path, tag: str) -> tuple[float, FolderIndex]:
 
 
 def queries_sent(folders: list[FolderIndex]) -> int:
-    return sum(f.team.reader.queries_sent for f in folders if f.team.reader is not None)
+    """SQL queries the folders' team readers sent so far: each is a `PublishedReader`, which
+    counts them (the `PublishedBase` Protocol the team base is typed by has no count)."""
+    readers = [f.team.reader for f in folders]
+    return sum(r.queries_sent for r in readers if isinstance(r, PublishedReader))
 
 
 def measure_workspace(

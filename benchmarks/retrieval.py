@@ -216,7 +216,8 @@ def run(args: argparse.Namespace) -> int:
         instances = [i for i in instances if i["package"] == args.package]
     if args.limit:
         instances = instances[: args.limit]
-    predictions, timings = [], []
+    predictions: list[dict[str, Any]] = []
+    timings: list[Any] = []  # answer_corpus's per-corpus rows
     heap.return_large_frees()  # as `codeask serve` does: big temporaries go back at free
     started = time.perf_counter()
     with ExitStack() as stack:

@@ -23,7 +23,7 @@ MODEL = os.path.join(
 
 
 def main() -> int:
-    from semble import SembleIndex  # type: ignore[import-not-found]
+    from semble import SembleIndex
 
     tree, questions = Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
     started = time.perf_counter()

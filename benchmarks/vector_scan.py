@@ -91,7 +91,7 @@ def loaded(
         dtype = np.dtype(np.int8 if quantized else np.float32)
         write_base(path, len(rows), rows.shape[1], dtype, fresh.live_blocks())
         _, written, _ = read_base(path, rows.shape[1])
-        coarse_lists.add_to(path, written.rows, written.scales)  # type: ignore[union-attr]
+        coarse_lists.add_to(path, written.rows, written.scales)
         del written
     else:
         fresh.write_base(path)
