@@ -97,12 +97,12 @@ def test_a_one_shot_storage_scans_until_a_table_pays(
     assert isinstance(local, LocalStorage)
     monkeypatch.setattr(resident, "_one_shot", True)
     assert local.paths_named("c7") == ["d7/c7.c"]
-    assert local._scan is not None and not local._symbols.by_tail  # scanned, nothing built
+    assert local._scans.scan is not None and not local._symbols.by_tail  # scanned, nothing built
     assert local.paths_named("e3/c.c") == ["e3/c.c"]  # 40 lines judged
-    assert local._scan is not None
+    assert local._scans.scan is not None
     assert local.paths_named("e5/c") == ["e5/c.c"]  # 40 more: the scans have cost a build
     assert local.paths_named("d3/c3.c") == ["d3/c3.c"]
-    assert local._scan is None and local._symbols.by_tail  # the table, from then on
+    assert local._scans.scan is None and local._symbols.by_tail  # the table, from then on
     folder.close()
 
 

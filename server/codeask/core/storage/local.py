@@ -22,10 +22,9 @@ from codeask.config import Settings
 from codeask.core.embedding.embed import tier_dim
 from codeask.core.embedding.static import STATIC_DIM, STATIC_MODEL_NAME
 from codeask.core.records import Chunk, FileRecord
-from codeask.core.runtime import resident
 from codeask.core.storage.file_table import StatedT
 from codeask.core.storage.lexical.index import LexicalIndex
-from codeask.core.storage.path_scan import PathScan
+from codeask.core.storage.path_scan import PathScans
 from codeask.core.storage.protocol import DenseAsk, IndexCounts, Tier
 from codeask.core.storage.quantized_rows import QuantizedRows
 from codeask.core.storage.store import IndexStore, VectorIndex, current_name, read_manifest
@@ -47,7 +46,7 @@ class LocalStorage:
         self._store = store
         self._lexical = lexical
         self._symbols = SymbolTable()
-        self._scan: PathScan | None = None
+        self._scans = PathScans()
 
     @classmethod
     def open(
@@ -161,26 +160,9 @@ class LocalStorage:
             return self._store.chunks.symbol_ids(name)
 
     def paths_named(self, key: str) -> list[str]:
-        scan = self._path_scan() if resident.one_shot() else None
-        if scan is not None:
-            return scan.paths_named(key)
-        return self._symbol_table().paths_named(key)
-
-    def _path_scan(self) -> PathScan | None:
-        """A one-shot process's scan of the paths (path_scan.py), until its scans have cost a
-        table's build or a table is there."""
-        store = self._store
-        with store.lock:
-            key = store.files.paths_key()
-            if self._symbols.built_for(key):
-                return None
-            scan = self._scan
-            if scan is None or not scan.built_for(key):
-                scan = self._scan = PathScan(key, store.files)
-            if scan.spent():
-                self._scan = None
-                return None
-            return scan
+        with self._store.lock:  # a one-shot process scans the paths (path_scan.py)
+            scan = self._scans.current(self._symbols, self._store.files)
+        return (scan or self._symbol_table()).paths_named(key)
 
     def vector(self, tier: Tier, chunk_id: int) -> np.ndarray | None:
         with self._store.lock:

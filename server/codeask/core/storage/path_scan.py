@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from codeask.core.storage.symbol_table import path_keys, path_tails
+from codeask.core.runtime import resident
+from codeask.core.storage.file_table import FileTable
+from codeask.core.storage.symbol_table import SymbolTable, path_keys, path_tails
 
 #: Scans that cost about as much as building the table (a scan reads the paths' text once in
 #: C; a build makes two tails and a dict entry per path in Python: ~5 ms against ~0.35 s on
@@ -65,6 +67,25 @@ class PathScan:
             if tail in path_tails(path) and key in path_keys(path):
                 found.append(path)
         return found
+
+
+class PathScans:
+    """Which scan a storage's `paths_named` asks, if any (else its table)."""
+
+    def __init__(self) -> None:
+        self.scan: PathScan | None = None
+
+    def current(self, table: SymbolTable, files: FileTable) -> PathScan | None:
+        """The scan of `files`' paths as they are now; None (ask `table`) in a long-lived
+        process, once `table` is built for these paths, or once the scans have cost a build."""
+        key = files.paths_key()
+        if not resident.one_shot() or table.built_for(key):
+            return None
+        if self.scan is None or not self.scan.built_for(key):
+            self.scan = PathScan(key, files)
+        if self.scan.spent():
+            self.scan = None
+        return self.scan
 
 
 def _tail_pattern(tail: str) -> re.Pattern[str]:
