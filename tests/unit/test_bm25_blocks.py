@@ -60,3 +60,28 @@ def test_a_common_terms_temporaries_stay_one_block(monkeypatch: pytest.MonkeyPat
     whole = _peak(table)
     assert whole > 15_000_000
     assert blocked < 10_000_000
+
+
+def test_the_matching_rows_are_the_touched_rows_that_scored() -> None:
+    """`_best` finds a block's rows in the byte-a-row `touched` map, not in the float64
+    scores: the same rows and scores as every row scoring > 0, a touched row that scored 0 (a
+    posting weighted 0) left out as before, in every block of a row space past one."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    size = 3 * bm25.SCORE_BLOCK + 11
+    scores = np.zeros(size, dtype=np.float64)
+    touched = np.zeros(size, dtype=bool)
+    rows = rng.choice(size, 5_000, replace=False)
+    scores[rows] = rng.random(len(rows)) + 1e-3
+    touched[rows] = True
+    zero = rng.choice(np.setdiff1d(np.arange(size), rows), 50, replace=False)
+    touched[zero] = True  # scored, but by 0
+    for limit in (1, 10, 400, 10_000):
+        for first in range(0, size, bm25.SCORE_BLOCK):
+            got_rows, got_scores = bm25._matching(scores, touched, first, limit)
+            block = scores[first : first + bm25.SCORE_BLOCK]
+            want_rows = np.flatnonzero(block) + first
+            want_rows, want_scores = bm25._cut(want_rows, scores[want_rows], limit)
+            assert np.array_equal(got_rows, want_rows) and np.array_equal(got_scores, want_scores)
+            assert not set(got_rows.tolist()) & set(zero.tolist())

@@ -595,6 +595,7 @@ class LiveTable:
         sizes = [len(s.postings.keys) for s in self.segments]
         starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
         scores: np.ndarray | None = None
+        touched = np.zeros(0, dtype=bool)  # the rows a term scored: what `_best` looks at
         for term in dict.fromkeys(terms):
             parts = [segment.matches(term) for segment in self.segments]
             found = sum(len(rows) for rows, _ in parts)
@@ -602,24 +603,26 @@ class LiveTable:
                 idf = max(math.log((count - found + 0.5) / (found + 0.5)), MIN_IDF)
                 if scores is None:
                     scores = np.zeros(int(starts[-1]), dtype=np.float64)
+                    touched = np.zeros(len(scores), dtype=bool)
                 joined = zip(self.segments, starts.tolist(), parts, strict=False)  # one more
                 for segment, start, (rows, freqs) in joined:
                     for at in range(0, len(rows), SCORE_BLOCK):
                         where = slice(at, at + SCORE_BLOCK)
-                        _add_scores(scores, segment, rows[where], freqs[where], start, idf, average)
+                        block = (rows[where], freqs[where])
+                        _add_scores(scores, touched, segment, *block, start, idf, average)
             for segment in self.segments:  # one term's pages at a time (runtime/resident.py)
                 resident.step_done(segment.postings.mapping)
-        return [] if scores is None else self._best(scores, starts, limit)
+        return [] if scores is None else self._best(scores, touched, starts, limit)
 
     def _best(
-        self, scores: np.ndarray, starts: np.ndarray, limit: int
+        self, scores: np.ndarray, touched: np.ndarray, starts: np.ndarray, limit: int
     ) -> list[tuple[object, float]]:
         """The top rows of the joined scores (a matching row scores > 0), ties in FTS5's rowid
         order (each segment's `order`, looked up for the rows that made the cut only)."""
         # a block of rows at a time (issue 42: the whole row space cost ~32 bytes a matching row
         # at once), then the cut over the blocks' survivors: the same rows, in the same order
         blocks = range(0, len(scores), SCORE_BLOCK)
-        parts = [_matching(scores[at : at + SCORE_BLOCK], at, limit) for at in blocks]
+        parts = [_matching(scores, touched, at, limit) for at in blocks]
         picked, value = _cut(
             np.concatenate([rows for rows, _ in parts]),
             np.concatenate([score for _, score in parts]),
@@ -645,11 +648,19 @@ class LiveTable:
         return list(zip(keys, value[ordered].tolist(), strict=True))
 
 
-def _matching(scores: np.ndarray, first: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """(rows from `first`, ascending, and scores) of one block's matching rows (score > 0)
-    that can make the cut: a row that makes it over all rows makes it in its block."""
-    picked = np.flatnonzero(scores)
-    return _cut(picked + first, scores[picked], limit)
+def _matching(
+    scores: np.ndarray, touched: np.ndarray, first: int, limit: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, ascending, and scores) of the block from `first`'s matching rows (score > 0)
+    that can make the cut: a row that makes it over all rows makes it in its block. The rows
+    are found in `touched`, a byte a row, not in the float64 scores: on the kernel's 1.28M rows
+    3.75 -> 1.29 ms a search; a touched row is kept when it scored > 0, as before."""
+    picked = np.flatnonzero(touched[first : first + SCORE_BLOCK]) + first
+    value = scores[picked]
+    matched = value > 0
+    if not matched.all():
+        picked, value = picked[matched], value[matched]
+    return _cut(picked, value, limit)
 
 
 def _cut(picked: np.ndarray, value: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -663,6 +674,7 @@ def _cut(picked: np.ndarray, value: np.ndarray, limit: int) -> tuple[np.ndarray,
 
 def _add_scores(
     scores: np.ndarray,
+    touched: np.ndarray,
     segment: Segment,
     rows: np.ndarray,
     freqs: np.ndarray,
@@ -671,11 +683,14 @@ def _add_scores(
     average: float,
 ) -> None:
     """Add one block of a term's postings in `segment` (its rows, weighted tf as float64) to
-    `scores` over the joined row space (the segment's rows from `start`)."""
+    `scores` over the joined row space (the segment's rows from `start`), and mark its rows in
+    `touched`."""
     freq = np.asarray(freqs, dtype=np.float64)
     lengths = np.asarray(segment.postings.lengths[rows], dtype=np.float64)
     norm = K1 * (1 - B + B * lengths / average)
-    scores[rows.astype(np.int64) + start] += idf * (freq * (K1 + 1)) / (freq + norm)
+    joined = rows.astype(np.int64) + start
+    scores[joined] += idf * (freq * (K1 + 1)) / (freq + norm)
+    touched[joined] = True
 
 
 # ---- segments folded into one from their postings (no row text is read again) ------------
