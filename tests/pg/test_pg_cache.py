@@ -187,7 +187,7 @@ class CountingEmbedder:
     def __init__(self) -> None:
         self.embedded = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
         self.embedded += len(texts)
         return np.stack([unit_rows(1, seed=len(t))[0] for t in texts])
 

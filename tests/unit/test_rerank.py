@@ -123,7 +123,7 @@ class FixedEmbedder:
         self.vectors = vectors
         self.calls: list[list[str]] = []
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
         self.calls.append(list(texts))
         return np.stack([self.vectors[t] for t in texts])
 

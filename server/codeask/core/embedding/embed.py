@@ -429,7 +429,7 @@ class CachedEmbedder:
             unique.setdefault(keys[i], i)
         if unique:
             wanted = [texts[i] for i in unique.values()]
-            fresh = self.inner.embed(wanted, lanes) if lanes > 1 else self.inner.embed(wanted)
+            fresh = self.inner.embed(wanted, lanes)
             new_rows = dict(zip(unique.keys(), fresh, strict=True))
             self.cache.put_many(new_rows.items())
             cached.update(new_rows)
@@ -441,7 +441,7 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str], lanes: int = 1) -> np.ndarray:
         """Uncached: rows for texts that are not chunks (no disk write)."""
-        return self.inner.embed(texts, lanes) if lanes > 1 else self.inner.embed(texts)
+        return self.inner.embed(texts, lanes)
 
     def embed_query(self, text: str, lead: str = "", lead_weight: float = 0.0) -> np.ndarray:
         """A search query's vector (uncached: short, unique, not worth a disk write), through
