@@ -62,7 +62,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,9 +195,32 @@ def unignore_debian_top(tree: Path) -> None:
     repository holds only debian/), which leaves the whole tree out, as `codeask index` warns.
     The copy gets the override that warning names (`!/*` in .codeaskignore); the kernel's own
     rules still apply below the top."""
-    if (tree / ".gitignore").is_file() and "\n/*\n" in (tree / ".gitignore").read_text():
+    if debian_top_ignored(tree):
         (tree / ".codeaskignore").write_text("# benchmarks/scale.py: undo Debian's `/*`\n!/*\n")
         print("# the copy's .codeaskignore has `!/*`: Debian's top .gitignore leaves out /*")
+
+
+def debian_top_ignored(tree: Path) -> bool:
+    """Whether the tree's top .gitignore leaves out everything (`/*`, Debian's)."""
+    top = tree / ".gitignore"
+    return top.is_file() and "\n/*\n" in top.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def semble_unignored(tree: Path) -> Iterator[None]:
+    """semble honours the top .gitignore too (and found no file in the kernel package's tree):
+    for its run the tree has a `.sembleignore` with `!/*` (semble reads it after .gitignore,
+    the last match wins), removed afterwards so codeask's next pass over a kept tree sees
+    no new file."""
+    override = tree / ".sembleignore"
+    if not debian_top_ignored(tree) or override.exists():
+        yield
+        return
+    override.write_text("!/*\n")
+    try:
+        yield
+    finally:
+        override.unlink(missing_ok=True)
 
 
 def disk_bytes(folder: Path, *, allocated: bool) -> int:
@@ -419,7 +442,8 @@ class Run:
         questions.write_text(json.dumps([[q.query, q.relevant] for q in self.questions]))
         command = [str(venv_python), str(SEMBLE_RUNNER), str(self.tree), str(questions)]
         env = in_process_env(HF_HUB_OFFLINE="1")
-        cost = self.procs.run(command, env, self.work)
+        with semble_unignored(self.tree):
+            cost = self.procs.run(command, env, self.work)
         if cost.returncode != 0:
             self.rows.append(Row("5 semble 0.7.0", cost, "failed: " + cost.stderr[-200:], ""))
             return
