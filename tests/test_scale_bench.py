@@ -174,3 +174,31 @@ def test_kernel_questions_are_well_formed() -> None:
         assert question["query"].strip()
         paths = [r["path"] for r in question["relevant"]]
         assert paths and all(p and not p.startswith("/") and ".." not in p for p in paths)
+
+
+def test_semble_gets_the_override_of_debians_top_ignore_only_for_its_run(tmp_path: Path) -> None:
+    """Debian's kernel package ignores `/*` at the top; semble honours it and found no file.
+    During semble's run the tree has a `.sembleignore` undoing it; afterwards the tree is as
+    it was (codeask's next pass over a kept tree sees no new file). A tree without that rule,
+    or one that already has the file, is left as it is."""
+    from benchmarks.scale import debian_top_ignored, semble_unignored
+
+    debian = tmp_path / "debian"
+    debian.mkdir()
+    (debian / ".gitignore").write_text("*.o\n/*\n!/debian/\n")
+    assert debian_top_ignored(debian)
+    with semble_unignored(debian):
+        assert (debian / ".sembleignore").read_text() == "!/*\n"
+    assert not (debian / ".sembleignore").exists()
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / ".gitignore").write_text("*.o\n")
+    assert not debian_top_ignored(plain)
+    with semble_unignored(plain):
+        assert not (plain / ".sembleignore").exists()
+
+    (debian / ".sembleignore").write_text("# the user's own\n")
+    with semble_unignored(debian):
+        pass
+    assert (debian / ".sembleignore").read_text() == "# the user's own\n"
