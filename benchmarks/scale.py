@@ -36,7 +36,9 @@ is its own child process, measured with its whole process tree (benchmarks.proc_
    to searchable (p50/max), the server tree's resting RSS and its peak above it;
 5. with `--semble`, semble 0.7.0 (the venv of ../shared/eval-search/semble/setup.sh) indexes the
    same copy and answers the same questions in one child, skipped when the free memory is below
-   its peak in the issue scaled to the tree (17 GB per 1.5 GB of source).
+   its peak in the issue scaled to the tree (17 GB per 1.5 GB of source); after a first pass in
+   the same run, a row of codeask's CPU, wall and peak over semble's (5r): the figure that
+   carries between machines, as a core's speed does not.
 
 `--reuse WORK` runs on a work folder kept by an earlier run (`--keep`: the tree and `index/`),
 `--steps` only the steps named (e.g. `--reuse ... --steps reports`); an index folder whose name
@@ -221,6 +223,18 @@ def semble_unignored(tree: Path) -> Iterator[None]:
         yield
     finally:
         override.unlink(missing_ok=True)
+
+
+def ratios(codeask: Cost, semble: Cost) -> str:
+    """codeask's first pass against semble's index + questions in the same run: what carries
+    from one machine to another (the issue's window: CPU 635 / 540 = 1.18x; its targets,
+    450 CPU-s and 360 s, were 0.83x and 0.80x of semble's 540 CPU-s and 448 s there)."""
+    return (
+        f"CPU {codeask.cpu_s / max(semble.cpu_s, 1e-9):.2f}x, wall "
+        f"{codeask.wall_s / max(semble.wall_s, 1e-9):.2f}x, peak tree "
+        f"{codeask.peak_tree_mb / max(semble.peak_tree_mb, 1e-9):.3f}x (the issue's targets: "
+        f"CPU 0.83x, wall 0.80x of semble's there)"
+    )
 
 
 def disk_bytes(folder: Path, *, allocated: bool) -> int:
@@ -457,6 +471,9 @@ class Run:
             f"{percentile(result['latencies'], 0.95) * 1000:.0f} ms; {scores.text()}"
         )
         self.rows.append(Row("5 semble 0.7.0 (index + questions)", cost, figure, TARGETS["semble"]))
+        first = next((r.cost for r in self.rows if r.step.startswith("1 index")), None)
+        if first is not None:
+            self.rows.append(Row("5r codeask / semble, this window", None, ratios(first, cost), ""))
 
     def searched_first(self) -> str:
         """Step 4c's start, as an agent's loop begins: a search through the daemon, then the

@@ -202,3 +202,15 @@ def test_semble_gets_the_override_of_debians_top_ignore_only_for_its_run(tmp_pat
     with semble_unignored(debian):
         pass
     assert (debian / ".sembleignore").read_text() == "# the user's own\n"
+
+
+def test_the_ratio_row_divides_codeasks_first_pass_by_sembles_run() -> None:
+    """Step 5r: codeask's first pass over semble's run in the same window, each figure."""
+    from benchmarks.proc_tree import Cost
+    from benchmarks.scale import ratios
+
+    codeask = Cost(372.0, 688.0, 975.0, 960.0, 0.7, 2.3, 0, "", "")
+    semble = Cost(1227.5, 1331.0, 16975.0, 16975.0, 0.1, 1.1, 0, "", "")
+    text = ratios(codeask, semble)
+    assert text.startswith("CPU 0.52x, wall 0.30x, peak tree 0.057x")
+    assert "CPU 0.83x, wall 0.80x" in text
